@@ -1,0 +1,57 @@
+"""Exception types a user can cause, each with a message that names what went wrong.
+
+The CLI catches :class:`TmasimError` and prints its message in one or two lines (exit 2 for
+bad input, 3 for a model that cannot run to completion), never a traceback.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class TmasimError(Exception):
+    """Base class for every error a user can cause through a scenario or the command line."""
+
+    exit_code = 2
+
+
+class ScenarioError(TmasimError, ValueError):
+    """A scenario field has a value that breaks a rule: names the field, the value and the rule."""
+
+    def __init__(self, field: str, value: Any, rule: str) -> None:
+        self.field = field
+        self.value = value
+        self.rule = rule
+        super().__init__(f"{field}: {_show(value)} {rule}")
+
+
+class UnitError(ScenarioError):
+    """A quantity that cannot be parsed or has the wrong kind (a size given for a time)."""
+
+
+class DescriptorError(ScenarioError):
+    """A TMA tensor descriptor or box breaks one of the hardware's rules."""
+
+
+class ResidencyError(ScenarioError):
+    """A CTA that fits on no SM (shared memory, threads or barriers over the limits)."""
+
+
+class ModelError(TmasimError):
+    """The modelled program cannot run to completion: deadlock or synchronization misuse."""
+
+    exit_code = 3
+
+
+class DeadlockError(ModelError):
+    """The event queue emptied while processes still waited: names who waits on what."""
+
+
+class BarrierError(ModelError):
+    """An mbarrier used against its rules: tx-count underflow, more arrivals than expected."""
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        return repr(value)
+    return repr(value) if not isinstance(value, (int, float)) else str(value)

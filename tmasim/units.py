@@ -1,0 +1,110 @@
+"""Quantities with units at the boundary, integers inside the engine.
+
+The engine counts time in integer picoseconds, data in integer bytes and work in FLOPs.
+Strings such as ``"3 us"``, ``"5 µs"``, ``"4.8 TB/s"``, ``"228 KiB"`` or ``"1.98 GHz"`` are
+parsed with pint (over a small registry of our own, ``units.txt``, so that bytes are a
+dimension of their own rather than pint's dimensionless ``byte``) and rounded to the nearest
+integer unit, never truncated: ``"5 us"`` is 5 000 000 ps, not 4 999 999.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from typing import Any
+
+from tmasim.errors import UnitError
+
+PS_PER_S = 10**12
+PS_PER_NS = 1000
+PS_PER_US = 10**6
+
+# What each kind of quantity is called in messages, its pint dimensionality and the unit the
+# engine counts it in.
+_KINDS: dict[str, tuple[str, str]] = {
+    "time": ("[time]", "ps"),
+    "size": ("[data]", "B"),
+    "bandwidth": ("[data] / [time]", "B/ps"),
+    "frequency": ("1 / [time]", "Hz"),
+    "flops": ("[arithmetic]", "FLOP"),
+    "flop_rate": ("[arithmetic] / [time]", "FLOP/ps"),
+    "cycles": ("[clock]", "cycle"),
+}
+_EXAMPLES = {
+    "time": "'3 us'",
+    "size": "'228 KiB'",
+    "bandwidth": "'3.35 TB/s'",
+    "frequency": "'1.98 GHz'",
+    "flops": "'4 GFLOP'",
+    "flop_rate": "'989 TFLOP/s'",
+    "cycles": "'690 cycles'",
+}
+
+
+@functools.cache
+def _registry() -> Any:
+    import pint
+
+    definitions = resources.files("tmasim").joinpath("units.txt")
+    with resources.as_file(definitions) as path:
+        return pint.UnitRegistry(str(path), autoconvert_offset_to_baseunit=False)
+
+
+def parse(text: Any, kind: str, field: str) -> float:
+    """Return ``text`` (a string with a unit) in the engine's unit for ``kind``, as a float.
+
+    Raises :class:`UnitError` naming ``field`` when ``text`` is not a quantity of that kind.
+    Bare numbers are refused: a unit-less ``3`` for a time is a classic source of 10^6 errors.
+    """
+    dimensionality, unit = _KINDS[kind]
+    if not isinstance(text, str):
+        raise UnitError(field, text, f"is not a {kind}: give a string with a unit, like {_EXAMPLES[kind]}")
+    ureg = _registry()
+    try:
+        quantity = ureg.Quantity(text.strip())
+    except Exception:
+        raise UnitError(field, text, f"is not a quantity: expected a {kind} like {_EXAMPLES[kind]}") from None
+    if not isinstance(quantity, ureg.Quantity) or quantity.dimensionality != ureg.get_dimensionality(dimensionality):
+        raise UnitError(field, text, f"is not a {kind}: expected a quantity like {_EXAMPLES[kind]}")
+    return float(quantity.to(unit).magnitude)
+
+
+def parse_int(text: Any, kind: str, field: str) -> int:
+    """:func:`parse`, rounded to the nearest integer engine unit (picoseconds, bytes, FLOPs)."""
+    return round(parse(text, kind, field))
+
+
+def time_ps(text: Any, field: str) -> int:
+    """A time string as integer picoseconds, rounded to the nearest picosecond."""
+    return parse_int(text, "time", field)
+
+
+def size_bytes(text: Any, field: str) -> int:
+    """A data size as integer bytes; also accepts a plain non-negative integer count of bytes."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        return text
+    return parse_int(text, "size", field)
+
+
+def format_time(ps: float) -> str:
+    """A picosecond count in the largest unit that keeps it readable: ``23 us``, ``640 ns``."""
+    for unit, scale in (("s", PS_PER_S), ("ms", 10**9), ("us", PS_PER_US), ("ns", PS_PER_NS)):
+        if abs(ps) >= scale:
+            return f"{ps / scale:.6g} {unit}"
+    return f"{ps:.6g} ps"
+
+
+def format_bytes(n: float) -> str:
+    """A byte count with a binary prefix: ``48 KiB``, ``1.5 MiB``."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= scale:
+            return f"{n / scale:.4g} {unit}"
+    return f"{n:.0f} B"
+
+
+def format_rate(bytes_per_s: float) -> str:
+    """A bandwidth in decimal units, as datasheets give them: ``3.35 TB/s``."""
+    for unit, scale in (("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6)):
+        if abs(bytes_per_s) >= scale:
+            return f"{bytes_per_s / scale:.4g} {unit}"
+    return f"{bytes_per_s:.4g} B/s"
