@@ -1,0 +1,108 @@
+"""Closed forms and bounds for a stage-ring pipeline: the references the simulator must meet.
+
+Notation, per tile i: ``l`` the copy engine's busy time, ``c`` the compute time, ``lat`` the
+pipelined latency before the copy's transfer, ``issue`` the copy unit's cost per request and
+``wake`` the mbarrier round trip (a phase flip becomes visible ``wake`` later).
+
+* :func:`anchor_time`: N equal tiles, no latency or costs. S = 1: N(l + c);
+  S >= 2: l + c + (N - 1) max(l, c).
+* :func:`maxplus`: the exact per-tile times for any per-tile l, c, lat with costs, as a
+  max-plus recurrence (the engine must reproduce it to the picosecond).
+* :func:`steady_state`: the interval bound max(l, c, issue, (lat + l + c + o) / S) with
+  o = issue + 2 wake: one slot cycles in at least lat + l + c + o, and S slots share the load.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+def anchor_time(tiles: int, load: int, compute: int, stages: int) -> int:
+    """The anchor formula of DESIGN.md §2 (exact, integer picoseconds)."""
+    if tiles < 1 or stages < 1:
+        raise ValueError("tiles and stages must be >= 1")
+    if stages == 1:
+        return tiles * (load + compute)
+    return load + compute + (tiles - 1) * max(load, compute)
+
+
+def serial_time(load: Sequence[int], compute: Sequence[int], latency: Sequence[int] | None = None,
+                issue: int = 0, wake: int = 0) -> int:
+    """No overlap at all (one stage): every tile's copy, then its compute, one after another."""
+    n = len(load)
+    lat = sum(latency) if latency is not None else 0
+    return sum(load) + sum(compute) + lat + n * issue + (2 * n - 1) * wake
+
+
+@dataclass(frozen=True)
+class TileTimes:
+    """Per-tile event times from the recurrence (ps)."""
+
+    accepted: list[int]
+    landed: list[int]
+    compute_start: list[int]
+    compute_end: list[int]
+
+    @property
+    def makespan(self) -> int:
+        return self.compute_end[-1]
+
+
+def maxplus(load: Sequence[int], compute: Sequence[int], stages: int, latency: Sequence[int] | None = None,
+            issue: int = 0, wake: int = 0) -> TileTimes:
+    """Exact per-tile times of one producer, one consumer and an S-slot ring.
+
+    ready_i    = max(ready_{i-1}, end_{i-S} + wake)              producer passes empty[s]
+    accepted_i = max(ready_i, accepted_{i-1} + issue)             copy unit takes the request
+    landed_i   = max(accepted_i + issue + lat_i, landed_{i-1}) + l_i   serial transfers
+    start_i    = max(landed_i + wake, end_{i-1});  end_i = start_i + c_i
+    """
+    n = len(load)
+    lat = list(latency) if latency is not None else [0] * n
+    accepted, landed, start, end = [0] * n, [0] * n, [0] * n, [0] * n
+    ready = 0
+    for i in range(n):
+        if i >= stages:
+            ready = max(ready, end[i - stages] + wake)
+        accepted[i] = max(ready, accepted[i - 1] + issue) if i else ready
+        landed[i] = max(accepted[i] + issue + lat[i], landed[i - 1] if i else 0) + load[i]
+        start[i] = max(landed[i] + wake, end[i - 1] if i else 0)
+        end[i] = start[i] + compute[i]
+    return TileTimes(accepted, landed, start, end)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The steady-state interval bound and the term that binds."""
+
+    interval: float
+    terms: dict[str, float]
+
+    @property
+    def binding(self) -> str:
+        return max(self.terms, key=lambda k: self.terms[k])
+
+
+def steady_state(load: float, compute: float, stages: int, latency: float = 0.0,
+                 issue: int = 0, wake: int = 0) -> Bound:
+    """interval >= max(copy, compute, issue, (lat + copy + compute + o) / S), o = issue + 2 wake.
+
+    Terms are named ``copy``, ``compute``, ``issue`` and ``latency`` (the slot round trip shared
+    by S slots: the term that more stages shrink).
+    """
+    overhead = issue + 2 * wake
+    terms = {
+        "copy": float(load),
+        "compute": float(compute),
+        "issue": float(issue),
+        "latency": (latency + load + compute + overhead) / stages,
+    }
+    return Bound(max(terms.values()), terms)
+
+
+def applies_anchor(load: Sequence[int], compute: Sequence[int], latency: Sequence[int], issue: int,
+                   wake: int) -> bool:
+    """The anchor formula holds for equal tiles with no latency and no costs."""
+    return (issue == 0 and wake == 0 and not any(latency)
+            and len(set(load)) == 1 and len(set(compute)) == 1)

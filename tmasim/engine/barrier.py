@@ -1,0 +1,103 @@
+"""The mbarrier: an arrival count, a transaction byte count and a phase.
+
+A phase completes when every expected arrival is in and the transaction count is back to
+zero; then the phase number advances and the waiters on that phase's parity wake up. The
+producer announces bytes with ``arrive_expect_tx``; the copy engine retires them with
+``complete_tx`` as they land. Starting a copy never makes its destination ready: only the
+phase flip does.
+
+``wake`` models the barrier's round trip: a completed phase becomes visible to waiters that
+many picoseconds after it flips (a waiter that arrives later passes at once). This keeps the
+timing a max-plus system: visible = max(arrival at the wait, flip + wake).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import simpy
+
+from tmasim.errors import BarrierError
+from tmasim.units import format_time
+
+FlipHook = Callable[["Mbarrier", int], None]
+
+
+class Mbarrier:
+    """One mbarrier object in shared memory, named by its scope (``sm0.cta1.full[2]``)."""
+
+    __slots__ = ("env", "name", "arrivals", "wake", "phase", "_pending", "_tx", "_current", "_last", "_on_flip")
+
+    def __init__(self, env: simpy.Environment, name: str, arrivals: int, wake: int = 0,
+                 on_flip: FlipHook | None = None) -> None:
+        self.env = env
+        self.name = name
+        self.arrivals = arrivals
+        self.wake = wake
+        self.phase = 0  # phases completed so far; the phase in progress has this number
+        self._pending = arrivals
+        self._tx = 0
+        self._current = env.event()
+        self._last = env.event()  # "the phase before phase 0": complete from the start
+        self._last.succeed()
+        self._on_flip = on_flip
+
+    @property
+    def pending_arrivals(self) -> int:
+        return self._pending
+
+    @property
+    def pending_tx(self) -> int:
+        return self._tx
+
+    def wait(self, parity: int) -> simpy.Event:
+        """An event that fires once the phase of this parity has completed (try_wait.parity).
+
+        As on hardware, parity is all the barrier knows: if the in-progress phase has another
+        parity, the most recent phase of this parity counts as complete.
+        """
+        return self._current if (self.phase & 1) == parity else self._last
+
+    def arrive(self, who: str = "", count: int = 1) -> None:
+        if count > self._pending:
+            raise BarrierError(
+                f"{self.name}: {who or 'a thread'} arrives at {format_time(self.env.now)} but phase "
+                f"{self.phase} has {self._pending} of {self.arrivals} expected arrivals left "
+                "(more arrivals than the barrier was initialized for)")
+        self._pending -= count
+        self._maybe_flip()
+
+    def expect_tx(self, nbytes: int) -> None:
+        self._tx += nbytes
+
+    def arrive_expect_tx(self, nbytes: int, who: str = "") -> None:
+        self._tx += nbytes
+        self.arrive(who)
+
+    def complete_tx(self, nbytes: int, who: str = "") -> None:
+        if nbytes > self._tx:
+            raise BarrierError(
+                f"{self.name}: {who or 'a copy'} completes {nbytes} bytes at {format_time(self.env.now)} "
+                f"but phase {self.phase} expects only {self._tx} more (transaction-count underflow: "
+                "expect_tx announced fewer bytes than the copies deliver)")
+        self._tx -= nbytes
+        self._maybe_flip()
+
+    def _maybe_flip(self) -> None:
+        if self._pending or self._tx:
+            return
+        done = self._current
+        self.phase += 1
+        self._pending = self.arrivals
+        self._current = self.env.event()
+        self._last = done
+        if self._on_flip is not None:
+            self._on_flip(self, self.phase - 1)
+        if self.wake:
+            self.env.timeout(self.wake).callbacks.append(lambda _: done.succeed())
+        else:
+            done.succeed()
+
+    def describe_wait(self, parity: int) -> str:
+        state = f"{self.arrivals - self._pending}/{self.arrivals} arrivals, {self._tx} bytes outstanding"
+        return f"{self.name} parity {parity} (phase {self.phase} in progress: {state})"

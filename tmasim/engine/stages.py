@@ -1,0 +1,27 @@
+"""The stage ring: S shared-memory slots, each with a full and an empty mbarrier.
+
+Step i of a CTA's program uses slot i mod S for the (i div S)-th time. The consumer waits on
+full[s] with parity (i div S) mod 2; the producer waits on empty[s] with the opposite parity,
+so its first S waits pass at once (the slots start empty), as CUTLASS's pipelines do.
+"""
+
+from __future__ import annotations
+
+import simpy
+
+from tmasim.engine.barrier import FlipHook, Mbarrier
+
+
+class StageRing:
+    __slots__ = ("stages", "full", "empty")
+
+    def __init__(self, env: simpy.Environment, scope: str, stages: int, *, full_arrivals: int,
+                 empty_arrivals: int, wake: int, on_flip: FlipHook | None = None) -> None:
+        self.stages = stages
+        self.full = [Mbarrier(env, f"{scope}.full[{s}]", full_arrivals, wake, on_flip) for s in range(stages)]
+        self.empty = [Mbarrier(env, f"{scope}.empty[{s}]", empty_arrivals, wake, on_flip) for s in range(stages)]
+
+    def slot(self, step: int) -> tuple[int, int]:
+        """The slot of a step and the parity its consumer waits for on full[slot]."""
+        use, slot = divmod(step, self.stages)
+        return slot, use & 1

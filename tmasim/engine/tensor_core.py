@@ -1,0 +1,29 @@
+"""The SM's tensor cores: one FIFO server shared by every consumer warpgroup on the SM."""
+
+from __future__ import annotations
+
+import simpy
+
+
+class TensorCore:
+    """Serializes tensor-core work in request order. One event per request: the start time is
+    known at request time (max of now and when the previous work ends), so no queue process
+    is needed."""
+
+    __slots__ = ("env", "name", "_free_at", "busy_ps", "flops")
+
+    def __init__(self, env: simpy.Environment, name: str) -> None:
+        self.env = env
+        self.name = name
+        self._free_at = 0
+        self.busy_ps = 0
+        self.flops = 0.0
+
+    def run(self, duration: int, flops: float = 0.0) -> tuple[int, simpy.Timeout]:
+        """Queue ``duration`` ps of work; returns its start time and an event at its end."""
+        now = self.env.now
+        start = self._free_at if self._free_at > now else now
+        self._free_at = start + duration
+        self.busy_ps += duration
+        self.flops += flops
+        return start, self.env.timeout(self._free_at - now)

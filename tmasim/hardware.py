@@ -1,0 +1,206 @@
+"""The GPU description: one frozen :class:`GpuSpec` per machine, read from preset TOML files.
+
+A preset file (``tmasim/presets/NAME.toml``, or any path) holds one value per field, either
+plain (``sms = 132``) or with its provenance (``sms = { value = 132, source = "datasheet" }``).
+Sources are kept so that ``tmasim presets`` and result files can say where a number came from.
+A scenario picks a preset by name or path (``gpu = "h100-sxm"``) or as a table that overrides
+fields of one (``[gpu] preset = "h100-sxm"`` + ``hbm_bandwidth = "3 TB/s"``).
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from tmasim import fields as read
+from tmasim import units
+from tmasim.errors import ScenarioError
+
+UNLIMITED = "unlimited"
+DTYPES = ("bf16", "fp16", "fp8", "tf32")
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """What the engine needs to know about a GPU. Times in ps, sizes in bytes, rates per ps."""
+
+    name: str
+    description: str
+    sms: int
+    clock_hz: float
+    smem_per_sm: int
+    smem_per_cta: int
+    smem_reserved_per_cta: int
+    max_ctas_per_sm: int
+    max_threads_per_sm: int
+    l2_size: int
+    hbm_bandwidth: float
+    l2_bandwidth: float
+    sm_port_bandwidth: float
+    copy_latency: int
+    copy_latency_per_kib: int
+    hbm_latency: int
+    tma_issue: int
+    tma_max_in_flight: int
+    barrier_wake: int
+    tensor_flops: Mapping[str, float]
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    def sm_flop_rate(self, dtype: str) -> float:
+        """Dense tensor-core FLOP per picosecond of one SM for ``dtype``."""
+        return self.tensor_flops[dtype] / self.sms
+
+    def copy_latency_for(self, nbytes: int) -> int:
+        """Latency before a copy's bytes stream: a base plus a part that grows with the box."""
+        return self.copy_latency + round(self.copy_latency_per_kib * nbytes / 1024)
+
+    @property
+    def is_ideal(self) -> bool:
+        return self.tma_issue == 0 and self.barrier_wake == 0
+
+
+# field -> (kind, description). Kinds: int, text, time, size, bandwidth, frequency, flop_rates.
+_FIELDS: dict[str, tuple[str, str]] = {
+    "name": ("text", "preset name"),
+    "description": ("text", "what the preset describes"),
+    "sms": ("int", "streaming multiprocessors"),
+    "clock": ("frequency", "SM clock, for values given in cycles"),
+    "smem_per_sm": ("size", "shared memory per SM"),
+    "smem_per_cta": ("size", "largest shared memory one CTA may use"),
+    "smem_reserved_per_cta": ("size", "shared memory the system reserves per CTA"),
+    "max_ctas_per_sm": ("int", "resident CTAs per SM"),
+    "max_threads_per_sm": ("int", "resident threads per SM"),
+    "l2_size": ("size", "L2 cache capacity"),
+    "hbm_bandwidth": ("bandwidth", "HBM bandwidth"),
+    "l2_bandwidth": ("bandwidth", "L2 bandwidth (chip)"),
+    "sm_port_bandwidth": ("bandwidth", "ingest bandwidth of one SM from L2"),
+    "copy_latency": ("time", "TMA load latency before bytes stream (L2 hit)"),
+    "copy_latency_per_kib": ("time", "extra latency per KiB of box"),
+    "hbm_latency": ("time", "extra latency of a copy whose bytes come from HBM"),
+    "tma_issue": ("time", "TMA unit's issue cost per request"),
+    "tma_max_in_flight": ("int", "copies in flight per SM (0: unlimited)"),
+    "barrier_wake": ("time", "from an mbarrier phase flip until its waiters run"),
+    "tensor_flops": ("flop_rates", "dense tensor-core rate per dtype (chip)"),
+}
+_HIGHER_IS_INF = ("hbm_bandwidth", "l2_bandwidth", "sm_port_bandwidth")
+
+
+def preset_names() -> list[str]:
+    folder = resources.files("tmasim").joinpath("presets")
+    return sorted(p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml"))
+
+
+def load_gpu(spec: Any, base_dir: Path | None = None, field_name: str = "gpu") -> GpuSpec:
+    """Resolve a scenario's ``gpu`` value: a preset name, a path, or a table with overrides."""
+    if isinstance(spec, str):
+        return _from_raw(_read_preset(spec, base_dir, field_name), field_name)
+    table = read.table(field_name, spec)
+    base_name = table.get("preset", "ideal")
+    base = _read_preset(read.text(f"{field_name}.preset", base_name), base_dir, f"{field_name}.preset")
+    overrides = {k: v for k, v in table.items() if k != "preset"}
+    read.reject_unknown(field_name, overrides, tuple(_FIELDS))
+    merged = {**base, **{k: {"value": v, "source": "scenario override"} for k, v in overrides.items()}}
+    return _from_raw(merged, field_name)
+
+
+def _read_preset(name: str, base_dir: Path | None, field_name: str) -> dict[str, Any]:
+    if name.endswith(".toml") or "/" in name:
+        path = Path(name)
+        if not path.is_absolute() and base_dir is not None and not path.exists():
+            path = base_dir / path
+        if not path.is_file():
+            raise ScenarioError(field_name, name, "is not a preset file that exists")
+        data = path.read_text()
+    else:
+        resource = resources.files("tmasim").joinpath("presets", f"{name}.toml")
+        if not resource.is_file():
+            raise ScenarioError(field_name, name, f"is not a known GPU preset (known: {', '.join(preset_names())})")
+        data = resource.read_text()
+    try:
+        return tomllib.loads(data)
+    except tomllib.TOMLDecodeError as err:
+        raise ScenarioError(field_name, name, f"is not valid TOML: {err}") from None
+
+
+def _from_raw(raw: Mapping[str, Any], where: str) -> GpuSpec:
+    read.reject_unknown(where, raw, tuple(_FIELDS))
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for key, (kind, _) in _FIELDS.items():
+        entry = read.required(where, raw, key, " in a GPU preset")
+        if isinstance(entry, Mapping) and "value" in entry:
+            sources[key] = str(entry.get("source", ""))
+            entry = entry["value"]
+        values[key] = entry
+    clock_hz = read.quantity(f"{where}.clock", values["clock"], "frequency")
+    parsed = {key: _parse(f"{where}.{key}", kind, values[key], clock_hz) for key, (kind, _) in _FIELDS.items()}
+    parsed["clock_hz"] = parsed.pop("clock")
+    return GpuSpec(**parsed, sources=sources)
+
+
+def _parse(name: str, kind: str, value: Any, clock_hz: float) -> Any:
+    if kind == "text":
+        return read.text(name, value)
+    if kind == "int":
+        return read.integer(name, value, minimum=0 if name.endswith("tma_max_in_flight") else 1)
+    if kind == "size":
+        return read.size(name, value, positive=False)
+    if kind == "frequency":
+        return read.quantity(name, value, "frequency")
+    if kind == "bandwidth":
+        return math.inf if value == UNLIMITED else read.quantity(name, value, "bandwidth")
+    if kind == "time":
+        return _time_or_cycles(name, value, clock_hz)
+    if kind == "flop_rates":
+        rates = read.table(name, value)
+        read.reject_unknown(name, rates, DTYPES)
+        return {d: read.quantity(f"{name}.{d}", r, "flop_rate") for d, r in rates.items()}
+    raise AssertionError(kind)
+
+
+def _time_or_cycles(name: str, value: Any, clock_hz: float) -> int:
+    """Latencies are often measured in cycles: ``"690 cycles"`` is converted at the preset's clock."""
+    if isinstance(value, str) and "cycle" in value:
+        cycles = units.parse(value, "cycles", name)
+        if cycles < 0:
+            raise ScenarioError(name, value, "must be >= 0")
+        return round(cycles / clock_hz * units.PS_PER_S)
+    return read.time(name, value, positive=False)
+
+
+def describe(gpu: GpuSpec) -> dict[str, str]:
+    """The key figures of a preset, formatted for people (``tmasim presets``)."""
+    bf16 = gpu.tensor_flops.get("bf16")
+    return {
+        "name": gpu.name,
+        "SMs": str(gpu.sms),
+        "SMEM/SM": units.format_bytes(gpu.smem_per_sm),
+        "L2": units.format_bytes(gpu.l2_size),
+        "HBM": _rate(gpu.hbm_bandwidth),
+        "L2 BW": _rate(gpu.l2_bandwidth),
+        "SM port": _rate(gpu.sm_port_bandwidth),
+        "bf16": "-" if bf16 is None else f"{bf16 * units.PS_PER_S / 1e12:.0f} TFLOP/s",
+        "copy latency": units.format_time(gpu.copy_latency),
+        "description": gpu.description,
+    }
+
+
+def _rate(bytes_per_ps: float) -> str:
+    return UNLIMITED if math.isinf(bytes_per_ps) else units.format_rate(bytes_per_ps * units.PS_PER_S)
+
+
+def field_names() -> tuple[str, ...]:
+    return tuple(_FIELDS)
+
+
+def field_descriptions() -> dict[str, str]:
+    return {k: d for k, (_, d) in _FIELDS.items()}
+
+
+def spec_fields() -> tuple[str, ...]:
+    return tuple(f.name for f in fields(GpuSpec))

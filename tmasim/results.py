@@ -1,0 +1,93 @@
+"""What a run returns: the summary, per-interval spans, per-instant events, and the scenario.
+
+Tables are built lazily from the engine's tuples (pandas is imported here, not in the
+engine). Every file written by :meth:`Result.save` sits beside ``scenario.json``, the scenario
+that produced it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tmasim.engine.cta import Race
+from tmasim.engine.recorder import EVENT_COLUMNS, SPAN_COLUMNS, Recorder
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from tmasim.scenario import Scenario
+
+
+@dataclass
+class Result:
+    scenario: Scenario
+    stats: dict[str, Any]
+    races: list[Race] = field(default_factory=list)
+    recorder: Recorder | None = field(default=None, repr=False)
+
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        """One row: every summary figure (see ``stats``)."""
+        import pandas as pd
+
+        return pd.DataFrame([self.stats])
+
+    @cached_property
+    def spans(self) -> pd.DataFrame:
+        """One row per interval: start_ps, end_ps, sm, cta, lane, kind, tile, stage, bytes."""
+        import pandas as pd
+
+        rows = self.recorder.spans if self.recorder is not None else []
+        frame = pd.DataFrame(rows, columns=list(SPAN_COLUMNS))
+        frame = frame.sort_values(["start_ps", "sm", "cta", "lane", "tile"], kind="stable", ignore_index=True)
+        frame["duration_ps"] = frame["end_ps"] - frame["start_ps"]
+        return frame
+
+    @cached_property
+    def events(self) -> pd.DataFrame:
+        """One row per instant: time_ps, sm, cta, kind, name, tile, stage, phase."""
+        import pandas as pd
+
+        rows = self.recorder.events if self.recorder is not None else []
+        return pd.DataFrame(rows, columns=list(EVENT_COLUMNS)).sort_values(
+            ["time_ps", "sm", "cta"], kind="stable", ignore_index=True)
+
+    @cached_property
+    def race_table(self) -> pd.DataFrame:
+        import pandas as pd
+
+        columns = ["sm", "cta", "consumer", "tile", "stage", "read_ps", "landed_ps"]
+        return pd.DataFrame([vars(r) for r in self.races], columns=columns)
+
+    @property
+    def makespan_ps(self) -> int:
+        return int(self.stats["makespan_ps"])
+
+    def to_json(self) -> str:
+        return json.dumps(self.stats, default=_jsonable)
+
+    def save(self, out_dir: Path) -> list[Path]:
+        """Write summary, spans, events (and races, if any) as CSV beside scenario.json."""
+        out_dir.mkdir(parents=True, exist_ok=True)
+        written = []
+        path = out_dir / "scenario.json"
+        path.write_text(json.dumps(self.scenario.to_dict(), indent=2, default=_jsonable) + "\n")
+        written.append(path)
+        tables = {"summary": self.summary, "spans": self.spans, "events": self.events}
+        if self.races:
+            tables["races"] = self.race_table
+        for name, frame in tables.items():
+            path = out_dir / f"{name}.csv"
+            frame.to_csv(path, index=False)
+            written.append(path)
+        return written
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    return str(value)
