@@ -31,8 +31,10 @@ def simulate(scenario: Scenario) -> Result:
     cta = Cta(env, 0, 0, program, _sync(scenario), copy_engine, tensor_core, recorder)
     env.run()
     _check_finished([cta], env.now)
+    races = cta.races()
     stats = _tiles_stats(scenario, cta, copy_engine, tensor_core)
-    return Result(scenario, stats, list(cta.races), recorder)
+    stats["races"] = len(races)
+    return Result(scenario, stats, races, recorder)
 
 
 def _sync(scenario: Scenario) -> Sync:
@@ -96,7 +98,6 @@ def _tiles_stats(scenario: Scenario, cta: Cta, copy_engine: CopyEngine, tensor_c
         "tiles_per_s": n / seconds if seconds else None,
         "achieved_bytes_per_s": copy_engine.bytes / seconds if seconds else None,
         "bytes": copy_engine.bytes,
-        "races": len(cta.races),
     }
 
 

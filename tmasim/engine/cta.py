@@ -65,8 +65,9 @@ class Cta:
         self.wait_full_ps = 0
         self.wait_empty_ps = 0
         self.finished_at: int | None = None
-        self.races: list[Race] = []
+        # Without full-barrier waits: when each step's copy landed and when each consumer read it.
         self._landed: list[int | None] = [None] * program.steps if not sync.waits_full else []
+        self._reads: list[tuple[int, int, int]] = []
         self._waiting: dict[str, tuple[Mbarrier, int]] = {}
         self._consumers_left = sync.consumers
         self.processes = [env.process(self.producer())]
@@ -120,7 +121,7 @@ class Cta:
                         if rec is not None:
                             rec.span(t0, env.now, self.sm, self.index, "consumer", "wait_full", i, slot)
             else:
-                self._check_race(warpgroup, i, slot)
+                self._reads.append((warpgroup, i, env.now))
             start, done = tc.run(prog.compute[i] // share, prog.flops[i] / share if prog.flops else 0.0)
             yield done
             ring.empty[slot].arrive(who)
@@ -131,12 +132,18 @@ class Cta:
         if self._consumers_left == 0:
             self.finished_at = env.now
 
-    def _check_race(self, warpgroup: int, step: int, slot: int) -> None:
-        landed = self._landed[step]
-        if landed is None or landed > self.env.now:
-            self.races.append(Race(self.sm, self.index, warpgroup, step, slot, self.env.now, landed))
-            if self.recorder is not None:
-                self.recorder.event(self.env.now, self.sm, self.index, "race", f"{self.scope}.consumer{warpgroup}", step, slot)
+    def races(self) -> list[Race]:
+        """Reads of a slot before its copy landed (checked after the run, when every landing
+        time is known: a read at the very instant the data lands is not a race)."""
+        found = []
+        for warpgroup, step, read in self._reads:
+            landed = self._landed[step]
+            if landed is None or landed > read:
+                found.append(Race(self.sm, self.index, warpgroup, step, step % self.sync.stages, read, landed))
+                if self.recorder is not None:
+                    self.recorder.event(read, self.sm, self.index, "race", f"{self.scope}.consumer{warpgroup}",
+                                        step, step % self.sync.stages)
+        return found
 
     def _record_flip(self, barrier: Mbarrier, phase: int) -> None:
         assert self.recorder is not None
