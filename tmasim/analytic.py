@@ -14,7 +14,8 @@ pipelined latency before the copy's transfer, ``issue`` the copy unit's cost per
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 
@@ -49,27 +50,45 @@ class TileTimes:
         return self.compute_end[-1]
 
 
-def maxplus(load: Sequence[int], compute: Sequence[int], stages: int, latency: Sequence[int] | None = None,
-            issue: int = 0, wake: int = 0) -> TileTimes:
-    """Exact per-tile times of one producer, one consumer and an S-slot ring.
+def maxplus_steps(load: Sequence[int], compute: Sequence[int], stages: int,
+                  latency: Sequence[int] | None = None, issue: int = 0,
+                  wake: int = 0) -> Iterator[tuple[int, int, int, int]]:
+    """Exact per-tile times (accepted, landed, compute start, compute end) of one producer,
+    one consumer and an S-slot ring, tile by tile, in O(S) memory:
 
     ready_i    = max(ready_{i-1}, end_{i-S} + wake)              producer passes empty[s]
     accepted_i = max(ready_i, accepted_{i-1} + issue)             copy unit takes the request
     landed_i   = max(accepted_i + issue + lat_i, landed_{i-1}) + l_i   serial transfers
     start_i    = max(landed_i + wake, end_{i-1});  end_i = start_i + c_i
     """
-    n = len(load)
-    lat = list(latency) if latency is not None else [0] * n
-    accepted, landed, start, end = [0] * n, [0] * n, [0] * n, [0] * n
-    ready = 0
-    for i in range(n):
+    ends: deque[int] = deque(maxlen=stages)
+    ready = landed = end = 0
+    accepted = -issue
+    for i, (load_i, compute_i) in enumerate(zip(load, compute, strict=True)):
         if i >= stages:
-            ready = max(ready, end[i - stages] + wake)
-        accepted[i] = max(ready, accepted[i - 1] + issue) if i else ready
-        landed[i] = max(accepted[i] + issue + lat[i], landed[i - 1] if i else 0) + load[i]
-        start[i] = max(landed[i] + wake, end[i - 1] if i else 0)
-        end[i] = start[i] + compute[i]
-    return TileTimes(accepted, landed, start, end)
+            ready = max(ready, ends[0] + wake)
+        accepted = max(ready, accepted + issue)
+        landed = max(accepted + issue + (latency[i] if latency is not None else 0), landed) + load_i
+        start = max(landed + wake, end)
+        end = start + compute_i
+        ends.append(end)
+        yield accepted, landed, start, end
+
+
+def maxplus(load: Sequence[int], compute: Sequence[int], stages: int, latency: Sequence[int] | None = None,
+            issue: int = 0, wake: int = 0) -> TileTimes:
+    """:func:`maxplus_steps`, collected per tile."""
+    steps = list(maxplus_steps(load, compute, stages, latency, issue, wake))
+    return TileTimes(*(list(column) for column in zip(*steps, strict=True)))
+
+
+def maxplus_makespan(load: Sequence[int], compute: Sequence[int], stages: int,
+                     latency: Sequence[int] | None = None, issue: int = 0, wake: int = 0) -> int:
+    """The makespan from the recurrence, without keeping per-tile times."""
+    last = (0, 0, 0, 0)
+    for last in maxplus_steps(load, compute, stages, latency, issue, wake):  # noqa: B007 (keep the last)
+        pass
+    return last[3]
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,8 @@ def _write_outputs(result: Any, out: Path) -> None:
 def _warn_races(result: Any) -> None:
     races = result.races
     first = races[0]
-    landed = "before its copy was issued" if first.landed_ps is None else f"before it landed at {format_time(first.landed_ps)}"
+    landed = ("before its copy was issued" if first.landed_ps is None
+              else f"before it landed at {format_time(first.landed_ps)}")
     print(f"tmasim: warning: {len(races)} read-before-ready race(s): the consumer read tile {first.tile} "
           f"from slot {first.stage} at {format_time(first.read_ps)}, {landed} (pipeline.consumer_waits_full = false)",
           file=sys.stderr)

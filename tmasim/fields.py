@@ -134,7 +134,8 @@ def distribution(field: str, raw: Mapping[str, Any]) -> Distribution:
     params = []
     for name in names:
         positive = name not in ("std", "low")
-        params.append((name, time(f"{field}.{name}", required(field, raw, name, f" for dist = {kind!r}"), positive=positive)))
+        value = required(field, raw, name, f" for dist = {kind!r}")
+        params.append((name, time(f"{field}.{name}", value, positive=positive)))
     if kind == "uniform" and params[1][1] < params[0][1]:
         raise ScenarioError(f"{field}.high", raw["high"], f"must be >= low ({raw['low']})")
     seed = integer(f"{field}.seed", raw["seed"], minimum=0) if "seed" in raw else None

@@ -131,7 +131,7 @@ def _from_raw(raw: Mapping[str, Any], where: str) -> GpuSpec:
     read.reject_unknown(where, raw, tuple(_FIELDS))
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    for key, (kind, _) in _FIELDS.items():
+    for key in _FIELDS:
         entry = read.required(where, raw, key, " in a GPU preset")
         if isinstance(entry, Mapping) and "value" in entry:
             sources[key] = str(entry.get("source", ""))

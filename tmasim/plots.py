@@ -35,7 +35,7 @@ def time_unit(span_ps: float) -> tuple[int, str]:
     return 1, "ps"
 
 
-def _pyplot():  # type: ignore[no-untyped-def]
+def _pyplot():  # noqa: ANN202 (returns the pyplot module)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -92,7 +92,7 @@ def gantt(spans: pd.DataFrame, events: pd.DataFrame, title: str = "",
 
     ax.set_yticks(range(len(rows)), rows)
     ax.invert_yaxis()
-    ax.set_xlim(lo / scale, hi / scale)
+    ax.set_xlim(lo / scale, (hi + (hi - lo) * 0.01) / scale)
     ax.set_xlabel(f"time ({unit})")
     ax.grid(axis="x", alpha=0.3)
     ax.set_title(title)
@@ -106,7 +106,7 @@ def gantt(spans: pd.DataFrame, events: pd.DataFrame, title: str = "",
     return fig
 
 
-def _mark_events(ax, events: pd.DataFrame, stages: Sequence[int], scale: int) -> list:  # type: ignore[no-untyped-def]
+def _mark_events(ax, events: pd.DataFrame, stages: Sequence[int], scale: int) -> list:  # noqa: ANN001
     """Barrier phase flips as ticks over each slot, races as crosses on the tensor core row;
     returns legend handles for what was drawn."""
     from matplotlib.lines import Line2D

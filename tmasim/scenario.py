@@ -154,7 +154,8 @@ def from_dict(raw: Mapping[str, Any], base_dir: Path | None = None) -> Scenario:
 def _pipeline(raw: Mapping[str, Any]) -> Pipeline:
     known = ("stages", "consumers", "consumer_waits_full", "full_arrivals", "empty_arrivals", "expect_tx")
     read.reject_unknown("pipeline", raw, known)
-    optional = {k: read.integer(f"pipeline.{k}", raw[k], minimum=1) for k in ("full_arrivals", "empty_arrivals") if k in raw}
+    optional = {k: read.integer(f"pipeline.{k}", raw[k], minimum=1)
+                for k in ("full_arrivals", "empty_arrivals") if k in raw}
     return Pipeline(
         stages=read.integer("pipeline.stages", raw.get("stages", 2), minimum=1),
         consumers=read.integer("pipeline.consumers", raw.get("consumers", 1), minimum=1),

@@ -14,7 +14,7 @@ from tmasim.engine.copy_engine import CopyEngine
 from tmasim.engine.cta import Cta, Sync
 from tmasim.engine.recorder import Recorder
 from tmasim.engine.tensor_core import TensorCore
-from tmasim.errors import DeadlockError
+from tmasim.errors import BarrierError, DeadlockError
 from tmasim.results import Result
 from tmasim.scenario import Scenario
 from tmasim.units import PS_PER_S, format_time
@@ -29,12 +29,23 @@ def simulate(scenario: Scenario) -> Result:
     copy_engine = CopyEngine(env, "sm0.tma", 0, gpu.tma_issue, recorder)
     tensor_core = TensorCore(env, "sm0.tensor")
     cta = Cta(env, 0, 0, program, _sync(scenario), copy_engine, tensor_core, recorder)
-    env.run()
+    _run_events(env, scenario, [cta])
     _check_finished([cta], env.now)
     races = cta.races()
     stats = _tiles_stats(scenario, cta, copy_engine, tensor_core)
     stats["races"] = len(races)
     return Result(scenario, stats, races, recorder)
+
+
+def _run_events(env: simpy.Environment, scenario: Scenario, ctas: list[Cta]) -> None:
+    try:
+        env.run()
+    except BarrierError as err:
+        if scenario.pipeline.consumer_waits_full:
+            raise
+        reads = sum(len(cta.races()) for cta in ctas)
+        raise BarrierError(f"{err} [consumers skip the full-barrier wait (pipeline.consumer_waits_full = false); "
+                           f"{reads} read(s) before data landed by then]") from None
 
 
 def _sync(scenario: Scenario) -> Sync:
@@ -50,7 +61,7 @@ def _sync(scenario: Scenario) -> Sync:
     )
 
 
-def _check_finished(ctas: list[Cta], now: int) -> None:
+def _check_finished(ctas: list[Cta], now: float) -> None:
     """An empty event queue with a process still waiting is a deadlock, never a silent end."""
     stuck = [line for cta in ctas if not cta.done for line in cta.waiting()]
     if stuck:
@@ -69,8 +80,8 @@ def _tiles_stats(scenario: Scenario, cta: Cta, copy_engine: CopyEngine, tensor_c
     exact = analytic.applies_anchor(t["load"], t["compute"], t["latency"], gpu.tma_issue, gpu.barrier_wake)
     closed = analytic.anchor_time(n, t["load"][0], t["compute"][0], stages) if exact else None
     standard_sync = _standard_sync(scenario)
-    recurrence = (analytic.maxplus(t["load"], t["compute"], stages, t["latency"], gpu.tma_issue,
-                                   gpu.barrier_wake).makespan if standard_sync else None)
+    recurrence = (analytic.maxplus_makespan(t["load"], t["compute"], stages, t["latency"], gpu.tma_issue,
+                                            gpu.barrier_wake) if standard_sync else None)
     seconds = makespan / PS_PER_S
     return {
         "scenario": scenario.name,

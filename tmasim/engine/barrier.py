@@ -58,7 +58,12 @@ class Mbarrier:
         """
         return self._current if (self.phase & 1) == parity else self._last
 
-    def arrive(self, who: str = "", count: int = 1) -> None:
+    def arrive(self, who: str = "", count: int = 1, phase: int | None = None) -> None:
+        """Count ``count`` arrivals. ``phase``, when given, is the phase the caller means to
+        arrive on: arriving on any other is misuse (an arrival that spills into the next phase
+        because the barrier expects fewer arrivals than there are threads, or an early one)."""
+        if phase is not None and phase != self.phase:
+            self._wrong_phase(who, phase)
         if count > self._pending:
             raise BarrierError(
                 f"{self.name}: {who or 'a thread'} arrives at {format_time(self.env.now)} but phase "
@@ -70,9 +75,22 @@ class Mbarrier:
     def expect_tx(self, nbytes: int) -> None:
         self._tx += nbytes
 
-    def arrive_expect_tx(self, nbytes: int, who: str = "") -> None:
+    def arrive_expect_tx(self, nbytes: int, who: str = "", phase: int | None = None) -> None:
+        if phase is not None and phase != self.phase:
+            self._wrong_phase(who, phase)
         self._tx += nbytes
         self.arrive(who)
+
+    def _wrong_phase(self, who: str, phase: int) -> None:
+        at = format_time(self.env.now)
+        if phase < self.phase:
+            raise BarrierError(
+                f"{self.name}: {who} arrives for phase {phase} at {at}, but that phase already completed "
+                f"with {self.arrivals} arrival(s) (more arrivals than the barrier was initialized for)")
+        raise BarrierError(
+            f"{self.name}: {who} arrives for phase {phase} at {at} while phase {self.phase} is still in "
+            f"progress ({self.arrivals - self._pending}/{self.arrivals} arrivals, {self._tx} bytes outstanding): "
+            "the slot is reused before it was released")
 
     def complete_tx(self, nbytes: int, who: str = "") -> None:
         if nbytes > self._tx:
@@ -94,10 +112,14 @@ class Mbarrier:
         if self._on_flip is not None:
             self._on_flip(self, self.phase - 1)
         if self.wake:
-            self.env.timeout(self.wake).callbacks.append(lambda _: done.succeed())
+            self.env.timeout(self.wake).callbacks.append(lambda _: _succeed(done))
         else:
             done.succeed()
 
     def describe_wait(self, parity: int) -> str:
         state = f"{self.arrivals - self._pending}/{self.arrivals} arrivals, {self._tx} bytes outstanding"
         return f"{self.name} parity {parity} (phase {self.phase} in progress: {state})"
+
+
+def _succeed(event: simpy.Event) -> None:
+    event.succeed()

@@ -28,13 +28,13 @@ class CopyEngine:
         self.sm = sm
         self.issue = issue
         self.recorder = recorder
-        self._accept_free = 0
-        self._transfer_free = 0
+        self._accept_free: float = 0  # SimPy's clock is typed float; it holds ints here
+        self._transfer_free: float = 0
         self.busy_ps = 0
         self.bytes = 0
         self.copies = 0
 
-    def accept(self) -> int:
+    def accept(self) -> float:
         """When the unit takes the next request, and reserve its issue slot."""
         now = self.env.now
         accepted = self._accept_free if self._accept_free > now else now
@@ -42,7 +42,7 @@ class CopyEngine:
         return accepted
 
     def copy_serial(self, nbytes: int, busy: int, latency: int, barrier: Mbarrier,
-                    cta: int, tile: int, stage: int) -> tuple[int, int]:
+                    cta: int, tile: int, stage: int) -> tuple[float, float]:
         """A copy with a fixed transfer time; returns (accepted, landed) times.
 
         All times are fixed at issue (FIFO transfers, known durations), so the whole copy costs

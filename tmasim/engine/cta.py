@@ -43,8 +43,8 @@ class Race:
     consumer: int
     tile: int
     stage: int
-    read_ps: int
-    landed_ps: int | None  # None: the copy had not even been issued
+    read_ps: float
+    landed_ps: float | None  # None: the copy had not even been issued
 
 
 class Cta:
@@ -62,12 +62,12 @@ class Cta:
         on_flip = self._record_flip if recorder is not None else None
         self.ring = StageRing(env, self.scope, sync.stages, full_arrivals=sync.full_arrivals,
                               empty_arrivals=sync.empty_arrivals, wake=sync.wake, on_flip=on_flip)
-        self.wait_full_ps = 0
-        self.wait_empty_ps = 0
-        self.finished_at: int | None = None
+        self.wait_full_ps: float = 0  # SimPy's clock is typed float; it holds ints here
+        self.wait_empty_ps: float = 0
+        self.finished_at: float | None = None
         # Without full-barrier waits: when each step's copy landed and when each consumer read it.
-        self._landed: list[int | None] = [None] * program.steps if not sync.waits_full else []
-        self._reads: list[tuple[int, int, int]] = []
+        self._landed: list[float | None] = [None] * program.steps if not sync.waits_full else []
+        self._reads: list[tuple[int, int, float]] = []
         self._waiting: dict[str, tuple[Mbarrier, int]] = {}
         self._consumers_left = sync.consumers
         self.processes = [env.process(self.producer())]
@@ -92,7 +92,8 @@ class Cta:
                         rec.span(t0, env.now, self.sm, self.index, "producer", "wait_empty", i, slot)
             full = ring.full[slot]
             nbytes = copy_bytes[i]
-            full.arrive_expect_tx(nbytes if expect_tx is None else expect_tx, f"{self.scope}.producer")
+            announced = nbytes if expect_tx is None else expect_tx
+            full.arrive_expect_tx(announced, f"{self.scope}.producer", i // ring.stages)
             issued, landed = self.copy_engine.copy_serial(nbytes, busy[i], latency[i], full, self.index, i, slot)
             if self._landed:
                 self._landed[i] = landed
@@ -104,6 +105,7 @@ class Cta:
     def consumer(self, warpgroup: int) -> Generator[simpy.Event, object, None]:
         env, ring, prog, rec, tc = self.env, self.ring, self.program, self.recorder, self.tensor_core
         share = self.sync.consumers
+        flops = prog.flops
         role = f"consumer{warpgroup}"
         who = f"{self.scope}.{role}"
         for i in range(prog.steps):
@@ -122,9 +124,11 @@ class Cta:
                             rec.span(t0, env.now, self.sm, self.index, "consumer", "wait_full", i, slot)
             else:
                 self._reads.append((warpgroup, i, env.now))
-            start, done = tc.run(prog.compute[i] // share, prog.flops[i] / share if prog.flops else 0.0)
+            # Cooperative warpgroups split each step's work; the split loses no picosecond.
+            whole, extra = divmod(prog.compute[i], share)
+            start, done = tc.run(whole + (warpgroup < extra), flops[i] / share if flops else 0.0)
             yield done
-            ring.empty[slot].arrive(who)
+            ring.empty[slot].arrive(who, phase=i // ring.stages)
             if rec is not None:
                 rec.span(start, env.now, self.sm, self.index, "consumer", "compute", i, slot)
                 rec.span(start, env.now, self.sm, self.index, "slot", "use", i, slot)

@@ -27,10 +27,10 @@ class Recorder:
         self.spans: list[tuple[object, ...]] = []
         self.events: list[tuple[object, ...]] = []
 
-    def span(self, start: int, end: int, sm: int, cta: int, lane: str, kind: str,
+    def span(self, start: float, end: float, sm: int, cta: int, lane: str, kind: str,
              tile: int, stage: int, nbytes: int = 0) -> None:
         self.spans.append((start, end, sm, cta, lane, kind, tile, stage, nbytes))
 
-    def event(self, time: int, sm: int, cta: int, kind: str, name: str,
+    def event(self, time: float, sm: int, cta: int, kind: str, name: str,
               tile: int = -1, stage: int = -1, phase: int = -1) -> None:
         self.events.append((time, sm, cta, kind, name, tile, stage, phase))

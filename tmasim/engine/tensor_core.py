@@ -15,11 +15,11 @@ class TensorCore:
     def __init__(self, env: simpy.Environment, name: str) -> None:
         self.env = env
         self.name = name
-        self._free_at = 0
+        self._free_at: float = 0  # SimPy's clock is typed float; it holds ints here
         self.busy_ps = 0
         self.flops = 0.0
 
-    def run(self, duration: int, flops: float = 0.0) -> tuple[int, simpy.Timeout]:
+    def run(self, duration: int, flops: float = 0.0) -> tuple[float, simpy.Timeout]:
         """Queue ``duration`` ps of work; returns its start time and an event at its end."""
         now = self.env.now
         start = self._free_at if self._free_at > now else now

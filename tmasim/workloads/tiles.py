@@ -28,7 +28,7 @@ STREAMS = {"load": 0, "compute": 1, "latency": 2}
 @dataclass(frozen=True)
 class TilesConfig:
     kind: ClassVar[str] = "tiles"
-    supports_consumers: ClassVar[bool] = False
+    supports_consumers: ClassVar[bool] = True
     tiles: int
     load: TimeSpec
     compute: TimeSpec
@@ -38,7 +38,8 @@ class TilesConfig:
 
 def parse(raw: Mapping[str, Any]) -> TilesConfig:
     read.reject_unknown("workload", raw, FIELDS)
-    tiles = read.integer("workload.tiles", read.required("workload", raw, "tiles", " for kind 'tiles'"), minimum=1)
+    tiles = read.integer("workload.tiles", read.required("workload", raw, "tiles", " for kind 'tiles'"),
+                         minimum=1)
     specs = {}
     for name in ("load", "compute", "latency"):
         if name == "latency" and name not in raw:
@@ -64,7 +65,8 @@ def per_tile(spec: TimeSpec, tiles: int, seed: int, stream: int) -> list[int]:
 
 def draw(dist: Distribution, count: int, seed: int, stream: int) -> list[int]:
     """Positive draws, rounded to whole picoseconds; non-positive draws are redrawn."""
-    rng = np.random.default_rng(np.random.SeedSequence(dist.seed if dist.seed is not None else seed, spawn_key=(stream,)))
+    entropy = dist.seed if dist.seed is not None else seed
+    rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(stream,)))
     values = np.empty(0, dtype=np.int64)
     for _ in range(1000):
         batch = np.rint(_sample(rng, dist, count)).astype(np.int64)

@@ -1,0 +1,69 @@
+"""The mbarrier on its own: phases, parity, transaction bytes, misuse, wake-up latency."""
+
+from __future__ import annotations
+
+import pytest
+import simpy
+
+from tmasim.engine.barrier import Mbarrier
+from tmasim.errors import BarrierError
+
+
+def test_phase_flips_only_when_arrivals_and_bytes_are_both_in():
+    env = simpy.Environment()
+    bar = Mbarrier(env, "b", arrivals=2)
+    waiter = bar.wait(0)
+    bar.arrive_expect_tx(100)
+    bar.arrive()
+    assert bar.phase == 0 and not waiter.triggered
+    bar.complete_tx(60)
+    assert bar.phase == 0
+    bar.complete_tx(40)
+    assert bar.phase == 1 and waiter.triggered
+    assert bar.pending_arrivals == 2 and bar.pending_tx == 0
+
+
+def test_parity_wait_passes_for_a_completed_phase_and_blocks_for_the_current_one():
+    env = simpy.Environment()
+    bar = Mbarrier(env, "b", arrivals=1)
+    assert bar.wait(1).triggered          # "phase -1" counts as complete: producers start here
+    assert not bar.wait(0).triggered
+    bar.arrive()
+    assert bar.wait(0).triggered
+    assert not bar.wait(1).triggered
+
+
+def test_more_arrivals_than_expected_is_an_error():
+    env = simpy.Environment()
+    bar = Mbarrier(env, "sm0.cta0.empty[1]", arrivals=2)
+    bar.arrive_expect_tx(16)
+    with pytest.raises(BarrierError, match=r"empty\[1\].*1 of 2 expected arrivals left"):
+        bar.arrive("x", count=2)
+
+
+def test_transaction_count_underflow_is_an_error():
+    env = simpy.Environment()
+    bar = Mbarrier(env, "full[0]", arrivals=1)
+    bar.arrive_expect_tx(8192)
+    with pytest.raises(BarrierError, match="underflow"):
+        bar.complete_tx(16384)
+
+
+def test_wake_delays_visibility_not_the_flip():
+    env = simpy.Environment()
+    bar = Mbarrier(env, "b", arrivals=1, wake=250)
+    seen = []
+
+    def waiter():
+        yield bar.wait(0)
+        seen.append(env.now)
+
+    def arriver():
+        yield env.timeout(1000)
+        bar.arrive()
+
+    env.process(waiter())
+    env.process(arriver())
+    env.run()
+    assert seen == [1250]
+    assert bar.phase == 1
