@@ -7,6 +7,7 @@ Exit status: 0 success, 2 bad input (scenario, options), 3 a model that cannot r
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +28,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tmasim: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into `head`: not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 class _Parser(argparse.ArgumentParser):
