@@ -47,6 +47,7 @@ class GpuSpec:
     hbm_latency: int
     tma_issue: int
     tma_max_in_flight: int
+    tma_max_bytes_in_flight: int
     barrier_wake: int
     tensor_flops: Mapping[str, float]
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
@@ -84,6 +85,7 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "hbm_latency": ("time", "extra latency of a copy whose bytes come from HBM"),
     "tma_issue": ("time", "TMA unit's issue cost per request"),
     "tma_max_in_flight": ("int", "copies in flight per SM (0: unlimited)"),
+    "tma_max_bytes_in_flight": ("size", "bytes in flight per SM (0: unlimited)"),
     "barrier_wake": ("time", "from an mbarrier phase flip until its waiters run"),
     "tensor_flops": ("flop_rates", "dense tensor-core rate per dtype (chip)"),
 }

@@ -1,37 +1,76 @@
 """The SM's TMA unit: accepts requests one at a time, keeps many in flight.
 
 Each request pays, in order:
-  1. issue   - the unit takes ``issue`` ps per request, one request after another;
-  2. latency - a delay before its bytes stream, which overlaps other copies (pipelined);
+  1. issue    - the unit takes ``issue`` ps per request, one request after another;
+  2. latency  - a delay before its bytes stream, which overlaps other copies (pipelined);
   3. transfer - the bytes move. With a fixed busy time (the ``tiles`` workload) transfers go
-     one after another through the engine; through the fabric they are flows that share
-     bandwidth with every other copy on the chip.
-When the last byte lands the engine calls ``complete_tx`` on the request's mbarrier.
+     one after another through the engine; otherwise each copy is a flow through the fabric,
+     sharing the SM's port, L2 and HBM bandwidth with every other copy on the chip.
+When the last byte lands the engine calls ``complete_tx`` on the request's mbarrier. Optional
+caps on copies or bytes in flight hold a request back until an earlier copy lands.
+
+A representative SM standing for ``multiplicity`` identical SMs (aggregation) weighs that many
+times on the shared links, so the flow model sees the load of all of them.
 """
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 import simpy
 
 from tmasim.engine.barrier import Mbarrier
+from tmasim.engine.program import Copy
 from tmasim.engine.recorder import Recorder
+
+if TYPE_CHECKING:
+    from tmasim.engine.fabric import Fabric, Link
+
+
+@dataclass(frozen=True)
+class Routes:
+    """The links a copy crosses: its SM's ingest port, then L2, then (for misses) HBM."""
+
+    fabric: Fabric
+    port: Link
+    l2: Link
+    hbm: Link
 
 
 class CopyEngine:
-    __slots__ = ("env", "name", "sm", "issue", "recorder", "_accept_free", "_transfer_free",
-                 "busy_ps", "bytes", "copies")
+    __slots__ = ("env", "name", "sm", "issue", "recorder", "routes", "multiplicity", "max_copies", "max_bytes",
+                 "_accept_free", "_transfer_free", "_route_cache", "_pending", "in_flight", "bytes_in_flight",
+                 "_transferring", "_busy_since", "busy_ps", "bytes", "memory_bytes", "hbm_bytes", "copies",
+                 "store_bytes")
 
-    def __init__(self, env: simpy.Environment, name: str, sm: int, issue: int,
-                 recorder: Recorder | None) -> None:
+    def __init__(self, env: simpy.Environment, name: str, sm: int, issue: int, recorder: Recorder | None, *,
+                 routes: Routes | None = None, multiplicity: int = 1, max_copies: int = 0,
+                 max_bytes: int = 0) -> None:
         self.env = env
         self.name = name
         self.sm = sm
         self.issue = issue
         self.recorder = recorder
+        self.routes = routes
+        self.multiplicity = multiplicity
+        self.max_copies = max_copies
+        self.max_bytes = max_bytes
         self._accept_free: float = 0  # SimPy's clock is typed float; it holds ints here
         self._transfer_free: float = 0
-        self.busy_ps = 0
-        self.bytes = 0
+        self._route_cache: dict[tuple[float, bool], tuple[tuple[Link, float], ...]] = {}
+        self._pending: deque[tuple[Copy, Callable[[float], None], int, int, int]] = deque()
+        self.in_flight = 0
+        self.bytes_in_flight = 0
+        self._transferring = 0
+        self._busy_since: float = 0
+        self.busy_ps: float = 0
+        self.bytes = 0          # landed in shared memory (one SM's worth)
+        self.memory_bytes = 0   # read through the memory system
+        self.hbm_bytes = 0.0    # of which from HBM
+        self.store_bytes = 0
         self.copies = 0
 
     def accept(self) -> float:
@@ -41,23 +80,103 @@ class CopyEngine:
         self._accept_free = accepted + self.issue
         return accepted
 
-    def copy_serial(self, nbytes: int, busy: int, latency: int, barrier: Mbarrier,
-                    cta: int, tile: int, stage: int) -> tuple[float, float]:
-        """A copy with a fixed transfer time; returns (accepted, landed) times.
+    def load(self, copy: Copy, barrier: Mbarrier, cta: int, tile: int, stage: int) -> None:
+        """Copy ``copy`` into shared memory; retire its bytes on ``barrier`` when they land."""
+        nbytes = copy.smem_bytes
 
-        All times are fixed at issue (FIFO transfers, known durations), so the whole copy costs
-        one simulation event: the completion that retires its bytes on the barrier.
-        """
+        def landed(_: float) -> None:
+            barrier.complete_tx(nbytes, self.name)
+
+        self._request(copy, landed, cta, tile, stage)
+
+    def store(self, copy: Copy, done: Callable[[float], None], cta: int, tile: int) -> None:
+        """Write ``copy``'s bytes from shared memory back to global memory (a TMA store)."""
+        self._request(copy, done, cta, tile, -1)
+
+    def _request(self, copy: Copy, done: Callable[[float], None], cta: int, tile: int, stage: int) -> None:
+        if self._full(copy):
+            self._pending.append((copy, done, cta, tile, stage))
+        else:
+            self._start(copy, done, cta, tile, stage)
+
+    def _full(self, copy: Copy) -> bool:
+        return bool((self.max_copies and self.in_flight >= self.max_copies)
+                    or (self.max_bytes and self.in_flight and self.bytes_in_flight + copy.smem_bytes > self.max_bytes))
+
+    def _start(self, copy: Copy, done: Callable[[float], None], cta: int, tile: int, stage: int) -> None:
+        self.in_flight += 1
+        self.bytes_in_flight += copy.smem_bytes
         now = self.env.now
         accepted = self.accept()
-        ready = accepted + self.issue + latency
-        start = ready if ready > self._transfer_free else self._transfer_free
-        landed = start + busy
-        self._transfer_free = landed
-        self.busy_ps += busy
-        self.bytes += nbytes
-        self.copies += 1
-        self.env.timeout(landed - now).callbacks.append(lambda _: barrier.complete_tx(nbytes, self.name))
         if self.recorder is not None:
-            self.recorder.span(start, landed, self.sm, cta, "tma", "transfer", tile, stage, nbytes)
-        return accepted, landed
+            self.recorder.event(accepted, self.sm, cta, "issue" if stage >= 0 else "store", self.name, tile, stage)
+        ready = accepted + self.issue + copy.latency
+        if copy.busy >= 0:
+            self._serial(copy, done, ready, cta, tile, stage)
+        elif ready > now:
+            self.env.timeout(ready - now).callbacks.append(lambda _: self._flow(copy, done, cta, tile, stage))
+        else:
+            self._flow(copy, done, cta, tile, stage)
+
+    def _serial(self, copy: Copy, done: Callable[[float], None], ready: float, cta: int, tile: int,
+                stage: int) -> None:
+        """A fixed busy time: FIFO transfers, all times known now, one event per copy."""
+        start = ready if ready > self._transfer_free else self._transfer_free
+        end = start + copy.busy
+        self._transfer_free = end
+        self.busy_ps += copy.busy
+        self.env.timeout(end - self.env.now).callbacks.append(lambda _: self._land(copy, done, start, cta, tile, stage))
+
+    def _flow(self, copy: Copy, done: Callable[[float], None], cta: int, tile: int, stage: int) -> None:
+        assert self.routes is not None, "a flow copy needs the fabric"
+        start = self.env.now
+        if self._transferring == 0:
+            self._busy_since = start
+        self._transferring += 1
+        flow = self.routes.fabric.start_flow(self._route(copy.hbm_fraction, stage < 0), copy.memory_bytes)
+        flow.done.callbacks.append(lambda _: self._land(copy, done, start, cta, tile, stage))
+
+    def _route(self, hbm_fraction: float, is_store: bool) -> tuple[tuple[Link, float], ...]:
+        key = (hbm_fraction, is_store)
+        route = self._route_cache.get(key)
+        if route is None:
+            assert self.routes is not None
+            r, m = self.routes, float(self.multiplicity)
+            hops = [] if is_store else [(r.port, 1.0)]  # stores leave through the SM's egress, not modeled
+            hops.append((r.l2, m))
+            if hbm_fraction > 0:
+                hops.append((r.hbm, m * hbm_fraction))
+            route = self._route_cache[key] = tuple(hops)
+        return route
+
+    def _land(self, copy: Copy, done: Callable[[float], None], start: float, cta: int, tile: int,
+              stage: int) -> None:
+        now = self.env.now
+        if copy.busy < 0:
+            self._transferring -= 1
+            if self._transferring == 0:
+                self.busy_ps += now - self._busy_since
+        self.in_flight -= 1
+        self.bytes_in_flight -= copy.smem_bytes
+        self.memory_bytes += copy.memory_bytes
+        self.hbm_bytes += copy.memory_bytes * copy.hbm_fraction
+        if stage >= 0:
+            self.bytes += copy.smem_bytes
+            self.copies += 1
+        else:
+            self.store_bytes += copy.smem_bytes
+        if self.recorder is not None:
+            kind = "transfer" if stage >= 0 else "store"
+            self.recorder.span(start, now, self.sm, cta, "tma", kind, tile, stage, copy.memory_bytes)
+            if stage >= 0:
+                self.recorder.event(now, self.sm, cta, "landed", self.name, tile, stage)
+        done(now)
+        while self._pending and not self._full(self._pending[0][0]):
+            self._start(*self._pending.popleft())
+
+    def utilization_busy(self) -> float:
+        """Time with at least one transfer under way (serial: the engine's busy time)."""
+        busy = self.busy_ps
+        if self._transferring:
+            busy += self.env.now - self._busy_since
+        return busy

@@ -1,26 +1,33 @@
 """A CTA's warp-specialized program: one producer, one or more consumer warpgroups.
 
 Producer, per step i (slot s = i mod S):  wait empty[s]  ->  arrive.expect_tx(bytes) on full[s]
-  ->  issue the copy into slot s (the copy engine retires the bytes on full[s] as they land).
-Consumer, per step:  wait full[s]  ->  compute on the tensor core  ->  arrive on empty[s].
+  ->  issue the step's copies into slot s (the copy engine retires the bytes on full[s]).
+Consumer, per step:  wait full[s]  ->  compute on the tensor core  ->  arrive on empty[s];
+after a work unit's last step, its epilogue (consumer time, then a TMA store of the tile).
+
+Consumer warpgroups either *cooperate* (each takes its share of every step, all arrive on
+empty[s]) or play *ping-pong* (they take whole work units in turn, so one's epilogue overlaps
+the other's MMAs; one arrival per step).
 
 With ``waits_full`` off, the consumer skips its full-barrier wait (the classic missing-wait
-bug); every read of a slot whose copy has not landed is recorded as a race.
+bug); every read of a slot whose copy had not landed is reported as a race.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 
 import simpy
 
 from tmasim.engine.barrier import Mbarrier
 from tmasim.engine.copy_engine import CopyEngine
-from tmasim.engine.program import Program
+from tmasim.engine.program import Copy, Program
 from tmasim.engine.recorder import Recorder
 from tmasim.engine.stages import StageRing
 from tmasim.engine.tensor_core import TensorCore
+
+COOPERATIVE, PINGPONG = "cooperative", "pingpong"
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,7 @@ class Sync:
     empty_arrivals: int
     expect_tx: int | None
     wake: int
+    mode: str = COOPERATIVE
 
 
 @dataclass(frozen=True)
@@ -44,7 +52,7 @@ class Race:
     tile: int
     stage: int
     read_ps: float
-    landed_ps: float | None  # None: the copy had not even been issued
+    landed_ps: float | None  # None: the copy never landed
 
 
 class Cta:
@@ -59,24 +67,30 @@ class Cta:
         self.copy_engine = copy_engine
         self.tensor_core = tensor_core
         self.recorder = recorder
-        on_flip = self._record_flip if recorder is not None else None
+        self.started_at = env.now
+        watch = recorder is not None or not sync.waits_full
         self.ring = StageRing(env, self.scope, sync.stages, full_arrivals=sync.full_arrivals,
-                              empty_arrivals=sync.empty_arrivals, wake=sync.wake, on_flip=on_flip)
+                              empty_arrivals=sync.empty_arrivals, wake=sync.wake,
+                              on_full_flip=self._on_full_flip if watch else None,
+                              on_empty_flip=self._on_empty_flip if recorder is not None else None)
         self.wait_full_ps: float = 0  # SimPy's clock is typed float; it holds ints here
         self.wait_empty_ps: float = 0
         self.finished_at: float | None = None
-        # Without full-barrier waits: when each step's copy landed and when each consumer read it.
+        self.finished = env.event()
+        # Without full-barrier waits: when each step's data landed and when each consumer read it.
         self._landed: list[float | None] = [None] * program.steps if not sync.waits_full else []
         self._reads: list[tuple[int, int, float]] = []
+        self._issued_at: list[float] = [0] * sync.stages
         self._waiting: dict[str, tuple[Mbarrier, int]] = {}
         self._consumers_left = sync.consumers
+        self._stores_left = 0
         self.processes = [env.process(self.producer())]
         self.processes += [env.process(self.consumer(w)) for w in range(sync.consumers)]
 
     def producer(self) -> Generator[simpy.Event, object, None]:
-        env, ring, prog, rec = self.env, self.ring, self.program, self.recorder
-        copy_bytes, busy, latency = prog.copy_bytes, prog.copy_busy, prog.latency
+        env, ring, prog, rec, engine = self.env, self.ring, self.program, self.recorder, self.copy_engine
         expect_tx = self.sync.expect_tx
+        who = f"{self.scope}.producer"
         for i in range(prog.steps):
             slot, parity = ring.slot(i)
             empty = ring.empty[slot]
@@ -91,24 +105,19 @@ class Cta:
                     if rec is not None:
                         rec.span(t0, env.now, self.sm, self.index, "producer", "wait_empty", i, slot)
             full = ring.full[slot]
-            nbytes = copy_bytes[i]
-            announced = nbytes if expect_tx is None else expect_tx
-            full.arrive_expect_tx(announced, f"{self.scope}.producer", i // ring.stages)
-            issued, landed = self.copy_engine.copy_serial(nbytes, busy[i], latency[i], full, self.index, i, slot)
-            if self._landed:
-                self._landed[i] = landed
-            if rec is not None:
-                rec.event(issued, self.sm, self.index, "issue", f"{self.scope}.tma", i, slot)
-                rec.event(landed, self.sm, self.index, "landed", f"{self.scope}.tma", i, slot)
-                rec.span(issued, landed, self.sm, self.index, "slot", "fill", i, slot, nbytes)
+            copies = prog.copies(i)
+            announced = sum(c.smem_bytes for c in copies) if expect_tx is None else expect_tx
+            full.arrive_expect_tx(announced, who, i // ring.stages)
+            self._issued_at[slot] = env.now
+            for copy in copies:
+                engine.load(copy, full, self.index, i, slot)
 
     def consumer(self, warpgroup: int) -> Generator[simpy.Event, object, None]:
         env, ring, prog, rec, tc = self.env, self.ring, self.program, self.recorder, self.tensor_core
-        share = self.sync.consumers
-        flops = prog.flops
         role = f"consumer{warpgroup}"
         who = f"{self.scope}.{role}"
-        for i in range(prog.steps):
+        share = self.sync.consumers if self.sync.mode == COOPERATIVE else 1
+        for i in self._steps_of(warpgroup):
             slot, parity = ring.slot(i)
             if self.sync.waits_full:
                 full = ring.full[slot]
@@ -125,16 +134,48 @@ class Cta:
             else:
                 self._reads.append((warpgroup, i, env.now))
             # Cooperative warpgroups split each step's work; the split loses no picosecond.
-            whole, extra = divmod(prog.compute[i], share)
-            start, done = tc.run(whole + (warpgroup < extra), flops[i] / share if flops else 0.0)
+            whole, extra = divmod(prog.compute(i), share)
+            start, done = tc.run(whole + (warpgroup < extra), prog.flops(i) / share)
             yield done
             ring.empty[slot].arrive(who, phase=i // ring.stages)
             if rec is not None:
                 rec.span(start, env.now, self.sm, self.index, "consumer", "compute", i, slot)
                 rec.span(start, env.now, self.sm, self.index, "slot", "use", i, slot)
+            epilogue = prog.epilogue(i)
+            if epilogue is not None:
+                yield from self._epilogue(warpgroup, i, epilogue.duration, epilogue.store)
         self._consumers_left -= 1
-        if self._consumers_left == 0:
-            self.finished_at = env.now
+        self._maybe_finish()
+
+    def _steps_of(self, warpgroup: int) -> Iterable[int]:
+        prog = self.program
+        if self.sync.mode == COOPERATIVE or self.sync.consumers == 1:
+            return range(prog.steps)
+        consumers = self.sync.consumers
+        return (i for i in range(prog.steps) if prog.unit_of(i) % consumers == warpgroup)
+
+    def _epilogue(self, warpgroup: int, step: int, duration: int,
+                  store: Copy | None) -> Generator[simpy.Event, object, None]:
+        """Write the tile out: consumer time, then (by one warpgroup) a TMA store of the tile."""
+        start = self.env.now
+        if duration:
+            yield self.env.timeout(duration)
+        if self.recorder is not None:
+            self.recorder.span(start, self.env.now, self.sm, self.index, "consumer", "epilogue",
+                               self.program.unit_of(step), -1)
+        if store is not None and (warpgroup == 0 or self.sync.mode == PINGPONG):
+            self._stores_left += 1
+            self.copy_engine.store(store, self._store_done, self.index, self.program.unit_of(step))
+
+    def _store_done(self, _: float) -> None:
+        self._stores_left -= 1
+        self._maybe_finish()
+
+    def _maybe_finish(self) -> None:
+        """A CTA exits when its consumers are done and its stores have landed (bulk wait)."""
+        if self._consumers_left == 0 and self._stores_left == 0 and self.finished_at is None:
+            self.finished_at = self.env.now
+            self.finished.succeed(self)
 
     def races(self) -> list[Race]:
         """Reads of a slot before its copy landed (checked after the run, when every landing
@@ -143,18 +184,28 @@ class Cta:
         for warpgroup, step, read in self._reads:
             landed = self._landed[step]
             if landed is None or landed > read:
-                found.append(Race(self.sm, self.index, warpgroup, step, step % self.sync.stages, read, landed))
+                stage = step % self.sync.stages
+                found.append(Race(self.sm, self.index, warpgroup, step, stage, read, landed))
                 if self.recorder is not None:
                     self.recorder.event(read, self.sm, self.index, "race", f"{self.scope}.consumer{warpgroup}",
-                                        step, step % self.sync.stages)
+                                        step, stage)
         return found
 
-    def _record_flip(self, barrier: Mbarrier, phase: int) -> None:
-        assert self.recorder is not None
-        slot = int(barrier.name[barrier.name.rindex("[") + 1 : -1])
-        kind = "full" if ".full[" in barrier.name else "empty"
+    def _on_full_flip(self, barrier: Mbarrier, phase: int, slot: int) -> None:
+        """A slot's data landed: the step it holds is ready."""
         step = phase * self.sync.stages + slot
-        self.recorder.event(self.env.now, self.sm, self.index, f"flip_{kind}", barrier.name, step, slot, phase)
+        now = self.env.now
+        if self._landed:
+            self._landed[step] = now
+        if self.recorder is not None:
+            self.recorder.span(self._issued_at[slot], now, self.sm, self.index, "slot", "fill", step, slot,
+                               sum(c.smem_bytes for c in self.program.copies(step)))
+            self.recorder.event(now, self.sm, self.index, "flip_full", barrier.name, step, slot, phase)
+
+    def _on_empty_flip(self, barrier: Mbarrier, phase: int, slot: int) -> None:
+        assert self.recorder is not None
+        step = phase * self.sync.stages + slot
+        self.recorder.event(self.env.now, self.sm, self.index, "flip_empty", barrier.name, step, slot, phase)
 
     def waiting(self) -> list[str]:
         """Who in this CTA is blocked, on what (for deadlock reports)."""
@@ -163,4 +214,4 @@ class Cta:
 
     @property
     def done(self) -> bool:
-        return all(not p.is_alive for p in self.processes)
+        return self.finished_at is not None and all(not p.is_alive for p in self.processes)

@@ -1,28 +1,126 @@
-"""A CTA's program as the engine sees it: per step, what lands in the slot and what is computed.
+"""A CTA's program as the engine sees it: per ring step, the copies into the slot and the compute.
 
-Workloads (``tmasim.workloads``) build programs; the engine runs them. Per-step values are
-plain lists (indexing a list is the cheapest lookup in CPython's event loop).
+Workloads (``tmasim.workloads``) build programs; the engine runs them. A step fills one slot of
+the stage ring with one or more copies (a GEMM k-step copies an A box and a B box) and is then
+consumed by the tensor core. A *work unit* (an output tile) is a run of steps; after its last
+step the consumer runs the unit's epilogue (store the tile).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple, Protocol
+
+FLOW = -1  # a copy's ``busy``: no fixed time, its bytes flow through the fabric
+
+
+class Copy(NamedTuple):
+    """One TMA copy. ``smem_bytes`` land in shared memory and are what the barrier counts;
+    ``memory_bytes`` come through the memory system (fewer for a box at a tensor's edge, which
+    is zero-filled); ``hbm_fraction`` of them come from HBM, the rest hit in L2. ``busy`` is a
+    fixed copy-engine time (the ``tiles`` workload), or ``FLOW``: the bytes share the fabric."""
+
+    smem_bytes: int
+    memory_bytes: int
+    hbm_fraction: float
+    latency: int
+    busy: int = FLOW
+
+
+class Epilogue(NamedTuple):
+    """After a unit's last step: ``duration`` ps of consumer work, then an optional store."""
+
+    duration: int
+    store: Copy | None
+
+
+class Program(Protocol):
+    steps: int
+
+    def copies(self, step: int) -> tuple[Copy, ...]: ...
+
+    def compute(self, step: int) -> int: ...
+
+    def flops(self, step: int) -> float: ...
+
+    def epilogue(self, step: int) -> Epilogue | None: ...
+
+    def unit_of(self, step: int) -> int: ...
 
 
 @dataclass(frozen=True)
-class Program:
-    """``steps`` ring steps. Step i copies ``copy_bytes[i]`` bytes into its slot, each copy
-    waiting ``latency[i]`` ps before its transfer, which keeps the copy engine busy
-    ``copy_busy[i]`` ps; then the consumer computes ``compute[i]`` ps on the tensor core."""
+class TimedProgram:
+    """Steps with times given directly (the ``tiles`` workload): one copy per step that keeps
+    the copy engine busy ``load[i]`` ps after ``latency[i]``, then ``compute[i]`` ps."""
 
+    load: Sequence[int]
+    compute_ps: Sequence[int]
+    latency: Sequence[int]
+    tile_bytes: int
+
+    @property
+    def steps(self) -> int:
+        return len(self.load)
+
+    def copies(self, step: int) -> tuple[Copy, ...]:
+        return (Copy(self.tile_bytes, self.tile_bytes, 1.0, self.latency[step], self.load[step]),)
+
+    def compute(self, step: int) -> int:
+        return self.compute_ps[step]
+
+    def flops(self, step: int) -> float:
+        return 0.0
+
+    def epilogue(self, step: int) -> Epilogue | None:
+        return None
+
+    def unit_of(self, step: int) -> int:
+        return 0
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A work unit: ``steps`` identical steps (a GEMM output tile's k-loop) and an epilogue."""
+
+    index: int
     steps: int
-    copy_bytes: list[int]
-    copy_busy: list[int]
-    latency: list[int]
-    compute: list[int]
-    flops: list[float] | None = None
+    copies: tuple[Copy, ...]
+    compute: int
+    flops: float
+    epilogue: Epilogue | None
 
-    def __post_init__(self) -> None:
-        for name in ("copy_bytes", "copy_busy", "latency", "compute"):
-            if len(getattr(self, name)) != self.steps:
-                raise ValueError(f"Program.{name} has {len(getattr(self, name))} entries, not {self.steps}")
+
+class UnitProgram:
+    """The units one CTA processes, in order (a persistent CTA walks several)."""
+
+    __slots__ = ("units", "steps", "_unit_of_step", "_last_step")
+
+    def __init__(self, units: Sequence[Unit]) -> None:
+        self.units = tuple(units)
+        self._unit_of_step: list[int] = []
+        self._last_step: set[int] = set()
+        for position, unit in enumerate(self.units):
+            self._unit_of_step.extend([position] * unit.steps)
+            self._last_step.add(len(self._unit_of_step) - 1)
+        self.steps = len(self._unit_of_step)
+
+    def copies(self, step: int) -> tuple[Copy, ...]:
+        return self.units[self._unit_of_step[step]].copies
+
+    def compute(self, step: int) -> int:
+        return self.units[self._unit_of_step[step]].compute
+
+    def flops(self, step: int) -> float:
+        return self.units[self._unit_of_step[step]].flops
+
+    def epilogue(self, step: int) -> Epilogue | None:
+        return self.units[self._unit_of_step[step]].epilogue if step in self._last_step else None
+
+    def unit_of(self, step: int) -> int:
+        """The position (0, 1, ...) in this program of the unit that ``step`` belongs to."""
+        return self._unit_of_step[step]
+
+    def signature(self) -> tuple[object, ...]:
+        """Equal signatures mean identical work: what aggregation of SMs compares."""
+        return tuple((u.steps, u.copies, u.compute, u.flops, u.epilogue) for u in self.units)

@@ -7,21 +7,34 @@ so its first S waits pass at once (the slots start empty), as CUTLASS's pipeline
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import simpy
 
 from tmasim.engine.barrier import FlipHook, Mbarrier
+
+SlotHook = Callable[[Mbarrier, int, int], None]  # (barrier, completed phase, slot)
 
 
 class StageRing:
     __slots__ = ("stages", "full", "empty")
 
     def __init__(self, env: simpy.Environment, scope: str, stages: int, *, full_arrivals: int,
-                 empty_arrivals: int, wake: int, on_flip: FlipHook | None = None) -> None:
+                 empty_arrivals: int, wake: int, on_full_flip: SlotHook | None = None,
+                 on_empty_flip: SlotHook | None = None) -> None:
         self.stages = stages
-        self.full = [Mbarrier(env, f"{scope}.full[{s}]", full_arrivals, wake, on_flip) for s in range(stages)]
-        self.empty = [Mbarrier(env, f"{scope}.empty[{s}]", empty_arrivals, wake, on_flip) for s in range(stages)]
+        self.full = [Mbarrier(env, f"{scope}.full[{s}]", full_arrivals, wake, _bind(on_full_flip, s))
+                     for s in range(stages)]
+        self.empty = [Mbarrier(env, f"{scope}.empty[{s}]", empty_arrivals, wake, _bind(on_empty_flip, s))
+                      for s in range(stages)]
 
     def slot(self, step: int) -> tuple[int, int]:
         """The slot of a step and the parity its consumer waits for on full[slot]."""
         use, slot = divmod(step, self.stages)
         return slot, use & 1
+
+
+def _bind(hook: SlotHook | None, slot: int) -> FlipHook | None:
+    if hook is None:
+        return None
+    return lambda barrier, phase: hook(barrier, phase, slot)

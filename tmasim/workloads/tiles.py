@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tmasim import fields as read
-from tmasim.engine.program import Program
+from tmasim.engine.program import TimedProgram
 from tmasim.errors import ScenarioError
 from tmasim.fields import Distribution, TimeSpec
 
@@ -95,7 +95,6 @@ def times(config: TilesConfig, seed: int) -> dict[str, list[int]]:
     return {name: per_tile(getattr(config, name), config.tiles, seed, stream) for name, stream in STREAMS.items()}
 
 
-def build(config: TilesConfig, seed: int) -> Program:
+def build(config: TilesConfig, seed: int) -> TimedProgram:
     t = times(config, seed)
-    return Program(steps=config.tiles, copy_bytes=[config.tile_bytes] * config.tiles, copy_busy=t["load"],
-                   latency=t["latency"], compute=t["compute"])
+    return TimedProgram(load=t["load"], compute_ps=t["compute"], latency=t["latency"], tile_bytes=config.tile_bytes)
