@@ -42,6 +42,7 @@ class GpuSpec:
     hbm_bandwidth: float
     l2_bandwidth: float
     sm_port_bandwidth: float
+    smem_bandwidth: float
     copy_latency: int
     copy_latency_per_kib: int
     hbm_latency: int
@@ -80,6 +81,7 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "hbm_bandwidth": ("bandwidth", "HBM bandwidth"),
     "l2_bandwidth": ("bandwidth", "L2 bandwidth (chip)"),
     "sm_port_bandwidth": ("bandwidth", "ingest bandwidth of one SM from L2"),
+    "smem_bandwidth": ("bandwidth", "shared-memory bandwidth of one SM (epilogue staging)"),
     "copy_latency": ("time", "TMA load latency before bytes stream (L2 hit)"),
     "copy_latency_per_kib": ("time", "extra latency per KiB of box"),
     "hbm_latency": ("time", "extra latency of a copy whose bytes come from HBM"),
@@ -89,7 +91,7 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "barrier_wake": ("time", "from an mbarrier phase flip until its waiters run"),
     "tensor_flops": ("flop_rates", "dense tensor-core rate per dtype (chip)"),
 }
-_HIGHER_IS_INF = ("hbm_bandwidth", "l2_bandwidth", "sm_port_bandwidth")
+
 
 
 def preset_names() -> list[str]:

@@ -35,6 +35,7 @@ class Pipeline:
 
     stages: int = 2
     consumers: int = 1
+    consumer_mode: str = "cooperative"
     consumer_waits_full: bool = True
     full_arrivals: int | None = None
     empty_arrivals: int | None = None
@@ -152,13 +153,16 @@ def from_dict(raw: Mapping[str, Any], base_dir: Path | None = None) -> Scenario:
 
 
 def _pipeline(raw: Mapping[str, Any]) -> Pipeline:
-    known = ("stages", "consumers", "consumer_waits_full", "full_arrivals", "empty_arrivals", "expect_tx")
+    known = ("stages", "consumers", "consumer_mode", "consumer_waits_full", "full_arrivals", "empty_arrivals",
+             "expect_tx")
     read.reject_unknown("pipeline", raw, known)
     optional = {k: read.integer(f"pipeline.{k}", raw[k], minimum=1)
                 for k in ("full_arrivals", "empty_arrivals") if k in raw}
     return Pipeline(
         stages=read.integer("pipeline.stages", raw.get("stages", 2), minimum=1),
         consumers=read.integer("pipeline.consumers", raw.get("consumers", 1), minimum=1),
+        consumer_mode=read.choice("pipeline.consumer_mode", raw.get("consumer_mode", "cooperative"),
+                                  ("cooperative", "pingpong")),
         consumer_waits_full=read.boolean("pipeline.consumer_waits_full", raw.get("consumer_waits_full", True)),
         expect_tx=read.size("pipeline.expect_tx", raw["expect_tx"]) if "expect_tx" in raw else None,
         **optional,

@@ -1,6 +1,8 @@
-"""``simulate(scenario) -> Result``: build the components, run the events, check, summarize.
+"""``simulate(scenario) -> Result``: plan the work, build the chip, run the events, summarize.
 
-Data flows one way: scenario -> engine components -> counters and records -> Result.
+Data flows one way: scenario -> workload plan -> engine components -> counters and records ->
+Result. The summary has the figures every run has (time, stalls, bytes, utilization,
+residency) and the references that apply to the workload (closed forms, bounds).
 """
 
 from __future__ import annotations
@@ -10,31 +12,40 @@ from typing import Any
 import simpy
 
 from tmasim import analytic
-from tmasim.engine.copy_engine import CopyEngine
+from tmasim.engine.chip import Chip, Plan
 from tmasim.engine.cta import Cta, Sync
 from tmasim.engine.recorder import Recorder
-from tmasim.engine.tensor_core import TensorCore
 from tmasim.errors import BarrierError, DeadlockError
+from tmasim.residency import Residency
 from tmasim.results import Result
 from tmasim.scenario import Scenario
 from tmasim.units import PS_PER_S, format_time
-from tmasim.workloads import tiles
+from tmasim.workloads import gemm, stream, tiles
 
 
-def simulate(scenario: Scenario) -> Result:
+def simulate(scenario: Scenario, *, record_bandwidth: bool = False) -> Result:
+    """Run one scenario. ``record_bandwidth`` keeps each link's load over time (for plots)."""
     env = simpy.Environment()
     recorder = Recorder() if scenario.run.records else None
-    gpu = scenario.gpu
-    program = tiles.build(scenario.workload, scenario.run.seed)
-    copy_engine = CopyEngine(env, "sm0.tma", 0, gpu.tma_issue, recorder)
-    tensor_core = TensorCore(env, "sm0.tensor")
-    cta = Cta(env, 0, 0, program, _sync(scenario), copy_engine, tensor_core, recorder)
-    _run_events(env, scenario, [cta])
-    _check_finished([cta], env.now)
-    races = cta.races()
-    stats = _tiles_stats(scenario, cta, copy_engine, tensor_core)
+    plan, res = plan_scenario(scenario)
+    chip = Chip(env, scenario.gpu, plan, _sync(scenario), recorder, aggregate=scenario.run.aggregate,
+                record_bandwidth=record_bandwidth)
+    _run_events(env, scenario, chip.ctas)
+    _check_finished(chip.ctas, env.now)
+    races = [race for cta in chip.ctas for race in cta.races()]
+    stats = {**_common_stats(scenario, chip, res), **_workload_stats(scenario, chip, res)}
     stats["races"] = len(races)
-    return Result(scenario, stats, races, recorder)
+    bandwidth = chip.fabric.link_series() if (record_bandwidth and chip.fabric is not None) else None
+    return Result(scenario, stats, races, recorder, bandwidth)
+
+
+def plan_scenario(scenario: Scenario) -> tuple[Plan, Residency]:
+    w, gpu, p = scenario.workload, scenario.gpu, scenario.pipeline
+    if isinstance(w, tiles.TilesConfig):
+        return tiles.plan(w, gpu, p.stages, p.consumers, scenario.run.seed)
+    if isinstance(w, stream.StreamConfig):
+        return stream.plan(w, gpu, p.stages, p.consumers)
+    return gemm.plan(w, gpu, p.stages, p.consumers)
 
 
 def _run_events(env: simpy.Environment, scenario: Scenario, ctas: list[Cta]) -> None:
@@ -50,49 +61,107 @@ def _run_events(env: simpy.Environment, scenario: Scenario, ctas: list[Cta]) -> 
 
 def _sync(scenario: Scenario) -> Sync:
     p = scenario.pipeline
+    pingpong = p.consumer_mode == "pingpong" and p.consumers > 1
     return Sync(
         stages=p.stages,
         consumers=p.consumers,
         waits_full=p.consumer_waits_full,
         full_arrivals=p.full_arrivals if p.full_arrivals is not None else 1,
-        empty_arrivals=p.empty_arrivals if p.empty_arrivals is not None else p.consumers,
+        empty_arrivals=p.empty_arrivals if p.empty_arrivals is not None else (1 if pingpong else p.consumers),
         expect_tx=p.expect_tx,
         wake=scenario.gpu.barrier_wake,
+        mode=p.consumer_mode,
     )
 
 
 def _check_finished(ctas: list[Cta], now: float) -> None:
     """An empty event queue with a process still waiting is a deadlock, never a silent end."""
     stuck = [line for cta in ctas if not cta.done for line in cta.waiting()]
-    if stuck:
+    if stuck or not all(cta.done for cta in ctas):
+        stuck = stuck or [f"{cta.scope} never finished" for cta in ctas if not cta.done]
         shown = "; ".join(stuck[:4]) + (f"; and {len(stuck) - 4} more" if len(stuck) > 4 else "")
         raise DeadlockError(f"deadlock at {format_time(now)}: nothing left to run but {shown}")
 
 
-def _tiles_stats(scenario: Scenario, cta: Cta, copy_engine: CopyEngine, tensor_core: TensorCore) -> dict[str, Any]:
+def _common_stats(scenario: Scenario, chip: Chip, res: Residency) -> dict[str, Any]:
+    makespan = max(cta.finished_at or 0 for cta in chip.ctas)
+    seconds = makespan / PS_PER_S
+    sms_used = chip.plan.sms
+
+    def total(attr: str, owner: str) -> float:
+        return sum(getattr(getattr(sm, owner), attr) * sm.multiplicity for sm in chip.sms)
+
+    copy_busy = sum(sm.copy_engine.utilization_busy() * sm.multiplicity for sm in chip.sms)
+    tensor_busy = total("busy_ps", "tensor_core")
+    smem_bytes = total("bytes", "copy_engine")
+    memory_bytes = total("memory_bytes", "copy_engine")
+    hbm_bytes = total("hbm_bytes", "copy_engine") + total("store_bytes", "copy_engine")
+    gpu = scenario.gpu
+    return {
+        "scenario": scenario.name,
+        "workload": scenario.workload.kind,
+        "gpu": gpu.name,
+        "tiles": len(chip.plan.programs) if not isinstance(scenario.workload, tiles.TilesConfig)
+        else scenario.workload.tiles,
+        "stages": scenario.pipeline.stages,
+        "consumers": scenario.pipeline.consumers,
+        "seed": scenario.run.seed,
+        "makespan_ps": int(makespan),
+        "makespan_ns": makespan / 1000,
+        "consumer_wait_full_ns": sum(c.wait_full_ps * c.multiplicity for c in chip.ctas) / 1000,
+        "producer_wait_empty_ns": sum(c.wait_empty_ps * c.multiplicity for c in chip.ctas) / 1000,
+        "copy_busy_ns": copy_busy / 1000,
+        "compute_busy_ns": tensor_busy / 1000,
+        "copy_utilization": copy_busy / (sms_used * makespan) if makespan else 0.0,
+        "compute_utilization": tensor_busy / (sms_used * makespan) if makespan else 0.0,
+        "hbm_utilization": _utilization(hbm_bytes, gpu.hbm_bandwidth, makespan),
+        "l2_utilization": _utilization(memory_bytes + total("store_bytes", "copy_engine"), gpu.l2_bandwidth, makespan),
+        "bytes": int(smem_bytes),
+        "memory_bytes": int(memory_bytes),
+        "hbm_bytes": int(round(hbm_bytes)),
+        "achieved_bytes_per_s": memory_bytes / seconds if seconds else None,
+        "achieved_flops_per_s": total("flops", "tensor_core") / seconds if seconds else None,
+        "tiles_per_s": (len(chip.plan.programs) if not isinstance(scenario.workload, tiles.TilesConfig)
+                        else scenario.workload.tiles) / seconds if seconds else None,
+        "smem_per_cta_bytes": res.smem_per_cta,
+        "ctas_per_sm": res.ctas_per_sm,
+        "residency_limit": res.limited_by,
+        "ctas": len(chip.plan.programs),
+        "sms_used": sms_used,
+        "waves": chip.waves(),
+        "sm_classes": len(chip.sms),
+    }
+
+
+def _utilization(nbytes: float, bandwidth: float, makespan: float) -> float | None:
+    if not makespan or bandwidth == float("inf"):
+        return None
+    return nbytes / (bandwidth * makespan)
+
+
+def _workload_stats(scenario: Scenario, chip: Chip, res: Residency) -> dict[str, Any]:
+    w = scenario.workload
+    if isinstance(w, tiles.TilesConfig):
+        return _tiles_stats(scenario, int(max(cta.finished_at or 0 for cta in chip.ctas)))
+    if isinstance(w, stream.StreamConfig):
+        law = stream.littles_law(w, scenario.gpu, scenario.pipeline.stages, res.ctas_per_sm, chip.plan.sms)
+        return {"serial_ns": None, "closed_form_ns": None, **law}
+    return analytic.gemm_breakdown(scenario, chip.plan, w)
+
+
+def _tiles_stats(scenario: Scenario, makespan: int) -> dict[str, Any]:
     config, gpu, stages = scenario.workload, scenario.gpu, scenario.pipeline.stages
+    assert isinstance(config, tiles.TilesConfig)
     t = tiles.times(config, scenario.run.seed)
-    makespan = cta.finished_at or 0
     serial = analytic.serial_time(t["load"], t["compute"], t["latency"], gpu.tma_issue, gpu.barrier_wake)
     n = config.tiles
     bound = analytic.steady_state(sum(t["load"]) / n, sum(t["compute"]) / n, stages,
                                   sum(t["latency"]) / n, gpu.tma_issue, gpu.barrier_wake)
     exact = analytic.applies_anchor(t["load"], t["compute"], t["latency"], gpu.tma_issue, gpu.barrier_wake)
     closed = analytic.anchor_time(n, t["load"][0], t["compute"][0], stages) if exact else None
-    standard_sync = _standard_sync(scenario)
     recurrence = (analytic.maxplus_makespan(t["load"], t["compute"], stages, t["latency"], gpu.tma_issue,
-                                            gpu.barrier_wake) if standard_sync else None)
-    seconds = makespan / PS_PER_S
+                                            gpu.barrier_wake) if _standard_sync(scenario) else None)
     return {
-        "scenario": scenario.name,
-        "workload": config.kind,
-        "gpu": gpu.name,
-        "tiles": n,
-        "stages": stages,
-        "consumers": scenario.pipeline.consumers,
-        "seed": scenario.run.seed,
-        "makespan_ps": makespan,
-        "makespan_ns": makespan / 1000,
         "serial_ns": serial / 1000,
         "closed_form_ns": None if closed is None else closed / 1000,
         "maxplus_ns": None if recurrence is None else recurrence / 1000,
@@ -100,19 +169,10 @@ def _tiles_stats(scenario: Scenario, cta: Cta, copy_engine: CopyEngine, tensor_c
         "interval_bound_ns": bound.interval / 1000,
         "binding": bound.binding,
         **{f"{term}_term_ns": value / 1000 for term, value in bound.terms.items()},
-        "consumer_wait_full_ns": cta.wait_full_ps / 1000,
-        "producer_wait_empty_ns": cta.wait_empty_ps / 1000,
-        "copy_busy_ns": copy_engine.busy_ps / 1000,
-        "compute_busy_ns": tensor_core.busy_ps / 1000,
-        "copy_utilization": copy_engine.busy_ps / makespan if makespan else 0.0,
-        "compute_utilization": tensor_core.busy_ps / makespan if makespan else 0.0,
-        "tiles_per_s": n / seconds if seconds else None,
-        "achieved_bytes_per_s": copy_engine.bytes / seconds if seconds else None,
-        "bytes": copy_engine.bytes,
     }
 
 
 def _standard_sync(scenario: Scenario) -> bool:
     p = scenario.pipeline
-    return (p.consumer_waits_full and p.full_arrivals in (None, 1)
+    return (p.consumer_waits_full and p.consumers == 1 and p.full_arrivals in (None, 1)
             and p.empty_arrivals in (None, p.consumers) and p.expect_tx is None)

@@ -68,6 +68,7 @@ class Cta:
         self.tensor_core = tensor_core
         self.recorder = recorder
         self.started_at = env.now
+        self.multiplicity = 1  # identical SMs this CTA's SM stands for (aggregation)
         watch = recorder is not None or not sync.waits_full
         self.ring = StageRing(env, self.scope, sync.stages, full_arrivals=sync.full_arrivals,
                               empty_arrivals=sync.empty_arrivals, wake=sync.wake,

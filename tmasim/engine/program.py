@@ -80,42 +80,57 @@ class TimedProgram:
 
 
 @dataclass(frozen=True)
-class Unit:
-    """A work unit: ``steps`` identical steps (a GEMM output tile's k-loop) and an epilogue."""
+class Segment:
+    """``steps`` identical ring steps: the same copies, then the same compute."""
 
-    index: int
     steps: int
     copies: tuple[Copy, ...]
     compute: int
     flops: float
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A work unit (a GEMM output tile: its k-loop, whose last step may differ at a tensor's
+    edge) and the epilogue that follows its last step."""
+
+    index: int
+    segments: tuple[Segment, ...]
     epilogue: Epilogue | None
+
+    @property
+    def steps(self) -> int:
+        return sum(s.steps for s in self.segments)
 
 
 class UnitProgram:
     """The units one CTA processes, in order (a persistent CTA walks several)."""
 
-    __slots__ = ("units", "steps", "_unit_of_step", "_last_step")
+    __slots__ = ("units", "steps", "_segment_of_step", "_unit_of_step", "_last_step")
 
     def __init__(self, units: Sequence[Unit]) -> None:
         self.units = tuple(units)
+        self._segment_of_step: list[Segment] = []
         self._unit_of_step: list[int] = []
-        self._last_step: set[int] = set()
+        self._last_step: dict[int, Epilogue | None] = {}
         for position, unit in enumerate(self.units):
+            for segment in unit.segments:
+                self._segment_of_step.extend([segment] * segment.steps)
             self._unit_of_step.extend([position] * unit.steps)
-            self._last_step.add(len(self._unit_of_step) - 1)
+            self._last_step[len(self._unit_of_step) - 1] = unit.epilogue
         self.steps = len(self._unit_of_step)
 
     def copies(self, step: int) -> tuple[Copy, ...]:
-        return self.units[self._unit_of_step[step]].copies
+        return self._segment_of_step[step].copies
 
     def compute(self, step: int) -> int:
-        return self.units[self._unit_of_step[step]].compute
+        return self._segment_of_step[step].compute
 
     def flops(self, step: int) -> float:
-        return self.units[self._unit_of_step[step]].flops
+        return self._segment_of_step[step].flops
 
     def epilogue(self, step: int) -> Epilogue | None:
-        return self.units[self._unit_of_step[step]].epilogue if step in self._last_step else None
+        return self._last_step.get(step)
 
     def unit_of(self, step: int) -> int:
         """The position (0, 1, ...) in this program of the unit that ``step`` belongs to."""
@@ -123,4 +138,4 @@ class UnitProgram:
 
     def signature(self) -> tuple[object, ...]:
         """Equal signatures mean identical work: what aggregation of SMs compares."""
-        return tuple((u.steps, u.copies, u.compute, u.flops, u.epilogue) for u in self.units)
+        return tuple((u.segments, u.epilogue) for u in self.units)

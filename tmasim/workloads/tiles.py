@@ -16,9 +16,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tmasim import fields as read
+from tmasim.engine.chip import Plan
 from tmasim.engine.program import TimedProgram
 from tmasim.errors import ScenarioError
 from tmasim.fields import Distribution, TimeSpec
+from tmasim.hardware import GpuSpec
+from tmasim.residency import Residency, residency
 
 FIELDS = ("kind", "tiles", "load", "compute", "latency", "tile_bytes")
 # One fixed stream index per random source, so that adding a source never reshuffles another.
@@ -98,3 +101,9 @@ def times(config: TilesConfig, seed: int) -> dict[str, list[int]]:
 def build(config: TilesConfig, seed: int) -> TimedProgram:
     t = times(config, seed)
     return TimedProgram(load=t["load"], compute_ps=t["compute"], latency=t["latency"], tile_bytes=config.tile_bytes)
+
+
+def plan(config: TilesConfig, gpu: GpuSpec, stages: int, consumers: int, seed: int) -> tuple[Plan, Residency]:
+    """One CTA on one SM; its slots still have to fit in the GPU's shared memory."""
+    res = residency(gpu, stage_bytes=config.tile_bytes, stages=stages, consumers=consumers)
+    return Plan([build(config, seed)], persistent=True, ctas_per_sm=1, sms=1, flow=False), res

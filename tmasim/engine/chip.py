@@ -1,0 +1,128 @@
+"""The chip: SMs (each a TMA copy engine and tensor cores), the fabric, and CTA placement.
+
+Placement follows the hardware's block scheduler. A *persistent* plan puts its CTAs on SMs
+round-robin (CTA g on SM g mod #SMs) and each walks its own list of work units. A *grid* plan
+has one CTA per work unit; each SM runs up to ``ctas_per_sm`` at once and takes the next
+unlaunched CTA as soon as one of its CTAs exits, so the grid runs in waves.
+
+Aggregation: SMs that run identical work under fair sharing stay identical, so one
+representative per class of identical SMs, weighing the class's size on the shared links,
+gives the same times as simulating them all (DESIGN.md §4). Classes come from the static
+round-robin assignment; under symmetry the dynamic scheduler makes the same choices.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+
+import simpy
+
+from tmasim.engine.copy_engine import CopyEngine, Routes
+from tmasim.engine.cta import Cta, Sync
+from tmasim.engine.program import Program
+from tmasim.engine.recorder import Recorder
+from tmasim.engine.tensor_core import TensorCore
+from tmasim.hardware import GpuSpec
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What runs: one program per CTA (in launch order), and how CTAs are placed."""
+
+    programs: Sequence[Program]
+    persistent: bool
+    ctas_per_sm: int
+    sms: int
+    flow: bool  # copies flow through the fabric (False: fixed busy times, no fabric)
+
+
+@dataclass
+class Sm:
+    index: int
+    multiplicity: int
+    copy_engine: CopyEngine
+    tensor_core: TensorCore
+    queue: deque[tuple[int, Program]]
+
+
+class Chip:
+    def __init__(self, env: simpy.Environment, gpu: GpuSpec, plan: Plan, sync: Sync,
+                 recorder: Recorder | None, *, aggregate: bool, record_bandwidth: bool = False) -> None:
+        self.env = env
+        self.gpu = gpu
+        self.plan = plan
+        self.sync = sync
+        self.recorder = recorder
+        self.ctas: list[Cta] = []
+        self.fabric = None
+        if plan.flow:
+            from tmasim.engine.fabric import Fabric
+
+            self.fabric = Fabric(env, record_series=record_bandwidth)
+            self.l2 = self.fabric.add_link("L2", gpu.l2_bandwidth)
+            self.hbm = self.fabric.add_link("HBM", gpu.hbm_bandwidth)
+        assignment = _round_robin(plan)
+        classes = _classes(assignment) if aggregate else [[s] for s in range(plan.sms)]
+        self.sms = [self._make_sm(members[0], len(members), assignment[members[0]]) for members in classes]
+        self.aggregated = len(self.sms) < plan.sms
+        shared: deque[tuple[int, Program]] = deque(enumerate(plan.programs))
+        for slot in range(plan.ctas_per_sm if not plan.persistent else 1):
+            for sm in self.sms:
+                queue = sm.queue if (plan.persistent or self.aggregated) else shared
+                env.process(self._slot(sm, queue, slot))
+
+    def _make_sm(self, index: int, multiplicity: int, work: list[tuple[int, Program]]) -> Sm:
+        routes = None
+        if self.fabric is not None:
+            port = self.fabric.add_link(f"sm{index}.port", self.gpu.sm_port_bandwidth)
+            routes = Routes(self.fabric, port, self.l2, self.hbm)
+        engine = CopyEngine(self.env, f"sm{index}.tma", index, self.gpu.tma_issue, self.recorder, routes=routes,
+                            multiplicity=multiplicity, max_copies=self.gpu.tma_max_in_flight,
+                            max_bytes=self.gpu.tma_max_bytes_in_flight)
+        return Sm(index, multiplicity, engine, TensorCore(self.env, f"sm{index}.tensor"), deque(work))
+
+    def _slot(self, sm: Sm, queue: deque[tuple[int, Program]], slot: int) -> Generator[simpy.Event, object, None]:
+        """One CTA slot of an SM. Persistent: start all the SM's CTAs now. Grid: run CTAs one
+        after another, taking the next unlaunched one when the previous exits."""
+        if self.plan.persistent:
+            while queue:
+                self._start(sm, *queue.popleft())
+            return
+        while queue:
+            cta = self._start(sm, *queue.popleft())
+            yield cta.finished
+
+    def _start(self, sm: Sm, cta_index: int, program: Program) -> Cta:
+        cta = Cta(self.env, sm.index, cta_index, program, self.sync, sm.copy_engine, sm.tensor_core, self.recorder)
+        cta.multiplicity = sm.multiplicity
+        self.ctas.append(cta)
+        return cta
+
+    def waves(self) -> int:
+        slots = self.plan.sms * self.plan.ctas_per_sm
+        units = len(self.plan.programs)
+        return -(-units // slots) if not self.plan.persistent else 1
+
+
+def _round_robin(plan: Plan) -> list[list[tuple[int, Program]]]:
+    """The static assignment: CTA g on SM g mod #SMs, in launch order."""
+    per_sm: list[list[tuple[int, Program]]] = [[] for _ in range(plan.sms)]
+    for g, program in enumerate(plan.programs):
+        per_sm[g % plan.sms].append((g, program))
+    return per_sm
+
+
+def _classes(assignment: list[list[tuple[int, Program]]]) -> list[list[int]]:
+    """SMs grouped by identical work (same programs in the same order)."""
+    groups: dict[tuple[object, ...], list[int]] = {}
+    for sm, work in enumerate(assignment):
+        key = tuple(_signature(program) for _, program in work)
+        groups.setdefault(key, []).append(sm)
+    return list(groups.values())
+
+
+def _signature(program: Program) -> object:
+    signature = getattr(program, "signature", None)
+    return signature() if signature is not None else id(program)

@@ -1,0 +1,69 @@
+"""How many CTAs fit on an SM: shared memory, threads and the CTA limit.
+
+A CTA's shared memory is its stage ring (stages x bytes per stage), whatever else the kernel
+keeps there (an epilogue staging buffer), and two 8-byte mbarriers per stage. It must fit in
+what one CTA may use (227 KiB on Hopper); on the SM each CTA also costs the system's reserved
+share (1 KiB per CTA on Hopper), so the SM holds floor(SMEM per SM / (CTA's SMEM + reserved))
+CTAs, capped by threads and by the resident-CTA limit. More stages hide more latency but can
+lower this number: the trade-off behind most "how many stages?" questions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tmasim.errors import ResidencyError
+from tmasim.hardware import GpuSpec
+from tmasim.units import format_bytes
+
+BARRIER_BYTES = 8
+WARPGROUP_THREADS = 128
+MAX_THREADS_PER_CTA = 1024
+
+
+@dataclass(frozen=True)
+class Residency:
+    stage_bytes: int
+    stages: int
+    other_smem: int
+    smem_per_cta: int        # the CTA's own allocation: ring + other + barriers
+    threads_per_cta: int
+    ctas_per_sm: int
+    limited_by: str          # "shared memory", "threads" or "CTAs per SM"
+
+    @property
+    def barrier_bytes(self) -> int:
+        return 2 * self.stages * BARRIER_BYTES
+
+
+def residency(gpu: GpuSpec, *, stage_bytes: int, stages: int, other_smem: int = 0,
+              consumers: int = 1, requested_ctas_per_sm: int | None = None) -> Residency:
+    """The residency of a warp-specialized CTA (one producer and ``consumers`` warpgroups)."""
+    ring = stages * stage_bytes
+    smem = ring + other_smem + 2 * stages * BARRIER_BYTES
+    threads = WARPGROUP_THREADS * (1 + consumers)
+    if smem > gpu.smem_per_cta:
+        raise ResidencyError(
+            "pipeline.stages", stages,
+            f"needs {format_bytes(smem)} of shared memory per CTA ({stages} stages x {format_bytes(stage_bytes)} "
+            f"+ {format_bytes(other_smem)} other + {2 * stages * BARRIER_BYTES} B of barriers), over the "
+            f"{format_bytes(gpu.smem_per_cta)} a CTA may use on {gpu.name}")
+    if threads > min(MAX_THREADS_PER_CTA, gpu.max_threads_per_sm):
+        raise ResidencyError("pipeline.consumers", consumers,
+                             f"makes {threads} threads per CTA (128 per warpgroup, plus the producer's), over "
+                             f"{min(MAX_THREADS_PER_CTA, gpu.max_threads_per_sm)}")
+    limits = {
+        "shared memory": gpu.smem_per_sm // (smem + gpu.smem_reserved_per_cta),
+        "threads": gpu.max_threads_per_sm // threads,
+        "CTAs per SM": gpu.max_ctas_per_sm,
+    }
+    limited_by = min(limits, key=lambda k: limits[k])
+    fits = limits[limited_by]
+    if requested_ctas_per_sm is not None:
+        if requested_ctas_per_sm > fits:
+            raise ResidencyError("workload.ctas_per_sm", requested_ctas_per_sm,
+                                 f"is more than fit on an SM of {gpu.name}: {fits} (limited by {limited_by}: "
+                                 f"{format_bytes(smem)} + {format_bytes(gpu.smem_reserved_per_cta)} reserved per CTA, "
+                                 f"{format_bytes(gpu.smem_per_sm)} per SM)")
+        fits, limited_by = requested_ctas_per_sm, "the workload's ctas_per_sm"
+    return Residency(stage_bytes, stages, other_smem, smem, threads, fits, limited_by)

@@ -1,0 +1,237 @@
+"""The ``gemm`` workload: C[M, N] = A[M, K] · B[K, N] with TMA-fed tensor-core k-loops.
+
+Each output tile (BM x BN) is a work unit. Its k-loop has ceil(K / BK) steps; each step copies
+an A box (BM x BK) and a B box (BN x BK, B stored K-major as in CUTLASS's TN layout) into one
+ring slot, then the consumers run 2·BM·BN·BK FLOPs on the tensor cores (a full MMA, even over
+a zero-filled edge box). After the last step the epilogue stages the tile through shared
+memory and TMA-stores it.
+
+L2 reuse model (documented simplification, not an LRU). CTAs that run at the same time (a
+*wave*: the next G output tiles in raster order, G = resident CTAs) march through their
+k-loops nearly in step, so when several of them need the same A row-panel or B column-panel
+box, the first request misses to HBM and the others hit in L2. Per wave and per operand the
+HBM fraction of a box is therefore (distinct panels in the wave) / (tiles in the wave). If A
+and B together fit in L2, a panel is fetched from HBM only the first time any wave needs it.
+Limits: it assumes the CTAs of a wave stay within L2's capacity of each other (true for
+lockstep k-loops; false if they drift far apart), ignores reuse across waves when the operands
+do not fit, and spreads a wave's misses evenly over its tiles (which keeps identical SMs
+identical, so aggregation stays exact).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from tmasim import fields as read
+from tmasim.descriptor import TensorDescriptor
+from tmasim.engine.chip import Plan
+from tmasim.engine.program import Copy, Epilogue, Segment, Unit, UnitProgram
+from tmasim.errors import ScenarioError
+from tmasim.hardware import DTYPES, GpuSpec
+from tmasim.residency import Residency, residency
+
+FIELDS = ("kind", "m", "n", "k", "dtype", "out_dtype", "tile", "raster", "group", "launch", "ctas_per_sm",
+          "epilogue_smem", "l2_reuse")
+OUT_DTYPES = ("bf16", "fp16", "fp32")
+_OUT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    kind: ClassVar[str] = "gemm"
+    supports_consumers: ClassVar[bool] = True
+    m: int
+    n: int
+    k: int
+    dtype: str
+    out_dtype: str
+    tile: tuple[int, int, int]
+    raster: str = "grouped"
+    group: int = 8
+    launch: str = "persistent"
+    ctas_per_sm: int | None = None
+    epilogue_smem: int | None = None
+    l2_reuse: bool = True
+
+    @property
+    def tiles_m(self) -> int:
+        return -(-self.m // self.tile[0])
+
+    @property
+    def tiles_n(self) -> int:
+        return -(-self.n // self.tile[1])
+
+    @property
+    def k_steps(self) -> int:
+        return -(-self.k // self.tile[2])
+
+    @property
+    def units(self) -> int:
+        return self.tiles_m * self.tiles_n
+
+    @property
+    def useful_flops(self) -> float:
+        return 2.0 * self.m * self.n * self.k
+
+
+def parse(raw: Mapping[str, Any]) -> GemmConfig:
+    read.reject_unknown("workload", raw, FIELDS)
+    dims = {d: read.integer(f"workload.{d}", read.required("workload", raw, d, " for kind 'gemm'"), minimum=1)
+            for d in ("m", "n", "k")}
+    dtype = read.choice("workload.dtype", raw.get("dtype", "bf16"), DTYPES)
+    out_dtype = read.choice("workload.out_dtype", raw.get("out_dtype", "fp32" if dtype == "tf32" else "bf16"),
+                            OUT_DTYPES)
+    tile_raw = read.required("workload", raw, "tile", " for kind 'gemm' ([BM, BN, BK])")
+    if not isinstance(tile_raw, list) or len(tile_raw) != 3:
+        raise ScenarioError("workload.tile", tile_raw, "must be a list of three whole numbers [BM, BN, BK]")
+    tile = tuple(read.integer(f"workload.tile[{i}]", v, minimum=1) for i, v in enumerate(tile_raw))
+    optional: dict[str, Any] = {}
+    if "ctas_per_sm" in raw:
+        optional["ctas_per_sm"] = read.integer("workload.ctas_per_sm", raw["ctas_per_sm"], minimum=1)
+    if "epilogue_smem" in raw:
+        optional["epilogue_smem"] = read.size("workload.epilogue_smem", raw["epilogue_smem"], positive=False)
+    return GemmConfig(
+        **dims, dtype=dtype, out_dtype=out_dtype, tile=(tile[0], tile[1], tile[2]),
+        raster=read.choice("workload.raster", raw.get("raster", "grouped"), ("row", "column", "grouped")),
+        group=read.integer("workload.group", raw.get("group", 8), minimum=1),
+        launch=read.choice("workload.launch", raw.get("launch", "persistent"), ("persistent", "grid")),
+        l2_reuse=read.boolean("workload.l2_reuse", raw.get("l2_reuse", True)),
+        **optional,
+    )
+
+
+@dataclass(frozen=True)
+class GemmLayout:
+    """Descriptors of the three matrices, as the kernel's tensor maps would describe them."""
+
+    a: TensorDescriptor
+    b: TensorDescriptor
+    c: TensorDescriptor
+
+    @staticmethod
+    def of(config: GemmConfig) -> GemmLayout:
+        bm, bn, bk = config.tile
+        return GemmLayout(
+            a=_descriptor("A", config.m, config.k, config.dtype, bm, bk),
+            b=_descriptor("B", config.n, config.k, config.dtype, bn, bk),
+            c=_descriptor("C", config.m, config.n, config.out_dtype, bm, bn),
+        )
+
+
+def _descriptor(name: str, rows: int, cols: int, dtype: str, box_rows: int, box_cols: int) -> TensorDescriptor:
+    """Rows padded to 16 bytes (a leading dimension, as BLAS's lda) so TMA accepts any shape."""
+    element = 4 if dtype in ("tf32", "fp32") else 1 if dtype == "fp8" else 2
+    leading = -(-cols * element // 16) * 16 // element
+    try:
+        return TensorDescriptor.matrix(rows, cols, dtype, box_rows, box_cols, leading_dim=leading)
+    except ScenarioError as err:
+        raise ScenarioError("workload.tile", f"{box_rows} x {box_cols} box of {name}", err.rule) from None
+
+
+def stage_bytes(config: GemmConfig) -> int:
+    layout = GemmLayout.of(config)
+    return layout.a.box_bytes + layout.b.box_bytes
+
+
+def default_epilogue_smem(config: GemmConfig) -> int:
+    """CUTLASS-style staging: two BM x 32 sub-tiles of C, not the whole tile."""
+    return 2 * config.tile[0] * min(config.tile[1], 32) * _OUT_BYTES[config.out_dtype]
+
+
+def tile_coords(config: GemmConfig) -> list[tuple[int, int]]:
+    """(tile row, tile column) of each output tile, in launch (raster) order."""
+    tm, tn = config.tiles_m, config.tiles_n
+    if config.raster == "row":
+        return [(u // tn, u % tn) for u in range(tm * tn)]
+    if config.raster == "column":
+        return [(u % tm, u // tm) for u in range(tm * tn)]
+    coords = []  # grouped: bands of `group` tile rows, column-major inside a band
+    for band in range(0, tm, config.group):
+        rows = min(config.group, tm - band)
+        coords += [(band + local % rows, local // rows) for local in range(rows * tn)]
+    return coords
+
+
+def hbm_fractions(config: GemmConfig, coords: Sequence[tuple[int, int]], concurrent: int,
+                  l2_size: int) -> list[tuple[float, float]]:
+    """Per output tile, the share of its A and B box bytes that come from HBM (see module doc)."""
+    if not config.l2_reuse:
+        return [(1.0, 1.0)] * len(coords)
+    layout = GemmLayout.of(config)
+    fits = layout.a.tensor_bytes + layout.b.tensor_bytes <= l2_size
+    seen_rows: set[int] = set()
+    seen_cols: set[int] = set()
+    result: list[tuple[float, float]] = []
+    for start in range(0, len(coords), concurrent):
+        wave = coords[start : start + concurrent]
+        rows = {r for r, _ in wave}
+        cols = {c for _, c in wave}
+        new_rows = rows - seen_rows if fits else rows
+        new_cols = cols - seen_cols if fits else cols
+        if fits:
+            seen_rows |= rows
+            seen_cols |= cols
+        result += [(len(new_rows) / len(wave), len(new_cols) / len(wave))] * len(wave)
+    return result
+
+
+def plan(config: GemmConfig, gpu: GpuSpec, stages: int, consumers: int) -> tuple[Plan, Residency]:
+    layout = GemmLayout.of(config)
+    epilogue_smem = config.epilogue_smem if config.epilogue_smem is not None else default_epilogue_smem(config)
+    res = residency(gpu, stage_bytes=layout.a.box_bytes + layout.b.box_bytes, stages=stages,
+                    other_smem=epilogue_smem, consumers=consumers, requested_ctas_per_sm=config.ctas_per_sm)
+    coords = tile_coords(config)
+    concurrent = min(len(coords), gpu.sms * res.ctas_per_sm)
+    fractions = hbm_fractions(config, coords, concurrent, gpu.l2_size)
+    cache: dict[tuple[int, int, float, float], Unit] = {}
+    units = []
+    for index, ((row, col), (fa, fb)) in enumerate(zip(coords, fractions, strict=True)):
+        key = (_edge(row, config.tiles_m), _edge(col, config.tiles_n), fa, fb)
+        if key not in cache:
+            cache[key] = _unit(config, layout, gpu, row, col, fa, fb)
+        units.append(Unit(index, cache[key].segments, cache[key].epilogue))
+    if config.launch == "persistent":
+        programs = [UnitProgram(units[g::concurrent]) for g in range(concurrent)]
+    else:
+        programs = [UnitProgram([unit]) for unit in units]
+    sms = min(gpu.sms, len(programs))
+    return Plan(programs, config.launch == "persistent", res.ctas_per_sm, sms, flow=True), res
+
+
+def _edge(index: int, count: int) -> bool:
+    return index == count - 1
+
+
+def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, row: int, col: int, fa: float,
+          fb: float) -> Unit:
+    bm, bn, bk = config.tile
+    rate = gpu.sm_flop_rate(config.dtype)
+    mma = round(2 * bm * bn * bk / rate)
+    rows_in = min(bm, config.m - row * bm)
+    cols_in = min(bn, config.n - col * bn)
+    segments = []
+    for first_k, count in _k_segments(config):
+        k_in = min(bk, config.k - first_k)
+        a = _copy(gpu, layout.a, (first_k, row * bm), fa)
+        b = _copy(gpu, layout.b, (first_k, col * bn), fb)
+        segments.append(Segment(count, (a, b), mma, 2.0 * rows_in * cols_in * k_in))
+    c_bytes = layout.c.box_bytes
+    staging = round(c_bytes / gpu.smem_bandwidth) if gpu.smem_bandwidth != float("inf") else 0
+    store = Copy(c_bytes, layout.c.bytes_from_memory((col * bn, row * bm)), 1.0, 0)
+    return Unit(-1, tuple(segments), Epilogue(staging, store))
+
+
+def _k_segments(config: GemmConfig) -> list[tuple[int, int]]:
+    """(first k of the segment, steps): all full k-steps, then a partial last one if K % BK."""
+    bk, steps = config.tile[2], config.k_steps
+    if config.k % bk == 0:
+        return [(0, steps)]
+    return [(0, steps - 1), ((steps - 1) * bk, 1)] if steps > 1 else [(0, 1)]
+
+
+def _copy(gpu: GpuSpec, descriptor: TensorDescriptor, coord: tuple[int, int], hbm_fraction: float) -> Copy:
+    box = descriptor.box_bytes
+    latency = gpu.copy_latency_for(box) + round(hbm_fraction * gpu.hbm_latency)
+    return Copy(box, descriptor.bytes_from_memory(coord), hbm_fraction, latency)

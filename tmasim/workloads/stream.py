@@ -1,0 +1,124 @@
+"""The ``stream`` workload: read a tensor through the stage ring, box by box.
+
+The bandwidth experiment. Each box (a TMA copy described by a tensor descriptor) is one ring
+step; the consumer spends ``compute_per_byte`` on each byte (zero: a pure copy-in). With S
+stages and c CTAs per SM, an SM keeps up to S x c boxes in flight, and by Little's law its
+bandwidth is bytes in flight / round trip until a link saturates:
+
+    achieved = min(HBM, L2, SMs x port, SMs x bytes in flight / round trip)
+
+(see :func:`littles_law` for the round trip).
+
+Every byte is read once, so all of it comes from HBM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from tmasim import fields as read
+from tmasim.descriptor import ELEMENT_BYTES, TensorDescriptor
+from tmasim.engine.chip import Plan
+from tmasim.engine.program import Copy, Segment, Unit, UnitProgram
+from tmasim.errors import ScenarioError
+from tmasim.hardware import GpuSpec
+from tmasim.residency import Residency, residency
+from tmasim.units import PS_PER_S
+
+FIELDS = ("kind", "dtype", "shape", "box", "compute_per_byte", "launch", "ctas", "ctas_per_sm")
+ELEMENT_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp64")
+
+
+@dataclass(frozen=True)
+class StreamConfig:
+    kind: ClassVar[str] = "stream"
+    supports_consumers: ClassVar[bool] = True
+    dtype: str
+    shape: tuple[int, ...]      # outermost first, as people write shapes: [rows, cols]
+    box: tuple[int, ...]
+    compute_per_byte: float = 0.0  # ps per byte
+    launch: str = "persistent"
+    ctas: int | None = None        # persistent grid size (default: as many as are resident)
+    ctas_per_sm: int | None = None
+
+    def descriptor(self) -> TensorDescriptor:
+        """Row-major, innermost dim last in ``shape``; the descriptor wants innermost first."""
+        dims = tuple(reversed(self.shape))
+        strides: list[int] = []
+        extent = ELEMENT_BYTES[self.dtype]
+        for d in dims[:-1]:
+            extent *= d
+            strides.append(extent)
+        return TensorDescriptor(self.dtype, dims, tuple(strides), tuple(reversed(self.box)))
+
+
+def parse(raw: Mapping[str, Any]) -> StreamConfig:
+    read.reject_unknown("workload", raw, FIELDS)
+    shape = _int_list("workload.shape", read.required("workload", raw, "shape", " for kind 'stream'"))
+    box = _int_list("workload.box", read.required("workload", raw, "box", " for kind 'stream'"))
+    if len(box) != len(shape):
+        raise ScenarioError("workload.box", list(box), f"must have one entry per dimension of shape ({len(shape)})")
+    per_byte = raw.get("compute_per_byte", "0 ps")
+    optional = {k: read.integer(f"workload.{k}", raw[k], minimum=1) for k in ("ctas", "ctas_per_sm") if k in raw}
+    config = StreamConfig(
+        dtype=read.choice("workload.dtype", raw.get("dtype", "bf16"), ELEMENT_DTYPES),
+        shape=shape, box=box,
+        compute_per_byte=read.quantity("workload.compute_per_byte", per_byte, "time", positive=False),
+        launch=read.choice("workload.launch", raw.get("launch", "persistent"), ("persistent", "grid")),
+        **optional,
+    )
+    config.descriptor()  # every TMA rule checked now, with its message
+    return config
+
+
+def _int_list(field: str, value: Any) -> tuple[int, ...]:
+    if not isinstance(value, list) or not value:
+        raise ScenarioError(field, value, "must be a non-empty list of whole numbers")
+    return tuple(read.integer(f"{field}[{i}]", v, minimum=1) for i, v in enumerate(value))
+
+
+def plan(config: StreamConfig, gpu: GpuSpec, stages: int, consumers: int) -> tuple[Plan, Residency]:
+    descriptor = config.descriptor()
+    res = residency(gpu, stage_bytes=descriptor.box_bytes, stages=stages, consumers=consumers,
+                    requested_ctas_per_sm=config.ctas_per_sm)
+    latency = gpu.copy_latency_for(descriptor.box_bytes) + gpu.hbm_latency
+    compute = round(config.compute_per_byte * descriptor.box_bytes)
+    steps = [_unit(i, descriptor, coord, latency, compute) for i, coord in enumerate(descriptor.boxes())]
+    if config.launch == "persistent":
+        grid = min(len(steps), config.ctas or gpu.sms * res.ctas_per_sm)
+        programs = [UnitProgram(steps[g::grid]) for g in range(grid)]
+    else:
+        programs = [UnitProgram([unit]) for unit in steps]
+    sms = min(gpu.sms, len(programs))
+    return Plan(programs, config.launch == "persistent", res.ctas_per_sm, sms, flow=True), res
+
+
+def _unit(index: int, descriptor: TensorDescriptor, coord: tuple[int, ...], latency: int, compute: int) -> Unit:
+    copy = Copy(descriptor.box_bytes, descriptor.bytes_from_memory(coord), 1.0, latency)
+    return Unit(index, (Segment(1, (copy,), compute, 0.0),), None)
+
+
+def littles_law(config: StreamConfig, gpu: GpuSpec, stages: int, ctas_per_sm: int, sms: int) -> dict[str, object]:
+    """The bandwidth Little's law predicts (bytes/s): the lesser of the links' capacities and
+    SMs x bytes in flight / round trip.
+
+    With no compute, the S copies of a slot ring travel together: they are issued together,
+    wait the same latency and then share the SM's port. So one round trip is the issue cost,
+    the latency, the time for all the bytes in flight to cross the port, and two barrier
+    wake-ups (full, then empty). Compute per byte adds the consumer's time for every slot."""
+    box = config.descriptor().box_bytes
+    in_flight = stages * box * ctas_per_sm
+    latency = gpu.copy_latency_for(box) + gpu.hbm_latency
+    round_trip = (gpu.tma_issue + latency + in_flight / gpu.sm_port_bandwidth
+                  + config.compute_per_byte * in_flight + 2 * gpu.barrier_wake)
+    limits = {
+        "HBM": gpu.hbm_bandwidth,
+        "L2": gpu.l2_bandwidth,
+        "SM ports": sms * gpu.sm_port_bandwidth,
+        "bytes in flight": sms * in_flight / round_trip if round_trip else float("inf"),
+    }
+    binding = min(limits, key=lambda k: limits[k])
+    return {"bytes_in_flight_per_sm": in_flight, "round_trip_ns": round_trip / 1000,
+            "littles_law_bytes_per_s": limits[binding] * PS_PER_S, "littles_law_binding": binding}
