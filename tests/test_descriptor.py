@@ -185,6 +185,9 @@ GOOD: dict[str, Any] = {
         ),
         ({"element_strides": (1, 9)}, "element_strides[1]: 9 must be between 1 and 8"),
         ({"element_strides": (0, 1)}, "element_strides[0]: 0 must be between 1 and 8"),
+        ({"global_dims": (128, 64.0)}, "global_dims[1]: 64.0 must be an integer"),
+        ({"global_strides_bytes": (256.0,)}, "global_strides_bytes[0]: 256.0 must be an integer"),
+        ({"global_address": True}, "global_address: True must be an integer"),
     ],
 )
 def test_rule_is_enforced_with_a_message(change: dict[str, Any], message: str) -> None:

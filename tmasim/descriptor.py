@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -71,6 +72,7 @@ class TensorDescriptor:
                 object.__setattr__(self, name, tuple(value))
         self._check_dtype()
         self._check_shapes()
+        self._check_integers()
         self._check_dims()
         self._check_address()
         self._check_strides()
@@ -184,6 +186,19 @@ class TensorDescriptor:
                     name, value, f"must have {length} entries for a rank-{rank} tensor"
                 )
 
+    def _check_integers(self) -> None:
+        """Sizes from a scenario file may arrive as floats (``1000.0``): refuse them early."""
+        fields = {
+            "global_dims": self.global_dims,
+            "global_strides_bytes": self.global_strides_bytes,
+            "box_dims": self.box_dims,
+            "element_strides": self._element_strides(),
+        }
+        for name, values in fields.items():
+            for i, v in enumerate(values):
+                _require_int(f"{name}[{i}]", v)
+        _require_int("global_address", self.global_address)
+
     def _check_dims(self) -> None:
         for i, d in enumerate(self.global_dims):
             _check_range(f"global_dims[{i}]", d, 1, MAX_GLOBAL_DIM, "elements")
@@ -232,6 +247,11 @@ def _element_bytes(dtype: str) -> int:
             "dtype", dtype, f"is not a TMA element type: use one of {', '.join(ELEMENT_BYTES)}"
         )
     return ELEMENT_BYTES[dtype]
+
+
+def _require_int(field: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise DescriptorError(field, value, "must be an integer")
 
 
 def _check_range(field: str, value: int, low: int, high: int, unit: str) -> None:
