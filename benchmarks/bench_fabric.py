@@ -33,6 +33,7 @@ class Case:
     sms: int
     lanes: int
     hbm_weights: tuple[float, ...]  # per SM, cycled: L2 hit fractions make classes differ
+    stands_for: int = 1  # SMs each simulated SM represents (weight on the shared links)
 
 
 def _lanes(
@@ -63,7 +64,9 @@ def run_fabric(case: Case, flows: int) -> tuple[float, int, int]:
     routes = []
     for sm in range(case.sms):
         port = fabric.add_link(f"sm{sm}", PORT_BYTES_PER_PS)
-        routes.append(((port, 1.0), (l2, 1.0), (hbm, case.hbm_weights[sm % len(case.hbm_weights)])))
+        k = float(case.stands_for)
+        hbm_weight = case.hbm_weights[sm % len(case.hbm_weights)]
+        routes.append(((port, 1.0), (l2, k), (hbm, k * hbm_weight)))
     finished: list[Flow] = []
 
     def start(sm: int, nbytes: int) -> simpy.Event:
@@ -80,7 +83,7 @@ def run_fabric(case: Case, flows: int) -> tuple[float, int, int]:
 def run_baseline(case: Case, flows: int) -> float:
     """Wall seconds for the same lanes waiting on plain timeouts instead of flows."""
     env = simpy.Environment()
-    per_ps = HBM_BYTES_PER_PS / (case.sms * case.lanes)
+    per_ps = HBM_BYTES_PER_PS / (case.sms * case.stands_for * case.lanes)
     _lanes(env, case, flows, lambda sm, nbytes: env.timeout(round(nbytes / per_ps)))
     t0 = time.perf_counter()
     env.run()
@@ -94,17 +97,18 @@ def main() -> None:
     cases = [
         Case("132 SMs x 4 flows, HBM binds", 132, 4, (1.0,)),
         Case("132 SMs x 4 flows, mixed L2 hits", 132, 4, (1.0, 0.5, 0.25, 0.0)),
+        Case("4 reps x 33 SMs x 4, mixed L2 hits", 4, 4, (1.0, 0.5, 0.25, 0.0), stands_for=33),
         Case("1 SM x 4 flows, port binds", 1, 4, (1.0,)),
         Case("1 SM x 8 flows, port binds", 1, 8, (1.0,)),
     ]
     header = ("case", "flows", "events/s", "recomp", "baseline ev/s", "slowdown")
-    print("{:36} {:>8} {:>10} {:>8} {:>14} {:>9}".format(*header))
+    print("{:38} {:>8} {:>10} {:>8} {:>14} {:>9}".format(*header))
     for case in cases:
         wall, done, recomputations = run_fabric(case, args.flows)
         base = run_baseline(case, args.flows)
         events = 2 * done  # one start and one end per flow
         print(
-            f"{case.name:36} {done:8d} {events / wall:10.0f} {recomputations:8d} "
+            f"{case.name:38} {done:8d} {events / wall:10.0f} {recomputations:8d} "
             f"{events / base:14.0f} {wall / base:8.2f}x"
         )
 
