@@ -210,10 +210,6 @@ class Fabric:
         self._links[name] = link
         return link
 
-    @property
-    def links(self) -> tuple[Link, ...]:
-        return tuple(self._links.values())
-
     def start_flow(self, route: Route, nbytes: int, *, cap: float | None = None) -> Flow:
         """Start moving ``nbytes`` over ``route``, a sequence of ``(link, weight)`` pairs.
 
