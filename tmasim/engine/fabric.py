@@ -1,0 +1,565 @@
+"""Shared bandwidth as a flow model: max-min fair rates by weighted progressive filling.
+
+A copy in its transfer phase is a *flow* of bytes over a *route* of links (its SM's port, L2,
+HBM), each crossed with a *weight*: the units of that link's capacity one unit of the flow's
+rate consumes there. Weights let one representative SM stand for k identical ones (weight k on
+shared links) and let a copy that hits L2 for part of its bytes load HBM with only the rest
+(weight 0.3 for a 70 % hit rate). Rates are max-min fair, as in SimGrid's flow-level model:
+every flow's rate rises together until a link saturates (Σ weight·rate = capacity) or the
+flow reaches its own cap; flows so stopped freeze and the rest keep rising.
+
+Cost is what shapes the design: a GEMM moves ~10^6 flows over 132 SMs. So
+
+- flows with the same (route, cap) form a *class*; max-min gives them equal rates, so the
+  water-filling works on classes with a count, never on flows;
+- classes frozen at the same level share one *rate group*; a group keeps a virtual clock (bytes
+  served per flow since it was formed) so advancing time costs O(#groups), usually one, and a
+  heap of its classes' next finish tags; each class keeps a heap of its flows' finish tags in
+  its own clock, an offset from its group's;
+- the common case, every class frozen by one link they all cross (HBM or L2 saturated), is
+  detected in O(log #links) from a heap of each link's capacity / weight, and only changes the
+  one group's rate; anything else runs the full progressive filling, O(Σ route length · log).
+
+Times are integer picoseconds: a flow finishes at the nearest picosecond to its exact time,
+computed from the clock snapshot taken when rates last changed, so a flow alone on a link of
+capacity C finishes exactly ``round(B / C)`` after it starts.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import count
+from typing import Any
+
+import simpy
+
+Route = Sequence[tuple["Link", float]]
+LoadPoint = tuple[int, float]
+
+
+class Link:
+    """A shared resource of fixed bandwidth (bytes per picosecond); ``math.inf`` never binds."""
+
+    __slots__ = (
+        "name",
+        "capacity",
+        "_index",
+        "_fabric",
+        "_weight",
+        "_classes",
+        "_bytes_done",
+        "_busy_ps",
+        "_busy_since",
+        "_series",
+    )
+
+    def __init__(self, name: str, capacity_bytes_per_ps: float) -> None:
+        if not capacity_bytes_per_ps > 0:
+            raise ValueError(f"link {name!r}: capacity {capacity_bytes_per_ps} must be positive")
+        self.name = name
+        self.capacity = float(capacity_bytes_per_ps)
+        self._index = -1
+        self._fabric: Fabric | None = None
+        self._weight = 0.0  # Σ count × weight over the active classes that cross it
+        self._classes: dict[_FlowClass, None] = {}  # those classes, in a deterministic order
+        self._bytes_done = 0.0  # Σ weight × nbytes over finished flows
+        self._busy_ps = 0
+        self._busy_since = 0
+        self._series: list[LoadPoint] = []
+
+    def __repr__(self) -> str:
+        return f"Link({self.name!r}, {self.capacity})"
+
+
+class Flow:
+    """One transfer of ``nbytes`` over a route; ``done`` succeeds (with the flow) at ``end``."""
+
+    __slots__ = ("nbytes", "start", "end", "done", "_cls")
+
+    def __init__(self, env: simpy.Environment, nbytes: int, start: int) -> None:
+        self.nbytes = nbytes
+        self.start = start
+        self.end: int | None = None
+        self.done = env.event()
+        self._cls: _FlowClass | None = None
+
+    @property
+    def rate(self) -> float:
+        """Bytes per picosecond now; 0 before the fabric settles the instant it started in."""
+        cls = self._cls
+        if self.end is not None or cls is None or cls.group is None:
+            return 0.0
+        return cls.group.rate
+
+    def __repr__(self) -> str:
+        return f"Flow({self.nbytes} B, start={self.start}, end={self.end})"
+
+
+@dataclass(frozen=True)
+class LinkStats:
+    """What a link carried. ``utilization`` is bytes / (capacity × elapsed time).
+
+    Completion times are rounded to the picosecond, so a tiny run can show a utilization a
+    hair above 1 (at most half a picosecond's worth of bytes per flow).
+    """
+
+    name: str
+    capacity: float
+    bytes_carried: float
+    busy_ps: int
+    utilization: float
+    series: tuple[LoadPoint, ...] | None
+
+
+class _FlowClass:
+    """Flows sharing (route, cap): equal max-min rates, so one count and one clock serve all."""
+
+    __slots__ = (
+        "route",
+        "cap",
+        "n",
+        "heap",
+        "offset",
+        "group",
+        "stamp",
+        "start_sum",
+        "in_cap_heap",
+    )
+
+    def __init__(self, route: tuple[tuple[Link, float], ...], cap: float) -> None:
+        self.route = route
+        self.cap = cap
+        self.n = 0
+        self.heap: list[tuple[float, int, Flow]] = []  # (finish tag in class clock, seq, flow)
+        self.offset = 0.0  # class clock = group clock + offset (= offset while ungrouped)
+        self.group: _RateGroup | None = None
+        self.stamp = -1  # seq of this class's live entry in its group's heap
+        self.start_sum = 0.0  # Σ class clock at each in-flight flow's start: gives progress
+        self.in_cap_heap = False
+
+    def clock(self) -> float:
+        group = self.group
+        return self.offset if group is None else group.clock + self.offset
+
+
+class _RateGroup:
+    """Classes frozen at one level: one rate, one virtual clock, one heap of next finishes."""
+
+    __slots__ = ("rate", "clock", "heap", "nclasses")
+
+    def __init__(self) -> None:
+        self.rate = 0.0
+        self.clock = 0.0  # bytes served per flow since the group was formed
+        # (head flow's tag in group clock, stamp, class)
+        self.heap: list[tuple[float, int, _FlowClass]] = []
+        self.nclasses = 0
+
+    def top(self) -> tuple[float, int, _FlowClass] | None:
+        """The earliest live entry, dropping entries left by classes that moved or changed head."""
+        heap = self.heap
+        while heap:
+            entry = heap[0]
+            if entry[1] == entry[2].stamp:
+                return entry
+            heapq.heappop(heap)
+        return None
+
+
+class Fabric:
+    """The chip's links and the flows crossing them, with max-min fair rates kept current.
+
+    Flows starting (or ending) at one instant are settled together by one zero-delay event,
+    so a burst costs one recomputation; one timeout then waits for the earliest completion and
+    is superseded (ignored) whenever rates change first.
+    """
+
+    def __init__(self, env: simpy.Environment, *, record_series: bool = False) -> None:
+        self.env = env
+        self.record_series = record_series
+        self.recomputations = 0
+        self._links: dict[str, Link] = {}
+        self._classes: dict[tuple[Any, float], _FlowClass] = {}
+        self._active: dict[_FlowClass, None] = {}
+        self._fresh: list[_FlowClass] = []  # activated since the last settle, not yet grouped
+        self._groups: list[_RateGroup] = []
+        self._link_heap: list[tuple[float, int, Link]] = []  # (capacity / weight, index, link)
+        self._cap_heap: list[tuple[float, int, _FlowClass]] = []
+        self._seq = count()
+        self._t0: int = env.now  # type: ignore[assignment]
+        self._t = self._t0  # when group clocks were last advanced
+        self._settle_pending = False
+        self._timer: simpy.Event | None = None
+
+    def _now(self) -> int:
+        """SimPy types ``now`` as int | float; the engine keeps integer picoseconds (§4)."""
+        return self.env.now  # type: ignore[return-value]
+
+    # ---- public API -------------------------------------------------------------------------
+
+    def add_link(self, name: str, capacity_bytes_per_ps: float) -> Link:
+        if name in self._links:
+            raise ValueError(f"link {name!r} already exists in this fabric")
+        link = Link(name, capacity_bytes_per_ps)
+        link._index = len(self._links)
+        link._fabric = self
+        if self.record_series:
+            link._series.append((self._now(), 0.0))
+        self._links[name] = link
+        return link
+
+    def start_flow(self, route: Route, nbytes: int, *, cap: float | None = None) -> Flow:
+        """Start moving ``nbytes`` over ``route``, a sequence of ``(link, weight)`` pairs.
+
+        ``cap`` bounds this flow's own rate (bytes/ps). Zero bytes finish at once. The route
+        tuple is the key of the flow's class: reuse the same tuples for identical copies.
+        """
+        if nbytes < 0:
+            raise ValueError(f"flow of {nbytes} bytes: nbytes must be non-negative")
+        if cap is not None and not cap > 0:
+            raise ValueError(f"flow cap {cap} must be positive (bytes per picosecond)")
+        now = self._now()
+        flow = Flow(self.env, nbytes, now)
+        if nbytes == 0:
+            self._end(flow, now)  # before touching the clocks: a timer's snapshot stays valid
+            return flow
+        self._advance()
+        cls = self._class_for(route, math.inf if cap is None else cap)
+        if cls.n == 0:
+            self._activate(cls)
+        self._add(cls, flow)
+        self._request_settle()
+        return flow
+
+    def link_stats(self) -> dict[str, LinkStats]:
+        """Per link, bytes carried so far (in-flight flows included) and utilization."""
+        now = self._now()
+        elapsed = now - self._t0
+        progress = {cls: self._progress(cls, now) for cls in self._active}
+        return {
+            link.name: self._stats(link, now, elapsed, progress) for link in self._links.values()
+        }
+
+    # ---- classes and flows ------------------------------------------------------------------
+
+    def _class_for(self, route: Route, cap: float) -> _FlowClass:
+        key = (route if isinstance(route, tuple) else tuple(route), cap)
+        cls = self._classes.get(key)
+        if cls is None:
+            cls = self._classes[key] = _FlowClass(self._normalized(route), cap)
+        return cls
+
+    def _normalized(self, route: Route) -> tuple[tuple[Link, float], ...]:
+        """Merge repeated links and drop zero weights, which never constrain a flow."""
+        merged: dict[Link, float] = {}
+        for link, weight in route:
+            if link._fabric is not self:
+                raise ValueError(f"{link!r} was not added to this fabric")
+            if not (weight >= 0 and math.isfinite(weight)):
+                raise ValueError(f"weight {weight} on {link!r} must be finite and non-negative")
+            merged[link] = merged.get(link, 0.0) + weight
+        return tuple((link, w) for link, w in merged.items() if w > 0)
+
+    def _activate(self, cls: _FlowClass) -> None:
+        now = self._now()
+        self._active[cls] = None
+        self._fresh.append(cls)
+        cls.offset = cls.start_sum = 0.0  # a fresh clock at 0 keeps a lone flow's tag exact
+        for link, _ in cls.route:
+            if not link._classes:
+                link._busy_since = now
+            link._classes[cls] = None
+        if cls.cap < math.inf and not cls.in_cap_heap:
+            cls.in_cap_heap = True
+            heapq.heappush(self._cap_heap, (cls.cap, next(self._seq), cls))
+
+    def _deactivate(self, cls: _FlowClass) -> None:
+        now = self._now()
+        del self._active[cls]
+        for link, _ in cls.route:
+            del link._classes[cls]
+            if not link._classes:
+                link._busy_ps += now - link._busy_since
+        group = cls.group
+        if group is not None:
+            group.nclasses -= 1
+            if group.nclasses == 0:
+                self._groups.remove(group)
+        cls.group = None
+        cls.stamp = -1
+
+    def _add(self, cls: _FlowClass, flow: Flow) -> None:
+        clock = cls.clock()
+        tag = clock + flow.nbytes
+        flow._cls = cls
+        cls.n += 1
+        cls.start_sum += clock
+        heapq.heappush(cls.heap, (tag, next(self._seq), flow))
+        if cls.group is not None and cls.heap[0][2] is flow:
+            self._push_head(cls, cls.group)
+        self._add_weight(cls, 1)
+
+    def _finish_head(self, cls: _FlowClass) -> None:
+        tag, _, flow = heapq.heappop(cls.heap)
+        cls.n -= 1
+        cls.start_sum -= tag - flow.nbytes
+        for link, weight in cls.route:
+            link._bytes_done += weight * flow.nbytes
+        if cls.n == 0:
+            self._deactivate(cls)
+        elif cls.group is not None:
+            self._push_head(cls, cls.group)
+        self._add_weight(cls, -1)
+        self._end(flow, self._now())
+        self._request_settle()
+
+    def _end(self, flow: Flow, now: int) -> None:
+        flow.end = now
+        flow.done.succeed(flow)
+
+    def _add_weight(self, cls: _FlowClass, sign: int) -> None:
+        """Keep each link's Σ count × weight and its saturation level in the link heap."""
+        heap = self._link_heap
+        for link, weight in cls.route:
+            if not link._classes:
+                link._weight = 0.0  # idle: wipe the float drift of the busy period
+            else:
+                link._weight += sign * weight
+                if link.capacity < math.inf:
+                    heapq.heappush(heap, (link.capacity / link._weight, link._index, link))
+        if len(heap) > 4 * len(self._links) + 64:
+            self._rebuild_link_heap()
+
+    def _push_head(self, cls: _FlowClass, group: _RateGroup) -> None:
+        cls.stamp = next(self._seq)
+        heapq.heappush(group.heap, (cls.heap[0][0] - cls.offset, cls.stamp, cls))
+
+    def _join(self, cls: _FlowClass, group: _RateGroup) -> None:
+        """Move a class into ``group``, keeping its own clock (and so its tags) unchanged."""
+        clock = cls.clock()
+        if cls.group is not None:
+            cls.group.nclasses -= 1
+        cls.group = group
+        cls.offset = clock - group.clock
+        group.nclasses += 1
+        self._push_head(cls, group)
+
+    # ---- time -------------------------------------------------------------------------------
+
+    def _advance(self) -> None:
+        """Finish flows due by now under the current snapshot, then move the clocks to now."""
+        now = self._now()
+        elapsed = now - self._t
+        for group in tuple(self._groups):
+            self._finish_due(group, elapsed)
+        if elapsed:
+            for group in self._groups:
+                group.clock += group.rate * elapsed
+            self._t = now
+
+    def _finish_due(self, group: _RateGroup, elapsed: int) -> None:
+        rate = group.rate
+        while (entry := group.top()) is not None:
+            if round((entry[0] - group.clock) / rate) > elapsed:
+                return
+            heapq.heappop(group.heap)
+            self._finish_head(entry[2])
+
+    def _request_settle(self) -> None:
+        if not self._settle_pending:
+            self._settle_pending = True
+            self.env.timeout(0).callbacks.append(self._settle)
+
+    def _settle(self, _event: simpy.Event) -> None:
+        self._advance()
+        self._settle_pending = False
+        self._recompute()
+        self._schedule()
+
+    def _on_timer(self, event: simpy.Event) -> None:
+        if event is not self._timer:
+            return  # superseded: rates changed after it was scheduled
+        self._timer = None
+        self._advance()  # finishes the flow(s) it was set for: same snapshot, same rounding
+
+    def _schedule(self) -> None:
+        best: int | None = None
+        for group in self._groups:
+            entry = group.top()
+            if entry is not None:
+                due = round((entry[0] - group.clock) / group.rate)
+                best = due if best is None or due < best else best
+        if best is None:
+            self._timer = None
+            return
+        self._timer = timer = self.env.timeout(best)
+        timer.callbacks.append(self._on_timer)
+
+    # ---- rates ------------------------------------------------------------------------------
+
+    def _recompute(self) -> None:
+        self.recomputations += 1
+        if not self._single_level():
+            self._water_fill()
+        self._fresh.clear()
+        if self.record_series:
+            self._record_loads()
+
+    def _single_level(self) -> bool:
+        """Handle, in O(log), the case where one link that every class crosses binds first."""
+        if not self._active:
+            return True
+        link, level = self._tightest_link()
+        if level > self._min_cap():
+            return False
+        if link is not None and len(link._classes) != len(self._active):
+            return False
+        groups = self._groups
+        if len(groups) == 1:  # every active class is in it or fresh
+            group, joining = groups[0], self._fresh
+        else:
+            group, joining = _RateGroup(), list(self._active)
+            self._groups = [group]
+        for cls in joining:
+            self._join(cls, group)
+        group.rate = level
+        return True
+
+    def _tightest_link(self) -> tuple[Link | None, float]:
+        """The link that saturates first if all flows rise together, and at what rate."""
+        heap = self._link_heap
+        while heap:
+            ratio, _, link = heap[0]
+            if link._classes and ratio == link.capacity / link._weight:
+                return link, ratio
+            heapq.heappop(heap)
+        return None, math.inf
+
+    def _min_cap(self) -> float:
+        heap = self._cap_heap
+        while heap:
+            cls = heap[0][2]
+            if cls.n:
+                return cls.cap
+            cls.in_cap_heap = False
+            heapq.heappop(heap)
+        return math.inf
+
+    def _rebuild_link_heap(self) -> None:
+        self._link_heap = [
+            (link.capacity / link._weight, link._index, link)
+            for link in self._links.values()
+            if link._classes and link.capacity < math.inf
+        ]
+        heapq.heapify(self._link_heap)
+
+    def _water_fill(self) -> None:
+        """Progressive filling over classes: each freeze level becomes one rate group."""
+        levels = _progressive_filling(list(self._active))
+        self._groups = []
+        for rate, members in levels:
+            group = _RateGroup()
+            group.rate = rate
+            for cls in members:
+                self._join(cls, group)
+            self._groups.append(group)
+
+    # ---- statistics -------------------------------------------------------------------------
+
+    def _progress(self, cls: _FlowClass, now: int) -> float:
+        """Bytes the class's in-flight flows have moved: n × clock − Σ start clocks."""
+        group = cls.group
+        if group is None or group.rate == math.inf:
+            return 0.0
+        clock = group.clock + group.rate * (now - self._t) + cls.offset
+        return cls.n * clock - cls.start_sum
+
+    def _stats(
+        self, link: Link, now: int, elapsed: int, progress: dict[_FlowClass, float]
+    ) -> LinkStats:
+        in_flight = (
+            w * progress[cls] for cls in link._classes for lk, w in cls.route if lk is link
+        )
+        carried = link._bytes_done + sum(in_flight)
+        busy = link._busy_ps + (now - link._busy_since if link._classes else 0)
+        limited = elapsed and link.capacity < math.inf
+        utilization = carried / (link.capacity * elapsed) if limited else 0.0
+        series = tuple(link._series) if self.record_series else None
+        return LinkStats(link.name, link.capacity, carried, busy, utilization, series)
+
+    def _record_loads(self) -> None:
+        """Append each link's new load (Σ weight × rate) where it changed."""
+        loads = dict.fromkeys(self._links.values(), 0.0)
+        for cls in self._active:
+            assert cls.group is not None
+            for link, weight in cls.route:
+                loads[link] += cls.n * weight * cls.group.rate
+        now = self._now()
+        for link, load in loads.items():
+            series = link._series
+            if series and series[-1][0] == now:
+                series.pop()
+            if not series or series[-1][1] != load:
+                series.append((now, load))
+
+
+def _progressive_filling(active: list[_FlowClass]) -> list[tuple[float, list[_FlowClass]]]:
+    """Weighted max-min rates: [(rate, classes frozen at it)], rates non-decreasing.
+
+    All unfrozen classes rise together; the next event is either a link saturating (every
+    unfrozen class through it freezes) or a class reaching its cap. A heap keeps each link's
+    saturation level, re-pushed when a freeze changes its load, so the cost is
+    O(Σ route length · log #links).
+    """
+    unfrozen_weight: dict[Link, float] = {}
+    unfrozen_count: dict[Link, int] = {}
+    frozen_load: dict[Link, float] = {}
+    for cls in active:
+        for link, weight in cls.route:
+            unfrozen_weight[link] = unfrozen_weight.get(link, 0.0) + cls.n * weight
+            unfrozen_count[link] = unfrozen_count.get(link, 0) + 1
+            frozen_load[link] = 0.0
+    heap = [
+        (link.capacity / w, link._index, link)
+        for link, w in unfrozen_weight.items()
+        if link.capacity < math.inf
+    ]
+    heapq.heapify(heap)
+    caps = sorted((cls.cap, i, cls) for i, cls in enumerate(active) if cls.cap < math.inf)
+    frozen: set[_FlowClass] = set()
+    levels: list[tuple[float, list[_FlowClass]]] = []
+    level, next_cap = 0.0, 0
+
+    def saturation(link: Link) -> float:
+        return (link.capacity - frozen_load[link]) / unfrozen_weight[link]
+
+    def freeze(members: list[_FlowClass], rate: float) -> None:
+        levels.append((rate, members))
+        for cls in members:
+            frozen.add(cls)
+            for link, weight in cls.route:
+                frozen_load[link] += cls.n * weight * rate
+                unfrozen_weight[link] -= cls.n * weight
+                unfrozen_count[link] -= 1
+                if unfrozen_count[link] and link.capacity < math.inf:
+                    heapq.heappush(heap, (saturation(link), link._index, link))
+
+    while len(frozen) < len(active):
+        while heap and (not unfrozen_count[heap[0][2]] or heap[0][0] != saturation(heap[0][2])):
+            heapq.heappop(heap)
+        while next_cap < len(caps) and caps[next_cap][2] in frozen:
+            next_cap += 1
+        link_level = heap[0][0] if heap else math.inf
+        cap_level = caps[next_cap][0] if next_cap < len(caps) else math.inf
+        if cap_level <= link_level and cap_level < math.inf:
+            level = max(level, cap_level)
+            freeze([caps[next_cap][2]], level)
+        elif link_level < math.inf:
+            level = max(level, link_level)
+            link = heap[0][2]
+            freeze([cls for cls in link._classes if cls not in frozen], level)
+        else:
+            freeze([cls for cls in active if cls not in frozen], math.inf)
+    return levels
