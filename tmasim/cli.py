@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tmasim.errors import TmasimError
-from tmasim.units import format_time
+from tmasim.units import format_bytes, format_rate, format_time
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -52,6 +52,10 @@ def _parser() -> argparse.ArgumentParser:
 
     scenarios = sub.add_parser("scenarios", help="list the bundled scenarios")
     scenarios.set_defaults(handler=_scenarios)
+
+    presets = sub.add_parser("presets", help="list the GPU presets with their key figures")
+    presets.add_argument("name", nargs="?", help="show every value of one preset, with its source")
+    presets.set_defaults(handler=_presets)
     return parser
 
 
@@ -97,29 +101,20 @@ def _warn_races(result: Any) -> None:
 
 
 def describe(stats: dict[str, Any], scenario: Any) -> str:
-    """The human summary of a run."""
-    ns = 1000
-
-    def t(value_ns: float | None) -> str:
-        return "-" if value_ns is None else format_time(value_ns * ns)
-
-    lines = [f"{stats['scenario']}: {stats['tiles']} tiles, {stats['stages']} stage(s) on {stats['gpu']}"]
+    """The human summary of a run: what ran, how long it took, and why."""
+    lines = [f"{stats['scenario']}: {_headline(stats, scenario)}"]
     if scenario.description:
         lines.append(f"  {scenario.description}")
-    rows = [
-        ("pipelined time", t(stats["makespan_ns"])),
-        ("no-overlap time", f"{t(stats['serial_ns'])}   (speedup {stats['speedup']:.2f}x)"),
-        ("closed form", t(stats["closed_form_ns"]) if stats["closed_form_ns"] is not None else "- (does not apply)"),
-    ]
-    if stats.get("maxplus_ns") is not None:
-        rows.append(("max-plus recurrence", t(stats["maxplus_ns"])))
-    terms = ", ".join(f"{k} {t(stats[f'{k}_term_ns'])}" for k in ("copy", "compute", "issue", "latency")
-                      if stats[f"{k}_term_ns"] or k != "issue")
+    kind = stats["workload"]
+    rows = _tiles_rows(stats) if kind == "tiles" else _chip_rows(stats, scenario)
+    warpgroups = stats.get("ctas_weighted", 1) * stats["consumers"]
+    per_cta = "" if warpgroups == 1 else " per consumer warpgroup on average"
     rows += [
-        ("bound per tile", f"{t(stats['interval_bound_ns'])}, binding: {stats['binding']}   ({terms})"),
-        ("consumer stalls", f"{t(stats['consumer_wait_full_ns'])} waiting on full barriers"),
-        ("producer stalls", f"{t(stats['producer_wait_empty_ns'])} waiting on empty barriers"),
-        ("busy", f"copy engine {stats['copy_utilization']:.0%}, tensor core {stats['compute_utilization']:.0%}"),
+        ("consumer stalls", f"{_t(stats['consumer_wait_full_ns'] / warpgroups)} waiting on full barriers{per_cta}"),
+        ("producer stalls", f"{_t(stats['producer_wait_empty_ns'] / stats.get('ctas_weighted', 1))} waiting on "
+                            f"empty barriers{'' if warpgroups == 1 else ' per producer on average'}"),
+        ("busy", f"copy engine{'s' if kind != 'tiles' else ''} {stats['copy_utilization']:.0%}, "
+                 f"tensor core{'s' if kind != 'tiles' else ''} {stats['compute_utilization']:.0%}"),
     ]
     if stats.get("races"):
         rows.append(("races", f"{stats['races']} read(s) before data landed"))
@@ -128,12 +123,111 @@ def describe(stats: dict[str, Any], scenario: Any) -> str:
     return "\n".join(lines)
 
 
+def _t(value_ns: float | None, digits: int = 4) -> str:
+    return "-" if value_ns is None else format_time(value_ns * 1000, digits)
+
+
+def _headline(stats: dict[str, Any], scenario: Any) -> str:
+    w, p = scenario.workload, scenario.pipeline
+    consumers = f", {p.consumers} consumer warpgroups ({p.consumer_mode})" if p.consumers > 1 else ""
+    if stats["workload"] == "gemm":
+        bm, bn, bk = w.tile
+        what = f"{w.m}x{w.n}x{w.k} {w.dtype} GEMM, tile {bm}x{bn}x{bk}"
+    elif stats["workload"] == "stream":
+        what = f"stream {'x'.join(map(str, w.shape))} {w.dtype} in {'x'.join(map(str, w.box))} boxes"
+    else:
+        what = f"{stats['tiles']} tiles"
+    return f"{what}, {stats['stages']} stage(s){consumers} on {stats['gpu']}"
+
+
+def _tiles_rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
+    rows = [
+        ("pipelined time", _t(stats["makespan_ns"], 6)),
+        ("no-overlap time", f"{_t(stats['serial_ns'], 6)}   (speedup {stats['speedup']:.2f}x)"),
+        ("closed form", _t(stats["closed_form_ns"]) if stats["closed_form_ns"] is not None else "- (does not apply)"),
+    ]
+    if stats.get("maxplus_ns") is not None:
+        rows.append(("max-plus recurrence", _t(stats["maxplus_ns"])))
+    terms = ", ".join(f"{k} {_t(stats[f'{k}_term_ns'])}" for k in ("copy", "compute", "issue", "latency")
+                      if stats[f"{k}_term_ns"] or k != "issue")
+    rows.append(("bound per tile", f"{_t(stats['interval_bound_ns'])}, binding: {stats['binding']}   ({terms})"))
+    return rows
+
+
+def _chip_rows(stats: dict[str, Any], scenario: Any) -> list[tuple[str, str]]:
+    gpu = scenario.gpu
+    launch = getattr(scenario.workload, "launch", "persistent")
+    rows = [("predicted time", _t(stats["makespan_ns"]))]
+    if stats["workload"] == "gemm":
+        peak = gpu.tensor_flops[scenario.workload.dtype] * 1e12
+        rate = stats["achieved_flops_per_s"]
+        rows[0] = ("predicted time", f"{_t(stats['makespan_ns'])}   ({rate / 1e12:.0f} TFLOP/s, "
+                                     f"{rate / peak:.0%} of the {peak / 1e12:.0f} TFLOP/s peak)")
+        bounds = ", ".join(f"{name} {_t(stats[f'{key}_bound_ns'])}" for key, name in
+                           (("compute", "compute"), ("l2", "L2"), ("hbm", "HBM"), ("port", "SM port"),
+                            ("latency", "latency")))
+        rows += [
+            ("bound", f"{_t(stats['bound_ns'])}, binding: {stats['binding']}   "
+                      f"(the run reaches {stats['efficiency']:.0%} of it)"),
+            ("bounds", bounds),
+            ("no-overlap time", f"{_t(stats['serial_ns'])} on the busiest SM"),
+        ]
+    else:
+        law = stats["littles_law_bytes_per_s"]
+        rows += [
+            ("achieved bandwidth", f"{format_rate(stats['achieved_bytes_per_s'])}   (Little's law: "
+                                   f"{format_rate(law)}, bound by {stats['littles_law_binding']})"),
+            ("bytes in flight", f"{format_bytes(stats['bytes_in_flight_per_sm'])} per SM, round trip "
+                                f"{_t(stats['round_trip_ns'])}"),
+        ]
+    rows += [
+        ("residency", f"{format_bytes(stats['smem_per_cta_bytes'])} SMEM per CTA, {stats['ctas_per_sm']} CTA(s) "
+                      f"per SM (limited by {stats['residency_limit']}); {stats['tiles']} work units, "
+                      f"{stats['ctas']} CTAs on {stats['sms_used']} SMs, "
+                      + (f"persistent, up to {stats['waves']} units per CTA" if launch == "persistent"
+                         else f"{stats['waves']} wave(s)")),
+        ("traffic", f"HBM {format_bytes(stats['hbm_bytes'])}"
+                    + (f" ({stats['hbm_utilization']:.0%} busy)" if stats["hbm_utilization"] is not None else "")
+                    + f", L2 {format_bytes(stats['memory_bytes'])}"
+                    + (f" ({stats['l2_utilization']:.0%} busy)" if stats["l2_utilization"] is not None else "")),
+    ]
+    if stats["sm_classes"] < stats["sms_used"]:
+        rows.append(("aggregation", f"{stats['sms_used']} SMs simulated as {stats['sm_classes']} class(es) "
+                                    "of identical SMs (run.aggregate = false to simulate each)"))
+    return rows
+
+
 def _scenarios(args: argparse.Namespace) -> int:
     from tmasim import scenario as scenarios
 
     for name in scenarios.bundled_names():
         raw, _ = scenarios.read_raw(name)
         print(f"{name:<28} {raw.get('description', '')}")
+    return 0
+
+
+def _presets(args: argparse.Namespace) -> int:
+    from tmasim import hardware
+
+    if args.name:
+        gpu = hardware.load_gpu(args.name)
+        print(f"{gpu.name}: {gpu.description}")
+        raw = hardware.raw_preset(args.name)
+        for key, text in hardware.field_descriptions().items():
+            if key in ("name", "description"):
+                continue
+            entry = raw.get(key)
+            value, source = entry, ""
+            if isinstance(entry, dict) and "value" in entry:
+                value, source = entry["value"], entry.get("source", "")
+            print(f"  {key:<24} {str(value):<22} {text}" + (f"  [{source}]" if source else ""))
+        return 0
+    rows = [hardware.describe(hardware.load_gpu(name)) for name in hardware.preset_names()]
+    columns = [c for c in rows[0] if c != "description"]
+    widths = {c: max(len(c), *(len(r[c]) for r in rows)) for c in columns}
+    print("  ".join(f"{c:<{widths[c]}}" for c in columns))
+    for row in rows:
+        print("  ".join(f"{row[c]:<{widths[c]}}" for c in columns))
     return 0
 
 

@@ -112,6 +112,11 @@ def load_gpu(spec: Any, base_dir: Path | None = None, field_name: str = "gpu") -
     return _from_raw(merged, field_name)
 
 
+def raw_preset(name: str) -> dict[str, Any]:
+    """A preset file's contents as written (values with their sources)."""
+    return _read_preset(name, None, "gpu")
+
+
 def _read_preset(name: str, base_dir: Path | None, field_name: str) -> dict[str, Any]:
     if name.endswith(".toml") or "/" in name:
         path = Path(name)

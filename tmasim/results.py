@@ -28,6 +28,7 @@ class Result:
     stats: dict[str, Any]
     races: list[Race] = field(default_factory=list)
     recorder: Recorder | None = field(default=None, repr=False)
+    link_loads: list[tuple[int, str, float, float]] | None = field(default=None, repr=False)
 
     @cached_property
     def summary(self) -> pd.DataFrame:
@@ -55,6 +56,17 @@ class Result:
         rows = self.recorder.events if self.recorder is not None else []
         return pd.DataFrame(rows, columns=list(EVENT_COLUMNS)).sort_values(
             ["time_ps", "sm", "cta"], kind="stable", ignore_index=True)
+
+    @cached_property
+    def bandwidth(self) -> pd.DataFrame:
+        """Each link's load over time (change points): time_ps, link, gbytes_per_s, capacity_gbytes_per_s.
+        Empty unless the run was asked to record bandwidth."""
+        import pandas as pd
+
+        frame = pd.DataFrame(self.link_loads or [], columns=["time_ps", "link", "load", "capacity"])
+        frame["gbytes_per_s"] = frame.pop("load") * 1000.0
+        frame["capacity_gbytes_per_s"] = frame.pop("capacity") * 1000.0
+        return frame
 
     @cached_property
     def race_table(self) -> pd.DataFrame:

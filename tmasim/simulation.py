@@ -35,8 +35,21 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False) -> Result:
     races = [race for cta in chip.ctas for race in cta.races()]
     stats = {**_common_stats(scenario, chip, res), **_workload_stats(scenario, chip, res)}
     stats["races"] = len(races)
-    bandwidth = chip.fabric.link_series() if (record_bandwidth and chip.fabric is not None) else None
+    links = chip.fabric.link_stats() if chip.fabric is not None else {}
+    for name in ("L2", "HBM"):
+        if name in links:
+            stats[f"{name.lower()}_carried_bytes"] = links[name].bytes_carried
+    bandwidth = _bandwidth_table(links) if record_bandwidth else None
     return Result(scenario, stats, races, recorder, bandwidth)
+
+
+def _bandwidth_table(links: dict[str, Any]) -> list[tuple[int, str, float, float]]:
+    """Each link's load over time: (time_ps, link, bytes per ps, capacity), change points only."""
+    rows = []
+    for name, link in links.items():
+        for time, load in link.series or ():
+            rows.append((time, name, load, link.capacity))
+    return rows
 
 
 def plan_scenario(scenario: Scenario) -> tuple[Plan, Residency]:
@@ -101,7 +114,7 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency) -> dict[str, A
         "scenario": scenario.name,
         "workload": scenario.workload.kind,
         "gpu": gpu.name,
-        "tiles": len(chip.plan.programs) if not isinstance(scenario.workload, tiles.TilesConfig)
+        "tiles": chip.plan.units if not isinstance(scenario.workload, tiles.TilesConfig)
         else scenario.workload.tiles,
         "stages": scenario.pipeline.stages,
         "consumers": scenario.pipeline.consumers,
@@ -121,12 +134,15 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency) -> dict[str, A
         "hbm_bytes": int(round(hbm_bytes)),
         "achieved_bytes_per_s": memory_bytes / seconds if seconds else None,
         "achieved_flops_per_s": total("flops", "tensor_core") / seconds if seconds else None,
-        "tiles_per_s": (len(chip.plan.programs) if not isinstance(scenario.workload, tiles.TilesConfig)
+        "tiles_per_s": (chip.plan.units if not isinstance(scenario.workload, tiles.TilesConfig)
                         else scenario.workload.tiles) / seconds if seconds else None,
         "smem_per_cta_bytes": res.smem_per_cta,
         "ctas_per_sm": res.ctas_per_sm,
         "residency_limit": res.limited_by,
+        "slot_round_trip_ns": (sum(c.slot_cycle_ps * c.multiplicity for c in chip.ctas)
+                               / max(1, sum(c.slot_cycles * c.multiplicity for c in chip.ctas)) / 1000),
         "ctas": len(chip.plan.programs),
+        "ctas_weighted": sum(c.multiplicity for c in chip.ctas),
         "sms_used": sms_used,
         "waves": chip.waves(),
         "sm_classes": len(chip.sms),
@@ -146,7 +162,10 @@ def _workload_stats(scenario: Scenario, chip: Chip, res: Residency) -> dict[str,
     if isinstance(w, stream.StreamConfig):
         law = stream.littles_law(w, scenario.gpu, scenario.pipeline.stages, res.ctas_per_sm, chip.plan.sms)
         return {"serial_ns": None, "closed_form_ns": None, **law}
-    return analytic.gemm_breakdown(scenario, chip.plan, w)
+    makespan = max(cta.finished_at or 0 for cta in chip.ctas)
+    extra = gemm.breakdown(w, scenario.gpu, chip.plan, scenario.pipeline.stages)
+    extra["efficiency"] = extra["bound_ns"] * 1000 / makespan if makespan else None  # type: ignore[operator]
+    return extra
 
 
 def _tiles_stats(scenario: Scenario, makespan: int) -> dict[str, Any]:

@@ -86,12 +86,12 @@ def size_bytes(text: Any, field: str) -> int:
     return parse_int(text, "size", field)
 
 
-def format_time(ps: float) -> str:
+def format_time(ps: float, digits: int = 6) -> str:
     """A picosecond count in the largest unit that keeps it readable: ``23 us``, ``640 ns``."""
     for unit, scale in (("s", PS_PER_S), ("ms", 10**9), ("us", PS_PER_US), ("ns", PS_PER_NS)):
         if abs(ps) >= scale:
-            return f"{ps / scale:.6g} {unit}"
-    return f"{ps:.6g} ps"
+            return f"{ps / scale:.{digits}g} {unit}"
+    return f"{ps:.{digits}g} ps"
 
 
 def format_bytes(n: float) -> str:

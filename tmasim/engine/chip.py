@@ -36,6 +36,7 @@ class Plan:
     ctas_per_sm: int
     sms: int
     flow: bool  # copies flow through the fabric (False: fixed busy times, no fabric)
+    units: int = 1  # work units (output tiles) across all programs
 
 
 @dataclass
@@ -101,9 +102,9 @@ class Chip:
         return cta
 
     def waves(self) -> int:
-        slots = self.plan.sms * self.plan.ctas_per_sm
-        units = len(self.plan.programs)
-        return -(-units // slots) if not self.plan.persistent else 1
+        """Work units over resident CTA slots, rounded up: a grid's waves, or how many units
+        the busiest persistent CTA walks."""
+        return -(-self.plan.units // (self.plan.sms * self.plan.ctas_per_sm))
 
 
 def _round_robin(plan: Plan) -> list[list[tuple[int, Program]]]:

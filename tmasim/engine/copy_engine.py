@@ -67,10 +67,10 @@ class CopyEngine:
         self._transferring = 0
         self._busy_since: float = 0
         self.busy_ps: float = 0
-        self.bytes = 0          # landed in shared memory (one SM's worth)
-        self.memory_bytes = 0   # read through the memory system
+        self.bytes = 0          # loads landed in shared memory (one SM's worth)
+        self.memory_bytes = 0   # loads read through the memory system
         self.hbm_bytes = 0.0    # of which from HBM
-        self.store_bytes = 0
+        self.store_bytes = 0    # stores written to global memory
         self.copies = 0
 
     def accept(self) -> float:
@@ -158,13 +158,13 @@ class CopyEngine:
                 self.busy_ps += now - self._busy_since
         self.in_flight -= 1
         self.bytes_in_flight -= copy.smem_bytes
-        self.memory_bytes += copy.memory_bytes
-        self.hbm_bytes += copy.memory_bytes * copy.hbm_fraction
         if stage >= 0:
             self.bytes += copy.smem_bytes
+            self.memory_bytes += copy.memory_bytes
+            self.hbm_bytes += copy.memory_bytes * copy.hbm_fraction
             self.copies += 1
         else:
-            self.store_bytes += copy.smem_bytes
+            self.store_bytes += copy.memory_bytes
         if self.recorder is not None:
             kind = "transfer" if stage >= 0 else "store"
             self.recorder.span(start, now, self.sm, cta, "tma", kind, tile, stage, copy.memory_bytes)

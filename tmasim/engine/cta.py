@@ -76,12 +76,15 @@ class Cta:
                               on_empty_flip=self._on_empty_flip if recorder is not None else None)
         self.wait_full_ps: float = 0  # SimPy's clock is typed float; it holds ints here
         self.wait_empty_ps: float = 0
+        self.slot_cycle_ps: float = 0  # summed over steps: a slot's release to its next release
+        self.slot_cycles = 0
         self.finished_at: float | None = None
         self.finished = env.event()
         # Without full-barrier waits: when each step's data landed and when each consumer read it.
         self._landed: list[float | None] = [None] * program.steps if not sync.waits_full else []
         self._reads: list[tuple[int, int, float]] = []
         self._issued_at: list[float] = [0] * sync.stages
+        self._released_at: list[float] = [env.now] * sync.stages
         self._waiting: dict[str, tuple[Mbarrier, int]] = {}
         self._consumers_left = sync.consumers
         self._stores_left = 0
@@ -139,6 +142,10 @@ class Cta:
             start, done = tc.run(whole + (warpgroup < extra), prog.flops(i) / share)
             yield done
             ring.empty[slot].arrive(who, phase=i // ring.stages)
+            if warpgroup == 0 or share == 1:
+                self.slot_cycle_ps += env.now - self._released_at[slot]
+                self._released_at[slot] = env.now
+                self.slot_cycles += 1
             if rec is not None:
                 rec.span(start, env.now, self.sm, self.index, "consumer", "compute", i, slot)
                 rec.span(start, env.now, self.sm, self.index, "slot", "use", i, slot)

@@ -36,7 +36,8 @@ class Epilogue(NamedTuple):
 
 
 class Program(Protocol):
-    steps: int
+    @property
+    def steps(self) -> int: ...
 
     def copies(self, step: int) -> tuple[Copy, ...]: ...
 

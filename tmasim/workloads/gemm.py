@@ -197,7 +197,7 @@ def plan(config: GemmConfig, gpu: GpuSpec, stages: int, consumers: int) -> tuple
     else:
         programs = [UnitProgram([unit]) for unit in units]
     sms = min(gpu.sms, len(programs))
-    return Plan(programs, config.launch == "persistent", res.ctas_per_sm, sms, flow=True), res
+    return Plan(programs, config.launch == "persistent", res.ctas_per_sm, sms, flow=True, units=len(units)), res
 
 
 def _edge(index: int, count: int) -> bool:
@@ -235,3 +235,55 @@ def _copy(gpu: GpuSpec, descriptor: TensorDescriptor, coord: tuple[int, int], hb
     box = descriptor.box_bytes
     latency = gpu.copy_latency_for(box) + round(hbm_fraction * gpu.hbm_latency)
     return Copy(box, descriptor.bytes_from_memory(coord), hbm_fraction, latency)
+
+
+def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict[str, object]:
+    """The bounds a GEMM cannot beat, from the plan alone, and the one that binds.
+
+    compute: the busiest SM's tensor-core time (wave quantization included); hbm and l2: all
+    bytes over each link's bandwidth; port: the busiest SM's bytes over its ingest port;
+    latency: the busiest SM's steps x one slot round trip / (stages x CTAs per SM).
+    ``serial_ns`` is the no-overlap time of the busiest SM: every step's copy, then its compute.
+    """
+    sms = plan.sms
+    compute, nbytes, steps, round_trips, serial = ([0.0] * sms for _ in range(5))
+    hbm = l2 = 0.0
+    for g, program in enumerate(plan.programs):
+        sm = g % sms
+        assert isinstance(program, UnitProgram)
+        for unit in program.units:
+            for seg in unit.segments:
+                step_bytes = sum(c.memory_bytes for c in seg.copies)
+                trip = (gpu.tma_issue + max(c.latency for c in seg.copies) + step_bytes / gpu.sm_port_bandwidth
+                        + seg.compute + 2 * gpu.barrier_wake)
+                compute[sm] += seg.steps * seg.compute
+                nbytes[sm] += seg.steps * step_bytes
+                steps[sm] += seg.steps
+                round_trips[sm] += seg.steps * trip
+                serial[sm] += seg.steps * trip
+                hbm += seg.steps * sum(c.memory_bytes * c.hbm_fraction for c in seg.copies)
+                l2 += seg.steps * step_bytes
+            if unit.epilogue is not None:
+                serial[sm] += unit.epilogue.duration
+                if unit.epilogue.store is not None:
+                    hbm += unit.epilogue.store.memory_bytes
+                    l2 += unit.epilogue.store.memory_bytes
+    concurrency = stages * plan.ctas_per_sm
+    bounds = {
+        "compute": max(compute),
+        "hbm": hbm / gpu.hbm_bandwidth,
+        "l2": l2 / gpu.l2_bandwidth,
+        "port": max(nbytes) / gpu.sm_port_bandwidth,
+        "latency": max(round_trips) / concurrency,
+    }
+    binding = max(bounds, key=lambda k: bounds[k])
+    return {
+        "serial_ns": max(serial) / 1000,
+        "closed_form_ns": None,
+        "flops": config.useful_flops,
+        "binding": binding,
+        **{f"{name}_bound_ns": value / 1000 for name, value in bounds.items()},
+        "bound_ns": bounds[binding] / 1000,
+        "bound_flops_per_s": config.useful_flops / bounds[binding] * 1e12 if bounds[binding] else None,
+        "model_hbm_bytes": hbm,
+    }

@@ -92,7 +92,7 @@ def plan(config: StreamConfig, gpu: GpuSpec, stages: int, consumers: int) -> tup
     else:
         programs = [UnitProgram([unit]) for unit in steps]
     sms = min(gpu.sms, len(programs))
-    return Plan(programs, config.launch == "persistent", res.ctas_per_sm, sms, flow=True), res
+    return Plan(programs, config.launch == "persistent", res.ctas_per_sm, sms, flow=True, units=len(steps)), res
 
 
 def _unit(index: int, descriptor: TensorDescriptor, coord: tuple[int, ...], latency: int, compute: int) -> Unit:
@@ -101,18 +101,19 @@ def _unit(index: int, descriptor: TensorDescriptor, coord: tuple[int, ...], late
 
 
 def littles_law(config: StreamConfig, gpu: GpuSpec, stages: int, ctas_per_sm: int, sms: int) -> dict[str, object]:
-    """The bandwidth Little's law predicts (bytes/s): the lesser of the links' capacities and
-    SMs x bytes in flight / round trip.
+    """Little's law as a bound (bytes/s): the lesser of the links' capacities and
+    SMs x bytes in flight / the unloaded round trip.
 
-    With no compute, the S copies of a slot ring travel together: they are issued together,
-    wait the same latency and then share the SM's port. So one round trip is the issue cost,
-    the latency, the time for all the bytes in flight to cross the port, and two barrier
-    wake-ups (full, then empty). Compute per byte adds the consumer's time for every slot."""
+    The unloaded round trip of a slot is the issue cost, the latency, one box crossing the SM's
+    port alone, the consumer's compute and two barrier wake-ups (full, then empty). Under load
+    the round trip grows (copies share the port and HBM), so the run can only fall short of
+    this bound; with one stage it meets it exactly. The run's measured mean round trip
+    (``slot_round_trip_ns``) satisfies Little's law itself: bandwidth = bytes in flight / it."""
     box = config.descriptor().box_bytes
     in_flight = stages * box * ctas_per_sm
     latency = gpu.copy_latency_for(box) + gpu.hbm_latency
-    round_trip = (gpu.tma_issue + latency + in_flight / gpu.sm_port_bandwidth
-                  + config.compute_per_byte * in_flight + 2 * gpu.barrier_wake)
+    round_trip = (gpu.tma_issue + latency + box / gpu.sm_port_bandwidth
+                  + config.compute_per_byte * box + 2 * gpu.barrier_wake)
     limits = {
         "HBM": gpu.hbm_bandwidth,
         "L2": gpu.l2_bandwidth,

@@ -106,4 +106,4 @@ def build(config: TilesConfig, seed: int) -> TimedProgram:
 def plan(config: TilesConfig, gpu: GpuSpec, stages: int, consumers: int, seed: int) -> tuple[Plan, Residency]:
     """One CTA on one SM; its slots still have to fit in the GPU's shared memory."""
     res = residency(gpu, stage_bytes=config.tile_bytes, stages=stages, consumers=consumers)
-    return Plan([build(config, seed)], persistent=True, ctas_per_sm=1, sms=1, flow=False), res
+    return Plan([build(config, seed)], persistent=True, ctas_per_sm=1, sms=1, flow=False, units=1), res
