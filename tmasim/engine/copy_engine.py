@@ -3,9 +3,11 @@
 Each request pays, in order:
   1. issue    - the unit takes ``issue`` ps per request, one request after another;
   2. latency  - a delay before its bytes stream, which overlaps other copies (pipelined);
-  3. transfer - the bytes move. With a fixed busy time (the ``tiles`` workload) transfers go
-     one after another through the engine; otherwise each copy is a flow through the fabric,
-     sharing the SM's port, L2 and HBM bandwidth with every other copy on the chip.
+  3. transfer - the bytes move, one copy after another in the order they became ready (the
+     unit streams a box's requests before the next box's, so an SM's own copies do not share
+     its port: the first stage lands first). With a fixed busy time (the ``tiles`` workload)
+     the transfer takes that time; otherwise it is a flow through the fabric, sharing L2 and
+     HBM bandwidth with every other SM's transfer on the chip.
 When the last byte lands the engine calls ``complete_tx`` on the request's mbarrier. Optional
 caps on copies or bytes in flight hold a request back until an earlier copy lands.
 
@@ -29,6 +31,9 @@ from tmasim.engine.recorder import Recorder
 if TYPE_CHECKING:
     from tmasim.engine.fabric import Fabric, Link
 
+# What a landed copy notifies: a load's mbarrier (complete_tx), or a store's callback.
+Target = Mbarrier | Callable[[float], None]
+
 
 @dataclass(frozen=True)
 class Routes:
@@ -42,7 +47,7 @@ class Routes:
 
 class CopyEngine:
     __slots__ = ("env", "name", "sm", "issue", "recorder", "routes", "multiplicity", "max_copies", "max_bytes",
-                 "_accept_free", "_transfer_free", "_route_cache", "_pending", "in_flight", "bytes_in_flight",
+                 "_accept_free", "_transfer_free", "_route_cache", "_pending", "_ready", "in_flight", "bytes_in_flight",
                  "_transferring", "_busy_since", "busy_ps", "bytes", "memory_bytes", "hbm_bytes", "copies",
                  "store_bytes")
 
@@ -61,7 +66,8 @@ class CopyEngine:
         self._accept_free: float = 0  # SimPy's clock is typed float; it holds ints here
         self._transfer_free: float = 0
         self._route_cache: dict[tuple[float, bool], tuple[tuple[Link, float], ...]] = {}
-        self._pending: deque[tuple[Copy, Callable[[float], None], int, int, int]] = deque()
+        self._pending: deque[tuple[Copy, Target, int, int, int]] = deque()
+        self._ready: deque[tuple[Copy, Target, int, int, int]] = deque()
         self.in_flight = 0
         self.bytes_in_flight = 0
         self._transferring = 0
@@ -82,28 +88,23 @@ class CopyEngine:
 
     def load(self, copy: Copy, barrier: Mbarrier, cta: int, tile: int, stage: int) -> None:
         """Copy ``copy`` into shared memory; retire its bytes on ``barrier`` when they land."""
-        nbytes = copy.smem_bytes
-
-        def landed(_: float) -> None:
-            barrier.complete_tx(nbytes, self.name)
-
-        self._request(copy, landed, cta, tile, stage)
-
-    def store(self, copy: Copy, done: Callable[[float], None], cta: int, tile: int) -> None:
-        """Write ``copy``'s bytes from shared memory back to global memory (a TMA store)."""
-        self._request(copy, done, cta, tile, -1)
-
-    def _request(self, copy: Copy, done: Callable[[float], None], cta: int, tile: int, stage: int) -> None:
-        if self._full(copy):
-            self._pending.append((copy, done, cta, tile, stage))
+        if (self.max_copies or self.max_bytes) and self._full(copy):
+            self._pending.append((copy, barrier, cta, tile, stage))
         else:
-            self._start(copy, done, cta, tile, stage)
+            self._start(copy, barrier, cta, tile, stage)
+
+    def store(self, copy: Copy, done: Target, cta: int, tile: int) -> None:
+        """Write ``copy``'s bytes from shared memory back to global memory (a TMA store)."""
+        if (self.max_copies or self.max_bytes) and self._full(copy):
+            self._pending.append((copy, done, cta, tile, -1))
+        else:
+            self._start(copy, done, cta, tile, -1)
 
     def _full(self, copy: Copy) -> bool:
         return bool((self.max_copies and self.in_flight >= self.max_copies)
                     or (self.max_bytes and self.in_flight and self.bytes_in_flight + copy.smem_bytes > self.max_bytes))
 
-    def _start(self, copy: Copy, done: Callable[[float], None], cta: int, tile: int, stage: int) -> None:
+    def _start(self, copy: Copy, done: Target, cta: int, tile: int, stage: int) -> None:
         self.in_flight += 1
         self.bytes_in_flight += copy.smem_bytes
         now = self.env.now
@@ -118,7 +119,7 @@ class CopyEngine:
         else:
             self._flow(copy, done, cta, tile, stage)
 
-    def _serial(self, copy: Copy, done: Callable[[float], None], ready: float, cta: int, tile: int,
+    def _serial(self, copy: Copy, done: Target, ready: float, cta: int, tile: int,
                 stage: int) -> None:
         """A fixed busy time: FIFO transfers, all times known now, one event per copy."""
         start = ready if ready > self._transfer_free else self._transfer_free
@@ -127,12 +128,15 @@ class CopyEngine:
         self.busy_ps += copy.busy
         self.env.timeout(end - self.env.now).callbacks.append(lambda _: self._land(copy, done, start, cta, tile, stage))
 
-    def _flow(self, copy: Copy, done: Callable[[float], None], cta: int, tile: int, stage: int) -> None:
+    def _flow(self, copy: Copy, done: Target, cta: int, tile: int, stage: int) -> None:
+        """The copy is ready to stream: start now if the engine is free, else queue (FIFO)."""
+        if self._transferring:
+            self._ready.append((copy, done, cta, tile, stage))
+            return
         assert self.routes is not None, "a flow copy needs the fabric"
         start = self.env.now
-        if self._transferring == 0:
-            self._busy_since = start
-        self._transferring += 1
+        self._busy_since = start
+        self._transferring = 1
         flow = self.routes.fabric.start_flow(self._route(copy.hbm_fraction, stage < 0), copy.memory_bytes)
         flow.done.callbacks.append(lambda _: self._land(copy, done, start, cta, tile, stage))
 
@@ -149,13 +153,12 @@ class CopyEngine:
             route = self._route_cache[key] = tuple(hops)
         return route
 
-    def _land(self, copy: Copy, done: Callable[[float], None], start: float, cta: int, tile: int,
+    def _land(self, copy: Copy, done: Target, start: float, cta: int, tile: int,
               stage: int) -> None:
         now = self.env.now
         if copy.busy < 0:
-            self._transferring -= 1
-            if self._transferring == 0:
-                self.busy_ps += now - self._busy_since
+            self._transferring = 0
+            self.busy_ps += now - self._busy_since
         self.in_flight -= 1
         self.bytes_in_flight -= copy.smem_bytes
         if stage >= 0:
@@ -170,7 +173,12 @@ class CopyEngine:
             self.recorder.span(start, now, self.sm, cta, "tma", kind, tile, stage, copy.memory_bytes)
             if stage >= 0:
                 self.recorder.event(now, self.sm, cta, "landed", self.name, tile, stage)
-        done(now)
+        if stage >= 0:
+            done.complete_tx(copy.smem_bytes, self.name)  # type: ignore[union-attr]
+        else:
+            done(now)  # type: ignore[operator]
+        if copy.busy < 0 and self._ready:
+            self._flow(*self._ready.popleft())
         while self._pending and not self._full(self._pending[0][0]):
             self._start(*self._pending.popleft())
 

@@ -7,7 +7,9 @@ after a work unit's last step, its epilogue (consumer time, then a TMA store of 
 
 Consumer warpgroups either *cooperate* (each takes its share of every step, all arrive on
 empty[s]) or play *ping-pong* (they take whole work units in turn, so one's epilogue overlaps
-the other's MMAs; one arrival per step).
+the other's MMAs; one arrival per step). Ping-pong mainloops run in unit order, handed over
+by an order barrier as in CUTLASS: without it a warpgroup could wait on a full barrier a lap
+too early, and parity alone would let it pass.
 
 With ``waits_full`` off, the consumer skips its full-barrier wait (the classic missing-wait
 bug); every read of a slot whose copy had not landed is reported as a race.
@@ -88,6 +90,8 @@ class Cta:
         self._waiting: dict[str, tuple[Mbarrier, int]] = {}
         self._consumers_left = sync.consumers
         self._stores_left = 0
+        self._turn = 0  # ping-pong: the unit whose mainloop may run
+        self._turn_changed = env.event()
         self.processes = [env.process(self.producer())]
         self.processes += [env.process(self.consumer(w)) for w in range(sync.consumers)]
 
@@ -121,8 +125,13 @@ class Cta:
         role = f"consumer{warpgroup}"
         who = f"{self.scope}.{role}"
         share = self.sync.consumers if self.sync.mode == COOPERATIVE else 1
+        ordered = share == 1 and self.sync.consumers > 1
         for i in self._steps_of(warpgroup):
             slot, parity = ring.slot(i)
+            if ordered:
+                unit = prog.unit_of(i)
+                while self._turn != unit:
+                    yield self._turn_changed
             if self.sync.waits_full:
                 full = ring.full[slot]
                 ready = full.wait(parity)
@@ -150,10 +159,18 @@ class Cta:
                 rec.span(start, env.now, self.sm, self.index, "consumer", "compute", i, slot)
                 rec.span(start, env.now, self.sm, self.index, "slot", "use", i, slot)
             epilogue = prog.epilogue(i)
+            if ordered and (i + 1 == prog.steps or prog.unit_of(i + 1) != prog.unit_of(i)):
+                self._pass_turn()
             if epilogue is not None:
                 yield from self._epilogue(warpgroup, i, epilogue.duration, epilogue.store)
         self._consumers_left -= 1
         self._maybe_finish()
+
+    def _pass_turn(self) -> None:
+        """Ping-pong order barrier: this mainloop is done, the next unit's may start."""
+        self._turn += 1
+        changed, self._turn_changed = self._turn_changed, self.env.event()
+        changed.succeed()
 
     def _steps_of(self, warpgroup: int) -> Iterable[int]:
         prog = self.program

@@ -1,0 +1,211 @@
+"""The chip: residency, aggregation, Little's law, GEMM conservation, direction of change."""
+
+from __future__ import annotations
+
+import pytest
+
+from tmasim.descriptor import TensorDescriptor
+from tmasim.errors import DescriptorError, ResidencyError, ScenarioError
+from tmasim.hardware import load_gpu
+from tmasim.residency import residency
+from tmasim.scenario import from_dict, load
+from tmasim.simulation import simulate
+
+H100 = load_gpu("h100-sxm")
+
+
+def gemm(m=1024, n=1024, k=1024, tile=(128, 128, 64), stages=4, consumers=2, gpu="h100-sxm",
+         aggregate=True, **workload):  # type: ignore[no-untyped-def]
+    raw = {"gpu": gpu, "workload": {"kind": "gemm", "m": m, "n": n, "k": k, "dtype": "bf16", "tile": list(tile),
+                                    **workload},
+           "pipeline": {"stages": stages, "consumers": consumers}, "run": {"records": False, "aggregate": aggregate}}
+    return simulate(from_dict(raw))
+
+
+def stream(stages=4, ctas=132, shape=(2048, 8192), box=(64, 64), gpu="h100-sxm", aggregate=True,
+           **workload):  # type: ignore[no-untyped-def]
+    raw = {"gpu": gpu, "workload": {"kind": "stream", "dtype": "bf16", "shape": list(shape), "box": list(box),
+                                    "ctas": ctas, "ctas_per_sm": 1, **workload},
+           "pipeline": {"stages": stages}, "run": {"records": False, "aggregate": aggregate}}
+    return simulate(from_dict(raw))
+
+
+# --- residency -------------------------------------------------------------------------------
+
+def test_residency_of_the_128x256x64_gemm_tile_with_4_stages():
+    r = residency(H100, stage_bytes=16384 + 32768, stages=4, other_smem=16384, consumers=2)
+    assert r.smem_per_cta == 4 * 49152 + 16384 + 64 == 213056
+    assert r.threads_per_cta == 384
+    assert r.ctas_per_sm == 1 and r.limited_by == "shared memory"   # 233472 // (213056 + 1024)
+
+
+def test_residency_of_small_boxes_is_limited_by_shared_memory_then_threads():
+    r = residency(H100, stage_bytes=8192, stages=4, consumers=1)
+    assert r.smem_per_cta == 32832
+    assert r.ctas_per_sm == 233472 // (32832 + 1024) == 6
+    r = residency(H100, stage_bytes=1024, stages=2, consumers=1)
+    assert (r.ctas_per_sm, r.limited_by) == (8, "threads")         # 2048 threads / 256 per CTA
+
+
+def test_more_stages_can_lower_occupancy():
+    fits = [residency(H100, stage_bytes=32768, stages=s, consumers=1).ctas_per_sm for s in (1, 2, 3, 6)]
+    assert fits == [6, 3, 2, 1]
+
+
+def test_a_cta_that_fits_nowhere_is_an_error_naming_the_numbers():
+    with pytest.raises(ResidencyError) as err:
+        gemm(tile=(128, 256, 64), stages=5)
+    message = str(err.value)
+    assert message.startswith("pipeline.stages: 5 needs 256.1 KiB of shared memory per CTA")
+    assert "5 stages x 48 KiB" in message and "over the 227 KiB a CTA may use on h100-sxm" in message
+
+
+def test_asking_for_more_ctas_per_sm_than_fit_is_an_error():
+    with pytest.raises(ResidencyError, match="workload.ctas_per_sm: 3 is more than fit on an SM of h100-sxm: 1"):
+        gemm(tile=(128, 256, 64), stages=4, ctas_per_sm=3)
+
+
+def test_summary_reports_residency_and_waves():
+    s = gemm(m=2048, n=2048, tile=(128, 128, 64), stages=4, launch="grid").stats
+    assert s["smem_per_cta_bytes"] == 4 * 32768 + 2 * 128 * 32 * 2 + 64
+    assert s["ctas_per_sm"] == 1 and s["tiles"] == 256 and s["ctas"] == 256 and s["waves"] == 2
+
+
+# --- aggregation -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", [
+    {"m": 2048, "n": 2048, "k": 512, "tile": (128, 128, 64)},                      # 256 tiles: 2 classes
+    {"m": 2048, "n": 1536, "k": 256, "tile": (128, 128, 64), "launch": "grid"},     # waves, grid launch
+    {"m": 1000, "n": 1000, "k": 1000, "tile": (128, 128, 64)},                      # edge tiles
+])
+def test_aggregated_gemm_agrees_with_simulating_every_sm(case):
+    full = gemm(aggregate=False, **case).stats
+    agg = gemm(aggregate=True, **case).stats
+    assert agg["sm_classes"] < full["sm_classes"] == full["sms_used"]
+    assert agg["makespan_ps"] == pytest.approx(full["makespan_ps"], rel=1e-9, abs=2)
+    for key in ("memory_bytes", "hbm_bytes", "bytes", "achieved_flops_per_s"):
+        assert agg[key] == pytest.approx(full[key], rel=1e-9)
+
+
+def test_aggregated_stream_agrees_with_simulating_every_sm():
+    full = stream(stages=3, shape=(1000, 4096), aggregate=False).stats
+    agg = stream(stages=3, shape=(1000, 4096), aggregate=True).stats
+    assert agg["sm_classes"] < full["sm_classes"]
+    assert agg["makespan_ps"] == pytest.approx(full["makespan_ps"], abs=2)
+    assert agg["memory_bytes"] == full["memory_bytes"] == 1000 * 4096 * 2
+
+
+# --- Little's law on stream ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("stages", [1, 2, 4, 8, 16])
+@pytest.mark.parametrize("ctas", [4, 132])
+def test_littles_law(stages, ctas):
+    """bandwidth = min(capacity, SMs x bytes in flight / round trip), round trip as measured.
+    Long enough runs (about 250 boxes per CTA) that filling and draining the pipe do not count."""
+    s = stream(stages=stages, ctas=ctas, shape=(2048 if ctas < 10 else 16384, 8192)).stats
+    in_flight = ctas * s["bytes_in_flight_per_sm"]
+    law = min(H100.hbm_bandwidth * 1e12, in_flight / (s["slot_round_trip_ns"] * 1e-9))
+    assert s["achieved_bytes_per_s"] == pytest.approx(law, rel=0.02)
+    assert s["achieved_bytes_per_s"] <= s["littles_law_bytes_per_s"] * 1.0001   # the unloaded bound
+
+
+def test_one_stage_on_a_few_sms_meets_the_unloaded_round_trip_exactly():
+    s = stream(stages=1, ctas=4).stats
+    assert s["achieved_bytes_per_s"] == pytest.approx(s["littles_law_bytes_per_s"], rel=0.005)
+
+
+def test_enough_bytes_in_flight_saturate_hbm():
+    s = stream(stages=16, ctas=132, shape=(16384, 8192)).stats
+    assert s["achieved_bytes_per_s"] == pytest.approx(3.35e12, rel=0.02)
+    assert s["hbm_utilization"] == pytest.approx(s["achieved_bytes_per_s"] / 3.35e12)
+
+
+def test_an_in_flight_cap_lowers_bandwidth():
+    free = stream(stages=8, ctas=8).stats["achieved_bytes_per_s"]
+    capped = stream(stages=8, ctas=8, gpu={"preset": "h100-sxm", "tma_max_in_flight": 2}).stats
+    by_bytes = stream(stages=8, ctas=8, gpu={"preset": "h100-sxm", "tma_max_bytes_in_flight": "16 KiB"}).stats
+    assert capped["achieved_bytes_per_s"] < 0.5 * free
+    assert by_bytes["achieved_bytes_per_s"] == pytest.approx(capped["achieved_bytes_per_s"], rel=1e-6)
+
+
+# --- GEMM conservation --------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("m", "n", "k", "tile"), [(1024, 768, 512, (128, 128, 64)), (1000, 1000, 1000, (128, 128, 64)),
+                                                  (640, 520, 200, (64, 128, 64))])
+def test_gemm_conserves_flops_and_bytes(m, n, k, tile):
+    result = gemm(m=m, n=n, k=k, tile=tile)
+    s = result.stats
+    a = TensorDescriptor.matrix(m, k, "bf16", tile[0], tile[2], leading_dim=-(-k // 8) * 8)
+    b = TensorDescriptor.matrix(n, k, "bf16", tile[1], tile[2], leading_dim=-(-k // 8) * 8)
+    tiles_m, tiles_n = -(-m // tile[0]), -(-n // tile[1])
+    assert s["flops"] == 2 * m * n * k
+    assert s["achieved_flops_per_s"] * s["makespan_ps"] / 1e12 == pytest.approx(2 * m * n * k, rel=1e-12)
+    assert s["memory_bytes"] == tiles_n * a.total_bytes_from_memory + tiles_m * b.total_bytes_from_memory
+    assert s["bytes"] == tiles_m * tiles_n * -(-k // tile[2]) * (a.box_bytes + b.box_bytes)   # full boxes land
+    assert s["hbm_bytes"] == pytest.approx(s["hbm_carried_bytes"], rel=1e-9)
+    assert s["hbm_bytes"] == pytest.approx(s["model_hbm_bytes"], rel=1e-9)
+
+
+def test_l2_reuse_cuts_hbm_traffic_and_row_raster_reuses_less_than_grouped():
+    """A and B (64 MiB) do not fit in L2: reuse happens within a wave only."""
+    grouped = gemm(m=4096, n=4096, k=4096, tile=(128, 128, 64), raster="grouped").stats
+    row = gemm(m=4096, n=4096, k=4096, tile=(128, 128, 64), raster="row").stats
+    none = gemm(m=4096, n=4096, k=4096, tile=(128, 128, 64), l2_reuse=False).stats
+    assert none["hbm_bytes"] == none["memory_bytes"] + 4096 * 4096 * 2
+    assert grouped["hbm_bytes"] < row["hbm_bytes"] < none["hbm_bytes"]
+
+
+def test_operands_that_fit_in_l2_are_read_from_hbm_once():
+    s = gemm(m=1024, n=1024, k=1024, tile=(128, 128, 64)).stats   # A + B = 4 MiB, L2 50 MiB
+    assert s["hbm_bytes"] == 2 * 1024 * 1024 * 2 + 1024 * 1024 * 2   # A and B once, C once
+
+
+# --- direction of change ------------------------------------------------------------------------
+
+def test_more_stages_never_slower_while_residency_is_unchanged():
+    times = [gemm(m=2048, n=2048, k=1024, tile=(128, 128, 64), stages=s, ctas_per_sm=1).makespan_ps
+             for s in (2, 3, 4, 5, 6)]
+    assert times == sorted(times, reverse=True)
+    times = [stream(stages=s, ctas=132).makespan_ps for s in (1, 2, 3, 4, 6, 8)]
+    assert times == sorted(times, reverse=True)
+
+
+def test_more_bandwidth_never_slower():
+    slow = gemm(m=2048, n=2048, k=1024, tile=(128, 256, 64), stages=4).makespan_ps
+    fast = gemm(m=2048, n=2048, k=1024, tile=(128, 256, 64), stages=4,
+                gpu={"preset": "h100-sxm", "l2_bandwidth": "12 TB/s"}).makespan_ps
+    assert fast < slow
+
+
+def test_the_ideal_machine_runs_a_gemm_at_the_compute_roofline():
+    s = gemm(m=2048, n=2048, k=2048, tile=(128, 256, 64), gpu="ideal").stats
+    assert s["binding"] == "compute"
+    assert s["makespan_ps"] == pytest.approx(s["compute_bound_ns"] * 1000, rel=0.01)
+
+
+def test_pingpong_consumers_run_and_respect_the_bounds():
+    raw = {"gpu": "h100-sxm", "workload": {"kind": "gemm", "m": 2048, "n": 2048, "k": 1024, "tile": [128, 128, 64]},
+           "pipeline": {"stages": 4, "consumers": 2, "consumer_mode": "pingpong"}, "run": {"records": False}}
+    s = simulate(from_dict(raw)).stats
+    assert s["makespan_ns"] >= s["bound_ns"]
+    raw["pipeline"]["consumer_mode"] = "cooperative"
+    cooperative = simulate(from_dict(raw)).stats
+    assert s["makespan_ps"] != cooperative["makespan_ps"]
+    assert s["flops"] == cooperative["flops"] and s["bytes"] == cooperative["bytes"]
+
+
+# --- descriptor rules through scenarios ---------------------------------------------------------
+
+def test_a_box_row_that_is_not_a_multiple_of_16_bytes_is_refused():
+    with pytest.raises(DescriptorError, match="16"):
+        stream(box=(64, 7))
+
+
+def test_a_gemm_box_over_256_elements_is_refused():
+    with pytest.raises(ScenarioError, match="workload.tile"):
+        gemm(tile=(128, 512, 64))
+
+
+def test_the_canonical_gemm_scenario_loads_with_its_residency():
+    s = load("gemm-h100")
+    assert (s.workload.m, s.workload.tile, s.pipeline.stages, s.gpu.name) == (8192, (128, 256, 64), 4, "h100-sxm")
