@@ -303,6 +303,11 @@ def test_sweep_command_writes_the_default_file_and_a_summary(tmp_path, monkeypat
     assert "wrote sweep-reference.parquet" in printed.out and printed.err == ""
     assert pd.read_parquet(tmp_path / "sweep-reference.parquet")["status"].tolist() == ["invalid", "ok", "ok"]
 
+    assert args.handler(args) == 0
+    again = capsys.readouterr().out
+    assert "3 read from an earlier run, 0 computed now" in again
+    assert "nothing new: sweep-reference.parquet is unchanged" in again
+
 
 class Terminal(io.StringIO):
     def isatty(self) -> bool:

@@ -1,4 +1,4 @@
-"""The ``tmasim sweep`` subcommand: options, the run, and a three-line summary.
+"""The ``tmasim sweep`` subcommand: options, the run, and a short summary.
 
 Imports nothing heavy at module level: ``tmasim --help`` must stay fast.
 """
@@ -29,7 +29,8 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     sweep.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                        help="override a field of the base scenario, as in `tmasim run`")
     sweep.add_argument("--zip", action="store_true", help="pair the i-th values of every --vary instead of a grid")
-    sweep.add_argument("--jobs", type=int, default=1, metavar="N", help="local worker processes (default 1)")
+    sweep.add_argument("--jobs", type=int, default=1, metavar="N",
+                       help="worker processes, here or in the local Dask cluster (without --scheduler); default 1")
     sweep.add_argument("--out", type=Path, help="result file, .parquet or .csv (default sweep-<name>.parquet)")
     sweep.add_argument("--executor", choices=("local", "dask"), default="local", help="where points run")
     sweep.add_argument("--scheduler", metavar="ADDRESS",
@@ -68,5 +69,5 @@ def summary(frame: Any, seconds: float) -> str:
         first = failed.iloc[0]
         lines.append(f"  first failure, point {first['point']}: {first['error']}")
     out = info.get("out")
-    lines.append(f"  wrote {out}" if info.get("computed") else f"  nothing new: {out} is unchanged")
+    lines.append(f"  wrote {out}" if info.get("written") else f"  nothing new: {out} is unchanged")
     return "\n".join(lines)

@@ -87,7 +87,7 @@ def _dask_client(distributed: Any, scheduler: str | None, jobs: int) -> Iterator
             client = _connect(distributed, scheduler)
         else:
             cluster = stack.enter_context(distributed.LocalCluster(
-                n_workers=jobs if jobs > 1 else None, threads_per_worker=1, processes=True,
+                n_workers=jobs, threads_per_worker=1, processes=True,
                 dashboard_address=":0", silence_logs=logging.ERROR))
             client = distributed.Client(cluster)
         stack.enter_context(client)

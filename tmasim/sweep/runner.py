@@ -48,14 +48,16 @@ def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip
     resumed = len(finished)
     journalled = store is not None and store.journal_path.exists()
     todo = [point for point in plan.points if point.id not in finished]
+    written = False
     try:
         _run_points(plan, todo, finished, store, jobs=jobs, executor=executor, scheduler=scheduler,
                     progress=progress)
     finally:
         if store is not None:
-            _save_if_changed(store, finished, changed=journalled or len(finished) > resumed)
+            written = _save_if_changed(store, finished, changed=journalled or len(finished) > resumed)
     frame = table.build(plan, finished)
-    frame.attrs["sweep"] = _provenance(plan, store, computed=len(finished) - resumed, resumed=resumed)
+    frame.attrs["sweep"] = {**_provenance(plan, store), "computed": len(finished) - resumed, "resumed": resumed,
+                            "written": written}
     return frame
 
 
@@ -95,21 +97,19 @@ def _progress_bar(plan: SweepPlan, done: int, enabled: bool) -> Iterator[Any]:
         yield bar
 
 
-def _save_if_changed(store: SweepStore, finished: Mapping[int, Outcome], *, changed: bool) -> None:
+def _save_if_changed(store: SweepStore, finished: Mapping[int, Outcome], *, changed: bool) -> bool:
     """Rewrite FILE only with something new, so a finished file stays byte for byte as it was."""
     if finished and (changed or not store.out.exists()):
         store.save(finished)  # removes the journal once FILE holds its points
-    else:
-        store.journal_path.unlink(missing_ok=True)  # at most a header: no point in it
+        return True
+    store.journal_path.unlink(missing_ok=True)  # at most a header: no point in it
+    return False
 
 
-def _provenance(plan: SweepPlan, store: SweepStore | None, *, computed: int, resumed: int) -> dict[str, Any]:
-    if store is not None:
-        info = store.metadata(len(plan.points))
-        info["out"] = str(store.out)
-    else:
-        info = {"source": plan.source, **plan.fingerprint(), "points": len(plan.points), "out": None}
-    return {**info, "computed": computed, "resumed": resumed}
+def _provenance(plan: SweepPlan, store: SweepStore | None) -> dict[str, Any]:
+    if store is None:
+        return {"source": plan.source, **plan.fingerprint(), "points": len(plan.points), "out": None}
+    return {**store.metadata(len(plan.points)), "out": str(store.out)}
 
 
 def default_out(base: Base, overrides: Iterable[str] = ()) -> Path:
