@@ -1,0 +1,101 @@
+"""Where the points of a sweep run: this process, a pool of local processes, or a Dask cluster.
+
+Each executor is a context manager that starts the work on entry and yields an iterable of
+finished chunks (lists of outcomes) in the order they finish; leaving it, normally or on
+Ctrl-C, cancels what has not started and releases the workers. Work is submitted on entry,
+before the caller starts its progress bar, so that worker processes fork from a process that
+has no other threads yet.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Any
+
+from tmasim.errors import TmasimError
+from tmasim.sweep.points import Outcome, Task, evaluate_chunk
+from tmasim.sweep.spec import Point
+
+EXECUTORS = ("local", "dask")
+Chunks = Iterable[list[Outcome]]
+
+
+@contextlib.contextmanager
+def started(task: Task, points: Sequence[Point], *, jobs: int, executor: str,
+            scheduler: str | None) -> Iterator[Chunks]:
+    """Run ``points`` on the chosen executor; ``jobs=1`` locally means in this very process."""
+    if executor == "dask":
+        with _dask(task, points, jobs, scheduler) as chunks:
+            yield chunks
+    elif jobs == 1:
+        yield (evaluate_chunk(task, [point]) for point in points)
+    else:
+        with _process_pool(task, points, jobs) as chunks:
+            yield chunks
+
+
+def chunked(points: Sequence[Point], workers: int) -> list[list[Point]]:
+    """About eight chunks per worker (so the load evens out), of at most 32 points each."""
+    size = max(1, min(32, len(points) // (workers * 8)))
+    return [list(points[i:i + size]) for i in range(0, len(points), size)]
+
+
+@contextlib.contextmanager
+def _process_pool(task: Task, points: Sequence[Point], jobs: int) -> Iterator[Chunks]:
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_leave_ctrl_c_to_the_parent)
+    try:
+        futures = [pool.submit(evaluate_chunk, task, chunk) for chunk in chunked(points, jobs)]
+        yield (future.result() for future in as_completed(futures))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _leave_ctrl_c_to_the_parent() -> None:
+    """Workers ignore SIGINT: the parent stops the pool and saves what finished, once."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def _dask(task: Task, points: Sequence[Point], jobs: int, scheduler: str | None) -> Iterator[Chunks]:
+    distributed = _import_distributed()
+    with _dask_client(distributed, scheduler, jobs) as client:
+        workers = max(1, sum(client.nthreads().values()))
+        futures = [client.submit(evaluate_chunk, task, chunk, pure=False) for chunk in chunked(points, workers)]
+        try:
+            yield (future.result() for future in distributed.as_completed(futures))
+        finally:
+            client.cancel(futures)
+
+
+def _import_distributed() -> Any:
+    try:
+        import distributed
+    except ImportError:
+        raise TmasimError("--executor dask needs dask.distributed: install tmasim[dask]") from None
+    return distributed
+
+
+@contextlib.contextmanager
+def _dask_client(distributed: Any, scheduler: str | None, jobs: int) -> Iterator[Any]:
+    """A client of the cluster at ``scheduler``, or of a local cluster started (and stopped) here."""
+    with contextlib.ExitStack() as stack:
+        if scheduler:
+            client = _connect(distributed, scheduler)
+        else:
+            cluster = stack.enter_context(distributed.LocalCluster(
+                n_workers=jobs, threads_per_worker=1, processes=True,
+                dashboard_address=":0", silence_logs=logging.ERROR))
+            client = distributed.Client(cluster)
+        stack.enter_context(client)
+        yield client
+
+
+def _connect(distributed: Any, scheduler: str) -> Any:
+    try:
+        return distributed.Client(scheduler, timeout="10s")
+    except (OSError, TimeoutError, ValueError) as err:
+        raise TmasimError(f"--scheduler: cannot reach the Dask scheduler at {scheduler!r} ({err})") from None

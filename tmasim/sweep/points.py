@@ -1,0 +1,81 @@
+"""Running one point of a sweep, in whichever process or Dask worker it lands on.
+
+Everything a worker needs travels in a :class:`Task` (plain data, picklable) so that the same
+function serves the in-process loop, a process pool and a Dask cluster. A point that cannot run
+is an outcome too: ``invalid`` for input a user can fix (a value out of range, a CTA that does
+not fit), ``error`` for a model that cannot finish (deadlock, mbarrier misuse). Anything else is
+a bug in tmasim and propagates, stopping the sweep (finished points are kept, see ``store``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tmasim.errors import ModelError, TmasimError
+from tmasim.scenario import RunOptions, from_dict
+from tmasim.simulation import simulate
+from tmasim.sweep.spec import Point, point_raw
+
+OK, INVALID, ERROR = "ok", "invalid", "error"
+
+
+@dataclass(frozen=True)
+class Task:
+    """The base scenario every point of a sweep starts from."""
+
+    base_raw: Mapping[str, Any]
+    base_dir: Path | None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one point gave: its status, the error message if any, and the summary figures."""
+
+    point: int
+    seed: int | None
+    status: str
+    error: str | None = None
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"point": self.point, "seed": self.seed, "status": self.status, "error": self.error,
+                "stats": self.stats}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Outcome:
+        return cls(int(data["point"]), data["seed"], str(data["status"]), data["error"], dict(data["stats"]))
+
+
+def evaluate_chunk(task: Task, chunk: Sequence[Point]) -> list[Outcome]:
+    """Points are shipped in chunks so that a pool's per-task overhead is paid once per chunk."""
+    return [evaluate(task, point) for point in chunk]
+
+
+def evaluate(task: Task, point: Point) -> Outcome:
+    seed = None
+    try:
+        raw = point_raw(task.base_raw, point)
+        seed = _raw_seed(raw)
+        scenario = from_dict(raw, task.base_dir)
+        seed = scenario.run.seed
+        stats = simulate(scenario).stats
+    except ModelError as err:
+        return Outcome(point.id, seed, ERROR, str(err))
+    except TmasimError as err:
+        return Outcome(point.id, seed, INVALID, str(err))
+    return Outcome(point.id, seed, OK, None, {k: _plain(v) for k, v in stats.items()})
+
+
+def _raw_seed(raw: Mapping[str, Any]) -> int | None:
+    """The seed an invalid point would have run with, when it can be read at all."""
+    run = raw.get("run")
+    seed = run.get("seed", RunOptions().seed) if isinstance(run, Mapping) else RunOptions().seed
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+
+
+def _plain(value: Any) -> Any:
+    """Numpy scalars as Python numbers, so that outcomes go to JSON lines as they are."""
+    return value.item() if hasattr(value, "item") else value

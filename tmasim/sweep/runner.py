@@ -1,0 +1,119 @@
+"""``run_sweep``: check the sweep, skip what earlier runs finished, run the rest, save as it goes."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tmasim import scenario as scenarios
+from tmasim.errors import TmasimError
+from tmasim.sweep import table
+from tmasim.sweep.executors import EXECUTORS, started
+from tmasim.sweep.points import Outcome, Task
+from tmasim.sweep.spec import Point, SweepPlan, plan_sweep, read_base, scenario_name
+from tmasim.sweep.store import SweepStore
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+Base = str | Path | Mapping[str, Any] | None
+Vary = Sequence[str] | Mapping[str, Iterable[Any]]
+
+
+def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip_: bool = False, jobs: int = 1,
+              out: str | Path | None = None, executor: str = "local", scheduler: str | None = None,
+              progress: bool = True) -> pd.DataFrame:
+    """Simulate every point of a sweep and return its table (one row per point, in point order).
+
+    ``base`` is a scenario file, a bundled scenario's name or a raw scenario dict; ``overrides``
+    are ``--set`` strings; ``vary`` is ``["FIELD=V1,V2", ...]`` or ``{FIELD: [V1, V2]}``. With
+    ``out``, finished points are journalled as they come and written to ``out`` (Parquet, or
+    CSV if it ends in ``.csv``) at the end or on interruption; running the same sweep again
+    computes only what is missing. ``frame.attrs["sweep"]`` says what produced the table.
+
+    ``executor="dask"`` without ``scheduler`` starts a local Dask cluster whose workers are
+    spawned processes: a script that calls this must guard its entry point with
+    ``if __name__ == "__main__":``, as for any spawned multiprocessing.
+    """
+    _check_options(jobs, executor, scheduler)
+    plan = plan_sweep(base, overrides, vary, zip_)
+    store = SweepStore(Path(out), plan) if out is not None else None
+    if store is not None:
+        store.check_writable()
+    finished = store.load_finished() if store is not None else {}
+    resumed = len(finished)
+    journalled = store is not None and store.journal_path.exists()
+    todo = [point for point in plan.points if point.id not in finished]
+    written = False
+    try:
+        _run_points(plan, todo, finished, store, jobs=jobs, executor=executor, scheduler=scheduler,
+                    progress=progress)
+    finally:
+        if store is not None:
+            written = _save_if_changed(store, finished, changed=journalled or len(finished) > resumed)
+    frame = table.build(plan, finished)
+    frame.attrs["sweep"] = {**_provenance(plan, store), "computed": len(finished) - resumed, "resumed": resumed,
+                            "written": written}
+    return frame
+
+
+def _check_options(jobs: int, executor: str, scheduler: str | None) -> None:
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise TmasimError(f"--jobs: {jobs!r} must be a whole number >= 1")
+    if executor not in EXECUTORS:
+        raise TmasimError(f"--executor: {executor!r} must be one of {', '.join(EXECUTORS)}")
+    if scheduler and executor != "dask":
+        raise TmasimError("--scheduler: a Dask scheduler address needs --executor dask")
+
+
+def _run_points(plan: SweepPlan, todo: Sequence[Point], finished: dict[int, Outcome], store: SweepStore | None,
+                *, jobs: int, executor: str, scheduler: str | None, progress: bool) -> None:
+    """Each chunk is journalled before it counts as finished, so a kill loses no finished point."""
+    if not todo:
+        return
+    task = Task(plan.base_raw, plan.base_dir)
+    with contextlib.ExitStack() as stack:
+        journal = stack.enter_context(store.journal()) if store is not None else None
+        chunks = stack.enter_context(started(task, todo, jobs=jobs, executor=executor, scheduler=scheduler))
+        bar = stack.enter_context(_progress_bar(plan, len(finished), progress))
+        for outcomes in chunks:
+            if journal is not None:
+                journal.write_many([outcome.to_json() for outcome in outcomes])
+            finished.update((outcome.point, outcome) for outcome in outcomes)
+            bar.update(len(outcomes))
+
+
+@contextlib.contextmanager
+def _progress_bar(plan: SweepPlan, done: int, enabled: bool) -> Iterator[Any]:
+    from tqdm import tqdm
+
+    shown = enabled and sys.stderr.isatty()
+    with tqdm(total=len(plan.points), initial=done, unit="point", desc=f"sweep {plan.name}", file=sys.stderr,
+              disable=not shown, dynamic_ncols=True) as bar:
+        yield bar
+
+
+def _save_if_changed(store: SweepStore, finished: Mapping[int, Outcome], *, changed: bool) -> bool:
+    """Rewrite FILE only with something new, so a finished file stays byte for byte as it was."""
+    if finished and (changed or not store.out.exists()):
+        store.save(finished)  # removes the journal once FILE holds its points
+        return True
+    store.journal_path.unlink(missing_ok=True)  # at most a header: no point in it
+    return False
+
+
+def _provenance(plan: SweepPlan, store: SweepStore | None) -> dict[str, Any]:
+    if store is None:
+        return {"source": plan.source, **plan.fingerprint(), "points": len(plan.points), "out": None}
+    return {**store.metadata(len(plan.points)), "out": str(store.out)}
+
+
+def default_out(base: Base, overrides: Iterable[str] = ()) -> Path:
+    """``sweep-<scenario name>.parquet`` in the current folder."""
+    source, raw, _ = read_base(base)
+    name = scenario_name(source, scenarios.apply_overrides(raw, overrides))
+    return Path(f"sweep-{re.sub(r'[^A-Za-z0-9._-]+', '-', name)}.parquet")

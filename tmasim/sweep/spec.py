@@ -1,0 +1,217 @@
+"""What a sweep is: a base scenario, the varied fields (axes), and the points they span.
+
+Everything here is checked before any point runs, so that a typo costs a one-line error, not a
+half-written result file: the ``--vary`` syntax, empty value lists, ``--zip`` lengths, and
+whether the varied fields exist at all (see :func:`check_some_point_builds`).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tmasim import scenario as scenarios
+from tmasim.errors import ScenarioError, TmasimError
+
+VARY_EXAMPLE = "FIELD=V1,V2,... (e.g. pipeline.stages=1,2,4)"
+IN_MEMORY = "(in memory)"
+_CLOSERS = {"[": "]", "{": "}"}
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One varied field and its values, already parsed as ``--set`` would parse them."""
+
+    field: str
+    values: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Point:
+    """One scenario of the sweep: its id (grid order, from 0) and the value of each varied field."""
+
+    id: int
+    values: tuple[tuple[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """A checked sweep: the base scenario as raw TOML data, its axes and every point, in order."""
+
+    source: str
+    base_raw: dict[str, Any]
+    base_dir: Path | None
+    axes: tuple[Axis, ...]
+    zipped: bool
+    points: tuple[Point, ...]
+
+    @property
+    def name(self) -> str:
+        return scenario_name(self.source, self.base_raw)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What makes two sweeps the same sweep (a result file can only resume its own)."""
+        return {"scenario": self.base_raw, "vary": [[a.field, list(a.values)] for a in self.axes],
+                "zip": self.zipped}
+
+
+def plan_sweep(base: str | Path | Mapping[str, Any] | None, overrides: Iterable[str],
+               vary: Sequence[str] | Mapping[str, Iterable[Any]], zipped: bool = False) -> SweepPlan:
+    """Read the base, parse the axes, expand the points and check that the sweep can run."""
+    axes = parse_axes(vary)
+    points = expand(axes, zipped)
+    source, raw, base_dir = read_base(base)
+    raw = scenarios.apply_overrides(raw, overrides)
+    # A sweep never keeps per-event records: one summary row per point is the whole output.
+    scenarios.set_field(raw, "run.records", False)
+    plan = SweepPlan(source, raw, base_dir, axes, zipped, points)
+    check_some_point_builds(plan)
+    return plan
+
+
+def read_base(base: str | Path | Mapping[str, Any] | None) -> tuple[str, dict[str, Any], Path | None]:
+    """The base scenario's raw data, where it came from, and the folder its paths are relative to."""
+    if isinstance(base, Mapping):
+        return IN_MEMORY, copy.deepcopy(dict(base)), None
+    raw, base_dir = scenarios.read_raw(base)
+    return str(base if base is not None else scenarios.REFERENCE), raw, base_dir
+
+
+def scenario_name(source: str, raw: Mapping[str, Any]) -> str:
+    """The scenario's ``name``; else its file's stem, as a file name says what it holds."""
+    name = raw.get("name")
+    if isinstance(name, str) and name:
+        return name
+    return "unnamed" if source == IN_MEMORY else Path(source).stem
+
+
+def parse_axes(vary: Sequence[str] | Mapping[str, Iterable[Any]]) -> tuple[Axis, ...]:
+    """``["FIELD=V1,V2", ...]`` (command line) or ``{FIELD: [V1, V2]}`` (Python) as axes."""
+    if isinstance(vary, Mapping):
+        axes = tuple(_axis_from_values(name, values) for name, values in vary.items())
+    elif isinstance(vary, str):
+        raise TypeError("vary must be a list of 'FIELD=V1,V2' strings or a mapping, not one string")
+    else:
+        axes = tuple(parse_vary(item) for item in vary)
+    if not axes:
+        raise TmasimError(f"sweep: nothing varies; give at least one --vary {VARY_EXAMPLE}")
+    seen: set[str] = set()
+    for axis in axes:
+        if axis.field in seen:
+            raise ScenarioError(f"--vary {axis.field}", "", "is given twice; list all its values in one --vary")
+        seen.add(axis.field)
+    return axes
+
+
+def parse_vary(item: str) -> Axis:
+    """``FIELD=V1,V2,...``: values split on top-level commas, each read like a ``--set`` value."""
+    name, sep, text = item.partition("=")
+    name = name.strip()
+    if not sep or not _is_dotted_name(name):
+        raise ScenarioError("--vary", item, f"must look like {VARY_EXAMPLE}")
+    pieces = split_values(text, f"--vary {name}")
+    return _axis_from_values(name, [scenarios.parse_value(piece) for piece in pieces])
+
+
+def _axis_from_values(name: str, values: Iterable[Any]) -> Axis:
+    if not _is_dotted_name(name):
+        raise ScenarioError("--vary", name, "is not a field name like pipeline.stages")
+    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
+        raise ScenarioError(f"--vary {name}", values, "must be a list of values")
+    plain = tuple(v.item() if hasattr(v, "item") else v for v in values)  # numpy numbers as Python ones
+    if not plain:
+        raise ScenarioError(f"--vary {name}", "", f"has no values; give at least one: {VARY_EXAMPLE}")
+    return Axis(name, plain)
+
+
+def _is_dotted_name(name: str) -> bool:
+    return all(part and not any(c.isspace() for c in part) for part in name.split("."))
+
+
+def split_values(text: str, where: str = "--vary") -> list[str]:
+    """Split on commas outside brackets, braces and quotes; refuse empty and unbalanced values.
+
+    ``'["3 us","4 us"],["5 us","6 us"]'`` is two values and ``'10 ns,20 ns'`` is two, so a
+    list, a table or a quoted string can be one value of a sweep.
+    """
+    pieces, current, openers, quote = [], [], [], ""
+    chars = iter(text)
+    for char in chars:
+        current.append(char)
+        if quote:
+            if char == "\\" and quote == '"':  # an escaped character, a quote included
+                current.append(next(chars, ""))
+            elif char == quote:
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char in _CLOSERS:
+            openers.append(char)
+        elif char in _CLOSERS.values():
+            if not openers or _CLOSERS[openers.pop()] != char:
+                raise ScenarioError(where, text, f"has an unmatched {char!r}")
+        elif char == "," and not openers:
+            pieces.append("".join(current[:-1]))
+            current = []
+    if quote or openers:
+        raise ScenarioError(where, text, f"has an unclosed {quote or openers[-1]!r}")
+    pieces.append("".join(current))
+    return _non_empty(pieces, text, where)
+
+
+def _non_empty(pieces: list[str], text: str, where: str) -> list[str]:
+    pieces = [piece.strip() for piece in pieces]
+    if pieces == [""]:
+        raise ScenarioError(where, text, f"has no values; give at least one: {VARY_EXAMPLE}")
+    for position, piece in enumerate(pieces, start=1):
+        if not piece:
+            raise ScenarioError(where, text, f"has an empty value at position {position}")
+    return pieces
+
+
+def expand(axes: Sequence[Axis], zipped: bool) -> tuple[Point, ...]:
+    """Grid order: the first axis changes slowest (as nested loops). ``zipped`` pairs the i-th values."""
+    names = [axis.field for axis in axes]
+    if zipped:
+        lengths = {axis.field: len(axis.values) for axis in axes}
+        if len(set(lengths.values())) > 1:
+            shown = ", ".join(f"{name} has {n}" for name, n in lengths.items())
+            raise TmasimError(f"--zip: every --vary needs the same number of values ({shown})")
+        combos: Iterable[tuple[Any, ...]] = zip(*(axis.values for axis in axes), strict=True)
+    else:
+        combos = itertools.product(*(axis.values for axis in axes))
+    return tuple(Point(i, tuple(zip(names, combo, strict=True))) for i, combo in enumerate(combos))
+
+
+def point_raw(base_raw: Mapping[str, Any], point: Point) -> dict[str, Any]:
+    """The base with this point's values set (and records kept off, whatever the point says)."""
+    raw = copy.deepcopy(dict(base_raw))
+    for name, value in point.values:
+        scenarios.set_field(raw, name, value)
+    scenarios.set_field(raw, "run.records", False)
+    return raw
+
+
+def check_some_point_builds(plan: SweepPlan) -> None:
+    """Refuse a sweep in which no point is a valid scenario; otherwise bad points are results.
+
+    Every point sets every varied field, so an unknown field or a field whose every value is of
+    the wrong kind fails at every point: that is a typo and stops the sweep here. A sweep whose
+    range merely starts in the invalid region (``pipeline.stages=0,1,2``) finds a point that
+    builds and goes on; the failing points are recorded as ``invalid`` with their message.
+    Points are tried in order and the search stops at the first that builds, usually point 0.
+    """
+    first: TmasimError | None = None
+    for point in plan.points:
+        try:
+            scenarios.from_dict(point_raw(plan.base_raw, point), plan.base_dir)
+            return
+        except TmasimError as err:
+            first = first or err
+    if isinstance(first, ScenarioError):
+        raise ScenarioError(first.field, first.value, f"{first.rule}; no point of the sweep is a valid scenario")
+    raise TmasimError(f"{first}; no point of the sweep is a valid scenario")

@@ -1,0 +1,247 @@
+"""The result file of a sweep, and the journal that makes a sweep resumable.
+
+While a sweep runs, each finished point is appended (and flushed) as one JSON line to
+``FILE.partial.jsonl``, whose first line is the sweep's fingerprint. When the sweep ends, or
+is interrupted, the finished points go into FILE (Parquet, or CSV with ``FILE.meta.json``),
+written to a temporary file and moved into place with ``os.replace``, so FILE is always
+either the previous complete version or the new one; then the journal is removed. A process
+killed outright leaves the journal, and the next run reads it. Running the same sweep again
+reads FILE and the journal and computes only the points found in neither; a file or journal
+from another sweep is refused before anything is computed or written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from tmasim import __version__
+from tmasim.errors import TmasimError
+from tmasim.scenario import parse_value
+from tmasim.sweep import table
+from tmasim.sweep.points import Outcome
+from tmasim.sweep.spec import SweepPlan
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+METADATA_KEY = "tmasim"
+FORMAT = "tmasim-sweep/1"
+_MISSING = "(not set)"
+
+
+class SweepStore:
+    """The output file of one sweep plan, with its journal and metadata."""
+
+    def __init__(self, out: Path, plan: SweepPlan) -> None:
+        self.out = Path(out)
+        self.plan = plan
+        self.csv = self.out.suffix.lower() == ".csv"
+        self.journal_path = self.out.with_name(self.out.name + ".partial.jsonl")
+        self.sidecar = self.out.with_name(self.out.name + ".meta.json")
+        self._fingerprint = _normalized(plan.fingerprint())
+
+    def check_writable(self) -> None:
+        if self.out.is_dir():
+            raise TmasimError(f"--out: {str(self.out)!r} is a directory; give a file name (.parquet or .csv)")
+        if not self.out.parent.is_dir():
+            raise TmasimError(f"--out: folder {str(self.out.parent)!r} does not exist")
+
+    def load_finished(self) -> dict[int, Outcome]:
+        """Points finished by earlier runs of this same sweep (FILE, then the journal)."""
+        finished: dict[int, Outcome] = {}
+        if self.out.exists():
+            self._check_same_sweep(self._read_metadata(), str(self.out))
+            finished.update(self._read_rows())
+        if self.journal_path.exists():
+            finished.update(self._read_journal())
+        return {i: o for i, o in finished.items() if 0 <= i < len(self.plan.points)}
+
+    @contextlib.contextmanager
+    def journal(self) -> Iterator[Journal]:
+        with self.journal_path.open("a+b") as handle:
+            journal = Journal(handle)
+            if journal.is_empty():
+                journal.write_many([{"format": FORMAT, "fingerprint": self._fingerprint}])
+            yield journal
+
+    def save(self, outcomes: Mapping[int, Outcome]) -> pd.DataFrame:
+        """Write the finished points to FILE (atomically), then drop the journal they came from."""
+        frame = table.build(self.plan, outcomes)
+        metadata = self.metadata(len(outcomes))
+        if self.csv:
+            _atomic_write(self.sidecar, lambda tmp: tmp.write_text(json.dumps(metadata, indent=2) + "\n"))
+            _atomic_write(self.out, lambda tmp: frame.to_csv(tmp, index=False))
+        else:
+            _atomic_write(self.out, lambda tmp: _write_parquet(frame, metadata, tmp))
+        self.journal_path.unlink(missing_ok=True)
+        return frame
+
+    def metadata(self, finished: int) -> dict[str, Any]:
+        """What produced the file: the base scenario, the varied fields, and how far it got."""
+        return {"format": FORMAT, "tmasim_version": __version__, "source": self.plan.source,
+                **self._fingerprint, "points": len(self.plan.points), "points_finished": finished,
+                "varied_columns": [a.field for a in self.plan.axes]}
+
+    def _read_metadata(self) -> dict[str, Any]:
+        try:
+            if self.csv:
+                return dict(json.loads(self.sidecar.read_text(encoding="utf-8")))
+            import pyarrow.parquet as pq
+
+            raw = (pq.read_schema(self.out).metadata or {}).get(METADATA_KEY.encode())
+            if raw is None:
+                raise ValueError("no tmasim metadata")
+            return dict(json.loads(raw))
+        except (OSError, ValueError, TypeError) as err:
+            where = self.sidecar if self.csv else self.out
+            raise TmasimError(f"--out: {str(self.out)!r} exists but is not a tmasim sweep result "
+                              f"({where.name}: {err}); choose another --out or remove it") from None
+
+    def _read_rows(self) -> dict[int, Outcome]:
+        import pandas as pd
+
+        try:
+            frame = pd.read_csv(self.out) if self.csv else pd.read_parquet(self.out)
+            return table.outcomes_from_frame(frame, self.plan)
+        except (OSError, ValueError, KeyError) as err:
+            raise TmasimError(f"--out: {str(self.out)!r} cannot be read back ({err}); "
+                              "choose another --out or remove it") from None
+
+    def _read_journal(self) -> dict[int, Outcome]:
+        """Lines a killed process tore in half are skipped: those points simply run again."""
+        lines = self.journal_path.read_bytes().decode("utf-8", errors="replace").splitlines()
+        records = [r for r in (_json_or_none(line) for line in lines) if r is not None]
+        if not records:  # killed while writing the header: nothing had finished
+            self.journal_path.unlink()
+            return {}
+        if "fingerprint" not in records[0]:
+            raise TmasimError(f"--out: {str(self.journal_path)!r} is not a tmasim sweep journal; remove it")
+        self._check_same_sweep(records[0]["fingerprint"], str(self.journal_path))
+        return {o.point: o for o in (Outcome.from_json(r) for r in records[1:] if _is_outcome(r))}
+
+    def _check_same_sweep(self, theirs: Mapping[str, Any], where: str) -> None:
+        for key in ("scenario", "vary", "zip"):
+            if key not in theirs:
+                raise TmasimError(f"--out: {where!r} has no {key!r} in its metadata; choose another --out")
+            if theirs[key] != self._fingerprint[key]:
+                difference = _difference(key, theirs[key], self._fingerprint[key])
+                raise TmasimError(f"--out: {where!r} holds another sweep ({difference}); "
+                                  "choose another --out or remove it")
+
+
+class Journal:
+    """An append-only file of JSON lines, flushed per write so a killed run loses nothing finished.
+
+    Lines are ASCII (JSON's escapes), written in binary mode so that a torn last line can be
+    found by its final byte whatever it held.
+    """
+
+    def __init__(self, handle: IO[bytes]) -> None:
+        self._handle = handle
+
+    def is_empty(self) -> bool:
+        return self._handle.seek(0, os.SEEK_END) == 0
+
+    def write_many(self, records: list[Mapping[str, Any]]) -> None:
+        self._end_torn_line()
+        self._handle.write("".join(json.dumps(r, default=_jsonable) + "\n" for r in records).encode("ascii"))
+        self._handle.flush()
+
+    def _end_torn_line(self) -> None:
+        """After a kill mid-line, start on a fresh line so the torn one stays the only bad one."""
+        size = self._handle.seek(0, os.SEEK_END)
+        if size:
+            self._handle.seek(size - 1)
+            if self._handle.read(1) != b"\n":
+                self._handle.write(b"\n")
+
+
+def _write_parquet(frame: pd.DataFrame, metadata: Mapping[str, Any], path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrow = pa.Table.from_pandas(frame, preserve_index=False)
+    extra = {METADATA_KEY.encode(): json.dumps(metadata, default=_jsonable).encode()}
+    pq.write_table(arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), **extra}), path)
+
+
+def read_metadata(path: str | Path) -> dict[str, Any]:
+    """The metadata of a sweep result file: base scenario, varied fields, points finished."""
+    path = Path(path)
+    if path.suffix.lower() == ".csv":
+        return dict(json.loads(path.with_name(path.name + ".meta.json").read_text(encoding="utf-8")))
+    import pyarrow.parquet as pq
+
+    return dict(json.loads((pq.read_schema(path).metadata or {})[METADATA_KEY.encode()]))
+
+
+def _atomic_write(path: Path, write: Any) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _difference(key: str, theirs: Any, ours: Any) -> str:
+    """The first thing that differs, in words: which field, or which axes."""
+    if key == "zip":
+        kind = {True: "pairs values (--zip)", False: "is a grid"}
+        return f"the file {kind[bool(theirs)]}, this run {kind[bool(ours)]}"
+    if key == "vary":
+        return f"the file has {_vary_text(theirs)}; this run has {_vary_text(ours)}"
+    path, there, here = _first_difference(theirs, ours, "")
+    return f"scenario field {path or '(root)'} is {_show(there)} in the file, {_show(here)} in this run"
+
+
+def _first_difference(theirs: Any, ours: Any, path: str) -> tuple[str, Any, Any]:
+    if isinstance(theirs, dict) and isinstance(ours, dict):
+        for key in [*theirs, *(k for k in ours if k not in theirs)]:
+            if theirs.get(key, _MISSING) != ours.get(key, _MISSING):
+                return _first_difference(theirs.get(key, _MISSING), ours.get(key, _MISSING),
+                                         f"{path}.{key}" if path else key)
+    return path, theirs, ours
+
+
+def _vary_text(axes: Any) -> str:
+    return " ".join(f"--vary {name}={','.join(_value_text(v) for v in values)}" for name, values in axes)
+
+
+def _value_text(value: Any) -> str:
+    """As a user would type it: bare where that reads back the same (``3 us``), else TOML."""
+    if isinstance(value, str) and not set(value) & set(",[]{}\"'") and parse_value(value) == value:
+        return value
+    return table.toml_text(value)
+
+
+def _show(value: Any) -> str:
+    return value if value == _MISSING else table.toml_text(value)
+
+
+def _normalized(data: Any) -> Any:
+    """As JSON gives it back, so that tuples, dates and numpy numbers compare as stored."""
+    return json.loads(json.dumps(data, default=_jsonable))
+
+
+def _json_or_none(line: str) -> Any:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _is_outcome(record: Mapping[str, Any]) -> bool:
+    return {"point", "seed", "status", "error", "stats"} <= record.keys() and isinstance(record["point"], int)
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)

@@ -1,0 +1,109 @@
+"""The sweep's one tidy table: one row per point, one column per varied field and figure.
+
+Columns, in order: ``point``, each varied field under its dotted name, ``seed``, ``status``,
+``error``, then every summary figure of :func:`tmasim.simulation.simulate` (``seed`` once).
+A varied column keeps its values' type when they share one (numbers, strings, booleans);
+otherwise (lists, tables, mixed kinds) each value is written as you would give it to ``--set``,
+so a column always has one type and a row can be rerun by pasting its value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from tmasim.sweep.points import Outcome
+from tmasim.sweep.spec import SweepPlan
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+LEAD_COLUMNS = ("point",)
+OUTCOME_COLUMNS = ("seed", "status", "error")
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def build(plan: SweepPlan, outcomes: Mapping[int, Outcome]) -> pd.DataFrame:
+    """The rows of the finished points, in point order (all points once the sweep is done)."""
+    import pandas as pd
+
+    varied = varied_columns(plan)
+    figures = figure_names(outcomes[i] for i in sorted(outcomes))
+    rows = []
+    for i in sorted(outcomes):
+        outcome = outcomes[i]
+        row: dict[str, Any] = {"point": i, **{name: varied[name][i] for name in varied}}
+        row.update(seed=outcome.seed, status=outcome.status, error=outcome.error)
+        row.update({name: outcome.stats.get(name) for name in figures})
+        rows.append(row)
+    columns = [*LEAD_COLUMNS, *varied, *OUTCOME_COLUMNS, *figures]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def figure_names(outcomes: Iterable[Outcome]) -> list[str]:
+    """Summary figures in the order the simulator gives them (first seen first)."""
+    names: dict[str, None] = {}
+    for outcome in outcomes:
+        names.update(dict.fromkeys(k for k in outcome.stats if k not in OUTCOME_COLUMNS))
+    return list(names)
+
+
+def varied_columns(plan: SweepPlan) -> dict[str, list[Any]]:
+    """Each varied field's value at every point (indexed by point id), one type per column."""
+    columns: dict[str, list[Any]] = {}
+    for position, axis in enumerate(plan.axes):
+        values = [point.values[position][1] for point in plan.points]
+        columns[axis.field] = values if _one_scalar_kind(values) else [toml_text(v) for v in values]
+    return columns
+
+
+def _one_scalar_kind(values: Sequence[Any]) -> bool:
+    if all(isinstance(v, bool) for v in values) or all(isinstance(v, str) for v in values):
+        return True
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+
+
+def toml_text(value: Any) -> str:
+    """A value as TOML inline text: what ``--set FIELD=...`` reads back as the same value."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return _quoted(value)
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{_key(k)} = {toml_text(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_text(v) for v in value) + "]"
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
+def _key(key: str) -> str:
+    return key if _BARE_KEY.match(key) else _quoted(key)
+
+
+def _quoted(text: str) -> str:
+    """A TOML basic string: JSON's escapes, plus DEL, which TOML wants escaped and JSON does not."""
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def outcomes_from_frame(frame: pd.DataFrame, plan: SweepPlan) -> dict[int, Outcome]:
+    """Read back the finished points of a result file (its varied columns come from the plan)."""
+    import pandas as pd
+
+    skip = {*LEAD_COLUMNS, *(a.field for a in plan.axes), *OUTCOME_COLUMNS}
+    figures = [c for c in frame.columns if c not in skip]
+    outcomes = {}
+    for record in frame.to_dict("records"):
+        clean = {k: (None if _is_missing(v, pd) else v) for k, v in record.items()}
+        point = int(record["point"])
+        stats = {name: clean[name] for name in figures} if clean["status"] == "ok" else {}
+        seed = None if clean["seed"] is None else int(clean["seed"])
+        outcomes[point] = Outcome(point, seed, str(clean["status"]), clean["error"], stats)
+    return outcomes
+
+
+def _is_missing(value: Any, pd: Any) -> bool:
+    return not isinstance(value, (list, dict)) and bool(pd.isna(value))
