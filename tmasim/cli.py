@@ -56,6 +56,10 @@ def _parser() -> argparse.ArgumentParser:
     presets = sub.add_parser("presets", help="list the GPU presets with their key figures")
     presets.add_argument("name", nargs="?", help="show every value of one preset, with its source")
     presets.set_defaults(handler=_presets)
+
+    from tmasim import sweep
+
+    sweep.register(sub)
     return parser
 
 
