@@ -70,7 +70,7 @@ def _run(args: argparse.Namespace) -> int:
     scenario = scenarios.load(args.scenario, args.overrides)
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise TmasimError(f"--out: {str(args.out)!r} exists and is not a directory")
-    result = simulate(scenario)
+    result = simulate(scenario, record_bandwidth=args.out is not None)
     if args.json:
         print(result.to_json())
     else:
@@ -86,7 +86,10 @@ def _write_outputs(result: Any, out: Path) -> None:
     from tmasim import plots
 
     written = result.save(out)
-    if result.recorder is not None:
+    if result.recorder is None:
+        print("tmasim: note: no per-event records (run.records = false), so no spans, events or Gantt chart; "
+              "--set run.records=true to record them", file=sys.stderr)
+    else:
         stats = result.stats
         title = (f"{stats['scenario']}: {format_time(result.makespan_ps)} with {stats['stages']} stage(s) "
                  f"(no overlap: {format_time(stats['serial_ns'] * 1000)}) on {stats['gpu']}")

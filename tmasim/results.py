@@ -90,6 +90,8 @@ class Result:
         path.write_text(json.dumps(self.scenario.to_dict(), indent=2, default=_jsonable) + "\n")
         written.append(path)
         tables = {"summary": self.summary, "spans": self.spans, "events": self.events}
+        if self.link_loads:
+            tables["bandwidth"] = self.bandwidth
         if self.races:
             tables["races"] = self.race_table
         for name, frame in tables.items():
