@@ -17,6 +17,8 @@ times on the shared links, so the flow model sees the load of all of them.
 
 from __future__ import annotations
 
+import heapq
+import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,9 +49,9 @@ class Routes:
 
 class CopyEngine:
     __slots__ = ("env", "name", "sm", "issue", "recorder", "routes", "multiplicity", "max_copies", "max_bytes",
-                 "_accept_free", "_transfer_free", "_route_cache", "_pending", "_ready", "in_flight", "bytes_in_flight",
-                 "_transferring", "_busy_since", "busy_ps", "bytes", "memory_bytes", "hbm_bytes", "copies",
-                 "store_bytes")
+                 "_accept_free", "_transfer_free", "_route_cache", "_pending", "_ready", "_wake_at", "in_flight",
+                 "bytes_in_flight", "_transferring", "_busy_since", "busy_ps", "bytes", "memory_bytes", "hbm_bytes",
+                 "copies", "store_bytes")
 
     def __init__(self, env: simpy.Environment, name: str, sm: int, issue: int, recorder: Recorder | None, *,
                  routes: Routes | None = None, multiplicity: int = 1, max_copies: int = 0,
@@ -67,7 +69,9 @@ class CopyEngine:
         self._transfer_free: float = 0
         self._route_cache: dict[tuple[float, bool], tuple[tuple[Link, float], ...]] = {}
         self._pending: deque[tuple[Copy, Target, int, int, int]] = deque()
-        self._ready: deque[tuple[Copy, Target, int, int, int]] = deque()
+        # Flow copies by the time their latency ends: (ready, sequence, copy, target, cta, tile, stage).
+        self._ready: list[tuple[float, int, Copy, Target, int, int, int]] = []
+        self._wake_at = math.inf
         self.in_flight = 0
         self.bytes_in_flight = 0
         self._transferring = 0
@@ -107,17 +111,15 @@ class CopyEngine:
     def _start(self, copy: Copy, done: Target, cta: int, tile: int, stage: int) -> None:
         self.in_flight += 1
         self.bytes_in_flight += copy.smem_bytes
-        now = self.env.now
         accepted = self.accept()
         if self.recorder is not None:
             self.recorder.event(accepted, self.sm, cta, "issue" if stage >= 0 else "store", self.name, tile, stage)
         ready = accepted + self.issue + copy.latency
         if copy.busy >= 0:
             self._serial(copy, done, ready, cta, tile, stage)
-        elif ready > now:
-            self.env.timeout(ready - now).callbacks.append(lambda _: self._flow(copy, done, cta, tile, stage))
         else:
-            self._flow(copy, done, cta, tile, stage)
+            heapq.heappush(self._ready, (ready, self.copies + self.in_flight, copy, done, cta, tile, stage))
+            self._pump()
 
     def _serial(self, copy: Copy, done: Target, ready: float, cta: int, tile: int,
                 stage: int) -> None:
@@ -128,11 +130,28 @@ class CopyEngine:
         self.busy_ps += copy.busy
         self.env.timeout(end - self.env.now).callbacks.append(lambda _: self._land(copy, done, start, cta, tile, stage))
 
-    def _flow(self, copy: Copy, done: Target, cta: int, tile: int, stage: int) -> None:
-        """The copy is ready to stream: start now if the engine is free, else queue (FIFO)."""
-        if self._transferring:
-            self._ready.append((copy, done, cta, tile, stage))
+    def _pump(self) -> None:
+        """If the engine is free, stream the copy that became ready first; if that copy is still
+        in its latency, wake up when it is ready. A copy that becomes ready while the engine is
+        busy costs no event of its own."""
+        if self._transferring or not self._ready:
             return
+        ready = self._ready[0][0]
+        now = self.env.now
+        if ready <= now:
+            _, _, copy, done, cta, tile, stage = heapq.heappop(self._ready)
+            self._flow(copy, done, cta, tile, stage)
+        elif ready < self._wake_at:
+            self._wake_at = ready
+            self.env.timeout(ready - now).callbacks.append(self._on_wake)
+
+    def _on_wake(self, _: simpy.Event) -> None:
+        if self.env.now >= self._wake_at:
+            self._wake_at = math.inf
+        self._pump()
+
+    def _flow(self, copy: Copy, done: Target, cta: int, tile: int, stage: int) -> None:
+        """Stream a ready copy's bytes through the fabric (the engine is free)."""
         assert self.routes is not None, "a flow copy needs the fabric"
         start = self.env.now
         self._busy_since = start
@@ -177,8 +196,8 @@ class CopyEngine:
             done.complete_tx(copy.smem_bytes, self.name)  # type: ignore[union-attr]
         else:
             done(now)  # type: ignore[operator]
-        if copy.busy < 0 and self._ready:
-            self._flow(*self._ready.popleft())
+        if copy.busy < 0:
+            self._pump()
         while self._pending and not self._full(self._pending[0][0]):
             self._start(*self._pending.popleft())
 

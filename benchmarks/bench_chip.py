@@ -1,0 +1,52 @@
+"""Chip-level speed: the 8192^3 bf16 GEMM on h100-sxm (scenarios/gemm-h100.toml), no records,
+with and without aggregation of identical SMs, and the prediction with its breakdown.
+
+    python benchmarks/bench_chip.py [--repeat 1]
+
+Targets (issue 3, on the 2-core development machine): <= 2 s aggregated, <= 10 s without.
+Both runs must give the same makespan: aggregation is exact.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from tmasim.scenario import load
+from tmasim.simulation import simulate
+
+
+def timed(aggregate: bool, repeat: int) -> tuple[float, dict[str, object]]:
+    scenario = load("gemm-h100", [f"run.aggregate={'true' if aggregate else 'false'}", "run.records=false"])
+    best, stats = float("inf"), {}
+    for _ in range(repeat):
+        start = time.perf_counter()
+        stats = simulate(scenario).stats
+        best = min(best, time.perf_counter() - start)
+    return best, stats
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=1)
+    args = parser.parse_args()
+    agg_s, agg = timed(True, args.repeat)
+    full_s, full = timed(False, args.repeat)
+    print("gemm-h100: 8192^3 bf16, tile 128x256x64, 4 stages, 2 consumer warpgroups, persistent")
+    print(f"  wall time, aggregated ({agg['sm_classes']} SM classes):  {agg_s:6.2f} s   (target <= 2 s)")
+    print(f"  wall time, every SM ({full['sm_classes']} SMs):          {full_s:6.2f} s   (target <= 10 s)")
+    print(f"  makespan: aggregated {agg['makespan_ps']} ps, every SM {full['makespan_ps']} ps "
+          f"({'equal' if agg['makespan_ps'] == full['makespan_ps'] else 'DIFFERENT'})")
+    print(f"  predicted: {agg['makespan_ns'] / 1e3:.1f} us, {agg['achieved_flops_per_s'] / 1e12:.0f} TFLOP/s")
+    print("  bounds (what no schedule can beat):")
+    for name in ("compute", "l2", "hbm", "port", "latency"):
+        value = agg[f"{name}_bound_ns"] / 1e3
+        flag = "  <- binds" if name == agg["binding"] else ""
+        print(f"    {name:<8} {value:8.1f} us{flag}")
+    print(f"  the run reaches {agg['efficiency']:.1%} of the binding bound; HBM {agg['hbm_bytes'] / 1e9:.2f} GB "
+          f"({agg['hbm_utilization']:.0%} busy), L2 {agg['memory_bytes'] / 1e9:.1f} GB "
+          f"({agg['l2_utilization']:.0%} busy)")
+
+
+if __name__ == "__main__":
+    main()
