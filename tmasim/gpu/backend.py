@@ -25,9 +25,9 @@ def _has_numba_cuda() -> bool:
 def simulator_enabled() -> bool:
     """True when numba's CUDA simulator is active (NUMBA_ENABLE_CUDASIM=1 at import)."""
     try:
-        from numba.cuda import config
+        config = importlib.import_module("numba.cuda.config")
     except ImportError:  # older numba-cuda keeps the flag in numba's core config
-        from numba.core import config  # type: ignore[no-redef]
+        config = importlib.import_module("numba.core.config")
     return bool(config.ENABLE_CUDASIM)
 
 

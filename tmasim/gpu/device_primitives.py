@@ -14,18 +14,27 @@ Importing this module needs numba-cuda but no GPU; calling the kernels needs sm_
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from llvmlite import ir
 from numba import cuda
 
-try:  # numba-cuda >= 0.21 carries its own extension API and type system
-    from numba.cuda import types
-    from numba.cuda.extending import intrinsic
-except ImportError:  # older numba-cuda still uses numba's core
-    from numba.core import types  # type: ignore[no-redef]
-    from numba.core.extending import intrinsic  # type: ignore[no-redef]
+
+def _first_module(*names: str) -> ModuleType:
+    """Newer numba-cuda carries its own extension API and types; older uses numba's core."""
+    for name in names:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    raise ImportError(f"none of {names} can be imported")
+
+
+types = _first_module("numba.cuda.types", "numba.core.types")
+intrinsic = _first_module("numba.cuda.extending", "numba.core.extending").intrinsic
 
 HELPERS_CU = str(Path(__file__).with_name("tma_helpers.cu"))
 

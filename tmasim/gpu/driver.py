@@ -130,13 +130,15 @@ def expand(spec: SweepSpec, sm_count: int) -> tuple[list[KernelParams], list[dic
                              spec.instrumented, spec.stages)
     valid, skipped = [], []
     for variant, tile, iters, n_ctas, instr, stages in grid:
-        fields = dict(variant=variant, stages=stages, tile_bytes=tile, compute_iters=iters,
-                      ctas=n_ctas, tiles_per_cta=spec.tiles_per_cta,
-                      consumer_warps=spec.consumer_warps, instrumented=instr)
         try:
-            valid.append(KernelParams(**fields))
+            valid.append(KernelParams(variant, stages, tile, iters, n_ctas, spec.tiles_per_cta,
+                                      spec.consumer_warps, instr))
         except ValueError as exc:
-            skipped.append(dict(fields, variant=Variant(variant).value, reason=str(exc)))
+            skipped.append(dict(variant=Variant(variant).value, stages=stages, tile_bytes=tile,
+                                compute_iters=iters, ctas=n_ctas,
+                                tiles_per_cta=spec.tiles_per_cta,
+                                consumer_warps=spec.consumer_warps, instrumented=instr,
+                                reason=str(exc)))
     return valid, skipped
 
 

@@ -47,6 +47,7 @@ class LaunchResult:
     timing: str  # "cuda_event" or "wall_clock" (the simulator has no event timing)
     stamps: np.ndarray  # uint64[cta, tile, event]
     sms: np.ndarray  # uint32[cta]
+    partials: np.ndarray  # float32[cta, tile, consumer thread], verified
 
 
 @dataclass
@@ -129,8 +130,9 @@ class Launcher:
         kernel_ns, timing = self._timed_launch(p, b, timeout_ns)
         stamps, sms = b.stamps.copy_to_host(), b.sms.copy_to_host()
         _check_errs(p, b.errs.copy_to_host())
-        _check_outputs(p, b.out.copy_to_host(), b.want, stamps, sms)
-        return LaunchResult(kernel_ns, timing, stamps, sms)
+        partials = b.out.copy_to_host()
+        _check_outputs(p, partials, b.want, stamps, sms)
+        return LaunchResult(kernel_ns, timing, stamps, sms, partials)
 
     def _timed_launch(self, p: KernelParams, b: _Buffers, timeout_ns: int) -> tuple[float, str]:
         lay = p.layout
@@ -143,7 +145,8 @@ class Launcher:
             t0 = time.perf_counter_ns()
             kernel(*args)
             return float(time.perf_counter_ns() - t0), "wall_clock"
-        start, end = cuda.event(timing=True), cuda.event(timing=True)
+        start = cuda.event(timing=True)  # type: ignore[call-arg, unused-ignore]
+        end = cuda.event(timing=True)  # type: ignore[call-arg, unused-ignore]
         start.record()
         kernel(*args)
         end.record()
@@ -173,10 +176,10 @@ def _check_errs(p: KernelParams, errs: np.ndarray) -> None:
     bad = np.argwhere(errs != 0)
     if bad.size == 0:
         return
-    cta, role = (int(v) for v in bad[0])
-    raise KernelTimeoutError(
-        f"{p.label()}: {len(bad)} barrier wait(s) timed out; first: CTA {cta} "
-        f"{ROLE_NAMES[role]} waiting for tile {int(errs[cta, role]) - 1}")
+    where = [f"CTA {cta} {ROLE_NAMES[role]} waiting for tile {int(errs[cta, role]) - 1}"
+             for cta, role in bad[:6]]
+    raise KernelTimeoutError(f"{p.label()}: barrier waits timed out in {len(bad)} "
+                             f"(CTA, role) pairs: " + "; ".join(where))
 
 
 def _check_outputs(p: KernelParams, out: np.ndarray, want: np.ndarray, stamps: np.ndarray,

@@ -76,7 +76,7 @@ def device_info() -> dict[str, Any]:
 def collect(simulator: bool) -> dict[str, Any]:
     """All metadata for one measurement session."""
     meta: dict[str, Any] = {
-        "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "date_utc": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "packages": package_versions(),

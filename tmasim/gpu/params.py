@@ -8,10 +8,10 @@ value and the rule, instead of as a ptxas or launch error minutes later.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 
-class Variant(str, Enum):
+class Variant(StrEnum):
     """How the producer moves a tile from global to shared memory."""
 
     BULK_1D = "tma_bulk_1d"  # cp.async.bulk, one contiguous chunk per tile

@@ -10,40 +10,26 @@ a CPU and whose instructions are compiled for sm_90.
 
 from __future__ import annotations
 
+import importlib
+
 from tmasim.gpu.backend import simulator_enabled
 
 SIMULATOR: bool = simulator_enabled()
+_impl = importlib.import_module(
+    "tmasim.gpu.sim_primitives" if SIMULATOR else "tmasim.gpu.device_primitives")
 
-if SIMULATOR:
-    from tmasim.gpu.sim_primitives import (
-        addr_of,
-        bulk_g2s,
-        fence_barrier_init,
-        fence_tensormap,
-        globaltimer,
-        mbar_arrive,
-        mbar_arrive_expect_tx,
-        mbar_init,
-        mbar_try_wait,
-        smem_addr,
-        smid,
-        tensor_2d_g2s,
-    )
-else:
-    from tmasim.gpu.device_primitives import (  # type: ignore[assignment]
-        addr_of,
-        bulk_g2s,
-        fence_barrier_init,
-        fence_tensormap,
-        globaltimer,
-        mbar_arrive,
-        mbar_arrive_expect_tx,
-        mbar_init,
-        mbar_try_wait,
-        smem_addr,
-        smid,
-        tensor_2d_g2s,
-    )
+addr_of = _impl.addr_of
+bulk_g2s = _impl.bulk_g2s
+fence_barrier_init = _impl.fence_barrier_init
+fence_tensormap = _impl.fence_tensormap
+globaltimer = _impl.globaltimer
+mbar_arrive = _impl.mbar_arrive
+mbar_arrive_expect_tx = _impl.mbar_arrive_expect_tx
+mbar_init = _impl.mbar_init
+mbar_try_wait = _impl.mbar_try_wait
+smem_addr = _impl.smem_addr
+smid = _impl.smid
+tensor_2d_g2s = _impl.tensor_2d_g2s
 
 __all__ = [
     "SIMULATOR",

@@ -20,7 +20,8 @@ READ_BLOCK = 256
 
 def _event_ms(fn: Any) -> float:
     """Milliseconds `fn()` takes on the GPU, from CUDA events around it."""
-    start, end = cuda.event(timing=True), cuda.event(timing=True)
+    start = cuda.event(timing=True)  # type: ignore[call-arg, unused-ignore]
+    end = cuda.event(timing=True)  # type: ignore[call-arg, unused-ignore]
     start.record()
     fn()
     end.record()

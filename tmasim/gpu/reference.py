@@ -75,7 +75,7 @@ def checksum_errors(got: np.ndarray, want: np.ndarray) -> list[str]:
     first = tuple(int(i) for i in idx[0])
     return [f"{int(bad.sum())} of {bad.size} partial sums wrong "
             f"({int(unwritten.sum())} never written); first at [cta, tile, thread]={first}: "
-            f"got {got64[first]!r}, want {want[first]!r}"]
+            f"got {float(got64[first])!r}, want {float(want[first])!r}"]
 
 
 def order_violations(stamps: np.ndarray, stages: int) -> dict[str, int]:

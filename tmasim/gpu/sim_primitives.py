@@ -155,6 +155,12 @@ def mbar_arrive_expect_tx(bar: int, tx_bytes: int) -> int:
     return 0
 
 
+def complete_tx(bar: int, nbytes: int) -> int:
+    """What the copy engine does as bytes land: lower the tx-count (may complete the phase)."""
+    _update(bar, 0, -int(nbytes))
+    return 0
+
+
 def mbar_try_wait(bar: int, parity: int) -> int:
     """1 once the phase with this parity has completed (the current phase bit differs)."""
     with _lock:
@@ -183,7 +189,7 @@ def _land_later(keep: tuple[Any, ...], copy: Any, bar: int, nbytes: int) -> None
     def land() -> None:
         _ = keep  # hold the arrays alive until the copy has landed
         copy()
-        _update(bar, 0, -nbytes)
+        complete_tx(bar, nbytes)
 
     timer = threading.Timer(COPY_DELAY_S, land)
     timer.daemon = True

@@ -11,6 +11,7 @@ simulated tensor copy understands.
 from __future__ import annotations
 
 import ctypes
+import importlib
 from typing import Any
 
 import numpy as np
@@ -31,10 +32,9 @@ class CudaCallError(RuntimeError):
 def driver_module() -> Any:
     """cuda-bindings' driver module (new and old import paths)."""
     try:
-        from cuda.bindings import driver
+        return importlib.import_module("cuda.bindings.driver")
     except ImportError:  # cuda-python < 12.6
-        from cuda import cuda as driver  # type: ignore[no-redef]
-    return driver
+        return importlib.import_module("cuda.cuda")
 
 
 def check(result: Any, call: str, detail: str = "") -> None:
