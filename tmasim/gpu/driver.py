@@ -99,11 +99,12 @@ class SweepResult:
     skipped: list[dict[str, Any]] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
 
-    def save(self, folder: str | Path, prefix: str = "measured_") -> list[Path]:
-        """Write <prefix>tiles.csv, <prefix>runs.csv and meta.json (with spec and skips)."""
+    def save(self, folder: str | Path, prefix: str = "measured_",
+             meta_name: str = "meta.json") -> list[Path]:
+        """Write <prefix>tiles.csv, <prefix>runs.csv and the metadata (with spec and skips)."""
         out = Path(folder)
         out.mkdir(parents=True, exist_ok=True)
-        paths = [out / f"{prefix}tiles.csv", out / f"{prefix}runs.csv", out / "meta.json"]
+        paths = [out / f"{prefix}tiles.csv", out / f"{prefix}runs.csv", out / meta_name]
         self.tiles.to_csv(paths[0], index=False)
         self.runs.to_csv(paths[1], index=False)
         meta = dict(self.meta, skipped=self.skipped)
@@ -124,12 +125,17 @@ def resolve_ctas(value: CtaCount, sm_count: int) -> int:
 
 
 def expand(spec: SweepSpec, sm_count: int) -> tuple[list[KernelParams], list[dict[str, Any]]]:
-    """All valid configurations (variant, tile, iters, ctas outer; stages inner) + skips."""
+    """All valid configurations, and the invalid ones with the rule they break.
+
+    Order: variant, compute_iters, tile_bytes, ctas, instrumented, stages (innermost),
+    so a time budget that cuts a sweep short drops the last compute length first
+    and every measured (tile, ctas) point has its whole stage series.
+    """
     ctas = sorted({resolve_ctas(c, sm_count) for c in spec.ctas})
-    grid = itertools.product(spec.variants, spec.tile_bytes, spec.compute_iters, ctas,
+    grid = itertools.product(spec.variants, spec.compute_iters, spec.tile_bytes, ctas,
                              spec.instrumented, spec.stages)
     valid, skipped = [], []
-    for variant, tile, iters, n_ctas, instr, stages in grid:
+    for variant, iters, tile, n_ctas, instr, stages in grid:
         try:
             valid.append(KernelParams(variant, stages, tile, iters, n_ctas, spec.tiles_per_cta,
                                       spec.consumer_warps, instr))
