@@ -177,18 +177,19 @@ def merge_parts(part_dir: Path, out_dir: Path, log: Log) -> tuple[Any, Any, dict
 
     tiles, runs, metas, offset = [], [], {}, 0
     for variant in VARIANTS:
-        runs_path = part_dir / f"{variant}_runs.csv"
-        if not runs_path.exists():
-            metas[variant] = {"error": "no results (worker failed before saving)"}
+        try:
+            r = pd.read_csv(part_dir / f"{variant}_runs.csv")
+            t = pd.read_csv(part_dir / f"{variant}_tiles.csv")
+            metas[variant] = json.loads((part_dir / f"{variant}_meta.json").read_text())
+        except Exception as exc:  # worker died before (or while) saving
+            metas[variant] = {"error": f"no results ({type(exc).__name__}: {exc})"[:300]}
+            log(f"{variant}: {metas[variant]['error']}")
             continue
-        r = pd.read_csv(runs_path)
-        t = pd.read_csv(part_dir / f"{variant}_tiles.csv")
         r["run_id"] += offset
         t["run_id"] += offset
         offset = int(r["run_id"].max()) + 1 if len(r) else offset
         runs.append(r)
         tiles.append(t)
-        metas[variant] = json.loads((part_dir / f"{variant}_meta.json").read_text())
     runs_df = pd.concat(runs, ignore_index=True) if runs else pd.DataFrame()
     tiles_df = pd.concat(tiles, ignore_index=True) if tiles else pd.DataFrame()
     _write_csv(runs_df, out_dir / "measured_runs.csv", log)
@@ -302,8 +303,10 @@ def orchestrate(out_dir: Path, simulate: bool, budget_s: float) -> int:
 
 def finish(out_dir: Path, part_dir: Path, workers: list[dict[str, Any]], log: Log,
            elapsed_s: float) -> int:
-    probe_path = part_dir / "probe.json"
-    probe = json.loads(probe_path.read_text()) if probe_path.exists() else {}
+    try:
+        probe = json.loads((part_dir / "probe.json").read_text())
+    except Exception as exc:  # the probe worker died
+        probe = {"error": f"{type(exc).__name__}: {exc}"}
     runs, _tiles, metas = merge_parts(part_dir, out_dir, log)
     meta = {"device_check": {"workers": workers, "elapsed_s": round(elapsed_s, 1),
                              "argv": sys.argv[1:]}, "probe": probe, "sweeps": metas}

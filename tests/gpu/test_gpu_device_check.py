@@ -83,3 +83,24 @@ def test_summary_without_any_run() -> None:
     dc = load_script()
     text = dc.summary_text(pd.DataFrame(), {}, {})
     assert "runs per variant" in text and "GB/s (median" not in text
+
+
+def test_merge_survives_a_worker_that_died_while_saving(tmp_path: Path) -> None:
+    dc = load_script()
+    parts, out = tmp_path / "parts", tmp_path / "out"
+    parts.mkdir()
+    out.mkdir()
+    for variant, n in (("tma_bulk_1d", 3), ("sync_ld_st", 2)):
+        pd.DataFrame({"run_id": range(n), "variant": variant, "status": "ok"}).to_csv(
+            parts / f"{variant}_runs.csv", index=False)
+        pd.DataFrame({"run_id": [0, 0, n - 1], "tile": [0, 1, 0]}).to_csv(
+            parts / f"{variant}_tiles.csv", index=False)
+        (parts / f"{variant}_meta.json").write_text("{}")
+    (parts / "tma_tensor_2d_runs.csv").write_text("run_id,varia")  # cut short
+    log = dc.Log(out / "log.txt")
+    runs, tiles, metas = dc.merge_parts(parts, out, log)
+    log.close()
+    assert list(runs.run_id) == [0, 1, 2, 3, 4]  # the second variant's ids are shifted
+    assert list(tiles.run_id) == [0, 0, 2, 3, 3, 4]
+    assert "no results" in metas["tma_tensor_2d"]["error"]
+    assert "tma_tensor_2d: no results" in (out / "log.txt").read_text()

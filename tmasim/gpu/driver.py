@@ -41,6 +41,7 @@ from tmasim.gpu.params import (
     smem_bytes,
     source_elems,
 )
+from tmasim.gpu.tensormap import CudaCallError
 
 CtaCount = int | str  # an int, or "sms" / "2sms" / "<k>sms": multiples of the SM count
 TILE_COLUMNS = ("run_id", "variant", "stages", "tile_bytes", "compute_iters", "ctas",
@@ -176,7 +177,10 @@ def _make_launcher(configs: Sequence[KernelParams], spec: SweepSpec, simulator: 
     if spec.flush_l2 and not simulator:
         from numba import cuda
 
-        l2 = int(getattr(cuda.get_current_device(), "L2_CACHE_SIZE", 64 << 20))
+        try:
+            l2 = int(cuda.get_current_device().L2_CACHE_SIZE)
+        except Exception:  # attribute unknown to this driver: assume a large L2
+            l2 = 64 << 20
         flush = 2 * l2
     return Launcher(n_src, spec.seed, simulator, flush)
 
@@ -207,7 +211,11 @@ def _sweep_loop(spec: SweepSpec, configs: list[KernelParams], skipped: list[dict
 def _measure_config(p: KernelParams, spec: SweepSpec, launcher: Launcher, sm_count: int,
                     runs: list[dict[str, Any]], tiles: list[pd.DataFrame]) -> None:
     """Warm-ups, then timed repeats; a verification failure is recorded, not raised."""
-    bufs = launcher.buffers(p)
+    try:
+        bufs = launcher.buffers(p)
+    except (CudaCallError, ValueError) as exc:  # e.g. the driver refuses the tensor map
+        runs.append(_failed_row(len(runs), p, 0, f"{type(exc).__name__}: {exc}"))
+        return
     timeout_ns = int(spec.timeout_s * 1e9)
     for repeat in range(-spec.warmup, spec.repeats):
         run_id = len(runs)

@@ -116,3 +116,18 @@ def test_an_unexpected_error_ends_the_sweep(monkeypatch: pytest.MonkeyPatch) -> 
     assert len(res.runs) == 1
     assert res.runs.status.iloc[0] == "aborted: RuntimeError: context lost"
     assert "context lost" in res.meta["aborted"]
+
+
+def test_a_refused_tensor_map_fails_its_points_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tmasim.gpu import launch
+    from tmasim.gpu.tensormap import CudaCallError
+
+    def refuse(*_args: Any) -> None:
+        raise CudaCallError("cuTensorMapEncodeTiled", "CUDA_ERROR_INVALID_VALUE")
+
+    monkeypatch.setattr(launch, "build_tensor_map", refuse)
+    res = run_sweep(small_spec(tile_bytes=(512,), ctas=(1,)))
+    by_variant = res.runs.groupby("variant").status.first()
+    assert by_variant["tma_tensor_2d"].startswith("CudaCallError: cuTensorMapEncodeTiled failed")
+    assert by_variant["tma_bulk_1d"] == "ok" and by_variant["sync_ld_st"] == "ok"
+    assert "aborted" not in res.meta
