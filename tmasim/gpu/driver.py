@@ -182,7 +182,7 @@ def _make_launcher(configs: Sequence[KernelParams], spec: SweepSpec, simulator: 
         except Exception:  # attribute unknown to this driver: assume a large L2
             l2 = 64 << 20
         flush = 2 * l2
-    return Launcher(n_src, spec.seed, simulator, flush)
+    return Launcher(n_src, spec.seed, simulator, flush, max(p.n_tiles for p in configs))
 
 
 def _sweep_loop(spec: SweepSpec, configs: list[KernelParams], skipped: list[dict[str, Any]],

@@ -23,6 +23,7 @@ from tmasim.gpu.params import (
     KernelParams,
     TensorLayout,
     Variant,
+    tensor_layout,
 )
 from tmasim.gpu.tensormap import TENSOR_MAP_WORDS, build_tensor_map
 
@@ -76,8 +77,10 @@ class Launcher:
     ones use its prefix, so every configuration reads the same bytes per tile.
     """
 
-    def __init__(self, n_src_elems: int, seed: int, simulator: bool, flush_bytes: int) -> None:
+    def __init__(self, n_src_elems: int, seed: int, simulator: bool, flush_bytes: int,
+                 max_tiles: int | None = None) -> None:
         self.simulator = simulator
+        self.max_tiles = max_tiles  # the most tiles any run will ask a reference for
         self.src_host = reference.make_source(n_src_elems, seed)
         self.d_src = cuda.to_device(self.src_host)
         self.d_sink = cuda.to_device(np.zeros(1, dtype=np.float32))
@@ -95,14 +98,13 @@ class Launcher:
         """
         mapping = p.variant is Variant.TENSOR_2D
         key = (mapping, p.tile_bytes, p.compute_iters, p.consumer_threads)
-        if self._want_key != key:
-            n_max = self.src_host.size // p.tile_elems
-            lay = _max_layout(p, self.src_host.size)
-            n_tiles = n_max if not mapping else lay.height // lay.box_h * lay.grid_cols
+        if self._want_key != key or self._want is None or len(self._want) < p.n_tiles:
+            n_tiles = max(p.n_tiles, self.max_tiles or 0)
+            lay = _covering_layout(p, n_tiles, self.src_host.size)
+            n_tiles = min(n_tiles, lay.height // lay.box_h * lay.grid_cols)
             tiles = reference.tiles_of(self.src_host, p.variant, n_tiles, p.tile_elems, lay)
             self._want = reference.expected_partials(tiles, p.compute_iters, p.consumer_threads)
             self._want_key = key
-        assert self._want is not None
         return self._want[: p.n_tiles].reshape(p.ctas, p.tiles_per_cta, p.consumer_threads)
 
     def buffers(self, p: KernelParams) -> _Buffers:
@@ -155,12 +157,10 @@ class Launcher:
         return start.elapsed_time(end) * 1e6, "cuda_event"
 
 
-def _max_layout(p: KernelParams, n_src_elems: int) -> TensorLayout:
-    """The 2-D layout covering as many whole tiles as the source buffer holds."""
-    from tmasim.gpu.params import tensor_layout
-
-    lay = tensor_layout(p.tile_bytes, 1)
-    bands = n_src_elems // (lay.width * lay.box_h)
+def _covering_layout(p: KernelParams, n_tiles: int, n_src_elems: int) -> TensorLayout:
+    """The 2-D layout of `n_tiles` tiles, cut to the whole row bands the source holds."""
+    lay = tensor_layout(p.tile_bytes, n_tiles)
+    bands = min(lay.height, n_src_elems // lay.width) // lay.box_h
     return tensor_layout(p.tile_bytes, bands * lay.grid_cols)
 
 
