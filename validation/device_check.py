@@ -73,7 +73,8 @@ def worker_probe(part_dir: Path, simulate: bool) -> int:
         sms = int(out["metadata"]["device"]["multiprocessor_count"])
         steps = (("copy_bandwidth", probes.copy_bandwidth, ()),
                  ("read_bandwidth", probes.read_bandwidth, (sms,)),
-                 ("globaltimer", probes.timer_resolution, ()))
+                 ("globaltimer", probes.timer_resolution, ()),
+                 ("sm_clock", probes.sm_clock, ()))
         for name, fn, args in steps:
             try:
                 out[name] = fn(*args)
@@ -228,12 +229,13 @@ def _device_line(probe: dict[str, Any]) -> str:
 
 
 def _probe_lines(probe: dict[str, Any]) -> str:
-    copy, read, timer = (probe.get(k, {}) for k in ("copy_bandwidth", "read_bandwidth",
-                                                    "globaltimer"))
+    copy, read, timer, clock = (probe.get(k, {}) for k in (
+        "copy_bandwidth", "read_bandwidth", "globaltimer", "sm_clock"))
     return (f"copy D2D best {copy.get('gbps_best', float('nan')):.0f} GB/s (read+write), "
             f"read kernel best {read.get('gbps_best', float('nan')):.0f} GB/s, "
             f"%globaltimer min step {timer.get('min_step_ns')} ns, "
-            f"update period {timer.get('update_period_ns')} ns")
+            f"update period {timer.get('update_period_ns')} ns, "
+            f"SM clock under load {clock.get('sm_clock_ghz')} GHz")
 
 
 def _count_lines(runs: Any, metas: dict[str, Any]) -> str:

@@ -125,7 +125,7 @@ def test_stream_kernel_links_into_an_sm90_cubin(no_device: None) -> None:
 
 def test_probe_kernels_compile_without_helpers(no_device: None) -> None:
     _toolchain_or_skip()
-    from numba import cuda, float32, uint64
+    from numba import cuda, float32, int64, uint64
 
     from tmasim.gpu import kernels
 
@@ -133,3 +133,5 @@ def test_probe_kernels_compile_without_helpers(no_device: None) -> None:
     assert "%globaltimer" in ptx and "tma_" not in ptx
     ptx, _ = cuda.compile_ptx(kernels.read_stream.py_func, (float32[::1], float32[::1]), cc=CC)
     assert link_sm90(ptx)[0] > 0
+    ptx, _ = cuda.compile_ptx(kernels.clock_probe.py_func, (uint64[::1], int64), cc=CC)
+    assert "%clock64" in ptx and "%globaltimer" in ptx and link_sm90(ptx)[0] > 0

@@ -45,3 +45,5 @@ def test_timer_and_bandwidth_probes() -> None:
     assert t["non_monotonic"] == 0 and t["min_step_ns"] and t["min_step_ns"] > 0
     bw = probes.copy_bandwidth(nbytes=256 << 20, repeats=2)
     assert bw["gbps_best"] > 50
+    clock = probes.sm_clock(spins=1 << 18)
+    assert 0.3 < clock["sm_clock_ghz"] < 4.0

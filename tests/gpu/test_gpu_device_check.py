@@ -68,11 +68,13 @@ def test_summary_reports_ceilings_throughput_and_instrumentation_cost() -> None:
                                      "multiprocessor_count": 132},
                           "driver_version": "13.0", "packages": {"numba-cuda": "0.30"}},
              "copy_bandwidth": {"gbps_best": 4321.0}, "read_bandwidth": {"gbps_best": 4000.0},
-             "globaltimer": {"min_step_ns": 32, "update_period_ns": 32.0}}
+             "globaltimer": {"min_step_ns": 32, "update_period_ns": 32.0},
+             "sm_clock": {"sm_clock_ghz": 1.98}}
     metas = {"tma_tensor_2d": {"error": "no results (worker failed before saving)"}}
     text = dc.summary_text(_runs(110.0, 100.0), probe, metas)
     assert "device: GPU X cc=[9, 0] SMs=132 driver=13.0" in text
     assert "copy D2D best 4321 GB/s" in text and "min step 32 ns" in text
+    assert "SM clock under load 1.98 GHz" in text
     assert "tma_bulk_1d    ok=   4 failed=  0" in text
     assert "tma_tensor_2d  ok=   0 failed=  0 skipped=  0 no results" in text
     assert "ctas=132, compute_iters=16" in text

@@ -70,7 +70,9 @@ def test_misuse_is_an_error(bars: np.ndarray) -> None:
         sp.complete_tx(bar, 32)
 
 
-def test_bulk_copy_is_asynchronous_and_completes_on_the_barrier(bars: np.ndarray) -> None:
+def test_bulk_copy_is_asynchronous_and_completes_on_the_barrier(
+        bars: np.ndarray, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sp, "COPY_DELAY_S", 0.3)  # long enough to look before it lands
     src = np.arange(64, dtype=np.float32) + 1
     dst = np.zeros(64, dtype=np.float32)
     bar = sp.addr_of(bars, 0)

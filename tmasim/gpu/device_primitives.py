@@ -74,6 +74,7 @@ def _special_register(name: str, bits: int) -> Any:
 
 
 globaltimer = _special_register("globaltimer", 64)
+clock64 = _special_register("clock64", 64)
 smid = _special_register("smid", 32)
 
 

@@ -53,6 +53,7 @@ from tmasim.gpu.params import (
 from tmasim.gpu.primitives import (
     addr_of,
     bulk_g2s,
+    clock64,
     fence_barrier_init,
     fence_tensormap,
     globaltimer,
@@ -238,6 +239,24 @@ def timer_probe(out):
     if cuda.threadIdx.x == 0 and cuda.blockIdx.x == 0:
         for i in range(out.shape[0]):
             out[i] = globaltimer()
+
+
+@cuda.jit
+def clock_probe(out, spins):
+    """%globaltimer and %clock64 around a dependent FMA chain: the SM clock under load.
+
+    out = [t0_ns, c0_cycles, t1_ns, c1_cycles, result-as-bits]; the chain's result is
+    stored so the loop cannot be removed.
+    """
+    if cuda.threadIdx.x == 0 and cuda.blockIdx.x == 0:
+        out[0] = globaltimer()
+        out[1] = clock64()
+        x = np.float32(1.5)
+        for _ in range(spins):
+            x = x * FMA_A + FMA_B
+        out[2] = globaltimer()
+        out[3] = clock64()
+        out[4] = np.uint64(x * np.float32(1e6))
 
 
 @cuda.jit

@@ -20,6 +20,7 @@ _impl = importlib.import_module(
 
 addr_of = _impl.addr_of
 bulk_g2s = _impl.bulk_g2s
+clock64 = _impl.clock64
 fence_barrier_init = _impl.fence_barrier_init
 fence_tensormap = _impl.fence_tensormap
 globaltimer = _impl.globaltimer
@@ -35,6 +36,7 @@ __all__ = [
     "SIMULATOR",
     "addr_of",
     "bulk_g2s",
+    "clock64",
     "fence_barrier_init",
     "fence_tensormap",
     "globaltimer",

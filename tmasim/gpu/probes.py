@@ -70,6 +70,18 @@ def timer_resolution(samples: int = 1 << 16) -> dict[str, Any]:
     return summarize_timer(t, event_ms)
 
 
+def sm_clock(spins: int = 1 << 22) -> dict[str, Any]:
+    """SM cycles per globaltimer ns over a busy loop of about ten milliseconds."""
+    out = cuda.to_device(np.zeros(5, dtype=np.uint64))
+    kernels.clock_probe[1, 32](out, np.int64(1024))  # compile + warm-up
+    kernels.clock_probe[1, 32](out, np.int64(spins))
+    cuda.synchronize()
+    t0, c0, t1, c1, _ = (int(v) for v in out.copy_to_host())
+    ns, cycles = t1 - t0, c1 - c0
+    return {"spins": spins, "ns": ns, "cycles": cycles,
+            "sm_clock_ghz": round(cycles / ns, 4) if ns > 0 else None}
+
+
 def summarize_timer(t: np.ndarray, event_ms: float) -> dict[str, Any]:
     """Granularity statistics of a series of timer reads (pure numpy, testable)."""
     d = np.diff(t)

@@ -86,6 +86,11 @@ def globaltimer() -> int:
     return time.perf_counter_ns()
 
 
+def clock64() -> int:
+    """The simulator has no SM clock: nanoseconds stand in for cycles."""
+    return time.perf_counter_ns()
+
+
 def smid() -> int:
     """Pretend every CTA has its own SM (the simulator runs blocks one at a time)."""
     block = getattr(threading.current_thread(), "blockIdx", None)

@@ -100,6 +100,21 @@ def test_pipeline_is_correct_and_ordered(launcher: Launcher, variant: Variant,
     assert set(reference.order_violations(res.stamps, stages).values()) == {0}
 
 
+def test_timer_and_clock_probes_record_in_order() -> None:
+    from numba import cuda
+
+    t = cuda.to_device(np.zeros(64, dtype=np.uint64))
+    kernels.timer_probe[1, 32](t)
+    stamps = t.copy_to_host().astype(np.int64)
+    assert np.all(np.diff(stamps) >= 0) and stamps[0] > 0
+    out = cuda.to_device(np.zeros(5, dtype=np.uint64))
+    kernels.clock_probe[1, 32](out, np.int64(100))
+    t0, c0, t1, c1, bits = (int(v) for v in out.copy_to_host())
+    assert t1 >= t0 and c1 >= c0  # the simulator's clock64 counts nanoseconds
+    want = reference.fma_chain(np.array([1.5], dtype=np.float32), 100)[0]
+    assert abs(bits - want * 1e6) <= 2
+
+
 def test_uninstrumented_run_leaves_timestamps_untouched(launcher: Launcher) -> None:
     p = params(Variant.BULK_1D, 2, instrumented=False)
     res = launcher.launch(p, launcher.buffers(p), TIMEOUT_NS, sm_count=1)
@@ -136,7 +151,9 @@ def patched_wait(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     yield install
 
 
-def test_skipping_the_waits_is_caught(launcher: Launcher, patched_wait: Any) -> None:
+def test_skipping_the_waits_is_caught(launcher: Launcher, patched_wait: Any,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sim_primitives, "COPY_DELAY_S", 0.05)  # copies surely still in flight
     patched_wait(lambda original, bar, parity, t: True)
     p = params(Variant.BULK_1D, 2, ctas=1, tiles_per_cta=4)
     with pytest.raises((ResultCheckError, MbarrierError)):
