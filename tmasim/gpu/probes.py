@@ -37,7 +37,7 @@ def copy_bandwidth(nbytes: int = 1 << 30, repeats: int = 5) -> dict[str, Any]:
     dst = cuda.device_array(n, dtype=np.float32)
     dst.copy_to_device(src)  # warm-up
     times = [_event_ms(lambda: dst.copy_to_device(src)) for _ in range(repeats)]
-    check = dst[-4:].copy_to_host()
+    check = dst[n - 4:].copy_to_host()
     if not np.all(check == 1.0):
         raise RuntimeError(f"device-to-device copy check failed: tail {check}")
     gbps = [2 * nbytes / (t * 1e6) for t in times]
