@@ -78,7 +78,7 @@ class SweepSpec:
     seed: int = 0
     timeout_s: float = 2.0  # deadline of each barrier wait inside the kernel
     flush_l2: bool = True
-    time_budget_s: float | None = None  # start no new configuration after this
+    time_budget_s: float | None = None  # start no new configuration after this (but the 1st)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "variants", tuple(Variant(v) for v in self.variants))
@@ -192,7 +192,8 @@ def _sweep_loop(spec: SweepSpec, configs: list[KernelParams], skipped: list[dict
     tiles: list[pd.DataFrame] = []
     t_start = time.monotonic()
     for i, p in enumerate(configs):
-        if spec.time_budget_s is not None and time.monotonic() - t_start > spec.time_budget_s:
+        over = spec.time_budget_s is not None and time.monotonic() - t_start > spec.time_budget_s
+        if over and i > 0:  # the first point is always measured
             skipped += [_skip_row(q, "time budget spent") for q in configs[i:]]
             say(f"time budget of {spec.time_budget_s:.0f} s spent: {len(configs) - i} "
                 "configurations not run")
