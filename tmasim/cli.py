@@ -184,8 +184,8 @@ def _chip_rows(stats: dict[str, Any], scenario: Any) -> list[tuple[str, str]]:
         rows += [
             ("achieved bandwidth", f"{format_rate(stats['achieved_bytes_per_s'])}   (Little's law: "
                                    f"{format_rate(law)}, bound by {stats['littles_law_binding']})"),
-            ("bytes in flight", f"{format_bytes(stats['bytes_in_flight_per_sm'])} per SM, round trip "
-                                f"{_t(stats['round_trip_ns'])}"),
+            ("bytes in flight", f"{format_bytes(stats['bytes_in_flight_per_sm'])} per SM; a slot's round trip "
+                                f"{_t(stats['slot_round_trip_ns'])} (unloaded: {_t(stats['round_trip_ns'])})"),
         ]
     rows += [
         ("residency", f"{format_bytes(stats['smem_per_cta_bytes'])} SMEM per CTA, {stats['ctas_per_sm']} CTA(s) "
