@@ -113,3 +113,44 @@ def test_skipping_the_full_wait_runs_and_reports_the_race():
     assert data["races"] == 2
     assert "read-before-ready race" in proc.stderr
     assert "tile 0 from slot 0 at 0 ps, before it landed at 3 us" in proc.stderr
+
+
+def test_presets_lists_every_gpu_with_key_figures():
+    proc = tmasim("presets")
+    assert proc.returncode == 0
+    lines = proc.stdout.splitlines()
+    assert lines[0].split()[:3] == ["name", "SMs", "SMEM/SM"]
+    rows = {line.split()[0]: line for line in lines[1:]}
+    assert set(rows) == {"b200", "h100-sxm", "h200", "ideal"}
+    assert "3.35 TB/s" in rows["h100-sxm"] and "4.8 TB/s" in rows["h200"] and "148" in rows["b200"]
+
+
+def test_presets_shows_each_value_with_its_source():
+    proc = tmasim("presets", "h100-sxm")
+    assert proc.returncode == 0
+    assert "hbm_bandwidth" in proc.stdout and "[datasheet" in proc.stdout and "[estimated" in proc.stdout
+
+
+def test_gemm_json_has_the_chip_figures():
+    data = json.loads(tmasim("run", "gemm-h100", "--json", "--set", "workload.k=1024").stdout)
+    for key in ("achieved_flops_per_s", "achieved_bytes_per_s", "hbm_bytes", "smem_per_cta_bytes", "ctas_per_sm",
+                "waves", "copy_utilization", "compute_utilization", "hbm_utilization", "makespan_ns", "serial_ns",
+                "tiles", "stages"):
+        assert data[key] is not None, key
+    assert data["closed_form_ns"] is None
+    assert (data["ctas_per_sm"], data["waves"], data["tiles"]) == (1, 16, 2048)
+    assert data["smem_per_cta_bytes"] == 4 * 49152 + 16384 + 64
+
+
+def test_a_cta_that_fits_nowhere_is_exit_2_with_the_numbers():
+    proc = tmasim("run", "gemm-h100", "--set", "pipeline.stages=5")
+    assert proc.returncode == 2
+    assert "pipeline.stages: 5 needs 256.1 KiB of shared memory per CTA" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_gpu_can_be_set_by_name_or_path(tmp_path):
+    assert json.loads(tmasim("run", "--json", "--set", "gpu=h200").stdout)["gpu"] == "h200"
+    preset = tmp_path / "mine.toml"
+    preset.write_text((REPO / "tmasim" / "presets" / "h100-sxm.toml").read_text().replace('"h100-sxm"', '"mine"'))
+    assert json.loads(tmasim("run", "--json", "--set", f"gpu={preset}").stdout)["gpu"] == "mine"
