@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import US, ps, run
+from tmasim_helpers import US, ps, run
 
 from tmasim import analytic
 

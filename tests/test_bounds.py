@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import compute_ends, costly_gpu, ps, run
+from tmasim_helpers import compute_ends, costly_gpu, ps, run
 
 from tmasim import analytic
 

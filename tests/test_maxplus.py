@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import compute_ends, costly_gpu, ps, run
+from tmasim_helpers import compute_ends, costly_gpu, ps, run
 
 from tmasim import analytic
 

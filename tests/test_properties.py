@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from conftest import costly_gpu, ps, run
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tmasim_helpers import costly_gpu, ps, run
 
 from tmasim import analytic
 
