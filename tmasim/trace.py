@@ -1,0 +1,684 @@
+"""The timeline in the Chrome trace event format (JSON), for ui.perfetto.dev and chrome://tracing.
+
+Built from result tables only (never from the engine): :func:`chrome_trace` turns the spans and
+events tables into a JSON-able dict; :func:`write_chrome_trace` writes a run's trace to a file
+(gzip-compressed when the name ends in ``.gz``); :func:`validate` lists what breaks the format's
+rules or what Perfetto would drop on import.
+
+Layout. One process per SM (``SM n``), one thread per CTA role, in pipeline order:
+``cta{c} producer`` (waits on empty barriers), ``cta{c} copy engine`` (TMA transfers),
+``cta{c} slot {s}`` (a slot from copy issue to landing, then in use by the consumer; phase flips
+of its full and empty barriers as instants), ``cta{c} consumer`` (waits on full barriers,
+compute; races as instants). A thread per slot rather than one for all slots because
+complete events on one thread must nest or be disjoint, and different slots are busy at the same
+time. A lane this module does not know becomes a thread named after the lane. Spans of one
+thread that overlap (two consumer warpgroups waiting at once; a racy read of a slot still
+filling) go to extra threads, ``cta{c} consumer #2`` and so on, instead of being dropped.
+
+Perfetto rules this follows, each for a reason found in its JSON importer:
+
+* pid = SM + 1 and tids start at 1: Perfetto treats pid/tid 0 as the kernel's idle task.
+  The SM number is in the process name and sorts the processes.
+* tids are unique across the whole trace: Perfetto applies ``thread_name`` by tid alone.
+* Flows are v2 (``bind_id`` with ``flow_out``/``flow_in`` on the complete events), not v1
+  ``s``/``f`` events: v1 flow events bind to whatever slice encloses their timestamp, which at
+  a span boundary (a transfer ends as the next begins) is ambiguous. A flow runs from a copy's
+  transfer to the consumer compute it released; Perfetto draws an arrow from the end of the
+  source slice to the *start* of the destination slice, so the destination is the compute
+  (which starts when the full-barrier wait ends), not the wait itself, whose start precedes the
+  landing and would draw the arrow backwards. Reads that raced ahead of the landing get no flow
+  (the copy released nothing); they are marked by a ``race`` instant instead.
+* Perfetto reads ``ts`` and ``dur`` as nanoseconds, each rounded on its own; ``dur`` is
+  shortened (by under 1 ns) where that rounding would push a slice's end past the next slice's
+  start, which Perfetto would drop as overlapping. ``ts`` keeps every picosecond, and every
+  span carries its exact ``start_ps``/``end_ps`` in ``args``.
+
+Counters: ``cta{c} slots`` (series ``in use``: a slot counts from its fill start to its use end)
+per CTA, and one track per name of an optional ``counters`` table (time_ps, name, value; with an
+``sm`` column a row goes to that SM's process, otherwise to a ``GPU`` process).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from tmasim.results import Result
+
+Event = dict[str, Any]
+
+SPAN_COLUMNS = ("start_ps", "end_ps", "sm", "cta", "lane", "kind", "tile", "stage", "bytes")
+EVENT_COLUMNS = ("time_ps", "sm", "cta", "kind", "name", "tile", "stage", "phase")
+COUNTER_COLUMNS = ("time_ps", "name", "value")
+
+# Display order of the roles inside a CTA; lanes not listed come after them, by name.
+_ROLE_RANK = {"producer": 0, "tma": 1, "slot": 2, "consumer": 3}
+_ROLE_LABEL = {"producer": "producer", "tma": "copy engine", "consumer": "consumer"}
+_UNKNOWN_LANE_RANK = 4
+_EVENTS_RANK = 5  # instants of event kinds this module does not know
+_COUNTERS_RANK = 6
+_CHIP = -1  # the "sm" of the GPU-wide process that holds counters not tied to one SM
+# Event kinds shown by spans already (issue = fill start, landed = fill end).
+_SKIPPED_EVENT_KINDS = frozenset({"issue", "landed"})
+_SLOTS_COUNTER_SERIES = "in use"
+
+
+# ---------------------------------------------------------------------------------------------
+# Time: integer picoseconds in, microsecond floats out
+# ---------------------------------------------------------------------------------------------
+
+def _round_ns(us: np.ndarray) -> np.ndarray:
+    """Nanoseconds as Perfetto's JSON importer reads a µs float now: ``llround(us * 1000)``."""
+    y = np.asarray(us, dtype=np.float64) * 1000.0
+    whole = np.floor(y)
+    return (whole + (y - whole >= 0.5)).astype(np.int64)
+
+
+def _trunc_ns(us: np.ndarray) -> np.ndarray:
+    """Nanoseconds as older Perfetto releases read a µs float: ``int64(us * 1000)``, truncated."""
+    return np.trunc(np.asarray(us, dtype=np.float64) * 1000.0).astype(np.int64)
+
+
+def _us(ps: Iterable[int] | np.ndarray) -> np.ndarray:
+    """Picoseconds to µs floats that keep every picosecond (``round(us * 1e6) == ps``).
+
+    The nearest double to ``ps / 1e6`` can sit a hair below a whole nanosecond (1.001 µs is
+    1000.9999999999999 ns); Perfetto releases that truncate would then read it 1 ns early and a
+    slice that touches the previous one would overlap it. Such values move up by one ulp.
+    """
+    ps = np.asarray(ps, dtype=np.int64)
+    if ps.size and ps.min() < 0:
+        raise ValueError(f"times must not be negative (got {int(ps.min())} ps)")
+    us = ps / 1e6
+    floor_ns = ps // 1000
+    low = _trunc_ns(us) < floor_ns
+    while low.any():
+        us[low] = np.nextafter(us[low], np.inf)
+        low = _trunc_ns(us) < floor_ns
+    return us
+
+
+def _ps(frame: pd.DataFrame, column: str) -> np.ndarray:
+    """A time column as int64 picoseconds (the engine's clock is typed float but holds ints)."""
+    values = frame[column].to_numpy()
+    if np.issubdtype(values.dtype, np.integer):
+        return values.astype(np.int64)
+    return np.rint(values.astype(np.float64)).astype(np.int64)
+
+
+def _dur_us(start_ps: np.ndarray, end_ps: np.ndarray, ts_us: np.ndarray, end_us: np.ndarray) -> np.ndarray:
+    """Durations in µs for complete events at ``ts_us`` that must end by ``end_us`` in every viewer.
+
+    Exact (to the picosecond) unless Perfetto's rounding of ``ts`` and ``dur`` one by one
+    would end the slice after its true end as Perfetto sees it (1.6 ns + 1.6 ns = 4 ns, yet
+    3.2 ns reads as 3): then the longest duration that rounds to the right end, under 1 ns
+    shorter. Chrome's viewer adds in floating point, so ``ts + dur`` is also kept <= ``end_us``.
+    """
+    start_ps = np.asarray(start_ps, dtype=np.int64)
+    end_ps = np.asarray(end_ps, dtype=np.int64)
+    if (end_ps < start_ps).any():
+        raise ValueError("a span ends before it starts")
+    dur = (end_ps - start_ps) / 1e6
+    limit = _round_ns(end_us) - _round_ns(ts_us)
+    over = _round_ns(dur) > limit
+    dur[over] = (limit[over] * 1000 + 499) / 1e6
+    late = ts_us + dur > end_us
+    dur[late] = end_us[late] - ts_us[late]  # exact when end <= 2 ts (Sterbenz); else off by an ulp
+    late = ts_us + dur > end_us
+    while late.any():  # at most a step or two: here dur > ts, so one ulp of dur moves the sum
+        dur[late] = np.nextafter(dur[late], 0.0)
+        late = ts_us + dur > end_us
+    return dur
+
+
+# ---------------------------------------------------------------------------------------------
+# Threads: who draws what, and the pids/tids they get
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, order=True)
+class _ThreadKey:
+    """One track of the timeline; the field order is the display order."""
+
+    sm: int
+    cta: int
+    rank: int
+    sub: int  # the slot number for slot threads, else 0
+    label: str
+    row: int = 0  # 0, or the extra thread that holds spans overlapping those of row 0
+
+    @property
+    def name(self) -> str:
+        base = self.label if self.cta < 0 else f"cta{self.cta} {self.label}"
+        return base if self.row == 0 else f"{base} #{self.row + 1}"
+
+
+def _role(sm: int, cta: int, lane: str, stage: int) -> _ThreadKey:
+    """The row-0 thread of a span lane (a slot's thread is per stage)."""
+    if lane == "slot":
+        return _ThreadKey(sm, cta, _ROLE_RANK["slot"], stage, f"slot {stage}")
+    if lane in _ROLE_LABEL:
+        return _ThreadKey(sm, cta, _ROLE_RANK[lane], 0, _ROLE_LABEL[lane])
+    return _ThreadKey(sm, cta, _UNKNOWN_LANE_RANK, 0, str(lane))
+
+
+class _Ids(NamedTuple):
+    pid: int
+    tid: int
+
+
+def _assign_ids(keys: Iterable[_ThreadKey]) -> dict[_ThreadKey, _Ids]:
+    """pid = SM + 1 (the GPU-wide process after the last SM); tids 1, 2, ... in display order."""
+    ordered = sorted(set(keys))
+    last_sm = max((k.sm for k in ordered), default=-1)
+    chip_pid = max(last_sm, 0) + 2
+
+    def pid(sm: int) -> int:
+        return chip_pid if sm == _CHIP else sm + 1
+
+    return {key: _Ids(pid(key.sm), tid) for tid, key in enumerate(ordered, start=1)}
+
+
+def _metadata_events(ids: Mapping[_ThreadKey, _Ids]) -> list[Event]:
+    """Names and sort order of every process and thread used. A process's metadata carries the
+    tid of its first thread: without a tid Perfetto would make up a thread with tid = pid."""
+    threads = sorted(ids.items(), key=lambda item: item[1].tid)
+    processes: dict[int, tuple[int, int]] = {}  # pid -> (sm, first tid)
+    for key, (pid, tid) in threads:
+        processes.setdefault(pid, (key.sm, tid))
+    out: list[Event] = []
+    for pid, (sm, tid) in sorted(processes.items()):
+        out.append(_meta("process_name", pid, tid, name="GPU" if sm == _CHIP else f"SM {sm}"))
+        out.append(_meta("process_sort_index", pid, tid, sort_index=sm))
+    for key, (pid, tid) in threads:
+        out.append(_meta("thread_name", pid, tid, name=key.name))
+        out.append(_meta("thread_sort_index", pid, tid, sort_index=tid))
+    return out
+
+
+def _meta(what: str, pid: int, tid: int, **args: Any) -> Event:
+    # ts 0 although the format lets metadata omit it: some importers reject an event without ts.
+    return {"ph": "M", "name": what, "pid": pid, "tid": tid, "ts": 0, "args": args}
+
+
+# ---------------------------------------------------------------------------------------------
+# Spans -> complete events, flows
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class _Slice:
+    """A complete event under construction, with the span it came from."""
+
+    key: _ThreadKey
+    start_ps: int
+    end_ps: int
+    sm: int
+    cta: int
+    lane: str
+    kind: str
+    tile: int
+    event: Event
+
+
+def _require(frame: pd.DataFrame, columns: Iterable[str], what: str) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{what} table lacks column(s) {', '.join(missing)}")
+
+
+def _slices(spans: pd.DataFrame) -> list[_Slice]:
+    """Every span as a complete event, on its role's thread (or an overflow row of it)."""
+    _require(spans, SPAN_COLUMNS, "spans")
+    if spans.empty:
+        return []
+    start, end = _ps(spans, "start_ps"), _ps(spans, "end_ps")
+    ts = _us(start)
+    dur = _dur_us(start, end, ts, _us(end))
+    rows = zip(start.tolist(), end.tolist(), ts.tolist(), dur.tolist(),
+               *(spans[c].tolist() for c in SPAN_COLUMNS[2:]), strict=True)
+    out = []
+    for s, e, t, d, sm, cta, lane, kind, tile, stage, nbytes in rows:
+        sm, cta, tile, stage, nbytes = int(sm), int(cta), int(tile), int(stage), int(nbytes)
+        args: dict[str, Any] = {"tile": tile, "stage": stage}
+        if nbytes:
+            args["bytes"] = nbytes
+        args |= {"start_ps": s, "end_ps": e}
+        event = {"ph": "X", "name": f"{kind} {tile}" if tile >= 0 else str(kind), "cat": str(lane),
+                 "ts": t, "dur": d, "args": args}
+        out.append(_Slice(_role(sm, cta, str(lane), stage), s, e, sm, cta, str(lane), str(kind), tile, event))
+    _spread_overlaps(out)
+    return out
+
+
+def _spread_overlaps(slices: list[_Slice]) -> None:
+    """Move slices that overlap others of their thread to extra rows (greedy interval partitioning)."""
+    by_thread: dict[_ThreadKey, list[_Slice]] = defaultdict(list)
+    for item in slices:
+        by_thread[item.key].append(item)
+    for key, items in by_thread.items():
+        row_ends: list[int] = []  # where the last slice of each row ends
+        for item in sorted(items, key=lambda x: (x.start_ps, x.end_ps)):
+            row = next((r for r, end in enumerate(row_ends) if end <= item.start_ps), len(row_ends))
+            if row == len(row_ends):
+                row_ends.append(0)
+            row_ends[row] = item.end_ps
+            if row:
+                item.key = _ThreadKey(key.sm, key.cta, key.rank, key.sub, key.label, row)
+
+
+def _link_flows(slices: list[_Slice]) -> int:
+    """Bind each copy's transfer to the computes its landing released; returns the flow count.
+
+    Per (sm, cta, tile) the transfer that landed last completed the full barrier. Every
+    consumer compute of that tile that started at or after the landing gets the flow (one
+    arrow per consumer warpgroup); one that started earlier read before the data landed.
+    """
+    landed: dict[tuple[int, int, int], _Slice] = {}
+    computes: dict[tuple[int, int, int], list[_Slice]] = defaultdict(list)
+    for item in slices:
+        tile_key = (item.sm, item.cta, item.tile)
+        if item.lane == "tma" and item.kind == "transfer":
+            if tile_key not in landed or item.end_ps > landed[tile_key].end_ps:
+                landed[tile_key] = item
+        elif item.lane == "consumer" and item.kind == "compute":
+            computes[tile_key].append(item)
+    flows = 0
+    for tile_key, source in sorted(landed.items(), key=lambda kv: (kv[1].start_ps, kv[0])):
+        released = [c for c in computes.get(tile_key, []) if c.start_ps >= source.end_ps]
+        if not released:
+            continue
+        flows += 1
+        source.event |= {"bind_id": flows, "flow_out": True}
+        for compute in released:
+            compute.event |= {"bind_id": flows, "flow_in": True}
+    return flows
+
+
+# ---------------------------------------------------------------------------------------------
+# Events -> instants; counters
+# ---------------------------------------------------------------------------------------------
+
+def _instants(events: pd.DataFrame) -> list[tuple[_ThreadKey, Event]]:
+    """Barrier phase flips on their slot's thread, races on the consumer's, other kinds on an
+    ``events`` thread; issue and landed are left out (they are the fill span's ends)."""
+    _require(events, EVENT_COLUMNS, "events")
+    kept = events[~events["kind"].isin(_SKIPPED_EVENT_KINDS)]
+    if kept.empty:
+        return []
+    times = _us(_ps(kept, "time_ps")).tolist()
+    out = []
+    rows = zip(times, *(kept[c].tolist() for c in EVENT_COLUMNS[1:]), strict=True)
+    for t, sm, cta, kind, name, tile, stage, phase in rows:
+        sm, cta, tile, stage, phase = int(sm), int(cta), int(tile), int(stage), int(phase)
+        key, label, args = _instant_place(sm, cta, str(kind), str(name), stage)
+        args |= {"tile": tile, "stage": stage}
+        if phase >= 0:
+            args["phase"] = phase
+        out.append((key, {"ph": "i", "s": "t", "name": label, "cat": str(kind), "ts": t, "args": args}))
+    return out
+
+
+def _instant_place(sm: int, cta: int, kind: str, name: str, stage: int) -> tuple[_ThreadKey, str, dict[str, Any]]:
+    """The thread, the label and the first args of one instant."""
+    short = name.removeprefix(f"sm{sm}.cta{cta}.")
+    if kind.startswith("flip_") and stage >= 0:
+        return _role(sm, cta, "slot", stage), f"{short} flip", {"barrier": name}
+    if kind == "race":
+        return _role(sm, cta, "consumer", stage), "race", {"reader": name, "what": "read before its copy landed"}
+    return _ThreadKey(sm, cta, _EVENTS_RANK, 0, "events"), kind, {"name": name}
+
+
+def _slot_counters(spans: pd.DataFrame) -> list[tuple[_ThreadKey, Event]]:
+    """``cta{c} slots``: how many slots are in use, from each slot's fill start to its use end."""
+    slots = spans[spans["lane"] == "slot"]
+    if slots.empty:
+        return []
+    held = (slots.groupby(["sm", "cta", "stage", "tile"], sort=False)
+            .agg(start=("start_ps", "min"), end=("end_ps", "max")).reset_index())
+    steps = _slot_steps(held)
+    steps["in_use"] = steps.groupby(["sm", "cta"])["delta"].cumsum()
+    steps = steps[steps["delta"] != 0]  # a release and an acquire at once change nothing
+    times = _us(_ps(steps, "time_ps")).tolist()
+    out = []
+    for t, sm, cta, value in zip(times, steps["sm"].tolist(), steps["cta"].tolist(), steps["in_use"].tolist(),
+                                 strict=True):
+        key = _ThreadKey(int(sm), int(cta), _COUNTERS_RANK, 0, "counters")
+        out.append((key, {"ph": "C", "name": f"cta{int(cta)} slots", "ts": t,
+                          "args": {_SLOTS_COUNTER_SERIES: int(value)}}))
+    return out
+
+
+def _slot_steps(held: pd.DataFrame) -> pd.DataFrame:
+    """+1 at each hold's start, -1 at its end, summed per (sm, cta, time), in time order."""
+    import pandas as pd
+
+    ups = held[["sm", "cta"]].assign(time_ps=held["start"], delta=1)
+    downs = held[["sm", "cta"]].assign(time_ps=held["end"], delta=-1)
+    steps = pd.concat([ups, downs], ignore_index=True)
+    return steps.groupby(["sm", "cta", "time_ps"], as_index=False)["delta"].sum()
+
+
+def _external_counters(counters: pd.DataFrame | None) -> list[tuple[_ThreadKey, Event]]:
+    """One counter track per name (series ``value``); rows whose value is not finite are left
+    out, since JSON has no NaN or infinity."""
+    if counters is None or counters.empty:
+        return []
+    _require(counters, COUNTER_COLUMNS, "counters")
+    values = counters["value"].to_numpy(dtype=np.float64)
+    kept = counters[np.isfinite(values)]
+    times = _us(_ps(kept, "time_ps")).tolist()
+    sms = kept["sm"].tolist() if "sm" in kept.columns else [None] * len(kept)
+    out = []
+    for t, name, value, sm in zip(times, kept["name"].tolist(), kept["value"].tolist(), sms, strict=True):
+        on_sm = sm is not None and not (isinstance(sm, float) and math.isnan(sm))
+        key = _ThreadKey(int(sm) if on_sm else _CHIP, -1, _COUNTERS_RANK, 0, "counters")
+        out.append((key, {"ph": "C", "name": str(name), "ts": t, "args": {"value": float(value)}}))
+    return out
+
+
+def _counter_threads(placed: list[tuple[_ThreadKey, Event]], known: set[_ThreadKey]) -> list[tuple[_ThreadKey, Event]]:
+    """Move counters onto a thread that exists already (the first of their CTA, else of their
+    SM): Perfetto files a counter under the process of its tid, and a thread made only for
+    counters would show as an empty track. Where there is none, a ``counters`` thread stays."""
+    first: dict[tuple[int, int], _ThreadKey] = {}
+    for key in sorted(known):
+        first.setdefault((key.sm, key.cta), key)
+        first.setdefault((key.sm, -1), key)
+    return [(first.get((key.sm, key.cta), key), event) for key, event in placed]
+
+
+# ---------------------------------------------------------------------------------------------
+# The trace
+# ---------------------------------------------------------------------------------------------
+
+_PHASE_ORDER = {"X": 1, "i": 2, "I": 2, "C": 3}
+
+
+def _order(event: Event) -> tuple[int, float, int]:
+    """Metadata first, then by time; at one time, flow sources before everything else, since
+    Perfetto drops a flow whose destination it reads before its source."""
+    if event["ph"] == "M":
+        return (0, 0.0, 0)
+    rank = 0 if event.get("flow_out") else _PHASE_ORDER.get(event["ph"], 4)
+    return (1, event["ts"], rank)
+
+
+def chrome_trace(spans: pd.DataFrame, events: pd.DataFrame, *, stats: Mapping[str, Any] | None = None,
+                 scenario: Mapping[str, Any] | None = None, counters: pd.DataFrame | None = None) -> dict[str, Any]:
+    """The timeline as a Chrome trace (a JSON-able dict); see the module docstring for the layout.
+
+    ``spans`` and ``events`` are :attr:`Result.spans` and :attr:`Result.events`; ``stats`` and
+    ``scenario`` (the summary and ``Scenario.to_dict()``) go into ``metadata`` so that a trace
+    says what produced it; ``counters`` (time_ps, name, value[, sm]) adds one counter track per
+    name, e.g. bandwidth per link.
+    """
+    slices = _slices(spans)
+    flows = _link_flows(slices)
+    placed = [(s.key, s.event) for s in slices] + _instants(events)
+    known = {key for key, _ in placed}
+    placed += _counter_threads(_slot_counters(spans) + _external_counters(counters), known)
+    ids = _assign_ids(key for key, _ in placed)
+    trace_events = _metadata_events(ids)
+    for key, event in placed:
+        event["pid"], event["tid"] = ids[key]
+        trace_events.append(event)
+    trace_events.sort(key=_order)
+    return {
+        "traceEvents": trace_events,
+        "displayTimeUnit": "ns",
+        "metadata": _metadata(stats, scenario, flows),
+    }
+
+
+def _metadata(stats: Mapping[str, Any] | None, scenario: Mapping[str, Any] | None, flows: int) -> dict[str, Any]:
+    from tmasim import __version__
+
+    return {
+        "generator": f"tmasim {__version__}",
+        "time": "ts and dur in µs (float); exact integer picoseconds in args start_ps/end_ps",
+        "flows": f"{flows} copy landing -> consumer compute (v2: bind_id, flow_out/flow_in)",
+        "scenario": _plain(dict(scenario)) if scenario is not None else None,
+        "stats": _plain(dict(stats)) if stats is not None else None,
+    }
+
+
+def _plain(value: Any) -> Any:
+    """Plain JSON values: numpy scalars unwrapped, NaN and infinities as null, others as text."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def write_chrome_trace(result: Result, path: str | Path, *, counters: pd.DataFrame | None = None) -> Path:
+    """Write a run's trace as JSON (gzip-compressed when ``path`` ends in ``.gz``); returns the path."""
+    from tmasim.errors import TmasimError
+
+    if result.recorder is None:
+        raise TmasimError("no timeline to trace: the run kept no records (run.records = false)")
+    trace = chrome_trace(result.spans, result.events, stats=result.stats, scenario=result.scenario.to_dict(),
+                         counters=counters)
+    text = json.dumps(trace, separators=(",", ":"), allow_nan=False)
+    path = Path(path)
+    if path.name.endswith(".gz"):
+        with gzip.open(path, "wt", encoding="utf-8") as stream:
+            stream.write(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation
+# ---------------------------------------------------------------------------------------------
+
+_KNOWN_PHASES = frozenset("BEXiICMsftbenPOND")
+_METADATA_NAMES = frozenset({"process_name", "thread_name", "process_sort_index", "thread_sort_index",
+                             "process_labels"})
+
+
+def validate(trace: Mapping[str, Any]) -> list[str]:
+    """What in ``trace`` breaks the trace event format's rules, or would be dropped or misdrawn
+    by Perfetto's importer: one line per problem, none for a sound trace."""
+    problems = _check_top(trace)
+    events = trace.get("traceEvents")
+    if not isinstance(events, list):
+        return problems
+    checks: list[Callable[[list[Event]], list[str]]] = [
+        _check_fields, _check_names, _check_begin_end, _check_flows_v1, _check_flows_v2, _check_nesting]
+    for check in checks:
+        problems += check(events)
+    return problems
+
+
+def _check_top(trace: Mapping[str, Any]) -> list[str]:
+    problems = []
+    if not isinstance(trace.get("traceEvents"), list):
+        problems.append("traceEvents is missing or not a list")
+    unit = trace.get("displayTimeUnit", "ms")
+    if unit not in ("ms", "ns"):
+        problems.append(f"displayTimeUnit {unit!r} is neither 'ms' nor 'ns'")
+    try:
+        json.dumps(trace, allow_nan=False)
+    except (TypeError, ValueError) as err:
+        problems.append(f"not plain JSON: {err}")
+    return problems
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_fields(events: list[Event]) -> list[str]:
+    """Per event: a known phase, ids, a time, and what its phase requires."""
+    problems = []
+    for n, e in enumerate(events):
+        ph = e.get("ph")
+        where = f"event {n} ({ph} {e.get('name')!r})"
+        if ph not in _KNOWN_PHASES:
+            problems.append(f"{where}: unknown phase")
+            continue
+        for field in ("pid", "tid"):
+            if not isinstance(e.get(field), int) or e[field] <= 0:
+                problems.append(f"{where}: {field} must be a positive integer (Perfetto reserves 0)")
+        if ph != "M" and not (_is_number(e.get("ts")) and e["ts"] >= 0):
+            problems.append(f"{where}: ts must be a non-negative number of µs")
+        problems += [f"{where}: {p}" for p in _phase_rules(ph, e)]
+    return problems
+
+
+def _phase_rules(ph: str, e: Event) -> list[str]:
+    if ph == "X" and not (_is_number(e.get("dur")) and e["dur"] >= 0):
+        return ["a complete event needs a non-negative dur"]
+    if ph in "iI" and e.get("s") not in ("t", "p", "g"):
+        return ["an instant event needs a scope s of 't', 'p' or 'g'"]
+    if ph == "C":
+        args = e.get("args")
+        if not isinstance(args, dict) or not args or not all(_is_number(v) for v in args.values()):
+            return ["a counter needs args with numeric values"]
+    if ph == "M":
+        if e.get("name") not in _METADATA_NAMES:
+            return [f"unknown metadata name {e.get('name')!r}"]
+        if e["name"].endswith("_name") and not isinstance((e.get("args") or {}).get("name"), str):
+            return ["a name metadata event needs args.name"]
+    return []
+
+
+def _check_names(events: list[Event]) -> list[str]:
+    """Every pid and (pid, tid) used is named, and a tid belongs to one process only."""
+    named_pids = {e.get("pid") for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
+    named_tids = {(e.get("pid"), e.get("tid")) for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    used = {(e.get("pid"), e.get("tid")) for e in events if e.get("ph") != "M"}
+    problems = [f"pid {pid} has no process_name" for pid in sorted({p for p, _ in used} - named_pids, key=str)]
+    problems += [f"pid {pid} tid {tid} has no thread_name" for pid, tid in sorted(used - named_tids, key=str)]
+    owners: dict[Any, set[Any]] = defaultdict(set)
+    for pid, tid in used | named_tids:
+        owners[tid].add(pid)
+    problems += [f"tid {tid} is used in several processes {sorted(p, key=str)} (Perfetto names threads by tid)"
+                 for tid, p in owners.items() if len(p) > 1]
+    return problems
+
+
+def _timed(events: list[Event], phases: tuple[str, ...]) -> list[Event]:
+    """Events of these phases that have a usable ts, in time order (the rest are reported by
+    :func:`_check_fields`)."""
+    return sorted((e for e in events if e.get("ph") in phases and _is_number(e.get("ts"))), key=lambda e: e["ts"])
+
+
+def _check_begin_end(events: list[Event]) -> list[str]:
+    """Every B has an E on the same thread, in time order, properly nested."""
+    problems = []
+    open_: dict[tuple[Any, Any], list[Event]] = defaultdict(list)
+    for e in _timed(events, ("B", "E")):
+        stack = open_[(e.get("pid"), e.get("tid"))]
+        if e["ph"] == "B":
+            stack.append(e)
+        elif not stack:
+            problems.append(f"E {e.get('name')!r} at {e['ts']} µs has no B")
+        else:
+            begin = stack.pop()
+            if e.get("name") not in (None, begin.get("name")):
+                problems.append(f"E {e.get('name')!r} closes B {begin.get('name')!r}")
+    problems += [f"B {b.get('name')!r} at {b['ts']} µs has no E" for stack in open_.values() for b in stack]
+    return problems
+
+
+def _check_flows_v1(events: list[Event]) -> list[str]:
+    """Each s has an f with the same cat and id, not before it."""
+    starts: dict[tuple[Any, Any], Event] = {}
+    problems = []
+    for e in _timed(events, ("s", "t", "f")):
+        key = (e.get("cat"), e.get("id"))
+        if e["ph"] == "s":
+            if key in starts:
+                problems.append(f"flow {key} starts twice")
+            starts[key] = e
+        elif key not in starts:
+            problems.append(f"flow {key}: {e['ph']} without a start")
+        elif e["ph"] == "f":
+            del starts[key]
+    problems += [f"flow {key} starts at {e['ts']} µs and never finishes" for key, e in starts.items()]
+    return problems
+
+
+def _check_flows_v2(events: list[Event]) -> list[str]:
+    """Each bind_id has one source slice and at least one destination, which does not start
+    before the source does (Perfetto reads in time order and drops an unmatched destination)."""
+    sources: dict[Any, list[Event]] = defaultdict(list)
+    sinks: dict[Any, list[Event]] = defaultdict(list)
+    problems = []
+    for e in events:
+        if "bind_id" not in e or not _is_number(e.get("ts")):
+            continue
+        if e.get("ph") not in ("X", "B"):
+            problems.append(f"bind_id {e['bind_id']} on a {e.get('ph')} event (only slices bind flows)")
+        if e.get("flow_out"):
+            sources[e["bind_id"]].append(e)
+        if e.get("flow_in"):
+            sinks[e["bind_id"]].append(e)
+        if not (e.get("flow_out") or e.get("flow_in")):
+            problems.append(f"bind_id {e['bind_id']} without flow_in or flow_out")
+    for bind_id in sources.keys() | sinks.keys():
+        out, into = sources.get(bind_id, []), sinks.get(bind_id, [])
+        if len(out) != 1:
+            problems.append(f"flow {bind_id} has {len(out)} sources")
+        if not into:
+            problems.append(f"flow {bind_id} has no destination")
+        if len(out) == 1:
+            problems += [f"flow {bind_id}: destination at {d['ts']} µs starts before its source at {out[0]['ts']} µs"
+                         for d in into if d["ts"] < out[0]["ts"]]
+    return problems
+
+
+def _check_nesting(events: list[Event]) -> list[str]:
+    """Complete events of one thread nest or are disjoint, in µs and as Perfetto reads them in
+    ns (each of ts and dur rounded, or truncated by older releases): a partial overlap is dropped."""
+    by_thread: dict[tuple[Any, Any], list[Event]] = defaultdict(list)
+    for e in events:
+        if e.get("ph") == "X" and _is_number(e.get("ts")) and _is_number(e.get("dur")):
+            by_thread[(e.get("pid"), e.get("tid"))].append(e)
+    problems = []
+    for (pid, tid), items in by_thread.items():
+        ts = np.array([e["ts"] for e in items])
+        dur = np.array([e["dur"] for e in items])
+        models = {"µs": (ts, ts + dur)}
+        for label, to_ns in (("ns, rounded", _round_ns), ("ns, truncated", _trunc_ns)):
+            start = to_ns(ts)
+            models[label] = (start, start + to_ns(dur))
+        for label, (start, end) in models.items():
+            bad = _first_partial_overlap(start.tolist(), end.tolist())
+            if bad is not None:
+                a, b = items[bad[0]], items[bad[1]]
+                problems.append(f"pid {pid} tid {tid}: {a.get('name')!r} and {b.get('name')!r} overlap "
+                                f"without nesting ({label})")
+    return problems
+
+
+def _first_partial_overlap(start: list[float], end: list[float]) -> tuple[int, int] | None:
+    """The first pair of intervals that overlap without one containing the other, if any."""
+    order = sorted(range(len(start)), key=lambda i: (start[i], -end[i]))
+    stack: list[int] = []
+    for i in order:
+        while stack and end[stack[-1]] <= start[i]:
+            stack.pop()
+        if stack and end[i] > end[stack[-1]]:
+            return stack[-1], i
+        stack.append(i)
+    return None
