@@ -154,3 +154,21 @@ def test_gpu_can_be_set_by_name_or_path(tmp_path):
     preset = tmp_path / "mine.toml"
     preset.write_text((REPO / "tmasim" / "presets" / "h100-sxm.toml").read_text().replace('"h100-sxm"', '"mine"'))
     assert json.loads(tmasim("run", "--json", "--set", f"gpu={preset}").stdout)["gpu"] == "mine"
+
+
+def test_trace_writes_a_valid_chrome_trace(tmp_path):
+    from tmasim.trace import validate
+
+    path = tmp_path / "reference.json"
+    proc = tmasim("run", "--trace", str(path))
+    assert proc.returncode == 0, proc.stderr
+    trace = json.loads(path.read_text())
+    assert validate(trace) == []
+    computes = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e["name"].startswith("compute")]
+    assert max(e["ts"] + e["dur"] for e in computes) == pytest.approx(23.0)
+
+
+def test_trace_without_records_is_refused_before_anything_is_written(tmp_path):
+    proc = tmasim("run", "gemm-h100", "--trace", str(tmp_path / "t.json"), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2 and "run.records = false" in proc.stderr
+    assert not (tmp_path / "t.json").exists() and not (tmp_path / "out").exists()

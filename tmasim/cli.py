@@ -48,6 +48,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="override a field; VALUE is read as TOML (3, \"3 us\", [1, 2]) or else as a plain string")
     run.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     run.add_argument("--out", type=Path, help="write summary, spans, events (CSV) and a Gantt chart (PNG) here")
+    run.add_argument("--trace", type=Path, metavar="FILE.json",
+                     help="write the timeline as a Chrome trace for ui.perfetto.dev or chrome://tracing "
+                          "(gzip-compressed if FILE ends in .gz)")
     run.set_defaults(handler=_run)
 
     scenarios = sub.add_parser("scenarios", help="list the bundled scenarios")
@@ -70,7 +73,10 @@ def _run(args: argparse.Namespace) -> int:
     scenario = scenarios.load(args.scenario, args.overrides)
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise TmasimError(f"--out: {str(args.out)!r} exists and is not a directory")
-    result = simulate(scenario, record_bandwidth=args.out is not None)
+    if args.trace is not None and not scenario.run.records:
+        raise TmasimError("--trace: this scenario keeps no per-event records (run.records = false); "
+                          "add --set run.records=true")
+    result = simulate(scenario, record_bandwidth=args.out is not None or args.trace is not None)
     if args.json:
         print(result.to_json())
     else:
@@ -79,7 +85,21 @@ def _run(args: argparse.Namespace) -> int:
         _warn_races(result)
     if args.out is not None:
         _write_outputs(result, args.out)
+    if args.trace is not None:
+        _write_trace(result, args.trace)
     return 0
+
+
+def _write_trace(result: Any, path: Path) -> None:
+    from tmasim.trace import write_chrome_trace
+
+    bandwidth = result.bandwidth
+    counters = bandwidth.assign(name=bandwidth["link"] + " GB/s", value=bandwidth["gbytes_per_s"])[
+        ["time_ps", "name", "value"]] if len(bandwidth) else None
+    try:
+        print(f"wrote {write_chrome_trace(result, path, counters=counters)}", file=sys.stderr)
+    except OSError as err:
+        raise TmasimError(f"--trace: cannot write {str(path)!r}: {err.strerror}") from None
 
 
 def _write_outputs(result: Any, out: Path) -> None:
