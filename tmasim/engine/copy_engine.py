@@ -49,9 +49,9 @@ class Routes:
 
 class CopyEngine:
     __slots__ = ("env", "name", "sm", "issue", "recorder", "routes", "multiplicity", "max_copies", "max_bytes",
-                 "_accept_free", "_transfer_free", "_route_cache", "_pending", "_ready", "_wake_at", "in_flight",
-                 "bytes_in_flight", "_transferring", "_busy_since", "busy_ps", "bytes", "memory_bytes", "hbm_bytes",
-                 "copies", "store_bytes")
+                 "_accept_free", "_transfer_free", "_route_cache", "_pending", "_ready", "_wake_at", "_requests",
+                 "in_flight", "bytes_in_flight", "_transferring", "_busy_since", "busy_ps", "bytes", "memory_bytes",
+                 "hbm_bytes", "copies", "store_bytes")
 
     def __init__(self, env: simpy.Environment, name: str, sm: int, issue: int, recorder: Recorder | None, *,
                  routes: Routes | None = None, multiplicity: int = 1, max_copies: int = 0,
@@ -72,6 +72,7 @@ class CopyEngine:
         # Flow copies by the time their latency ends: (ready, sequence, copy, target, cta, tile, stage).
         self._ready: list[tuple[float, int, Copy, Target, int, int, int]] = []
         self._wake_at = math.inf
+        self._requests = 0
         self.in_flight = 0
         self.bytes_in_flight = 0
         self._transferring = 0
@@ -118,7 +119,8 @@ class CopyEngine:
         if copy.busy >= 0:
             self._serial(copy, done, ready, cta, tile, stage)
         else:
-            heapq.heappush(self._ready, (ready, self.copies + self.in_flight, copy, done, cta, tile, stage))
+            self._requests += 1  # a unique, increasing tie-breaker: equal ready times keep issue order
+            heapq.heappush(self._ready, (ready, self._requests, copy, done, cta, tile, stage))
             self._pump()
 
     def _serial(self, copy: Copy, done: Target, ready: float, cta: int, tile: int,
