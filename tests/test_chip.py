@@ -77,6 +77,7 @@ def test_summary_reports_residency_and_waves():
     {"m": 2048, "n": 2048, "k": 512, "tile": (128, 128, 64)},                      # 256 tiles: 2 classes
     {"m": 2048, "n": 1536, "k": 256, "tile": (128, 128, 64), "launch": "grid"},     # waves, grid launch
     {"m": 1000, "n": 1000, "k": 1000, "tile": (128, 128, 64)},                      # edge tiles
+    {"m": 1024, "n": 1024, "k": 96, "tile": (128, 64, 32), "launch": "grid"},       # 2 waves, 1 SM class
 ])
 def test_aggregated_gemm_agrees_with_simulating_every_sm(case):
     full = gemm(aggregate=False, **case).stats
@@ -85,6 +86,16 @@ def test_aggregated_gemm_agrees_with_simulating_every_sm(case):
     assert agg["makespan_ps"] == pytest.approx(full["makespan_ps"], rel=1e-9, abs=2)
     for key in ("memory_bytes", "hbm_bytes", "bytes", "achieved_flops_per_s"):
         assert agg[key] == pytest.approx(full[key], rel=1e-9)
+
+
+def test_a_grid_whose_early_waves_differ_is_not_aggregated():
+    """Edge tiles before the last wave finish earlier, and the block scheduler hands their SMs
+    the next CTA first: round robin no longer holds, so every SM is simulated."""
+    case = {"m": 1203, "n": 1379, "k": 83, "tile": (128, 64, 32), "launch": "grid", "ctas_per_sm": 1, "raster": "row"}
+    agg = gemm(aggregate=True, **case).stats
+    full = gemm(aggregate=False, **case).stats
+    assert agg["sm_classes"] == agg["sms_used"] == 132
+    assert agg["makespan_ps"] == full["makespan_ps"]
 
 
 def test_aggregated_stream_agrees_with_simulating_every_sm():
@@ -209,3 +220,29 @@ def test_a_gemm_box_over_256_elements_is_refused():
 def test_the_canonical_gemm_scenario_loads_with_its_residency():
     s = load("gemm-h100")
     assert (s.workload.m, s.workload.tile, s.pipeline.stages, s.gpu.name) == (8192, (128, 256, 64), 4, "h100-sxm")
+
+
+# --- properties over random small GEMMs --------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+small_gemms = st.fixed_dictionaries({
+    "m": st.integers(64, 1536), "n": st.integers(64, 1536), "k": st.integers(32, 512),
+    "tile": st.sampled_from([(64, 64, 64), (128, 64, 32), (64, 128, 64), (128, 128, 64)]),
+    "stages": st.integers(2, 4),
+    "launch": st.sampled_from(["persistent", "grid"]),
+    "raster": st.sampled_from(["row", "column", "grouped"]),
+})
+
+
+@settings(max_examples=12, deadline=None)
+@given(small_gemms)
+def test_random_gemms_aggregate_exactly_conserve_flops_and_respect_bounds(case):
+    full = gemm(aggregate=False, ctas_per_sm=1, **case).stats
+    agg = gemm(aggregate=True, ctas_per_sm=1, **case).stats
+    assert agg["makespan_ps"] == pytest.approx(full["makespan_ps"], abs=2)
+    assert agg["memory_bytes"] == full["memory_bytes"]
+    m, n, k = case["m"], case["n"], case["k"]
+    assert full["achieved_flops_per_s"] * full["makespan_ps"] / 1e12 == pytest.approx(2 * m * n * k, rel=1e-9)
+    assert full["makespan_ns"] >= full["bound_ns"] * (1 - 1e-9)

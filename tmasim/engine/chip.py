@@ -8,7 +8,10 @@ unlaunched CTA as soon as one of its CTAs exits, so the grid runs in waves.
 Aggregation: SMs that run identical work under fair sharing stay identical, so one
 representative per class of identical SMs, weighing the class's size on the shared links,
 gives the same times as simulating them all (DESIGN.md §4). Classes come from the static
-round-robin assignment; under symmetry the dynamic scheduler makes the same choices.
+round-robin assignment. A persistent plan has no other; a grid plan's block scheduler hands
+out CTAs as SMs free up, which matches round robin only if every SM frees up at the same
+time: so a grid plan is aggregated only when every CTA before the last wave does the same
+work, and otherwise every SM is simulated (exact, slower).
 """
 
 from __future__ import annotations
@@ -65,7 +68,8 @@ class Chip:
             self.l2 = self.fabric.add_link("L2", gpu.l2_bandwidth)
             self.hbm = self.fabric.add_link("HBM", gpu.hbm_bandwidth)
         assignment = _round_robin(plan)
-        classes = _classes(assignment) if aggregate else [[s] for s in range(plan.sms)]
+        exact = plan.persistent or _uniform_before_last_wave(plan)
+        classes = _classes(assignment) if aggregate and exact else [[s] for s in range(plan.sms)]
         self.sms = [self._make_sm(members[0], len(members), assignment[members[0]]) for members in classes]
         self.aggregated = len(self.sms) < plan.sms
         shared: deque[tuple[int, Program]] = deque(enumerate(plan.programs))
@@ -113,6 +117,14 @@ def _round_robin(plan: Plan) -> list[list[tuple[int, Program]]]:
     for g, program in enumerate(plan.programs):
         per_sm[g % plan.sms].append((g, program))
     return per_sm
+
+
+def _uniform_before_last_wave(plan: Plan) -> bool:
+    """Whether every CTA launched before the grid's last wave does the same work."""
+    slots = plan.sms * plan.ctas_per_sm
+    full_waves = (len(plan.programs) - 1) // slots  # waves before the last (partial or full) one
+    head = plan.programs[: full_waves * slots]
+    return len({_signature(program) for program in head}) <= 1
 
 
 def _classes(assignment: list[list[tuple[int, Program]]]) -> list[list[int]]:
