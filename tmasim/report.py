@@ -285,7 +285,8 @@ def summary_rows(stats: Mapping[str, Any], *, every: bool = False) -> list[tuple
 
 
 def summary_table_html(rows: Sequence[tuple[str, str]]) -> str:
-    body = "".join(f"<tr><th scope=\"row\">{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
+    body = "".join(f"<tr><th scope=\"row\">{html.escape(k, quote=False)}</th><td>{html.escape(v, quote=False)}</td>"
+                   "</tr>" for k, v in rows)
     return f"<table class=\"summary\"><tbody>{body}</tbody></table>"
 
 
@@ -327,7 +328,9 @@ def render(page: Page) -> str:
     """index.html: one file, no external resources (images inline as base64 PNG)."""
     from tmasim import __version__
 
-    e = html.escape
+    def e(text: str) -> str:
+        return html.escape(text, quote=False)
+
     sections: dict[str, list[str]] = {}
     for section, caption, png in page.figures:
         sections.setdefault(section, []).append(_figure_html(caption, png))
@@ -344,7 +347,8 @@ def render(page: Page) -> str:
 <p>Every figure of the run: <a href="summary.csv">summary.csv</a>.</p></section>
 {figures}
 <section><h2>Data</h2><p>The table the figures came from (every column in
-<a href="{e(page.table_file)}">{e(page.table_file)}</a>):</p><div class="scroll">{page.table_html}</div></section>
+<a href="{html.escape(page.table_file)}">{e(page.table_file)}</a>):</p>
+<div class="scroll">{page.table_html}</div></section>
 <footer>Made by tmasim {e(__version__)}: <code>{e(page.command)}</code></footer>
 </main></body></html>
 """
