@@ -113,7 +113,12 @@ def row_label(row: pd.Series, fields: Sequence[str]) -> str:
     """A configuration in words: ``stages 3, tile 128×256×64``; a run's scenario otherwise."""
     if not fields:
         return f"{row.get('scenario', 'run')}, {value_text(row.get('stages', '?'))} stages"
-    return ", ".join(_ROW_LABELS.get(f, f"{field_label(f)} {{}}").format(value_text(row[f])) for f in fields)
+    return ", ".join(_one_field(f, row[f]) for f in fields)
+
+
+def _one_field(field: str, value: Any) -> str:
+    text = _ROW_LABELS.get(field, f"{field_label(field)} {{}}").format(value_text(value))
+    return text[:-1] if text.startswith("1 ") and text.endswith("s") else text  # "1 stage", "2 stages"
 
 
 def _numeric(values: pd.Series) -> bool:

@@ -97,7 +97,7 @@ def _bars(ax: Axes, frame: pd.DataFrame, y: float, height: float, color: str, sc
         return
     for (x, w), tile in zip(xs, frame["tile"], strict=True):
         if w > labels:
-            ax.text(x + w / 2, y, str(tile), ha="center", va="center", fontsize=8, color="white", clip_on=True)
+            ax.text(x + w / 2, y, str(tile), ha="center", va="center", fontsize=9, color="white", clip_on=True)
 
 
 def _cta_gantt(spans: pd.DataFrame, events: pd.DataFrame, title: str,
@@ -148,7 +148,7 @@ def _cta_gantt(spans: pd.DataFrame, events: pd.DataFrame, title: str,
         if (spans["kind"] == "epilogue").any():
             legend.append(Patch(color=COLORS["epilogue"], label="epilogue / TMA store"))
         ax.legend(handles=legend, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / len(rows)),
-                  ncols=min(len(legend), 4), fontsize=8, frameon=False)
+                  ncols=min(len(legend), 4), fontsize=9.5, frameon=False)
     return fig
 
 
