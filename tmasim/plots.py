@@ -26,9 +26,11 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["COLORS", "SERIES", "STYLE", "bandwidth", "first_tiles_window", "gantt", "heatmap", "save",
-           "slot_occupancy", "stage_sweep", "stall_breakdown", "styled", "time_unit"]
+           "slot_occupancy", "stage_sweep", "stall_breakdown", "styled", "suggested_tiles", "time_unit"]
 
-_DENSE = 150  # more bars than this in a row: no white separators, no tile numbers
+_DENSE = 150  # more bars than this in a row: no white separators
+_LABELLED = 32  # tile numbers on the bars only when this few tiles are in view
+_MAX_FLIPS = 300  # more phase flips than this in a CTA's row merge into a black line: left out
 
 
 # --------------------------------------------------------------------------------------- Gantt
@@ -80,6 +82,16 @@ def first_tiles_window(spans: pd.DataFrame, tiles: int) -> tuple[float, float]:
     return 0.0, max(ends)
 
 
+def suggested_tiles(spans: pd.DataFrame, over: int = 48, show: int = 16) -> int | None:
+    """``show`` when some CTA computes more than ``over`` tiles (a whole-run chart would be a
+    smear; pass it as ``gantt(..., tiles=...)``), else None: the whole run reads fine."""
+    compute = spans[spans["kind"] == "compute"]
+    if compute.empty:
+        return None
+    most = int(compute.groupby(["sm", "cta"])["tile"].nunique().max())
+    return show if most > over else None
+
+
 def _in_window(frame: pd.DataFrame, lo: float, hi: float) -> pd.DataFrame:
     """Rows that overlap [lo, hi]: drawing 40,000 spans to show 100 is slow and pointless."""
     return frame[(frame["end_ps"] >= lo) & (frame["start_ps"] <= hi)]
@@ -116,7 +128,7 @@ def _cta_gantt(spans: pd.DataFrame, events: pd.DataFrame, title: str,
     dense = (one["kind"] == "compute").sum() > _DENSE / 2
     with styled() as plt:
         fig, ax = plt.subplots(figsize=(11, 1.2 + 0.5 * len(rows)), layout="constrained")
-        label = (hi - lo) / scale / 60
+        label = (hi - lo) / scale / 60 if (one["kind"] == "compute").sum() <= _LABELLED else None
         kind, lane = one["kind"], one["lane"]
         _bars(ax, one[(lane == "tma") & (kind == "transfer")], 0, 0.76, COLORS["transfer"], scale, labels=label,
               dense=dense)
@@ -186,12 +198,15 @@ def _chip_gantt(spans: pd.DataFrame, events: pd.DataFrame, title: str, window: t
     lo, hi = window if window is not None else (0.0, float(spans["end_ps"].max()) if len(spans) else 1.0)
     scale, unit = time_unit(hi - lo)
     view = _in_window(spans, lo, hi)
+    flips = events[events["time_ps"].between(lo, hi)] if not events.empty else events
+    if not flips.empty and flips[flips["kind"] == "flip_full"].groupby(["sm", "cta"]).size().max() > _MAX_FLIPS:
+        flips = flips[flips["kind"] == "race"]  # too many to tell apart: zoom in to see them
     with styled() as plt:
         fig, ax = plt.subplots(figsize=(12, 1.9 + 0.62 * len(shown)), layout="constrained")
         for row, (sm, cta) in enumerate(shown):
             part = view[(view["sm"] == sm) & (view["cta"] == cta)]
             _cta_row(ax, part, row, scale)
-            _cta_flips(ax, events, sm, cta, row, scale, lo, hi)
+            _cta_flips(ax, flips, sm, cta, row, scale)
         for row in range(1, len(shown)):  # solid between SMs, dotted between CTAs of one SM
             same_sm = shown[row][0] == shown[row - 1][0]
             ax.axhline(row - 0.5, color="#999999" if not same_sm else "#CCCCCC", linewidth=1.0 if not same_sm else 0.6,
@@ -204,7 +219,7 @@ def _chip_gantt(spans: pd.DataFrame, events: pd.DataFrame, title: str, window: t
         ax.grid(axis="x", alpha=0.3)
         more = f"first {len(shown)} of {len(keys)} CTAs" if len(shown) < len(keys) else ""
         ax.set_title("\n".join(t for t in (title, more) if t))
-        ax.legend(handles=_chip_legend(spans, events), loc="upper center", bbox_to_anchor=(0.5, -0.09 - 0.5 / (
+        ax.legend(handles=_chip_legend(spans, flips), loc="upper center", bbox_to_anchor=(0.5, -0.09 - 0.5 / (
             len(shown) + 2)), ncols=4, fontsize=9, frameon=False)
     return fig
 
@@ -224,13 +239,12 @@ def _cta_row(ax: Axes, part: pd.DataFrame, row: int, scale: float) -> None:
               alpha=alpha)
 
 
-def _cta_flips(ax: Axes, events: pd.DataFrame, sm: int, cta: int, row: int, scale: float, lo: float,
-               hi: float) -> None:
+def _cta_flips(ax: Axes, events: pd.DataFrame, sm: int, cta: int, row: int, scale: float) -> None:
     """Full-barrier flips above the copies band (data landed), empty-barrier flips under the
-    compute band (slot released), races as red crosses on the compute band."""
+    waits (slot released), races as red crosses on the compute band."""
     if events.empty:
         return
-    mine = events[(events["sm"] == sm) & (events["cta"] == cta) & events["time_ps"].between(lo, hi)]
+    mine = events[(events["sm"] == sm) & (events["cta"] == cta)]
     full = mine[mine["kind"] == "flip_full"]["time_ps"] / scale
     empty = mine[mine["kind"] == "flip_empty"]["time_ps"] / scale
     races = mine[mine["kind"] == "race"]["time_ps"] / scale
@@ -238,7 +252,8 @@ def _cta_flips(ax: Axes, events: pd.DataFrame, sm: int, cta: int, row: int, scal
     ax.plot(full, [row - 0.43] * len(full), "v", color=COLORS["flip"], markersize=size, linestyle="none")
     ax.plot(empty, [row + 0.40] * len(empty), "^", color=COLORS["flip"], markersize=size * 0.8, linestyle="none",
             markerfacecolor="white", markeredgewidth=0.6)
-    ax.plot(races, [row] * len(races), "x", color=COLORS["race"], markersize=8, markeredgewidth=2, linestyle="none")
+    ax.plot(races, [row] * len(races), "x", color=COLORS["race"], markersize=8, markeredgewidth=2, linestyle="none",
+            clip_on=False)
 
 
 def _band_key(ax: Axes, rows: int) -> None:
@@ -261,13 +276,13 @@ def _chip_legend(spans: pd.DataFrame, events: pd.DataFrame) -> list[Any]:
                           Patch(color=COLORS["wait_empty"], label="producer waits: empty barrier")]
     if spans["kind"].isin(["epilogue", "store"]).any():
         handles.append(Patch(color=COLORS["epilogue"], label="epilogue / TMA store"))
-    if not events.empty:
+    if events["kind"].str.startswith("flip").any():
         handles += [Line2D([], [], marker="v", linestyle="none", color=COLORS["flip"], label="full barrier flips"),
                     Line2D([], [], marker="^", linestyle="none", color=COLORS["flip"], markerfacecolor="white",
                            label="empty barrier flips")]
-        if (events["kind"] == "race").any():
-            handles.append(Line2D([], [], marker="x", linestyle="none", color=COLORS["race"], markeredgewidth=2,
-                                  label="race: read before data landed"))
+    if (events["kind"] == "race").any():
+        handles.append(Line2D([], [], marker="x", linestyle="none", color=COLORS["race"], markeredgewidth=2,
+                              label="race: read before data landed"))
     return handles
 
 

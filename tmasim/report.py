@@ -26,8 +26,6 @@ if TYPE_CHECKING:
 
     from tmasim.results import Result
 
-ZOOM_OVER = 48  # a CTA with more tiles than this gets a zoomed Gantt chart ...
-ZOOM_TILES = 16  # ... showing its first tiles
 KEY_FIGURES = ("makespan_ns", "serial_ns", "closed_form_ns", "bound_ns", "interval_bound_ns", "binding",
                "littles_law_bytes_per_s", "littles_law_binding", "achieved_flops_per_s", "achieved_bytes_per_s",
                "efficiency", "consumer_wait_full_ns", "producer_wait_empty_ns", "copy_utilization",
@@ -227,7 +225,7 @@ def _timeline_figures(result: Result, out: Path, first_tiles: int | None) -> lis
 
     spans, events = result.spans, result.events
     per_cta = int(spans[spans["kind"] == "compute"].groupby(["sm", "cta"])["tile"].nunique().max() or 0)
-    tiles = first_tiles if first_tiles is not None else (ZOOM_TILES if per_cta > ZOOM_OVER else None)
+    tiles = first_tiles if first_tiles is not None else plots.suggested_tiles(spans)
     zoom = f" (zoomed to the first {tiles} tiles of each CTA; the run has {per_cta})" if tiles else ""
     stats = result.stats
     title = f"{stats['scenario']}: {_t(stats['makespan_ns'])} with {stats['stages']} stage(s) on {stats['gpu']}"
