@@ -236,6 +236,11 @@ def test_chip_gantt_has_a_row_per_cta_and_says_what_it_left_out(chip):
     assert len(bars) >= 4 * 3  # copies, compute and waits in every row
 
 
+def test_suggested_tiles_zooms_only_long_runs(reference, chip):
+    assert plots.suggested_tiles(reference.spans) is None and plots.suggested_tiles(chip.spans) is None
+    assert plots.suggested_tiles(simulate(load("jitter")).spans) == 16  # 64 tiles in one CTA
+
+
 def test_chip_gantt_window_zooms(chip):
     ax = plots.gantt(chip.spans, chip.events, window=(0, 2 * US)).axes[0]
     assert ax.get_xlim() == pytest.approx((0, 2.02))

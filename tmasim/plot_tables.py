@@ -433,7 +433,8 @@ def decompose(row: pd.Series) -> dict[str, float]:
     cuts = [0.0]
     for value in (mean_compute, float(floor), bound_ns, total):
         cuts.append(min(max(value, cuts[-1]), total))
-    binding = _BINDING_PART.get(str(row.get("littles_law_binding") or row.get("binding")), "latency")
+    named = [row.get(c) for c in ("littles_law_binding", "binding") if not _missing(row.get(c))]
+    binding = _BINDING_PART.get(str(named[0]) if named else "", "latency")
     parts = {"compute": cuts[1] - cuts[0], "tail": cuts[2] - cuts[1], binding: cuts[3] - cuts[2],
              "waits": cuts[4] - cuts[3]}
     if binding == "compute":  # the bound is the compute floor: nothing between them
