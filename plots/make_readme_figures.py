@@ -1,14 +1,27 @@
-"""Regenerate the README's figures into plots/:  python plots/make_readme_figures.py"""
+"""Regenerate the README's figures into plots/, in about 20 seconds:
+
+    python plots/make_readme_figures.py            # with tmasim installed (pip install -e .)
+    PYTHONPATH=. python plots/make_readme_figures.py   # from a checkout, without installing
+
+Each figure comes from a bundled scenario, shrunk where needed so the whole script stays under
+a minute; the titles say what ran. Look at every PNG after changing a figure function.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from tmasim import plots
 from tmasim.scenario import load
 from tmasim.simulation import simulate
+from tmasim.sweep import run_sweep
 
 HERE = Path(__file__).resolve().parent
+# A chip small enough to draw CTA by CTA: 4096 x 4096 x 512 in 128 x 128 x 64 tiles, 3 stages,
+# so two CTAs share each SM; every SM simulated on its own (no aggregation into classes).
+GEMM_CHIP = ["run.records=true", "run.aggregate=false", "workload.m=4096", "workload.n=4096", "workload.k=512",
+             "workload.tile=[128, 128, 64]", "pipeline.stages=3"]
 
 
 def reference_gantt() -> Path:
@@ -18,9 +31,59 @@ def reference_gantt() -> Path:
     return plots.save(plots.gantt(result.spans, result.events, title=title), HERE / "reference-gantt.png")[0]
 
 
+def latency_hidden_stages() -> Path:
+    """The teaching sweep: latency binds until about 6 stages hide it, then compute does."""
+    table = run_sweep("latency-hidden", [], ["pipeline.stages=1,2,3,4,5,6,7,8,9,10"], progress=False)
+    fig = plots.stage_sweep(table, title="latency-hidden: 32 tiles, 6 µs copy latency, load 1 µs, compute 1.5 µs")
+    return plots.save(fig, HERE / "latency-hidden-stages.png")[0]
+
+
+def latency_hidden_stalls() -> Path:
+    table = run_sweep("latency-hidden", [], ["pipeline.stages=1,2,4,6,8"], progress=False)
+    fig = plots.stall_breakdown(table, title="latency-hidden: where the time went, by number of stages")
+    return plots.save(fig, HERE / "latency-hidden-stalls.png")[0]
+
+
+def gemm_stages() -> Path:
+    """Two tile shapes over 2..6 stages: shared memory per CTA, CTAs per SM, and what does not fit."""
+    table = run_sweep("gemm-h100", [], ["pipeline.stages=2,3,4,5,6", "workload.tile=[128,128,64],[128,256,64]"],
+                      progress=False)
+    fig = plots.stage_sweep(table, title="gemm-h100: 8192³ bf16 GEMM on H100 SXM, two tile shapes")
+    return plots.save(fig, HERE / "gemm-stages.png")[0]
+
+
+def stream_stages() -> Path:
+    """Little's law: bandwidth grows with bytes in flight (stages x box) until HBM saturates."""
+    table = run_sweep("stream-h100", ["workload.shape=[4096, 4096]"],
+                      ["pipeline.stages=1,2,3,4,6,8", "workload.box=[32,64],[64,64],[128,64]"], progress=False)
+    fig = plots.stage_sweep(table, y="achieved_bytes_per_s",
+                            title="stream-h100: bandwidth against stages, per TMA box (32 MiB streamed)")
+    return plots.save(fig, HERE / "stream-stages.png")[0]
+
+
+def gemm_chip_gantt() -> Path:
+    result = simulate(load("gemm-h100", GEMM_CHIP))
+    title = (f"gemm 4096×4096×512 in 128×128×64 tiles, 3 stages: {result.stats['ctas']} CTAs, two per SM "
+             "(first 10 k-steps)")
+    fig = plots.gantt(result.spans, result.events, title=title, tiles=10, max_ctas=4)
+    return plots.save(fig, HERE / "gemm-chip-gantt.png")[0]
+
+
+def stream_bandwidth() -> Path:
+    result = simulate(load("stream-h100", ["run.records=true", "workload.shape=[4096, 4096]", "pipeline.stages=2"]),
+                      record_bandwidth=True)
+    title = ("stream-h100 with 2 stages of 8 KiB: HBM at capacity in bursts, idle between them\n"
+             "(too few bytes in flight to keep it busy; each SM's port far from its capacity)")
+    return plots.save(plots.bandwidth(result.bandwidth, title=title), HERE / "stream-bandwidth.png")[0]
+
+
+FIGURES: tuple[Callable[[], Path], ...] = (reference_gantt, latency_hidden_stages, latency_hidden_stalls,
+                                           gemm_stages, stream_stages, gemm_chip_gantt, stream_bandwidth)
+
+
 def main() -> None:
-    for path in (reference_gantt(),):
-        print(f"wrote {path.relative_to(HERE.parent)}")
+    for make in FIGURES:
+        print(f"wrote {make().relative_to(HERE.parent)}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,262 @@
+"""The ``tmasim plot`` and ``tmasim report`` subcommands: options, and reading a result back.
+
+Imports nothing heavy at module level (``tmasim --help`` must stay fast). Errors a user can
+cause (a kind that does not fit the result, a missing column, a run without records) are
+:class:`~tmasim.errors.TmasimError`: one line, exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tmasim.errors import TmasimError
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+KINDS = ("stage-sweep", "gantt", "slots", "bandwidth", "stalls", "heatmap")
+SWEEP_KINDS = ("stage-sweep", "heatmap")
+RUN_KINDS = ("gantt", "slots", "bandwidth")
+
+PLOT_EPILOG = """examples:
+  tmasim sweep latency-hidden --vary pipeline.stages=1,2,4,6,8 --out lat.parquet
+  tmasim plot lat.parquet --kind stage-sweep                  # -> lat-stage-sweep.png
+  tmasim plot lat.parquet --kind stalls --out stalls.svg
+  tmasim run gemm-h100 --set run.records=true --out out/gemm
+  tmasim plot out/gemm --kind gantt --first-tiles 12          # -> out/gemm/gantt.png
+  tmasim plot out/gemm --kind gantt --window "0,5 us"         # START,END in ps, or with units
+  tmasim plot out/gemm --kind bandwidth"""
+
+REPORT_EPILOG = """examples:
+  tmasim report reference --vary pipeline.stages=1,2,3,4 --out review/
+  tmasim report gemm-h100 --vary pipeline.stages=2,3,4 --vary 'workload.tile=[128,128,64],[128,256,64]' \\
+      --out review-gemm --jobs 4"""
+
+
+def register(subparsers: Any) -> None:
+    """Add ``plot`` and ``report`` to the ``tmasim`` command's subparsers."""
+    register_plot(subparsers)
+    register_report(subparsers)
+
+
+def register_plot(subparsers: Any) -> argparse.ArgumentParser:
+    plot = subparsers.add_parser("plot", help="draw one figure from a sweep file or a `tmasim run --out` folder",
+                                 epilog=PLOT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    plot.add_argument("result", type=Path, help="a sweep file (.parquet or .csv) or a `tmasim run --out` folder")
+    plot.add_argument("--kind", choices=KINDS, required=True, help="which figure")
+    plot.add_argument("--x", help="stage-sweep, heatmap: the varied field across (default pipeline.stages / "
+                                  "the first varied field)")
+    plot.add_argument("--y", help="stage-sweep: the column up the axis (default makespan_ns; a throughput such as "
+                                  "achieved_flops_per_s works too); heatmap: the second varied field")
+    plot.add_argument("--value", default="makespan_ns", help="heatmap: the column coloured (default makespan_ns)")
+    plot.add_argument("--window", metavar="START,END", help="gantt: zoom to this time range, in ps or with units "
+                                                            "(\"0,5 us\")")
+    plot.add_argument("--first-tiles", type=int, metavar="N", help="gantt: zoom to the first N tiles of every CTA")
+    plot.add_argument("--shares", action="store_true", help="stalls: percent of each makespan instead of time")
+    plot.add_argument("--title", default="", help="replace the figure's title")
+    plot.add_argument("--out", type=Path, help="figure file, .png or .svg (default: beside RESULT, named by kind)")
+    plot.add_argument("--svg", action="store_true", help="also write an SVG beside the PNG")
+    plot.set_defaults(handler=handle_plot)
+    return plot
+
+
+def register_report(subparsers: Any) -> argparse.ArgumentParser:
+    report = subparsers.add_parser("report", help="write a self-contained HTML design review of a scenario",
+                                   epilog=REPORT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    report.add_argument("scenario", help="a scenario file, or the name of a bundled one")
+    report.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
+                        help="override a field of the scenario, as in `tmasim run`")
+    report.add_argument("--vary", action="append", default=[], metavar="FIELD=V1,V2,...",
+                        help="sweep a field (repeat for a grid), as in `tmasim sweep`")
+    report.add_argument("--out", type=Path, required=True, help="folder for index.html, its tables and figures")
+    report.add_argument("--jobs", type=int, default=1, metavar="N", help="worker processes for the sweep")
+    report.add_argument("--first-tiles", type=int, default=None, metavar="N",
+                        help="zoom the Gantt chart to the first N tiles of every CTA (default: automatic)")
+    report.set_defaults(handler=handle_report)
+    return report
+
+
+# ------------------------------------------------------------------------------------- plot
+
+
+@dataclass(frozen=True)
+class LoadedResult:
+    """A result read back from disk: a sweep table, or a run's tables (summary as a one-row table)."""
+
+    path: Path
+    is_sweep: bool
+    table: pd.DataFrame
+    spans: pd.DataFrame | None = None
+    events: pd.DataFrame | None = None
+    bandwidth: pd.DataFrame | None = None
+
+
+def handle_plot(args: argparse.Namespace) -> int:
+    result = load_result(args.result)
+    check_kind(args.kind, result)
+    fig = build_figure(args, result)
+    from tmasim import plots
+
+    out = args.out if args.out is not None else default_out(result, args.kind)
+    written = plots.save(fig, out, svg=args.svg)
+    print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
+    return 0
+
+
+def load_result(path: Path) -> LoadedResult:
+    """A sweep file by its suffix, a run folder by its summary.csv; anything else is refused."""
+    import pandas as pd
+
+    if path.is_dir():
+        summary = path / "summary.csv"
+        if not summary.exists():
+            raise TmasimError(f"RESULT: {str(path)!r} is a folder without summary.csv; give a `tmasim run --out` "
+                              "folder or a sweep file")
+        return LoadedResult(path, False, pd.read_csv(summary), _optional_csv(path / "spans.csv"),
+                            _optional_csv(path / "events.csv"), _optional_csv(path / "bandwidth.csv"))
+    if not path.exists():
+        raise TmasimError(f"RESULT: {str(path)!r} does not exist")
+    suffix = path.suffix.lower()
+    if suffix not in (".parquet", ".csv"):
+        raise TmasimError(f"RESULT: {str(path)!r} is neither a sweep file (.parquet, .csv) nor a run folder")
+    try:
+        table = pd.read_parquet(path) if suffix == ".parquet" else pd.read_csv(path)
+    except (OSError, ValueError) as err:
+        raise TmasimError(f"RESULT: {str(path)!r} cannot be read ({err})") from None
+    if "status" not in table.columns or "makespan_ns" not in table.columns:
+        raise TmasimError(f"RESULT: {str(path)!r} is not a tmasim sweep table (no status or makespan_ns column)")
+    return LoadedResult(path, True, table)
+
+
+def _optional_csv(path: Path) -> pd.DataFrame | None:
+    import pandas as pd
+
+    if not path.exists():
+        return None
+    try:
+        return pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        return None
+
+
+def check_kind(kind: str, result: LoadedResult) -> None:
+    """Refuse, in one line, a figure the result cannot give."""
+    what = "a sweep table" if result.is_sweep else "a single run"
+    if kind in SWEEP_KINDS and not result.is_sweep:
+        raise TmasimError(f"--kind {kind} needs a sweep file (tmasim sweep ... --out FILE); RESULT is {what}")
+    if kind in RUN_KINDS and result.is_sweep:
+        raise TmasimError(f"--kind {kind} needs a `tmasim run --out` folder; RESULT is {what} (sweeps keep no "
+                          "per-event records)")
+    if kind in ("gantt", "slots") and (result.spans is None or result.spans.empty):
+        raise TmasimError(f"--kind {kind}: {str(result.path)!r} has no per-event records; run it again with "
+                          "--set run.records=true")
+    if kind == "bandwidth" and (result.bandwidth is None or result.bandwidth.empty):
+        raise TmasimError(f"--kind bandwidth: {str(result.path)!r} has no bandwidth.csv (written by `tmasim run "
+                          "--out` for gemm and stream workloads, whose copies share L2, HBM and SM ports)")
+
+
+def build_figure(args: argparse.Namespace, result: LoadedResult) -> Figure:
+    """The figure for ``args.kind``; a named column that is missing is a one-line error."""
+    from tmasim import plots
+
+    table = result.table
+    try:
+        if args.kind == "stage-sweep":
+            return plots.stage_sweep(table, x=args.x or "pipeline.stages", y=args.y or "makespan_ns", title=args.title)
+        if args.kind == "heatmap":
+            x, y = _heatmap_axes(table, args.x, args.y)
+            return plots.heatmap(table, x, y, args.value, title=args.title)
+        if args.kind == "stalls":
+            return plots.stall_breakdown(table, title=args.title, shares=args.shares)
+        return _timeline(args, result)
+    except KeyError as err:
+        raise TmasimError(f"--kind {args.kind}: {err.args[0] if err.args else err}") from None
+
+
+def _heatmap_axes(table: pd.DataFrame, x: str | None, y: str | None) -> tuple[str, str]:
+    from tmasim.plot_tables import varied_fields
+
+    varied = varied_fields(table)
+    rest = [f for f in varied if f not in (x, y)]
+    x = x or (rest.pop(0) if rest else None)
+    y = y or (rest.pop(0) if rest else None)
+    if x is None or y is None:
+        raise TmasimError(f"--kind heatmap needs two varied fields; this sweep varies {', '.join(varied) or 'none'} "
+                          "(sweep a grid: --vary A=... --vary B=...)")
+    return x, y
+
+
+def _timeline(args: argparse.Namespace, result: LoadedResult) -> Figure:
+    from tmasim import plots
+
+    title = args.title or _run_title(result.table)
+    if args.kind == "bandwidth":
+        assert result.bandwidth is not None
+        return plots.bandwidth(result.bandwidth, title=title)
+    assert result.spans is not None
+    if args.kind == "slots":
+        return plots.slot_occupancy(result.spans, title=args.title)
+    events = result.events if result.events is not None else result.spans.iloc[0:0]
+    window = parse_window(args.window) if args.window else None
+    return plots.gantt(result.spans, events, title=title, window=window, tiles=args.first_tiles)
+
+
+def _run_title(summary: pd.DataFrame) -> str:
+    from tmasim.units import format_time
+
+    row = summary.iloc[0]
+    return (f"{row.get('scenario', 'run')}: {format_time(float(row['makespan_ns']) * 1000, 4)} "
+            f"with {row.get('stages', '?')} stage(s) on {row.get('gpu', '?')}")
+
+
+def parse_window(text: str) -> tuple[float, float]:
+    """``START,END`` in picoseconds, or with units (``0,5 us``: a bare number takes END's unit)."""
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise TmasimError(f"--window: {text!r} must be START,END (in ps, or with units: \"0,5 us\")")
+    unit = "" if _number(parts[1]) is not None else re.sub(r"^[0-9.eE+\-\s]+", "", parts[1])
+    start, end = (_window_value(part, unit) for part in parts)
+    if not end > start >= 0:
+        raise TmasimError(f"--window: {text!r} must have 0 <= START < END")
+    return start, end
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _window_value(part: str, unit: str) -> float:
+    from tmasim.units import time_ps
+
+    number = _number(part)
+    if number is None:
+        return float(time_ps(part, "--window"))
+    return float(time_ps(f"{part} {unit}", "--window")) if unit else number
+
+
+def default_out(result: LoadedResult, kind: str) -> Path:
+    """Inside a run folder: KIND.png; beside a sweep file: STEM-KIND.png."""
+    if result.is_sweep:
+        return result.path.with_name(f"{result.path.stem}-{kind}.png")
+    return result.path / f"{kind}.png"
+
+
+# ----------------------------------------------------------------------------------- report
+
+
+def handle_report(args: argparse.Namespace) -> int:
+    from tmasim import report
+
+    index = report.build_report(args.scenario, args.overrides, args.vary, args.out, jobs=args.jobs,
+                                first_tiles=args.first_tiles)
+    print(f"wrote {index}", file=sys.stderr)
+    return 0

@@ -1,0 +1,575 @@
+"""Comparison figures over sweep tables (one row per configuration): stage sweep, stall
+breakdown, heatmap. Re-exported by :mod:`tmasim.plots`; built from table columns only.
+
+A sweep table (see :mod:`tmasim.sweep.table`) has one column per varied field, named by its
+dotted path (``pipeline.stages``), a ``status`` ("ok", "invalid", "error") with its ``error``,
+then every summary figure. A run's one-row ``summary`` works too, wherever no varied field is
+needed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from tmasim.plot_style import COLORS, SERIES, styled
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+KNEE_TOLERANCE = 0.01  # "more stages stop helping": the first x within 1% of the best
+_NAMES = {
+    "makespan_ns": "time to finish", "bound_ns": "bound", "closed_form_ns": "closed form",
+    "serial_ns": "no-overlap time", "achieved_flops_per_s": "achieved throughput",
+    "achieved_bytes_per_s": "achieved bandwidth", "tiles_per_s": "tile throughput",
+    "smem_per_cta_bytes": "SMEM per CTA", "ctas_per_sm": "CTAs per SM",
+    "consumer_wait_full_ns": "consumer waits (full barriers)",
+    "producer_wait_empty_ns": "producer waits (empty barriers)", "interval_bound_ns": "bound per tile",
+}
+_ROW_LABELS = {"pipeline.stages": "{} stages", "workload.tile": "tile {}", "workload.box": "box {}",
+               "pipeline.consumers": "{} consumers", "run.seed": "seed {}"}
+_FIELDS = {"pipeline.stages": "pipeline stages", "workload.tile": "tile (M×N×K)", "workload.box": "TMA box",
+           "pipeline.consumers": "consumer warpgroups", "run.seed": "seed"}
+_PREFIXES = {"_bytes_per_s": ((1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1.0, "B/s")),
+             "_flops_per_s": ((1e15, "PFLOP/s"), (1e12, "TFLOP/s"), (1e9, "GFLOP/s"), (1.0, "FLOP/s")),
+             "tiles_per_s": ((1e9, "G tiles/s"), (1e6, "M tiles/s"), (1e3, "k tiles/s"), (1.0, "tiles/s")),
+             "_bytes": ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1.0, "B"))}
+_TIMES = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"), (1e-3, "ps"))
+
+
+# ------------------------------------------------------------------------------ table helpers
+
+
+def varied_fields(table: pd.DataFrame) -> list[str]:
+    """The varied fields of a sweep table: its dotted column names (no summary figure has a dot)."""
+    return [c for c in table.columns if "." in c]
+
+
+def require(table: pd.DataFrame, columns: Iterable[str]) -> None:
+    """A missing column is the caller's mistake: name it and what there is."""
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        varied = ", ".join(varied_fields(table)) or "none"
+        raise KeyError(f"no column {missing[0]!r} in the table (varied fields: {varied})")
+
+
+def with_status(table: pd.DataFrame) -> pd.DataFrame:
+    """A run's summary has no ``status``: every row of it ran."""
+    if "status" in table.columns:
+        return table
+    return table.assign(status="ok", error=None)
+
+
+def is_time(column: str) -> bool:
+    return column.endswith("_ns")
+
+
+def is_rate(column: str) -> bool:
+    return column.endswith("_per_s")
+
+
+def measure(column: str, values: Any) -> tuple[float, str]:
+    """(divisor, axis label) for a summary column: its name in words, with a unit that keeps
+    its numbers between 1 and 1000 (µs, TB/s, KiB, %)."""
+    import numpy as np
+
+    finite = np.asarray(values, float)
+    finite = finite[np.isfinite(finite)]
+    peak = float(np.max(np.abs(finite))) if len(finite) else 1.0
+    name = _NAMES.get(column, re.sub(r"_(ns|bytes|per_s|bytes_per_s|flops_per_s)$", "", column).replace("_", " "))
+    if is_time(column):
+        divisor, unit = next(((d, u) for d, u in _TIMES if peak >= 2 * d), _TIMES[-1])
+        return divisor, f"{name} ({unit})"
+    for suffix, units in _PREFIXES.items():
+        if column.endswith(suffix):
+            divisor, unit = next(((d, u) for d, u in units if peak >= d), units[-1])
+            return divisor, f"{name} ({unit})"
+    if column.endswith("utilization") or column == "efficiency":
+        return 0.01, f"{name} (%)"
+    return 1.0, name
+
+
+def field_label(field: str) -> str:
+    """``pipeline.stages`` -> "pipeline stages": what a slide reader calls the field."""
+    return _FIELDS.get(field, field.rsplit(".", 1)[-1].replace("_", " "))
+
+
+def value_text(value: Any) -> str:
+    """A varied value as it reads on a slide: ``[128, 256, 64]`` -> ``128×256×64``, 4.0 -> 4."""
+    if isinstance(value, (list, tuple)):
+        return "×".join(value_text(v) for v in value)
+    if isinstance(value, str) and re.fullmatch(r"\[\s*\d+(\s*,\s*\d+)*\s*\]", value):
+        return "×".join(re.findall(r"\d+", value))
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def row_label(row: pd.Series, fields: Sequence[str]) -> str:
+    """A configuration in words: ``stages 3, tile 128×256×64``; a run's scenario otherwise."""
+    if not fields:
+        return f"{row.get('scenario', 'run')}, {value_text(row.get('stages', '?'))} stages"
+    return ", ".join(_one_field(f, row[f]) for f in fields)
+
+
+def _one_field(field: str, value: Any) -> str:
+    text = _ROW_LABELS.get(field, f"{field_label(field)} {{}}").format(value_text(value))
+    return text[:-1] if text.startswith("1 ") and text.endswith("s") else text  # "1 stage", "2 stages"
+
+
+def _numeric(values: pd.Series) -> bool:
+    import pandas as pd
+
+    return bool(pd.api.types.is_numeric_dtype(values)) and not pd.api.types.is_bool_dtype(values)
+
+
+def failure_text(error: Any) -> str:
+    """Why a row has no result, in three words where possible."""
+    text = str(error or "")
+    if "shared memory" in text:
+        return "does not fit (SMEM)"
+    if "fits on no SM" in text or "residency" in text.lower():
+        return "does not fit"
+    return "failed" if text else "no result"
+
+
+# ------------------------------------------------------------------------ bound and knee
+
+
+def bound_time_ns(rows: pd.DataFrame) -> tuple[Any, str] | None:
+    """The lower bound on the makespan that the table carries, as a time per row, and its name.
+
+    gemm: ``bound_ns`` (the binding one of compute, L2, HBM, SM port, latency); tiles:
+    ``interval_bound_ns`` × ``tiles`` (the steady-state interval, every tile); stream: the
+    bytes over the Little's-law bandwidth.
+    """
+    if "bound_ns" in rows and rows["bound_ns"].notna().any():
+        return rows["bound_ns"], "bound"
+    if {"interval_bound_ns", "tiles"} <= set(rows) and rows["interval_bound_ns"].notna().any():
+        return rows["interval_bound_ns"] * rows["tiles"], "steady-state bound (tiles × interval)"
+    if {"littles_law_bytes_per_s", "memory_bytes"} <= set(rows) and rows["littles_law_bytes_per_s"].notna().any():
+        return rows["memory_bytes"] / rows["littles_law_bytes_per_s"] * 1e9, "Little's-law bound"
+    return None
+
+
+def reference_curves(rows: pd.DataFrame, y: str) -> list[tuple[Any, str]]:
+    """What to overlay on ``y``: the closed form and the bound, in ``y``'s terms.
+
+    A throughput column (``*_per_s``) is work / makespan with the work fixed per row, so its
+    bound is ``y × makespan / bound``; other columns than time and throughput get none.
+    """
+    curves = []
+    if "closed_form_ns" in rows and rows["closed_form_ns"].notna().any():
+        curves.append((rows["closed_form_ns"], "closed form"))
+    bound = bound_time_ns(rows)
+    if bound is not None:
+        curves.append(bound)
+    if y == "makespan_ns":
+        return curves
+    if is_rate(y) and "makespan_ns" in rows:
+        return [(rows[y] * rows["makespan_ns"] / t, name) for t, name in curves]
+    return []
+
+
+def knee(xs: Sequence[float], ys: Sequence[float], *, higher_is_better: bool) -> int | None:
+    """Index of the first point within 1% of the best: where more of ``x`` stops helping."""
+    pairs = [(x, y) for x, y in zip(xs, ys, strict=True) if y is not None and math.isfinite(y)]
+    if not pairs:
+        return None
+    best = max(y for _, y in pairs) if higher_is_better else min(y for _, y in pairs)
+    for i, y in enumerate(ys):
+        if y is not None and math.isfinite(y) and (
+                y >= best * (1 - KNEE_TOLERANCE) if higher_is_better else y <= best * (1 + KNEE_TOLERANCE)):
+            return i
+    return None
+
+
+# -------------------------------------------------------------------------------- stage sweep
+
+
+def stage_sweep(table: pd.DataFrame, x: str = "pipeline.stages", y: str = "makespan_ns", title: str = "") -> Figure:
+    """Time (or throughput) against stages, with the bound, the knee and the residency cost.
+
+    Top: ``y`` for each value of the other varied fields (one line each, e.g. per tile shape),
+    the closed form (◇) and the bound (dashed: a lower bound on time, an upper bound on
+    throughput) where the table has them, and a ring on the first stage count within 1% of the
+    best: past it, more stages stop helping. With one line, the background says which term
+    binds at each x. Rows whose status is not "ok" are marked ✕ on the axis (in the line's
+    colour) with the reason ("does not fit (SMEM)"), never dropped silently.
+    Bottom: what the stages cost: shared memory per CTA (left axis) and CTAs per SM (right).
+    """
+    table = with_status(table)
+    require(table, [x, y])
+    groups = _series(table, x)
+    xmap = _x_positions(table[x])
+    with styled() as plt:
+        fig, (top, bottom) = plt.subplots(2, 1, sharex=True, height_ratios=[3, 1.4], figsize=(10, 7.2),
+                                          layout="constrained")
+        divisor, ylabel = measure(y, table.loc[table["status"] == "ok", y])
+        colors = dict(zip([label for label, _ in groups], SERIES, strict=False))
+        for label, rows in groups:
+            _sweep_line(top, rows, x, y, xmap, divisor, colors[label], label, annotate=len(groups) == 1)
+        _mark_failures(top, table, x, xmap, groups, colors)
+        if len(groups) == 1:
+            _binding_background(top, groups[0][1], x, xmap)
+        top.set_ylabel(ylabel)
+        top.set_ylim(0, top.get_ylim()[1] * 1.12)
+        top.grid(alpha=0.3)
+        top.legend(handles=_sweep_legend(top, table, y), fontsize=9, loc="best", framealpha=0.95)
+        _residency_panel(bottom, groups, x, xmap, colors)
+        _x_axis(bottom, table[x], x, xmap)
+        scenario = f"{table['scenario'].dropna().iloc[0]}: " if "scenario" in table and table[
+            "scenario"].notna().any() else ""
+        top.set_title(title or f"{scenario}{ylabel.split(' (')[0]} against {field_label(x)}")
+    return fig
+
+
+def _series(table: pd.DataFrame, x: str) -> list[tuple[str, pd.DataFrame]]:
+    """(label, rows) per combination of the varied fields other than ``x``, in table order."""
+    others = [f for f in varied_fields(table) if f != x]
+    if not others:
+        return [("", table)]
+    return [(row_label(rows.iloc[0], others), rows) for _, rows in table.groupby(others, sort=False, dropna=False)]
+
+
+def _x_positions(values: pd.Series) -> dict[Any, float]:
+    """Numbers stay where they are; anything else (tile shapes) gets evenly spaced slots."""
+    if _numeric(values):
+        return {v: float(v) for v in values.unique()}
+    return {v: float(i) for i, v in enumerate(dict.fromkeys(values))}
+
+
+def _x_axis(ax: Axes, values: pd.Series, x: str, xmap: dict[Any, float]) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    positions = sorted(xmap.values())
+    if not _numeric(values):
+        ax.set_xticks(list(xmap.values()), [value_text(v) for v in xmap])
+    elif len(positions) <= 16:
+        ax.set_xticks(positions, [value_text(v) for v in sorted(xmap)])
+    elif all(float(v).is_integer() for v in values):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    pad = (positions[-1] - positions[0]) / max(len(positions) - 1, 1) / 2 if len(positions) > 1 else 0.5
+    ax.set_xlim(positions[0] - pad, positions[-1] + pad)
+    ax.set_xlabel(field_label(x))
+
+
+def _sweep_line(ax: Axes, rows: pd.DataFrame, x: str, y: str, xmap: dict[Any, float], divisor: float, color: str,
+                label: str, *, annotate: bool) -> None:
+    """The simulated line, its closed form and bound, and a ring on its knee (named in the
+    legend, or next to the ring when it is the only line)."""
+    ok = rows[rows["status"] == "ok"]
+    ok = ok.assign(_x=ok[x].map(xmap)).sort_values("_x")
+    if ok.empty:
+        return
+    i = knee(ok["_x"].tolist(), ok[y].tolist(), higher_is_better=is_rate(y))
+    at = None if i is None else f"{value_text(ok[x].iloc[i])} {field_label(x).split(' (')[0]}"
+    name = label or "simulated"
+    if at is not None and not annotate:
+        name += f"  (within 1% of best from {at})"
+    ax.plot(ok["_x"], ok[y] / divisor, marker="o", color=color, linewidth=2.2, markersize=6, label=name, zorder=3)
+    for values, curve in reference_curves(ok, y):
+        if curve == "closed form":
+            ax.plot(ok["_x"], values / divisor, linestyle="none", marker="D", markersize=9, markerfacecolor="none",
+                    markeredgecolor=color, markeredgewidth=1.3, zorder=4)
+        else:
+            ax.plot(ok["_x"], values / divisor, linestyle="--", color=color, linewidth=1.4, alpha=0.8)
+    if i is None:
+        return
+    kx, ky = float(ok["_x"].iloc[i]), float(ok[y].iloc[i]) / divisor
+    ax.plot([kx], [ky], marker="o", markersize=17, markerfacecolor="none", markeredgecolor=color,
+            markeredgewidth=2.2, zorder=5)
+    if annotate:
+        ax.annotate(f"within 1% of best from {at}", (kx, ky), xytext=(14, 18),
+                    textcoords="offset points", fontsize=10, color=color, fontweight="bold",
+                    arrowprops={"arrowstyle": "-", "color": color, "linewidth": 0.8})
+
+
+def knee_x(table: pd.DataFrame, x: str = "pipeline.stages", y: str = "makespan_ns") -> dict[str, Any]:
+    """Per line of :func:`stage_sweep`, the x it rings: the first within 1% of the best."""
+    out = {}
+    for label, rows in _series(table, x):
+        ok = rows[rows["status"] == "ok"].sort_values(x)
+        i = knee(ok[x].tolist(), ok[y].tolist(), higher_is_better=is_rate(y))
+        out[label] = None if i is None else ok[x].iloc[i]
+    return out
+
+
+def _mark_failures(ax: Axes, table: pd.DataFrame, x: str, xmap: dict[Any, float],
+                   groups: Sequence[tuple[str, pd.DataFrame]], colors: dict[str, str]) -> None:
+    """Per failed row a ✕ on the x axis in its line's colour; the reason once per x."""
+    from matplotlib.transforms import blended_transform_factory
+
+    where = blended_transform_factory(ax.transData, ax.transAxes)
+    step = _x_step(xmap)
+    for value in sorted({v for _, rows in groups for v in rows.loc[rows["status"] != "ok", x]}, key=lambda v: xmap[v]):
+        failed = [(label, rows[(rows[x] == value) & (rows["status"] != "ok")]) for label, rows in groups]
+        failed = [(label, rows) for label, rows in failed if len(rows)]
+        for k, (label, _) in enumerate(failed):
+            dx = (k - (len(failed) - 1) / 2) * step * 0.12
+            ax.plot([xmap[value] + dx], [0.04], marker="X", markersize=11, color=colors[label], transform=where,
+                    clip_on=False, linestyle="none", markeredgecolor="white")
+        reason = failure_text(failed[0][1]["error"].iloc[0])
+        ax.text(xmap[value], 0.09, reason, transform=where, rotation=90, fontsize=9, color=COLORS["race"],
+                ha="center", va="bottom")
+
+
+def _x_step(xmap: dict[Any, float]) -> float:
+    positions = sorted(set(xmap.values()))
+    return min((b - a for a, b in zip(positions, positions[1:], strict=False)), default=1.0)
+
+
+def _binding_background(ax: Axes, rows: pd.DataFrame, x: str, xmap: dict[Any, float]) -> None:
+    """Shade runs of equal ``binding`` and name the term: where more stages help, and where not."""
+    from matplotlib.transforms import blended_transform_factory
+
+    ok = rows[rows["status"] == "ok"].assign(_x=lambda f: f[x].map(xmap)).sort_values("_x")
+    column = next((c for c in ("binding", "littles_law_binding") if c in ok and ok[c].notna().any()), None)
+    if ok.empty or column is None:
+        return
+    xs, binding = ok["_x"].tolist(), ok[column].tolist()
+    half = _x_step(xmap) / 2
+    where = blended_transform_factory(ax.transData, ax.transAxes)
+    start = shade = 0
+    for i in range(1, len(xs) + 1):
+        if i == len(xs) or binding[i] != binding[start]:
+            left = xs[start] - (xs[start] - xs[start - 1]) / 2 if start else xs[0] - half
+            right = xs[i - 1] + (xs[i] - xs[i - 1]) / 2 if i < len(xs) else xs[-1] + half
+            ax.axvspan(left, right, color=("#EEF1F6", "#F7F7F7")[shade % 2], zorder=0)
+            shade += 1
+            ax.text((left + right) / 2, 0.97, f"{binding[start]} binds", transform=where, ha="center", va="top",
+                    fontsize=9.5, color="#555555", style="italic")
+            if start:
+                ax.axvline(left, color="#BBBBBB", linewidth=0.8, zorder=0)
+            start = i
+
+
+def _sweep_legend(ax: Axes, table: pd.DataFrame, y: str) -> list[Any]:
+    """The lines, then what the marks mean (only the marks drawn)."""
+    from matplotlib.lines import Line2D
+
+    handles = list(ax.get_legend_handles_labels()[0])
+    ink = "#444444"
+    curves = {name for _, name in reference_curves(table[table["status"] == "ok"], y)}
+    if curves - {"closed form"}:
+        kind = "upper bound" if is_rate(y) else "lower bound"
+        handles.append(Line2D([], [], color=ink, linestyle="--", label=kind))
+    if "closed form" in curves:
+        handles.append(Line2D([], [], color=ink, linestyle="none", marker="D", markerfacecolor="none",
+                              label="closed form"))
+    handles.append(Line2D([], [], color=ink, linestyle="none", marker="o", markersize=13, markerfacecolor="none",
+                          markeredgewidth=2, label="first within 1% of best"))
+    if (table["status"] != "ok").any():
+        handles.append(Line2D([], [], color=ink, linestyle="none", marker="X", markersize=9, label="did not run"))
+    return handles
+
+
+def _residency_panel(ax: Axes, groups: Sequence[tuple[str, pd.DataFrame]], x: str, xmap: dict[Any, float],
+                     colors: dict[str, str]) -> None:
+    """Shared memory per CTA (solid, left) and CTAs per SM (dotted, right), per line."""
+    from matplotlib.ticker import MaxNLocator
+
+    right = ax.twinx()
+    right.spines["right"].set_visible(True)
+    top = 1.0
+    for label, rows in groups:
+        ok = rows[rows["status"] == "ok"].assign(_x=lambda f: f[x].map(xmap)).sort_values("_x")
+        color = colors[label]
+        if "smem_per_cta_bytes" in ok:
+            ax.plot(ok["_x"], ok["smem_per_cta_bytes"] / 1024, marker="s", color=color, linewidth=1.8, markersize=5)
+        if "ctas_per_sm" in ok and ok["ctas_per_sm"].notna().any():
+            right.plot(ok["_x"], ok["ctas_per_sm"], linestyle=":", marker="^", color=color, linewidth=1.8,
+                       markersize=6)
+            top = max(top, float(ok["ctas_per_sm"].max()))
+    ax.set_ylabel("SMEM per CTA\n(KiB, ■ solid)", fontsize=10)
+    right.set_ylabel("CTAs per SM\n(▲ dotted)", fontsize=10)
+    ax.set_ylim(bottom=0)
+    right.set_ylim(0, top * 1.15 + 0.1)
+    right.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(alpha=0.3)
+
+
+# ---------------------------------------------------------------------------- stall breakdown
+
+PARTS = {  # part -> (legend text, colour)
+    "compute": ("compute (tensor core busy, mean per SM)", COLORS["compute"]),
+    "tail": ("last-wave tail (busiest SM's extra compute)", "#8C8C8C"),
+    "copy": ("copy-bound (copy engine)", "#4C72B0"),
+    "l2": ("L2-bandwidth-bound", "#64B5CD"),
+    "hbm": ("HBM-bandwidth-bound", "#2A4D80"),
+    "port": ("SM-port-bound", "#7F9FD1"),
+    "latency": ("latency-bound (slot round trip / bytes in flight)", COLORS["wait_empty"]),
+    "issue": ("TMA-issue-bound", COLORS["epilogue"]),
+    "waits": ("not overlapped: fill, drain, barrier waits", COLORS["wait_full"]),
+}
+_BINDING_PART = {"copy": "copy", "l2": "l2", "hbm": "hbm", "port": "port", "latency": "latency", "issue": "issue",
+                 "HBM": "hbm", "L2": "l2", "SM ports": "port", "bytes in flight": "latency", "compute": "compute"}
+
+
+def decompose(row: pd.Series) -> dict[str, float]:
+    """Where one configuration's makespan went, in ns; the parts add up to ``makespan_ns``.
+
+    Three lower bounds, each at least the one before, cut the makespan T into layers:
+    ``compute`` = the tensor cores' mean busy time per SM (``compute_busy_ns / sms_used``);
+    ``tail`` = up to the busiest SM's compute (``compute_bound_ns``: work that does not divide
+    evenly into waves); the binding term's layer = up to the run's lower bound (``bound_ns``;
+    tiles: ``interval_bound_ns × tiles``; stream: bytes / Little's-law bandwidth), named by
+    ``binding`` (copy, L2, HBM, SM port, latency, issue); ``waits`` = the rest of T, time no
+    bound explains: filling and draining the pipeline and stalls on barriers. Each cut is
+    clipped to [previous cut, T], so the parts are never negative and always sum to T.
+    """
+    total = float(row["makespan_ns"])
+    sms = float(row.get("sms_used") or 1)
+    mean_compute = float(row.get("compute_busy_ns") or 0.0) / sms
+    floor = row.get("compute_bound_ns")
+    if floor is None or _missing(floor):
+        floor = float(row.get("compute_term_ns") or 0.0) * float(row.get("tiles") or 0) or mean_compute
+    bound = bound_time_ns(row.to_frame().T)
+    bound_ns = float(bound[0].iloc[0]) if bound is not None and not _missing(bound[0].iloc[0]) else 0.0
+    cuts = [0.0]
+    for value in (mean_compute, float(floor), bound_ns, total):
+        cuts.append(min(max(value, cuts[-1]), total))
+    named = [row.get(c) for c in ("littles_law_binding", "binding") if not _missing(row.get(c))]
+    binding = _BINDING_PART.get(str(named[0]) if named else "", "latency")
+    parts = {"compute": cuts[1] - cuts[0], "tail": cuts[2] - cuts[1], binding: cuts[3] - cuts[2],
+             "waits": cuts[4] - cuts[3]}
+    if binding == "compute":  # the bound is the compute floor: nothing between them
+        parts = {"compute": cuts[1], "tail": cuts[2] - cuts[1] + cuts[3] - cuts[2], "waits": cuts[4] - cuts[3]}
+    return parts
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def stall_breakdown(table: pd.DataFrame, title: str = "", *, shares: bool = False) -> Figure:
+    """One stacked horizontal bar per configuration: where its time went (see :func:`decompose`).
+
+    Bars are in time (the bar's length is the makespan, printed at its end) or, with
+    ``shares=True``, in percent of each makespan. Rows that did not run are listed with the
+    reason instead of a bar.
+    """
+    table = with_status(table)
+    require(table, ["makespan_ns"])
+    fields = varied_fields(table)
+    labels = [row_label(row, fields) for _, row in table.iterrows()]
+    ok = table["status"] == "ok"
+    divisor, xlabel = measure("makespan_ns", table.loc[ok, "makespan_ns"])
+    with styled() as plt:
+        fig, ax = plt.subplots(figsize=(11, 1.9 + 0.48 * len(table)), layout="constrained")
+        used: dict[str, None] = {}
+        for i, (_, row) in enumerate(table.iterrows()):
+            if row["status"] != "ok":
+                ax.text(0.005, i, failure_text(row.get("error")), transform=_row_transform(ax), va="center",
+                        fontsize=9.5, color=COLORS["race"], style="italic")
+                continue
+            _stacked_bar(ax, i, decompose(row), float(row["makespan_ns"]), divisor, shares, used)
+        ax.set_yticks(range(len(table)), labels)
+        ax.set_ylim(len(table) - 0.5, -0.5)
+        ax.set_xlabel("share of the time to finish (%)" if shares else xlabel.replace("time to finish", "time"))
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_xlim(0, 100 if shares else None)
+        from matplotlib.patches import Patch
+
+        ax.legend(handles=[Patch(color=PARTS[p][1], label=PARTS[p][0]) for p in PARTS if p in used],
+                  loc="upper center", bbox_to_anchor=(0.5, -0.6 / (len(table) + 2) - 0.08), ncols=2, fontsize=9.5,
+                  frameon=False)
+        ax.set_title(title or "Where the time went, per configuration")
+    return fig
+
+
+def _row_transform(ax: Axes) -> Any:
+    from matplotlib.transforms import blended_transform_factory
+
+    return blended_transform_factory(ax.transAxes, ax.transData)
+
+
+def _stacked_bar(ax: Axes, i: int, parts: dict[str, float], total: float, divisor: float, shares: bool,
+                 used: dict[str, None]) -> None:
+    left = 0.0
+    for part, ns in parts.items():
+        width = ns / total * 100 if shares else ns / divisor
+        if width <= 0:
+            continue
+        ax.barh(i, width, left=left, height=0.68, color=PARTS[part][1], edgecolor="white", linewidth=0.8)
+        used[part] = None
+        left += width
+    if not shares:
+        ax.text(left, i, f"  {total / divisor:.4g}", va="center", fontsize=9.5)
+
+
+# ------------------------------------------------------------------------------------ heatmap
+
+
+def heatmap(table: pd.DataFrame, x: str, y: str, value: str = "makespan_ns", title: str = "") -> Figure:
+    """``value`` over two varied fields, each cell printed; the best cell outlined; cells that
+    did not run hatched with the reason. Lower is better for times, higher for rates."""
+    import numpy as np
+
+    table = with_status(table)
+    require(table, [x, y, value])
+    cols, rows = list(dict.fromkeys(table[x])), list(dict.fromkeys(table[y]))
+    if _numeric(table[x]):
+        cols = sorted(cols)
+    if _numeric(table[y]):
+        rows = sorted(rows)
+    grid = np.full((len(rows), len(cols)), np.nan)
+    failed: dict[tuple[int, int], str] = {}
+    for _, r in table.iterrows():
+        i, j = rows.index(r[y]), cols.index(r[x])
+        if r["status"] == "ok":
+            grid[i, j] = float(r[value])
+        else:
+            failed[(i, j)] = failure_text(r.get("error"))
+    divisor, label = measure(value, grid[np.isfinite(grid)])
+    better = "higher" if is_rate(value) else "lower"
+    with styled() as plt:
+        fig, ax = plt.subplots(figsize=(2.5 + 1.15 * len(cols), 1.9 + 0.7 * len(rows)), layout="constrained")
+        cmap = plt.get_cmap("viridis_r" if better == "lower" else "viridis").with_extremes(bad="#EEEEEE")
+        image = ax.imshow(np.ma.masked_invalid(grid / divisor), cmap=cmap, aspect="auto")
+        bar = fig.colorbar(image, ax=ax)
+        bar.set_label(f"{label}\n({better} is better)")
+        _heat_labels(ax, grid / divisor, image, failed)
+        _outline_best(ax, grid, better == "higher")
+        ax.set_xticks(range(len(cols)), [value_text(c) for c in cols])
+        ax.set_yticks(range(len(rows)), [value_text(r) for r in rows])
+        ax.set_xlabel(field_label(x))
+        ax.set_ylabel(field_label(y))
+        ax.spines[:].set_visible(False)
+        ax.set_title(title or f"{label.split(' (')[0].capitalize()} by {field_label(x)} and {field_label(y)}")
+    return fig
+
+
+def _heat_labels(ax: Axes, grid: Any, image: Any, failed: dict[tuple[int, int], str]) -> None:
+    import numpy as np
+
+    for (i, j), v in np.ndenumerate(grid):
+        if (i, j) in failed:
+            ax.add_patch(_hatched_cell(i, j))
+            ax.text(j, i, failed[(i, j)].replace(" (", "\n("), ha="center", va="center", fontsize=8.5,
+                    color=COLORS["race"])
+        elif np.isfinite(v):
+            r, g, b, _ = image.cmap(image.norm(v))
+            ink = "white" if 0.299 * r + 0.587 * g + 0.114 * b < 0.55 else "black"
+            ax.text(j, i, f"{v:.4g}", ha="center", va="center", fontsize=10, color=ink)
+
+
+def _hatched_cell(i: int, j: int) -> Any:
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="none", edgecolor="#BBBBBB", hatch="//", linewidth=0)
+
+
+def _outline_best(ax: Axes, grid: Any, higher_is_better: bool) -> None:
+    import numpy as np
+    from matplotlib.patches import Rectangle
+
+    if not np.isfinite(grid).any():
+        return
+    flat = np.nanargmax(grid) if higher_is_better else np.nanargmin(grid)
+    i, j = np.unravel_index(flat, grid.shape)
+    ax.add_patch(Rectangle((j - 0.47, i - 0.47), 0.94, 0.94, fill=False, edgecolor="#D62728", linewidth=2.5))
