@@ -382,7 +382,6 @@ def test_plot_refuses_a_missing_result(tmp_path):
         2, f"RESULT: {str(tmp_path / 'nothing.parquet')!r} does not exist")
 
 
-@pytest.mark.xfail(strict=False, reason="wired by lead: tmasim.cli calls tmasim.plot_cli.register")
 def test_plot_through_the_tmasim_command(files, tmp_path):
     def tmasim(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "tmasim.cli", *args], capture_output=True, text=True, cwd=REPO,

@@ -138,7 +138,6 @@ def test_report_through_its_parser(tmp_path):
     assert "Takes 24 us." in (tmp_path / "r" / "index.html").read_text(encoding="utf-8")  # 3 x (3 + 5) µs
 
 
-@pytest.mark.xfail(strict=False, reason="wired by lead: tmasim.cli calls tmasim.plot_cli.register")
 def test_report_through_the_tmasim_command(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "tmasim.cli", "report", "reference", "--vary",
                            "pipeline.stages=1,2", "--out", str(tmp_path / "r")], capture_output=True, text=True,

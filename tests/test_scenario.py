@@ -115,3 +115,10 @@ def test_every_bundled_scenario_loads():
     assert "reference" in names
     for name in names:
         assert scenario.load(name).name
+
+
+def test_fewer_sms_keep_the_per_sm_tensor_rate():
+    full = scenario.from_dict({**BASE, "gpu": "h100-sxm"}).gpu
+    small = scenario.from_dict({**BASE, "gpu": {"preset": "h100-sxm", "sms": 4}}).gpu
+    assert small.sm_flop_rate("bf16") == pytest.approx(full.sm_flop_rate("bf16"))
+    assert small.hbm_bandwidth == full.hbm_bandwidth   # a chip resource, unchanged

@@ -63,6 +63,9 @@ def _parser() -> argparse.ArgumentParser:
     from tmasim import sweep
 
     sweep.register(sub)
+    from tmasim import plot_cli
+
+    plot_cli.register(sub)
     return parser
 
 
@@ -111,9 +114,12 @@ def _write_outputs(result: Any, out: Path) -> None:
               "--set run.records=true to record them", file=sys.stderr)
     else:
         stats = result.stats
-        title = (f"{stats['scenario']}: {format_time(result.makespan_ps)} with {stats['stages']} stage(s) "
-                 f"(no overlap: {format_time(stats['serial_ns'] * 1000)}) on {stats['gpu']}")
-        written += plots.save(plots.gantt(result.spans, result.events, title=title), out / "gantt.png")
+        serial = stats.get("serial_ns")
+        no_overlap = f" (no overlap: {format_time(serial * 1000)})" if serial is not None else ""
+        title = (f"{stats['scenario']}: {format_time(result.makespan_ps)} with {stats['stages']} stage(s)"
+                 f"{no_overlap} on {stats['gpu']}")
+        written += plots.save(plots.gantt(result.spans, result.events, title=title,
+                                          tiles=plots.suggested_tiles(result.spans)), out / "gantt.png")
     print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
 
 

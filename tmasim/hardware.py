@@ -9,6 +9,7 @@ fields of one (``[gpu] preset = "h100-sxm"`` + ``hbm_bandwidth = "3 TB/s"``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import tomllib
 from collections.abc import Mapping
@@ -109,7 +110,13 @@ def load_gpu(spec: Any, base_dir: Path | None = None, field_name: str = "gpu") -
     overrides = {k: v for k, v in table.items() if k != "preset"}
     read.reject_unknown(field_name, overrides, tuple(_FIELDS))
     merged = {**base, **{k: {"value": v, "source": "scenario override"} for k, v in overrides.items()}}
-    return _from_raw(merged, field_name)
+    gpu = _from_raw(merged, field_name)
+    if "sms" in overrides and "tensor_flops" not in overrides:
+        # tensor_flops is a chip rate: fewer SMs of the same kind have proportionally less of it.
+        base_sms = _from_raw(base, field_name).sms
+        scaled = {dtype: rate * gpu.sms / base_sms for dtype, rate in gpu.tensor_flops.items()}
+        gpu = dataclasses.replace(gpu, tensor_flops=scaled)
+    return gpu
 
 
 def raw_preset(name: str) -> dict[str, Any]:
