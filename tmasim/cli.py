@@ -140,12 +140,12 @@ def describe(stats: dict[str, Any], scenario: Any) -> str:
         lines.append(f"  {scenario.description}")
     kind = stats["workload"]
     rows = _tiles_rows(stats) if kind == "tiles" else _chip_rows(stats, scenario)
-    warpgroups = stats.get("ctas_weighted", 1) * stats["consumers"]
-    per_cta = "" if warpgroups == 1 else " per consumer warpgroup on average"
+    several = kind != "tiles" or stats["consumers"] > 1
+    per_cta = " per consumer warpgroup on average" if several else ""
     rows += [
-        ("consumer stalls", f"{_t(stats['consumer_wait_full_ns'] / warpgroups)} waiting on full barriers{per_cta}"),
-        ("producer stalls", f"{_t(stats['producer_wait_empty_ns'] / stats.get('ctas_weighted', 1))} waiting on "
-                            f"empty barriers{'' if warpgroups == 1 else ' per producer on average'}"),
+        ("consumer stalls", f"{_t(stats['consumer_wait_full_ns'])} waiting on full barriers{per_cta}"),
+        ("producer stalls", f"{_t(stats['producer_wait_empty_ns'])} waiting on "
+                            f"empty barriers{' per producer on average' if kind != 'tiles' else ''}"),
         ("busy", f"copy engine{'s' if kind != 'tiles' else ''} {stats['copy_utilization']:.0%}, "
                  f"tensor core{'s' if kind != 'tiles' else ''} {stats['compute_utilization']:.0%}"),
     ]

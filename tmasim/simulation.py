@@ -100,6 +100,7 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency) -> dict[str, A
     makespan = max(cta.finished_at or 0 for cta in chip.ctas)
     seconds = makespan / PS_PER_S
     sms_used = chip.plan.sms
+    ctas = sum(c.multiplicity for c in chip.ctas)  # CTAs that ran, counting those aggregation stands for
 
     def total(attr: str, owner: str) -> float:
         return sum(getattr(getattr(sm, owner), attr) * sm.multiplicity for sm in chip.sms)
@@ -121,8 +122,10 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency) -> dict[str, A
         "seed": scenario.run.seed,
         "makespan_ps": int(makespan),
         "makespan_ns": makespan / 1000,
-        "consumer_wait_full_ns": sum(c.wait_full_ps * c.multiplicity for c in chip.ctas) / 1000,
-        "producer_wait_empty_ns": sum(c.wait_empty_ps * c.multiplicity for c in chip.ctas) / 1000,
+        # Stalls are means: per consumer warpgroup, and per CTA for its producer.
+        "consumer_wait_full_ns": sum(c.wait_full_ps * c.multiplicity for c in chip.ctas) / 1000
+        / (ctas * scenario.pipeline.consumers),
+        "producer_wait_empty_ns": sum(c.wait_empty_ps * c.multiplicity for c in chip.ctas) / 1000 / ctas,
         "copy_busy_ns": copy_busy / 1000,
         "compute_busy_ns": tensor_busy / 1000,
         "copy_utilization": copy_busy / (sms_used * makespan) if makespan else 0.0,
@@ -142,7 +145,6 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency) -> dict[str, A
         "slot_round_trip_ns": (sum(c.slot_cycle_ps * c.multiplicity for c in chip.ctas)
                                / max(1, sum(c.slot_cycles * c.multiplicity for c in chip.ctas)) / 1000),
         "ctas": len(chip.plan.programs),
-        "ctas_weighted": sum(c.multiplicity for c in chip.ctas),
         "sms_used": sms_used,
         "waves": chip.waves(),
         "sm_classes": len(chip.sms),
