@@ -126,8 +126,9 @@ def validate(measured: str | Path, options: Options | None = None, *, jobs: int 
     """Compare every point of a measured table with the simulator (see the module docstring)."""
     study = prepare(measured, options or Options())
     batch, broken = point_overrides(study)
+    with Runner(study.base_raw, study.base_dir) as probe:  # no journal: a typo leaves no file behind
+        check_predicted_stat(study, probe, batch)
     with Runner(study.base_raw, study.base_dir, jobs=jobs, journal=journal) as runner:
-        check_predicted_stat(study, runner, batch)
         with progress_bar(len(batch), f"validate {study.table.path.name}", progress) as advance:
             outcomes = runner.run([b for b in batch if b is not None], advance)
         simulations = runner.simulations

@@ -166,6 +166,10 @@ def conversion(measure: str, measure_unit: str | None, predict: str) -> float:
         raise TmasimError(f"--measure {measure}:{measure_unit}: --predict {predict} has no unit tmasim knows, "
                           "so the measured values cannot be converted; give --measure without a unit")
     kind, unit = target
+    given = check_unit(f"--measure {measure}", measure_unit)
+    if given != kind:
+        raise ScenarioError(f"--measure {measure}", measure_unit,
+                            f"is a unit of {given}, but --predict {predict} is a {kind} (in {unit})")
     measured = units.parse(f"1 {measure_unit}", kind, f"--measure {measure}")
     return measured / units.parse(f"1 {unit}", kind, f"--predict {predict}")
 

@@ -51,9 +51,14 @@ class Runner:
     def __enter__(self) -> Runner:
         if self.journal_path is not None:
             self._known.update(read_journal(self.journal_path))
+        return self
+
+    def _open_journal(self) -> TextIO | None:
+        """Opened with the first finished simulation, so that a run that stops early leaves no file."""
+        if self._journal is None and self.journal_path is not None:
             self.journal_path.parent.mkdir(parents=True, exist_ok=True)
             self._journal = self._stack.enter_context(self.journal_path.open("a", encoding="utf-8"))
-        return self
+        return self._journal
 
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
@@ -98,14 +103,15 @@ class Runner:
         return self._pool
 
     def _finish(self, keys: Sequence[str], outcomes: Sequence[Outcome]) -> None:
+        journal = self._open_journal()
         for outcome in outcomes:
             key = keys[outcome.point]
             self._known[key] = outcome
             self.simulations += 1
-            if self._journal is not None:
-                self._journal.write(json.dumps({"key": key, **outcome.to_json()}) + "\n")
-        if self._journal is not None:
-            self._journal.flush()
+            if journal is not None:
+                journal.write(json.dumps({"key": key, **outcome.to_json()}) + "\n")
+        if journal is not None:
+            journal.flush()
 
     def remove_journal(self) -> None:
         """Once the results are written, the journal has served its purpose."""
