@@ -118,8 +118,8 @@ def test_the_timeline_overlays_one_run_and_matches_tile_by_tile(backend: Path) -
 
 def test_anchor_formula_as_a_measured_table_through_maps_with_units(tmp_path: Path) -> None:
     """N = 4 tiles: S = 1 takes N(l + c); S >= 2 takes l + c + (N - 1) max(l, c) (DESIGN.md §2)."""
-    rows = [(s, l, c, 4 * (l + c) * 1000 if s == 1 else (l + c + 3 * max(l, c)) * 1000)
-            for s in (1, 2, 3) for l, c in ((3, 5), (5, 3), (2.5, 2.5))]
+    rows = [(s, ld, c, 4 * (ld + c) * 1000 if s == 1 else (ld + c + 3 * max(ld, c)) * 1000)
+            for s in (1, 2, 3) for ld, c in ((3, 5), (5, 3), (2.5, 2.5))]
     path = tmp_path / "anchor.csv"
     pd.DataFrame(rows, columns=["stages", "load_us", "compute_us", "total_ns"]).to_csv(path, index=False)
     maps = ["stages=pipeline.stages", "load_us=workload.load:us", "compute_us=workload.compute:us"]

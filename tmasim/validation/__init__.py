@@ -9,7 +9,7 @@
 Modules: ``mapping`` (--map, the backend's map, units), ``measured`` (tables, provenance,
 repeats), ``study`` (base scenario + mapping = one scenario per point), ``runner`` (parallel,
 deduplicated, resumable simulation), ``compare`` (:func:`validate`), ``fit``
-(Levenberg-Marquardt), ``calibrate`` (:func:`calibrate`), ``preset`` (writing a preset),
+(Levenberg-Marquardt), ``calibration`` (:func:`calibrate`), ``preset`` (writing a preset),
 ``timeline`` and ``figures``, ``synthetic`` (backend files from the simulator, for tests),
 ``command`` (the subcommands). Heavy modules load on first use, so that registering the
 subcommands keeps ``tmasim --help`` fast.
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from tmasim.validation.command import register
 
 if TYPE_CHECKING:
-    from tmasim.validation.calibrate import calibrate
+    from tmasim.validation.calibration import calibrate
     from tmasim.validation.compare import validate
     from tmasim.validation.study import Options
 
@@ -35,7 +35,7 @@ def __getattr__(name: str) -> Any:
 
         return validate
     if name == "calibrate":
-        from tmasim.validation.calibrate import calibrate
+        from tmasim.validation.calibration import calibrate
 
         return calibrate
     if name == "Options":

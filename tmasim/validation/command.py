@@ -138,7 +138,7 @@ def handle_validate(args: argparse.Namespace) -> int:
 
 
 def handle_calibrate(args: argparse.Namespace) -> int:
-    from tmasim.validation.calibrate import calibrate, stderr_say
+    from tmasim.validation.calibration import calibrate, stderr_say
 
     if args.out.suffix != ".toml":
         raise ScenarioError("--out", str(args.out), "must be a preset file ending in .toml")
