@@ -230,6 +230,8 @@ def test_cli_validate_writes_the_table_the_metadata_and_the_figures(backend: Pat
     (["--measure", "gbps:GB"], "--measure gbps: 'GB' is a unit of size, but --predict makespan_ns is a time (in ns)"),
     (["--predict", "nope_ns"], "--predict: 'nope_ns' is not a summary figure"),
     (["--where", "nope=1"], "--where nope: 'nope' is not a column"),
+    (["--timeline-run", "999"], "--timeline-run: 999 is not a recorded run of a simulated point"),
+    (["--tiles", "nope.csv"], "--tiles: nope.csv is not a file"),
 ])
 def test_cli_errors_are_one_line_exit_2_and_write_nothing(backend: Path, tmp_path: Path, args: list[str],
                                                           message: str) -> None:

@@ -131,11 +131,9 @@ def validate(measured: str | Path, options: Options | None = None, *, jobs: int 
     with Runner(study.base_raw, study.base_dir, jobs=jobs, journal=journal) as runner:
         with progress_bar(len(batch), f"validate {study.table.path.name}", progress) as advance:
             outcomes = runner.run([b for b in batch if b is not None], advance)
-        simulations = runner.simulations
-    table = result_table(study, outcomes, broken)
-    result = Validation(study, table, simulations)
-    if study.table.backend:
-        _add_timeline(result, tiles, timeline_run)
+        result = Validation(study, result_table(study, outcomes, broken), runner.simulations)
+        if study.table.backend:
+            _add_timeline(result, tiles, timeline_run)
     if journal is not None:
         journal.unlink(missing_ok=True)
     return result

@@ -92,8 +92,10 @@ def _plain_log_ticks(ax: Any) -> None:
     """1, 2, 5 x 10^k labelled as plain numbers: easier to read off than 10^k notation."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+    low, high = ax.get_xlim()
+    subs = (1.0, 2.0, 5.0) if high / low < 1e3 else (1.0,)  # over three decades 2 and 5 would crowd
     for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_locator(LogLocator(base=10, subs=subs))
         axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
         axis.set_minor_formatter(NullFormatter())
 
@@ -107,7 +109,7 @@ def timeline_overlay(frame: pd.DataFrame, *, title: str, max_tiles: int = 32) ->
     shown = frame[frame["tile"] < max_tiles]
     tiles = int(shown["tile"].max()) + 1 if len(shown) else 0
     end_ns = float(shown["compute_end_ns"].max()) if len(shown) else 1.0
-    scale, unit = (1e3, "µs") if end_ns >= 2e3 else (1.0, "ns")
+    scale, unit = next(((s, u) for s, u in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")) if end_ns >= 2 * s), (1.0, "ns"))
     fig, ax = plt.subplots(figsize=(11, 1.6 + 0.22 * tiles), layout="constrained")
     for source, offset, hatch in (("measured", -0.2, None), ("simulated", 0.2, "///")):
         rows = shown[shown["source"] == source]
@@ -127,6 +129,5 @@ def timeline_overlay(frame: pd.DataFrame, *, title: str, max_tiles: int = 32) ->
               Patch(facecolor=COLORS["compute"], label="compute"),
               Patch(facecolor="white", edgecolor="#555555", label="upper bar: measured"),
               Patch(facecolor="white", edgecolor="#555555", hatch="///", label="lower bar (hatched): simulated")]
-    ax.legend(handles=legend, loc="upper center", bbox_to_anchor=(0.5, -0.5 / max(tiles, 1) - 0.06), ncols=4,
-              fontsize=8, frameon=False)
+    fig.legend(handles=legend, loc="outside lower center", ncols=4, fontsize=8, frameon=False)
     return fig

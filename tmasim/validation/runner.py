@@ -47,10 +47,12 @@ class Runner:
         self._stack = contextlib.ExitStack()
         self._pool: Executor | None = None
         self._journal: TextIO | None = None
+        self._new_files: list[Path] = []
 
     def __enter__(self) -> Runner:
         if self.journal_path is not None:
             self._known.update(read_journal(self.journal_path))
+            self._new_files = [p for p in (self.journal_path.parent, self.journal_path) if not p.exists()]
         return self
 
     def _open_journal(self) -> TextIO | None:
@@ -60,8 +62,17 @@ class Runner:
             self._journal = self._stack.enter_context(self.journal_path.open("a", encoding="utf-8"))
         return self._journal
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        """An error a user caused leaves nothing behind that was not there; an interruption keeps
+        the journal, so that the same command resumes."""
         self._stack.close()
+        if exc_type is not None and issubclass(exc_type, TmasimError):
+            for path in reversed(self._new_files):  # the journal, then its folder if it is empty
+                with contextlib.suppress(OSError):
+                    if path.is_dir():
+                        path.rmdir()
+                    else:
+                        path.unlink(missing_ok=True)
 
     def run(self, batch: Sequence[Sequence[Override]], progress: Progress | None = None) -> list[Outcome]:
         """One outcome per override list, in order; only scenarios not seen before are simulated."""
