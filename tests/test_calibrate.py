@@ -229,3 +229,10 @@ def test_tmasim_cli_runs_calibrate(measured: Path, tmp_path: Path) -> None:
                   module="tmasim.cli")
     assert proc.returncode == 0, proc.stderr
     assert math.isfinite(load_gpu(str(out)).copy_latency)
+
+
+def test_parameters_that_only_add_up_are_reported(measured: Path) -> None:
+    """copy_latency and hbm_latency both delay every copy: only their sum is determined."""
+    cal = calibrate(measured, ["copy_latency", "hbm_latency"], holdout=0.0, max_evals=12)
+    assert any("copy_latency and hbm_latency change the predictions alike" in note for note in cal.notes)
+    assert "note: copy_latency and hbm_latency" in cal.text()

@@ -272,3 +272,16 @@ def test_tmasim_cli_runs_validate(backend: Path, tmp_path: Path) -> None:
                   module="tmasim.cli")
     assert proc.returncode == 0, proc.stderr
     assert "MAPE 0.00% over 16 points" in proc.stdout
+
+
+def test_a_point_the_simulator_refuses_is_a_row_with_its_reason(backend: Path, tmp_path: Path) -> None:
+    runs = pd.read_csv(backend / "measured_runs.csv")
+    runs.loc[3, "ctas"] = 132 * 40  # 40 CTAs per SM: more than fit
+    path = copy_backend(backend, tmp_path / "refused")
+    runs.to_csv(path, index=False)
+    v = validate(path)
+    bad = v.table[v.table["status"] != "ok"]
+    assert len(bad) == 1 and bad["status"].iloc[0] == "invalid" and "ctas_per_sm: 40 is more than fit" in bad[
+        "error"].iloc[0]
+    assert v.mape == pytest.approx(0.0, abs=1e-9) and len(v.ok) == len(runs) - 1
+    assert "1 point(s) could not be simulated (point 3: workload.ctas_per_sm: 40" in v.text()

@@ -157,6 +157,8 @@ def calibrate(measured: str | Path, fit: Sequence[str], options: Options | None 
         simulations = runner.simulations
     table = _table(study, start, final, train, held)
     notes = [f"{parameters[i].name} changes no training point: left at its start value" for i in result.insensitive]
+    notes += [f"{parameters[i].name} and {parameters[j].name} change the predictions alike: this table determines "
+              "a combination of them, not each one" for i, j in result.collinear()]
     if journal is not None:
         journal.unlink(missing_ok=True)
     return Calibration(study, parameters, fitted, result, table, simulations, seed, holdout, notes)

@@ -36,6 +36,22 @@ class Fit:
     iterations: int
     stopped: str                 # "converged", "budget", "no better step"
     insensitive: tuple[int, ...] = ()   # parameters that moved no residual: left where they started
+    jacobian: np.ndarray | None = None  # the last one taken (residuals x parameters)
+
+    def collinear(self, threshold: float = 0.999) -> list[tuple[int, int]]:
+        """Pairs of parameters whose effects on the residuals are (nearly) proportional: the data
+        determine a combination of them, not each one (copy_latency and hbm_latency only add)."""
+        if self.jacobian is None:
+            return []
+        norms = np.linalg.norm(self.jacobian, axis=0)
+        pairs = []
+        for i in range(len(norms)):
+            for j in range(i + 1, len(norms)):
+                if norms[i] > 0 and norms[j] > 0:
+                    cosine = abs(float(self.jacobian[:, i] @ self.jacobian[:, j])) / (norms[i] * norms[j])
+                    if cosine > threshold:
+                        pairs.append((i, j))
+        return pairs
 
 
 def levenberg_marquardt(batch: Batch, x0: np.ndarray, *, max_evals: int = 40, step: float = 2e-3,
@@ -48,6 +64,7 @@ def levenberg_marquardt(batch: Batch, x0: np.ndarray, *, max_evals: int = 40, st
         raise ValueError("the residuals cannot be evaluated at the start")
     evals, lam, iterations, stopped = 1, 1e-3, 0, "budget"
     insensitive: tuple[int, ...] = ()
+    jac: np.ndarray | None = None
     if _cost(r) < 1e-20:
         return Fit(x, r, _cost(r), evals, 0, "converged")
     while evals + len(x) + 1 <= max_evals:
@@ -68,7 +85,7 @@ def levenberg_marquardt(batch: Batch, x0: np.ndarray, *, max_evals: int = 40, st
         if gain <= ftol * max(_cost(r), 1e-30) or moved < xtol or _cost(r) < 1e-20:
             stopped = "converged"
             break
-    return Fit(x, r, _cost(r), evals, iterations, stopped, insensitive)
+    return Fit(x, r, _cost(r), evals, iterations, stopped, insensitive, jac)
 
 
 def _cost(r: np.ndarray) -> float:
