@@ -1,0 +1,152 @@
+"""Measured tables: read them, say where they came from, keep the usable rows, group repeats.
+
+A measured table is a CSV (``.csv`` or ``.csv.gz``) or Parquet file with one row per
+measurement. Rows whose mapped columns (or, for the backend's files, whose kernel parameters)
+are equal are repeats of one point, compared through their median. Provenance (device, date)
+comes from ``meta.json`` beside the file when there is one: the backend writes it, and any
+other table may carry one (``{"device": {"name": ...}, "date_utc": ...}``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tmasim.errors import ScenarioError, TmasimError
+from tmasim.validation.mapping import BACKEND_COLUMNS, TMA_VARIANTS
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What the measurements were taken on, and when (None where nothing says)."""
+
+    device: str | None = None
+    date: str | None = None
+    simulator: bool = False
+
+    def text(self) -> str:
+        device = self.device or "unknown device"
+        simulator = " (numba CUDA simulator)" if self.simulator and "simulator" not in device else ""
+        return f"{device}{simulator}, measured {self.date[:10] if self.date else 'on an unknown date'}"
+
+
+@dataclass(frozen=True)
+class MeasuredTable:
+    """The rows of a measured file that can be compared, and notes on the ones left out."""
+
+    path: Path
+    frame: pd.DataFrame
+    provenance: Provenance
+    backend: bool
+    notes: tuple[str, ...] = field(default=())
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """A CSV or Parquet file as a DataFrame, or a one-line error."""
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        raise ScenarioError("MEASURED", str(path), "is not a file")
+    try:
+        if path.suffix == ".parquet":
+            return pd.read_parquet(path)
+        return pd.read_csv(path)
+    except Exception as err:  # pandas raises many kinds: say which file and why, in one line
+        raise ScenarioError("MEASURED", str(path), f"cannot be read as a table ({type(err).__name__}: {err})") from None
+
+
+def read_provenance(path: Path) -> Provenance:
+    """Device and date from ``meta.json`` beside the file (the backend's layout)."""
+    meta_path = path.parent / "meta.json"
+    if not meta_path.is_file():
+        return Provenance()
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (OSError, ValueError):
+        return Provenance()
+    source = meta.get("probe", {}).get("metadata", meta) if isinstance(meta.get("probe"), dict) else meta
+    device = source.get("device", {})
+    name = device.get("name") if isinstance(device, dict) else device
+    return Provenance(str(name) if name else None, source.get("date_utc") or source.get("date"),
+                      bool(source.get("simulator", False)))
+
+
+def is_backend_table(frame: pd.DataFrame) -> bool:
+    """True for the backend's ``measured_runs.csv`` (every column its map reads is there)."""
+    return all(column in frame.columns for column in BACKEND_COLUMNS)
+
+
+def load(path: str | Path, *, backend: bool | None = None, where: Sequence[str] = ()) -> MeasuredTable:
+    """Read, detect the backend's layout (unless told), apply ``--where`` and drop failed runs."""
+    path = Path(path)
+    frame = read_table(path)
+    detected = is_backend_table(frame)
+    if backend and not detected:
+        missing = [c for c in BACKEND_COLUMNS if c not in frame.columns]
+        raise TmasimError(f"--backend: {path} lacks the backend's columns {', '.join(missing)}")
+    use_backend = detected if backend is None else backend
+    frame = apply_where(frame, where, path)
+    notes: list[str] = []
+    if use_backend:
+        frame, notes = _usable_backend_rows(frame)
+    return MeasuredTable(path, frame.reset_index(drop=True), read_provenance(path), use_backend, tuple(notes))
+
+
+def apply_where(frame: pd.DataFrame, where: Sequence[str], path: Path) -> pd.DataFrame:
+    """Keep rows whose COLUMN equals VALUE (compared as text), for each ``--where COLUMN=VALUE``."""
+    for item in where:
+        column, sep, value = item.partition("=")
+        column = column.strip()
+        if not sep or not column:
+            raise ScenarioError("--where", item, "must look like COLUMN=VALUE (e.g. variant=tma_bulk_1d)")
+        check_column(frame, column, path, f"--where {column}")
+        frame = frame[frame[column].astype(str) == value.strip()]
+    return frame
+
+
+def check_column(frame: pd.DataFrame, column: str, path: Path, where: str) -> None:
+    if column not in frame.columns:
+        shown = ", ".join(map(str, frame.columns[:24])) + (", ..." if len(frame.columns) > 24 else "")
+        raise ScenarioError(where, column, f"is not a column of {path.name} (columns: {shown})")
+
+
+def _usable_backend_rows(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """Verified runs of the TMA variants: the simulator models TMA pipelines, not ld/st copies."""
+    notes = []
+    if "status" in frame.columns:
+        failed = frame["status"].astype(str) != "ok"
+        if failed.any():
+            notes.append(f"left out {int(failed.sum())} run(s) whose status is not ok")
+        frame = frame[~failed]
+    other = ~frame["variant"].isin(TMA_VARIANTS)
+    if other.any():
+        names = ", ".join(sorted(map(str, frame.loc[other, "variant"].unique())))
+        notes.append(f"left out {int(other.sum())} run(s) of {names}: not a TMA pipeline, which is what tmasim models")
+        frame = frame[~other]
+    return frame, notes
+
+
+def group_points(frame: pd.DataFrame, keys: Sequence[str], measure: str, factor: float) -> pd.DataFrame:
+    """One row per point: its key columns, the median measured value (in the predicted figure's
+    unit), how many repeats it had, and its first ``run_id`` if the table has one."""
+    import pandas as pd
+
+    values = pd.to_numeric(frame[measure], errors="coerce") * factor
+    work = frame.assign(_measured=values)
+    work = work[work["_measured"].notna() & (work["_measured"] > 0)]
+    if work.empty:
+        raise TmasimError(f"--measure {measure}: no row has a positive number in that column")
+    grouped = work.groupby(list(keys), sort=False, dropna=False)
+    points = grouped["_measured"].agg(["median", "size"]).reset_index()
+    points = points.rename(columns={"median": "measured", "size": "repeats"})
+    if "run_id" in work.columns:
+        points["run_id"] = grouped["run_id"].min().to_numpy()
+    points.insert(0, "point", range(len(points)))
+    return points
