@@ -222,7 +222,6 @@ def test_cli_calibrate_needs_a_toml_out(measured: Path, tmp_path: Path) -> None:
     assert proc.returncode == 2 and "must be a preset file ending in .toml" in proc.stderr
 
 
-@pytest.mark.xfail(strict=False, reason="wired by lead: tmasim.cli registers tmasim.validation")
 def test_tmasim_cli_runs_calibrate(measured: Path, tmp_path: Path) -> None:
     out = tmp_path / "p.toml"
     proc = tmasim("calibrate", str(measured), "--fit", "copy_latency", "--out", str(out), "--quiet",

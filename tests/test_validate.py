@@ -266,7 +266,6 @@ def test_cli_a_generic_table_needs_a_measured_column(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "--measure: say which column of t.csv holds the measured value" in proc.stderr
 
 
-@pytest.mark.xfail(strict=False, reason="wired by lead: tmasim.cli registers tmasim.validation")
 def test_tmasim_cli_runs_validate(backend: Path, tmp_path: Path) -> None:
     proc = tmasim("validate", str(backend / "measured_runs.csv"), "--out", str(tmp_path / "v"), "--quiet",
                   module="tmasim.cli")

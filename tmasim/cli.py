@@ -60,9 +60,10 @@ def _parser() -> argparse.ArgumentParser:
     presets.add_argument("name", nargs="?", help="show every value of one preset, with its source")
     presets.set_defaults(handler=_presets)
 
-    from tmasim import sweep
+    from tmasim import sweep, validation
 
     sweep.register(sub)
+    validation.register(sub)
     from tmasim import plot_cli
 
     plot_cli.register(sub)

@@ -242,25 +242,23 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
 
     compute: the busiest SM's tensor-core time (wave quantization included); hbm and l2: all
     bytes over each link's bandwidth; port: the busiest SM's bytes over its ingest port;
-    latency: the busiest SM's steps x one slot round trip / (stages x CTAs per SM).
-    ``serial_ns`` is the no-overlap time of the busiest SM: every step's copy, then its compute.
+    latency: the busiest slot of any CTA, whose uses follow one another, each at least one
+    round trip (see :func:`slot_round_trip`). ``serial_ns`` is the no-overlap time of the
+    busiest SM: every step's copy, then its compute, one after another.
     """
     sms = plan.sms
-    compute, nbytes, steps, round_trips, serial = ([0.0] * sms for _ in range(5))
-    hbm = l2 = 0.0
+    compute, nbytes, serial = ([0.0] * sms for _ in range(3))
+    latency = hbm = l2 = 0.0
     for g, program in enumerate(plan.programs):
         sm = g % sms
         assert isinstance(program, UnitProgram)
+        latency = max(latency, _busiest_slot(program, gpu, stages))
         for unit in program.units:
             for seg in unit.segments:
                 step_bytes = sum(c.memory_bytes for c in seg.copies)
-                trip = (gpu.tma_issue + max(c.latency for c in seg.copies) + step_bytes / gpu.sm_port_bandwidth
-                        + seg.compute + 2 * gpu.barrier_wake)
                 compute[sm] += seg.steps * seg.compute
                 nbytes[sm] += seg.steps * step_bytes
-                steps[sm] += seg.steps
-                round_trips[sm] += seg.steps * trip
-                serial[sm] += seg.steps * trip
+                serial[sm] += seg.steps * slot_round_trip(gpu, seg)
                 hbm += seg.steps * sum(c.memory_bytes * c.hbm_fraction for c in seg.copies)
                 l2 += seg.steps * step_bytes
             if unit.epilogue is not None:
@@ -268,13 +266,12 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
                 if unit.epilogue.store is not None:
                     hbm += unit.epilogue.store.memory_bytes
                     l2 += unit.epilogue.store.memory_bytes
-    concurrency = stages * plan.ctas_per_sm
     bounds = {
         "compute": max(compute),
         "hbm": hbm / gpu.hbm_bandwidth,
         "l2": l2 / gpu.l2_bandwidth,
         "port": max(nbytes) / gpu.sm_port_bandwidth,
-        "latency": max(round_trips) / concurrency,
+        "latency": latency,
     }
     binding = max(bounds, key=lambda k: bounds[k])
     return {
@@ -287,3 +284,30 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
         "bound_flops_per_s": config.useful_flops / bounds[binding] * 1e12 if bounds[binding] else None,
         "model_hbm_bytes": hbm,
     }
+
+
+def slot_round_trip(gpu: GpuSpec, seg: Segment) -> float:
+    """The least time one use of a slot takes: the issue, the copies' latency and transfer at
+    the SM port's rate (one after another), the full barrier's wake-up, the compute, and the
+    empty barrier's wake-up before the producer may refill the slot."""
+    port = gpu.sm_port_bandwidth
+    total = sum(c.memory_bytes for c in seg.copies)
+    landing = max(min(c.latency for c in seg.copies) + total / port,
+                  max(c.latency + c.memory_bytes / port for c in seg.copies))
+    return gpu.tma_issue + landing + gpu.barrier_wake + seg.compute + gpu.barrier_wake
+
+
+def _busiest_slot(program: UnitProgram, gpu: GpuSpec, stages: int) -> float:
+    """The longest chain of uses of one slot (steps i, i + S, i + 2S, ...) of a CTA; its
+    first use waits on no empty barrier."""
+    per_slot = [0.0] * stages
+    first = 0
+    for unit in program.units:
+        for seg in unit.segments:
+            trip = slot_round_trip(gpu, seg)
+            last = first + seg.steps - 1
+            for slot in range(stages):
+                uses = (last - slot) // stages - (first - 1 - slot) // stages
+                per_slot[slot] += uses * trip
+            first += seg.steps
+    return max(0.0, max(per_slot) - gpu.barrier_wake)
