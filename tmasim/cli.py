@@ -39,7 +39,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="tmasim", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = _Parser(prog="tmasim", description="Simulate TMA load/compute pipelines on Hopper and Blackwell GPUs.",
+                     epilog="Start with `tmasim run` (the reference scenario); `tmasim COMMAND --help` for more.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = sub.add_parser("run", help="simulate one scenario and print its summary")
