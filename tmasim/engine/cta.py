@@ -95,15 +95,20 @@ class Cta:
         self.processes = [env.process(self.producer())]
         self.processes += [env.process(self.consumer(w)) for w in range(sync.consumers)]
 
+    # The two loops below are the engine's hot path: they keep what they use in locals, and
+    # test `event.callbacks is not None` (SimPy's "not yet processed") inline.
+
     def producer(self) -> Generator[simpy.Event, object, None]:
         env, ring, prog, rec, engine = self.env, self.ring, self.program, self.recorder, self.copy_engine
         expect_tx = self.sync.expect_tx
         who = f"{self.scope}.producer"
+        stages, fulls, empties, copies_of = ring.stages, ring.full, ring.empty, prog.copies
         for i in range(prog.steps):
-            slot, parity = ring.slot(i)
-            empty = ring.empty[slot]
+            use, slot = divmod(i, stages)
+            parity = use & 1
+            empty = empties[slot]
             ready = empty.wait(parity ^ 1)
-            if not ready.processed:
+            if ready.callbacks is not None:
                 t0 = env.now
                 self._waiting["producer"] = (empty, parity ^ 1)
                 yield ready
@@ -112,10 +117,13 @@ class Cta:
                     self.wait_empty_ps += env.now - t0
                     if rec is not None:
                         rec.span(t0, env.now, self.sm, self.index, "producer", "wait_empty", i, slot)
-            full = ring.full[slot]
-            copies = prog.copies(i)
-            announced = sum(c.smem_bytes for c in copies) if expect_tx is None else expect_tx
-            full.arrive_expect_tx(announced, who, i // ring.stages)
+            full = fulls[slot]
+            copies = copies_of(i)
+            if len(copies) == 1:
+                announced = copies[0].smem_bytes if expect_tx is None else expect_tx
+            else:
+                announced = sum(c.smem_bytes for c in copies) if expect_tx is None else expect_tx
+            full.arrive_expect_tx(announced, who, use)
             self._issued_at[slot] = env.now
             for copy in copies:
                 engine.load(copy, full, self.index, i, slot)
@@ -126,16 +134,20 @@ class Cta:
         who = f"{self.scope}.{role}"
         share = self.sync.consumers if self.sync.mode == COOPERATIVE else 1
         ordered = share == 1 and self.sync.consumers > 1
+        waits_full, counts_cycles = self.sync.waits_full, warpgroup == 0 or share == 1
+        stages, fulls, empties, released = ring.stages, ring.full, ring.empty, self._released_at
+        compute_of, flops_of, epilogue_of = prog.compute, prog.flops, prog.epilogue
         for i in self._steps_of(warpgroup):
-            slot, parity = ring.slot(i)
+            use, slot = divmod(i, stages)
+            parity = use & 1
             if ordered:
                 unit = prog.unit_of(i)
                 while self._turn != unit:
                     yield self._turn_changed
-            if self.sync.waits_full:
-                full = ring.full[slot]
+            if waits_full:
+                full = fulls[slot]
                 ready = full.wait(parity)
-                if not ready.processed:
+                if ready.callbacks is not None:
                     t0 = env.now
                     self._waiting[role] = (full, parity)
                     yield ready
@@ -147,18 +159,22 @@ class Cta:
             else:
                 self._reads.append((warpgroup, i, env.now))
             # Cooperative warpgroups split each step's work; the split loses no picosecond.
-            whole, extra = divmod(prog.compute(i), share)
-            start, done = tc.run(whole + (warpgroup < extra), prog.flops(i) / share)
+            if share == 1:
+                start, done = tc.run(compute_of(i), flops_of(i))
+            else:
+                whole, extra = divmod(compute_of(i), share)
+                start, done = tc.run(whole + (warpgroup < extra), flops_of(i) / share)
             yield done
-            ring.empty[slot].arrive(who, phase=i // ring.stages)
-            if warpgroup == 0 or share == 1:
-                self.slot_cycle_ps += env.now - self._released_at[slot]
-                self._released_at[slot] = env.now
+            empties[slot].arrive(who, phase=use)
+            if counts_cycles:
+                now = env.now
+                self.slot_cycle_ps += now - released[slot]
+                released[slot] = now
                 self.slot_cycles += 1
             if rec is not None:
                 rec.span(start, env.now, self.sm, self.index, "consumer", "compute", i, slot)
                 rec.span(start, env.now, self.sm, self.index, "slot", "use", i, slot)
-            epilogue = prog.epilogue(i)
+            epilogue = epilogue_of(i)
             if ordered and (i + 1 == prog.steps or prog.unit_of(i + 1) != prog.unit_of(i)):
                 self._pass_turn()
             if epilogue is not None:
