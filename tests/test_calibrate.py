@@ -33,7 +33,7 @@ GRID = Grid(stages=(1, 2, 4), tile_bytes=(4096, 16384), compute_iters=(0, 16), c
 FIT = ["copy_latency", "sm_port_bandwidth"]
 
 
-def tmasim(*args: str, module: str = "tmasim.validation") -> subprocess.CompletedProcess[str]:
+def tmasim(*args: str, module: str = "tmasim.cli") -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, cwd=REPO,
                           timeout=120)
 

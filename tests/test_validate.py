@@ -29,7 +29,7 @@ GRID = Grid(stages=(1, 2), tile_bytes=(4096, 16384), compute_iters=(0, 16), ctas
 DEVICE = "NVIDIA H100 80GB HBM3 (synthetic: tmasim)"
 
 
-def tmasim(*args: str, module: str = "tmasim.validation", cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def tmasim(*args: str, module: str = "tmasim.cli", cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, cwd=cwd or REPO,
                           timeout=120)
 

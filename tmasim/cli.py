@@ -48,7 +48,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                      help="override a field; VALUE is read as TOML (3, \"3 us\", [1, 2]) or else as a plain string")
     run.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    run.add_argument("--out", type=Path, metavar="DIR", help="write summary, spans, events (CSV) and a Gantt chart (PNG) here")
+    run.add_argument("--out", type=Path, metavar="DIR",
+                     help="write summary, spans, events (CSV) and a Gantt chart (PNG) here")
     run.add_argument("--trace", type=Path, metavar="FILE.json",
                      help="write the timeline as a Chrome trace for ui.perfetto.dev or chrome://tracing "
                           "(gzip-compressed if FILE ends in .gz)")

@@ -1,14 +1,12 @@
 """``tmasim validate`` and ``tmasim calibrate``: options, the run, a short report.
 
 Imports nothing heavy at module level (``tmasim --help`` registers these subcommands).
-``python -m tmasim.validation validate ...`` runs them on their own (see :func:`main`).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -161,18 +159,3 @@ def _stem(path: str) -> str:
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return Path(name).stem
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The two subcommands on their own, with ``tmasim``'s error handling (exit 2 or 3, one line)."""
-    parser = argparse.ArgumentParser(prog="tmasim")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return int(args.handler(args))
-    except TmasimError as err:
-        print(f"tmasim: error: {err}", file=sys.stderr)
-        return err.exit_code
-    except KeyboardInterrupt:
-        print("tmasim: interrupted; run the same command again to resume", file=sys.stderr)
-        return 130
