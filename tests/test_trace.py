@@ -17,7 +17,7 @@ from tmasim.errors import TmasimError
 from tmasim.results import Result
 from tmasim.scenario import load
 from tmasim.simulation import simulate
-from tmasim.trace import _dur_us, _round_ns, _trunc_ns, _us, chrome_trace, validate, write_chrome_trace
+from tmasim.trace import _dur_us, ns_rounded, ns_truncated, _us, chrome_trace, validate, write_chrome_trace
 
 BUNDLED = ("reference", "latency-hidden", "bug-missing-wait", "jitter")
 US = 10**6
@@ -266,7 +266,7 @@ def test_microseconds_keep_every_picosecond(values: list[int]) -> None:
     ps = np.array(values, dtype=np.int64)
     us = _us(ps)
     assert (np.rint(us * US).astype(np.int64) == ps).all()
-    assert (_trunc_ns(us) == ps // 1000).all()  # no whole ns read 1 ns early by truncating importers
+    assert (ns_truncated(us) == ps // 1000).all()  # no whole ns read 1 ns early by truncating importers
 
 
 @settings(max_examples=300, deadline=None)
@@ -278,7 +278,7 @@ def test_touching_spans_never_overlap_in_any_viewer(gaps: list[int], offset: int
     dur = _dur_us(start, end, ts, end_us)
     assert (ts + dur <= end_us).all()
     assert (np.abs(dur * US - (end - start)) < 1000).all()
-    for to_ns in (_round_ns, _trunc_ns):
+    for to_ns in (ns_rounded, ns_truncated):
         assert (to_ns(ts[:-1]) + to_ns(dur[:-1]) <= to_ns(ts[1:])).all()
 
 
