@@ -14,10 +14,6 @@ from tmasim.simulation import simulate
 US = 10**6  # picoseconds per microsecond
 
 
-def us(value: float) -> str:
-    return f"{value} us"
-
-
 def ps(value: int) -> str:
     return f"{value} ps"
 

@@ -13,7 +13,7 @@ import dataclasses
 import math
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -62,9 +62,6 @@ class GpuSpec:
         """Latency before a copy's bytes stream: a base plus a part that grows with the box."""
         return self.copy_latency + round(self.copy_latency_per_kib * nbytes / 1024)
 
-    @property
-    def is_ideal(self) -> bool:
-        return self.tma_issue == 0 and self.barrier_wake == 0
 
 
 # field -> (kind, description). Kinds: int, text, time, size, bandwidth, frequency, flop_rates.
@@ -216,7 +213,3 @@ def field_names() -> tuple[str, ...]:
 
 def field_descriptions() -> dict[str, str]:
     return {k: d for k, (_, d) in _FIELDS.items()}
-
-
-def spec_fields() -> tuple[str, ...]:
-    return tuple(f.name for f in fields(GpuSpec))

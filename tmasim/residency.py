@@ -31,10 +31,6 @@ class Residency:
     ctas_per_sm: int
     limited_by: str          # "shared memory", "threads" or "CTAs per SM"
 
-    @property
-    def barrier_bytes(self) -> int:
-        return 2 * self.stages * BARRIER_BYTES
-
 
 def residency(gpu: GpuSpec, *, stage_bytes: int, stages: int, other_smem: int = 0,
               consumers: int = 1, requested_ctas_per_sm: int | None = None) -> Residency:

@@ -139,8 +139,6 @@ def from_dict(raw: Mapping[str, Any], base_dir: Path | None = None) -> Scenario:
     read.reject_unknown("", raw, TOP_LEVEL)
     workload = parse_workload(read.table("workload", read.required("", raw, "workload")))
     pipeline = _pipeline(read.table("pipeline", raw.get("pipeline", {})))
-    if pipeline.consumers > 1 and not workload.supports_consumers:
-        raise ScenarioError("pipeline.consumers", pipeline.consumers, f"must be 1 for workload kind {workload.kind!r}")
     return Scenario(
         name=read.text("name", raw.get("name", "unnamed")),
         description=read.text("description", raw.get("description", "")),

@@ -33,7 +33,8 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False) -> Result:
     _run_events(env, scenario, chip.ctas)
     _check_finished(chip.ctas, env.now)
     races = [race for cta in chip.ctas for race in cta.races()]
-    stats = {**_common_stats(scenario, chip, res), **_workload_stats(scenario, chip, res)}
+    makespan = int(max(cta.finished_at or 0 for cta in chip.ctas))
+    stats = {**_common_stats(scenario, chip, res, makespan), **_workload_stats(scenario, chip, res, makespan)}
     stats["races"] = len(races)
     links = chip.fabric.link_stats() if chip.fabric is not None else {}
     for name in ("L2", "HBM"):
@@ -89,18 +90,20 @@ def _sync(scenario: Scenario) -> Sync:
 
 def _check_finished(ctas: list[Cta], now: float) -> None:
     """An empty event queue with a process still waiting is a deadlock, never a silent end."""
-    stuck = [line for cta in ctas if not cta.done for line in cta.waiting()]
-    if stuck or not all(cta.done for cta in ctas):
-        stuck = stuck or [f"{cta.scope} never finished" for cta in ctas if not cta.done]
+    unfinished = [cta for cta in ctas if not cta.done]
+    if unfinished:
+        stuck = [line for cta in unfinished for line in cta.waiting()]
+        stuck = stuck or [f"{cta.scope} never finished" for cta in unfinished]
         shown = "; ".join(stuck[:4]) + (f"; and {len(stuck) - 4} more" if len(stuck) > 4 else "")
         raise DeadlockError(f"deadlock at {format_time(now)}: nothing left to run but {shown}")
 
 
-def _common_stats(scenario: Scenario, chip: Chip, res: Residency) -> dict[str, Any]:
-    makespan = max(cta.finished_at or 0 for cta in chip.ctas)
+def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int) -> dict[str, Any]:
     seconds = makespan / PS_PER_S
     sms_used = chip.plan.sms
     ctas = sum(c.multiplicity for c in chip.ctas)  # CTAs that ran, counting those aggregation stands for
+    w = scenario.workload
+    work = w.tiles if isinstance(w, tiles.TilesConfig) else chip.plan.units  # tiles, or output tiles/boxes
 
     def total(attr: str, owner: str) -> float:
         return sum(getattr(getattr(sm, owner), attr) * sm.multiplicity for sm in chip.sms)
@@ -115,8 +118,7 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency) -> dict[str, A
         "scenario": scenario.name,
         "workload": scenario.workload.kind,
         "gpu": gpu.name,
-        "tiles": chip.plan.units if not isinstance(scenario.workload, tiles.TilesConfig)
-        else scenario.workload.tiles,
+        "tiles": work,
         "stages": scenario.pipeline.stages,
         "consumers": scenario.pipeline.consumers,
         "seed": scenario.run.seed,
@@ -137,8 +139,7 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency) -> dict[str, A
         "hbm_bytes": int(round(hbm_bytes)),
         "achieved_bytes_per_s": memory_bytes / seconds if seconds else None,
         "achieved_flops_per_s": total("flops", "tensor_core") / seconds if seconds else None,
-        "tiles_per_s": (chip.plan.units if not isinstance(scenario.workload, tiles.TilesConfig)
-                        else scenario.workload.tiles) / seconds if seconds else None,
+        "tiles_per_s": work / seconds if seconds else None,
         "smem_per_cta_bytes": res.smem_per_cta,
         "ctas_per_sm": res.ctas_per_sm,
         "residency_limit": res.limited_by,
@@ -157,14 +158,13 @@ def _utilization(nbytes: float, bandwidth: float, makespan: float) -> float | No
     return nbytes / (bandwidth * makespan)
 
 
-def _workload_stats(scenario: Scenario, chip: Chip, res: Residency) -> dict[str, Any]:
+def _workload_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int) -> dict[str, Any]:
     w = scenario.workload
     if isinstance(w, tiles.TilesConfig):
-        return _tiles_stats(scenario, int(max(cta.finished_at or 0 for cta in chip.ctas)))
+        return _tiles_stats(scenario, makespan)
     if isinstance(w, stream.StreamConfig):
         law = stream.littles_law(w, scenario.gpu, scenario.pipeline.stages, res.ctas_per_sm, chip.plan.sms)
         return {"serial_ns": None, "closed_form_ns": None, **law}
-    makespan = max(cta.finished_at or 0 for cta in chip.ctas)
     extra = gemm.breakdown(w, scenario.gpu, chip.plan, scenario.pipeline.stages)
     extra["efficiency"] = extra["bound_ns"] * 1000 / makespan if makespan else None  # type: ignore[operator]
     return extra

@@ -73,10 +73,10 @@ class Chip:
         self.sms = [self._make_sm(members[0], len(members), assignment[members[0]]) for members in classes]
         self.aggregated = len(self.sms) < plan.sms
         shared: deque[tuple[int, Program]] = deque(enumerate(plan.programs))
-        for slot in range(plan.ctas_per_sm if not plan.persistent else 1):
+        for _ in range(plan.ctas_per_sm if not plan.persistent else 1):
             for sm in self.sms:
                 queue = sm.queue if (plan.persistent or self.aggregated) else shared
-                env.process(self._slot(sm, queue, slot))
+                env.process(self._slot(sm, queue))
 
     def _make_sm(self, index: int, multiplicity: int, work: list[tuple[int, Program]]) -> Sm:
         routes = None
@@ -88,7 +88,7 @@ class Chip:
                             max_bytes=self.gpu.tma_max_bytes_in_flight)
         return Sm(index, multiplicity, engine, TensorCore(self.env, f"sm{index}.tensor"), deque(work))
 
-    def _slot(self, sm: Sm, queue: deque[tuple[int, Program]], slot: int) -> Generator[simpy.Event, object, None]:
+    def _slot(self, sm: Sm, queue: deque[tuple[int, Program]]) -> Generator[simpy.Event, object, None]:
         """One CTA slot of an SM. Persistent: start all the SM's CTAs now. Grid: run CTAs one
         after another, taking the next unlaunched one when the previous exits."""
         if self.plan.persistent:

@@ -84,7 +84,7 @@ class CopyEngine:
         self.store_bytes = 0    # stores written to global memory
         self.copies = 0
 
-    def accept(self) -> float:
+    def _accept(self) -> float:
         """When the unit takes the next request, and reserve its issue slot."""
         now = self.env.now
         accepted = self._accept_free if self._accept_free > now else now
@@ -112,7 +112,7 @@ class CopyEngine:
     def _start(self, copy: Copy, done: Target, cta: int, tile: int, stage: int) -> None:
         self.in_flight += 1
         self.bytes_in_flight += copy.smem_bytes
-        accepted = self.accept()
+        accepted = self._accept()
         if self.recorder is not None:
             self.recorder.event(accepted, self.sm, cta, "issue" if stage >= 0 else "store", self.name, tile, stage)
         ready = accepted + self.issue + copy.latency

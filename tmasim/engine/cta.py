@@ -69,7 +69,6 @@ class Cta:
         self.copy_engine = copy_engine
         self.tensor_core = tensor_core
         self.recorder = recorder
-        self.started_at = env.now
         self.multiplicity = 1  # identical SMs this CTA's SM stands for (aggregation)
         watch = recorder is not None or not sync.waits_full
         self.ring = StageRing(env, self.scope, sync.stages, full_arrivals=sync.full_arrivals,

@@ -28,11 +28,6 @@ class StageRing:
         self.empty = [Mbarrier(env, f"{scope}.empty[{s}]", empty_arrivals, wake, _bind(on_empty_flip, s))
                       for s in range(stages)]
 
-    def slot(self, step: int) -> tuple[int, int]:
-        """The slot of a step and the parity its consumer waits for on full[slot]."""
-        use, slot = divmod(step, self.stages)
-        return slot, use & 1
-
 
 def _bind(hook: SlotHook | None, slot: int) -> FlipHook | None:
     if hook is None:

@@ -41,7 +41,6 @@ _OUT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 @dataclass(frozen=True)
 class GemmConfig:
     kind: ClassVar[str] = "gemm"
-    supports_consumers: ClassVar[bool] = True
     m: int
     n: int
     k: int

@@ -34,7 +34,6 @@ ELEMENT_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp64")
 @dataclass(frozen=True)
 class StreamConfig:
     kind: ClassVar[str] = "stream"
-    supports_consumers: ClassVar[bool] = True
     dtype: str
     shape: tuple[int, ...]      # outermost first, as people write shapes: [rows, cols]
     box: tuple[int, ...]

@@ -31,7 +31,6 @@ STREAMS = {"load": 0, "compute": 1, "latency": 2}
 @dataclass(frozen=True)
 class TilesConfig:
     kind: ClassVar[str] = "tiles"
-    supports_consumers: ClassVar[bool] = True
     tiles: int
     load: TimeSpec
     compute: TimeSpec
