@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 LEAD_COLUMNS = ("point",)
 OUTCOME_COLUMNS = ("seed", "status", "error")
-_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")  # fullmatch: "$" would let a final newline pass
 
 
 def build(plan: SweepPlan, outcomes: Mapping[int, Outcome]) -> pd.DataFrame:
@@ -81,7 +81,7 @@ def toml_text(value: Any) -> str:
 
 
 def _key(key: str) -> str:
-    return key if _BARE_KEY.match(key) else _quoted(key)
+    return key if _BARE_KEY.fullmatch(key) else _quoted(key)
 
 
 def _quoted(text: str) -> str:
