@@ -29,7 +29,8 @@ US = 10**6
 # 256 CTAs of a small GEMM, two per SM on 132 SMs, every SM simulated on its own: a multi-CTA
 # timeline in well under a second.
 CHIP = ["run.records=true", "run.aggregate=false", "workload.m=2048", "workload.n=2048", "workload.k=256",
-        "workload.tile=[128, 128, 64]", "pipeline.stages=3"]
+        "workload.tile=[128, 128, 64]", "pipeline.stages=3",
+        "pipeline.registers={producer = 40, consumer = 104}"]  # setmaxnreg so that two CTAs fit an SM
 
 
 @pytest.fixture(scope="module")

@@ -227,9 +227,32 @@ def _chip_rows(stats: dict[str, Any], scenario: Any) -> list[tuple[str, str]]:
                     + f", L2 {format_bytes(stats['memory_bytes'])}"
                     + (f" ({stats['l2_utilization']:.0%} busy)" if stats["l2_utilization"] is not None else "")),
     ]
+    at = [name for name, _ in rows].index("residency") + 1
+    rows[at:at] = _mma_rows(stats, scenario)  # storage beside SMEM, apart from the TMA traffic
     if stats["sm_classes"] < stats["sms_used"]:
         rows.append(("aggregation", f"{stats['sms_used']} SMs simulated as {stats['sm_classes']} class(es) "
                                     "of identical SMs (run.aggregate = false to simulate each)"))
+    return rows
+
+
+def _mma_rows(stats: dict[str, Any], scenario: Any) -> list[tuple[str, str]]:
+    """The MMA instructions of a k-step and where the accumulator lives (registers or TMEM:
+    storage, shown apart from the TMA copy engine's traffic)."""
+    rows = []
+    if stats.get("mma_instruction"):
+        rows.append(("MMA", f"{stats['mma_per_k_step']} x {stats['mma_instruction']} per k-step: tensor cores busy "
+                            f"{_t(stats['mma_k_step_ns'])}, the last completes {_t(stats['mma_completion_ns'])} later"))
+    if stats.get("registers_per_cta"):
+        mma = scenario.gpu.mma
+        rows.append(("registers", f"{stats['registers_per_consumer_thread']} per consumer thread (needs "
+                                  f"{stats['registers_needed_per_thread']}), {stats['registers_per_producer_thread']} "
+                                  f"per producer thread: {stats['registers_per_cta']} of {mma.registers_per_sm} "
+                                  "per SM"))
+    if stats.get("tmem_columns_per_cta"):
+        mma = scenario.gpu.mma
+        columns, lanes = stats["tmem_columns_per_cta"], mma.tmem_lanes
+        rows.append(("TMEM", f"{columns} columns ({format_bytes(columns * lanes * 4)}) per CTA for the accumulator, "
+                             f"of {mma.tmem_columns} ({format_bytes(mma.tmem_columns * lanes * 4)}) per SM"))
     return rows
 
 

@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from tmasim import fields as read
+from tmasim import mma as mma_table
 from tmasim import units
 from tmasim.errors import ScenarioError
+from tmasim.mma import MmaSpec
 
 UNLIMITED = "unlimited"
 DTYPES = ("bf16", "fp16", "fp8", "tf32")
@@ -52,11 +54,16 @@ class GpuSpec:
     tma_max_bytes_in_flight: int
     barrier_wake: int
     tensor_flops: Mapping[str, float]
+    mma: MmaSpec | None = None  # instruction table; None: a flat tensor_flops rate (ideal machine)
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     def sm_flop_rate(self, dtype: str) -> float:
         """Dense tensor-core FLOP per picosecond of one SM for ``dtype``."""
         return self.tensor_flops[dtype] / self.sms
+
+    def cycles_ps(self, cycles: float) -> int:
+        """``cycles`` of this GPU's clock in whole picoseconds."""
+        return round(cycles / self.clock_hz * units.PS_PER_S)
 
     def copy_latency_for(self, nbytes: int) -> int:
         """Latency before a copy's bytes stream: a base plus a part that grows with the box."""
@@ -87,8 +94,10 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "tma_max_in_flight": ("int", "copies in flight per SM (0: unlimited)"),
     "tma_max_bytes_in_flight": ("size", "bytes in flight per SM (0: unlimited)"),
     "barrier_wake": ("time", "from an mbarrier phase flip until its waiters run"),
-    "tensor_flops": ("flop_rates", "dense tensor-core rate per dtype (chip)"),
+    "tensor_flops": ("flop_rates", "dense tensor-core rate per dtype (chip); with an [mma] table, the peak "
+                                   "its II gives (the table wins)"),
 }
+MMA = "mma"  # optional section: the MMA instruction table (tmasim.mma)
 
 
 
@@ -105,10 +114,15 @@ def load_gpu(spec: Any, base_dir: Path | None = None, field_name: str = "gpu") -
     base_name = table.get("preset", "ideal")
     base = _read_preset(read.text(f"{field_name}.preset", base_name), base_dir, f"{field_name}.preset")
     overrides = {k: v for k, v in table.items() if k != "preset"}
-    read.reject_unknown(field_name, overrides, tuple(_FIELDS))
-    merged = {**base, **{k: {"value": v, "source": "scenario override"} for k, v in overrides.items()}}
+    read.reject_unknown(field_name, overrides, (*_FIELDS, MMA))
+    if "tensor_flops" in overrides and MMA in {**base, **overrides}:
+        raise ScenarioError(f"{field_name}.tensor_flops", overrides["tensor_flops"],
+                            f"cannot be set on a preset with an MMA table: the peak follows from the "
+                            f"instructions' II (set {field_name}.mma or {field_name}.clock instead)")
+    merged = {**base, **{k: v if k == MMA else {"value": v, "source": "scenario override"}
+                         for k, v in overrides.items()}}
     gpu = _from_raw(merged, field_name)
-    if "sms" in overrides and "tensor_flops" not in overrides:
+    if "sms" in overrides and "tensor_flops" not in overrides and gpu.mma is None:
         # tensor_flops is a chip rate: fewer SMs of the same kind have proportionally less of it.
         base_sms = _from_raw(base, field_name).sms
         scaled = {dtype: rate * gpu.sms / base_sms for dtype, rate in gpu.tensor_flops.items()}
@@ -141,19 +155,28 @@ def _read_preset(name: str, base_dir: Path | None, field_name: str) -> dict[str,
 
 
 def _from_raw(raw: Mapping[str, Any], where: str) -> GpuSpec:
-    read.reject_unknown(where, raw, tuple(_FIELDS))
+    read.reject_unknown(where, raw, (*_FIELDS, MMA))
+    mma = mma_table.parse(f"{where}.{MMA}", raw[MMA]) if MMA in raw else None
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for key in _FIELDS:
+        if key == "tensor_flops" and mma is not None and key not in raw:
+            continue
         entry = read.required(where, raw, key, " in a GPU preset")
         if isinstance(entry, Mapping) and "value" in entry:
             sources[key] = str(entry.get("source", ""))
             entry = entry["value"]
         values[key] = entry
     clock_hz = read.quantity(f"{where}.clock", values["clock"], "frequency")
-    parsed = {key: _parse(f"{where}.{key}", kind, values[key], clock_hz) for key, (kind, _) in _FIELDS.items()}
+    parsed = {key: _parse(f"{where}.{key}", kind, values[key], clock_hz) for key, (kind, _) in _FIELDS.items()
+              if key in values}
     parsed["clock_hz"] = parsed.pop("clock")
-    return GpuSpec(**parsed, sources=sources)
+    if mma is not None:
+        # The table wins over a stated rate: the peak is what the instructions' II allow.
+        parsed["tensor_flops"] = {d: mma.peak_per_cycle(d) * parsed["sms"] * clock_hz / units.PS_PER_S
+                                  for d in mma.dtypes()}
+        sources["tensor_flops"] = f"from the {mma.instruction} II table at the clock ({mma.source})"
+    return GpuSpec(**parsed, mma=mma, sources=sources)
 
 
 def _parse(name: str, kind: str, value: Any, clock_hz: float) -> Any:

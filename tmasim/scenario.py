@@ -40,6 +40,7 @@ class Pipeline:
     full_arrivals: int | None = None
     empty_arrivals: int | None = None
     expect_tx: int | None = None
+    registers: tuple[int | None, int | None] = (None, None)  # setmaxnreg: (producer, consumer) per thread
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,7 @@ def from_dict(raw: Mapping[str, Any], base_dir: Path | None = None) -> Scenario:
 
 def _pipeline(raw: Mapping[str, Any]) -> Pipeline:
     known = ("stages", "consumers", "consumer_mode", "consumer_waits_full", "full_arrivals", "empty_arrivals",
-             "expect_tx")
+             "expect_tx", "registers")
     read.reject_unknown("pipeline", raw, known)
     optional = {k: read.integer(f"pipeline.{k}", raw[k], minimum=1)
                 for k in ("full_arrivals", "empty_arrivals") if k in raw}
@@ -163,8 +164,27 @@ def _pipeline(raw: Mapping[str, Any]) -> Pipeline:
                                   ("cooperative", "pingpong")),
         consumer_waits_full=read.boolean("pipeline.consumer_waits_full", raw.get("consumer_waits_full", True)),
         expect_tx=read.size("pipeline.expect_tx", raw["expect_tx"]) if "expect_tx" in raw else None,
+        registers=_registers(raw.get("registers", {})),
         **optional,
     )
+
+
+def _registers(raw: Any) -> tuple[int | None, int | None]:
+    """``registers = {producer = 40, consumer = 232}``: setmaxnreg's per-thread counts, each a
+    multiple of 8 from 24 to 256 (PTX ISA); unset ones take the defaults (see residency)."""
+    table = read.table("pipeline.registers", raw)
+    read.reject_unknown("pipeline.registers", table, ("producer", "consumer"))
+    counts: list[int | None] = []
+    for role in ("producer", "consumer"):
+        if role not in table:
+            counts.append(None)
+            continue
+        count = read.integer(f"pipeline.registers.{role}", table[role], minimum=24)
+        if count > 256 or count % 8:
+            raise ScenarioError(f"pipeline.registers.{role}", count,
+                                "must be a multiple of 8 from 24 to 256 (setmaxnreg)")
+        counts.append(count)
+    return counts[0], counts[1]
 
 
 def _run(raw: Mapping[str, Any]) -> RunOptions:

@@ -59,7 +59,7 @@ def plan_scenario(scenario: Scenario) -> tuple[Plan, Residency]:
         return tiles.plan(w, gpu, p.stages, p.consumers, scenario.run.seed)
     if isinstance(w, stream.StreamConfig):
         return stream.plan(w, gpu, p.stages, p.consumers)
-    return gemm.plan(w, gpu, p.stages, p.consumers)
+    return gemm.plan(w, gpu, p.stages, p.consumers, p.consumer_mode, p.registers)
 
 
 def _run_events(env: simpy.Environment, scenario: Scenario, ctas: list[Cta]) -> None:
@@ -143,12 +143,27 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
         "smem_per_cta_bytes": res.smem_per_cta,
         "ctas_per_sm": res.ctas_per_sm,
         "residency_limit": res.limited_by,
+        **_accumulator_stats(res),
         "slot_round_trip_ns": (sum(c.slot_cycle_ps * c.multiplicity for c in chip.ctas)
                                / max(1, sum(c.slot_cycles * c.multiplicity for c in chip.ctas)) / 1000),
         "ctas": len(chip.plan.programs),
         "sms_used": sms_used,
         "waves": chip.waves(),
         "sm_classes": len(chip.sms),
+        "simulated_steps": sum(cta.program.steps for cta in chip.ctas),  # ring steps the engine ran
+    }
+
+
+def _accumulator_stats(res: Residency) -> dict[str, Any]:
+    """Where the accumulators live: registers (Hopper) or Tensor Memory (Blackwell); None where
+    the preset has no MMA table or the workload no accumulator."""
+    acc = res.accumulator
+    return {
+        "registers_per_consumer_thread": acc.consumer if acc and acc.registers_per_cta else None,
+        "registers_per_producer_thread": acc.producer if acc and acc.registers_per_cta else None,
+        "registers_needed_per_thread": acc.needed if acc and acc.registers_per_cta else None,
+        "registers_per_cta": acc.registers_per_cta if acc and acc.registers_per_cta else None,
+        "tmem_columns_per_cta": acc.tmem_columns if acc and acc.tmem_columns else None,
     }
 
 
@@ -166,6 +181,9 @@ def _workload_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: in
         law = stream.littles_law(w, scenario.gpu, scenario.pipeline.stages, res.ctas_per_sm, chip.plan.sms)
         return {"serial_ns": None, "closed_form_ns": None, **law}
     extra = gemm.breakdown(w, scenario.gpu, chip.plan, scenario.pipeline.stages)
+    step = gemm.mma_step(w, scenario.gpu, scenario.pipeline.consumers, scenario.pipeline.consumer_mode)
+    extra.update(mma_instruction=step.instruction, mma_per_k_step=step.count if step.instruction else None,
+                 mma_k_step_ns=step.occupancy / 1000, mma_completion_ns=step.tail / 1000)
     extra["efficiency"] = extra["bound_ns"] * 1000 / makespan if makespan else None  # type: ignore[operator]
     return extra
 

@@ -26,7 +26,8 @@ FlipHook = Callable[["Mbarrier", int], None]
 class Mbarrier:
     """One mbarrier object in shared memory, named by its scope (``sm0.cta1.full[2]``)."""
 
-    __slots__ = ("env", "name", "arrivals", "wake", "phase", "_pending", "_tx", "_current", "_last", "_on_flip")
+    __slots__ = ("env", "name", "arrivals", "wake", "phase", "flipped_at", "_pending", "_tx", "_current", "_last",
+                 "_on_flip", "_ready_at")
 
     def __init__(self, env: simpy.Environment, name: str, arrivals: int, wake: int = 0,
                  on_flip: FlipHook | None = None) -> None:
@@ -35,6 +36,8 @@ class Mbarrier:
         self.arrivals = arrivals
         self.wake = wake
         self.phase = 0  # phases completed so far; the phase in progress has this number
+        self.flipped_at: float = 0  # when the last phase completed (its arrivals' effective times)
+        self._ready_at: float = 0  # the latest effective arrival time of the phase in progress
         self._pending = arrivals
         self._tx = 0
         self._current = env.event()
@@ -58,10 +61,12 @@ class Mbarrier:
         """
         return self._current if (self.phase & 1) == parity else self._last
 
-    def arrive(self, who: str = "", count: int = 1, phase: int | None = None) -> None:
+    def arrive(self, who: str = "", count: int = 1, phase: int | None = None, delay: int = 0) -> None:
         """Count ``count`` arrivals. ``phase``, when given, is the phase the caller means to
         arrive on: arriving on any other is misuse (an arrival that spills into the next phase
-        because the barrier expects fewer arrivals than there are threads, or an early one)."""
+        because the barrier expects fewer arrivals than there are threads, or an early one).
+        ``delay``: the arrival takes effect that much later (``tcgen05.commit`` arrives when the
+        MMAs already issued complete), without an event of its own."""
         if phase is not None and phase != self.phase:
             self._wrong_phase(who, phase)
         if count > self._pending:
@@ -70,6 +75,8 @@ class Mbarrier:
                 f"{self.phase} has {self._pending} of {self.arrivals} expected arrivals left "
                 "(more arrivals than the barrier was initialized for)")
         self._pending -= count
+        if delay and self.env.now + delay > self._ready_at:
+            self._ready_at = self.env.now + delay
         self._maybe_flip()
 
     def expect_tx(self, nbytes: int) -> None:
@@ -105,14 +112,17 @@ class Mbarrier:
         if self._pending or self._tx:
             return
         done = self._current
+        now = self.env.now
+        late = self._ready_at - now if self._ready_at > now else 0
+        self.flipped_at = now + late
         self.phase += 1
         self._pending = self.arrivals
         self._current = self.env.event()
         self._last = done
         if self._on_flip is not None:
             self._on_flip(self, self.phase - 1)
-        if self.wake:
-            self.env.timeout(self.wake).callbacks.append(lambda _: _succeed(done))
+        if self.wake or late:
+            self.env.timeout(self.wake + late).callbacks.append(lambda _: _succeed(done))
         else:
             done.succeed()
 

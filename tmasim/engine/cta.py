@@ -135,7 +135,7 @@ class Cta:
         ordered = share == 1 and self.sync.consumers > 1
         waits_full, counts_cycles = self.sync.waits_full, warpgroup == 0 or share == 1
         stages, fulls, empties, released = ring.stages, ring.full, ring.empty, self._released_at
-        compute_of, flops_of, epilogue_of = prog.compute, prog.flops, prog.epilogue
+        compute_of, flops_of, tail_of, epilogue_of = prog.compute, prog.flops, prog.tail, prog.epilogue
         for i in self._steps_of(warpgroup):
             use, slot = divmod(i, stages)
             parity = use & 1
@@ -157,23 +157,29 @@ class Cta:
                             rec.span(t0, env.now, self.sm, self.index, "consumer", "wait_full", i, slot)
             else:
                 self._reads.append((warpgroup, i, env.now))
-            # Cooperative warpgroups split each step's work; the split loses no picosecond.
+            # The step's MMAs occupy the tensor cores (cooperative warpgroups split them; the
+            # split loses no picosecond); the slot is released when the last one completes,
+            # `tail` later, while the warpgroup goes on to issue the next step. Before an
+            # epilogue the warpgroup itself waits for the accumulator (wait_group 0).
+            epilogue = epilogue_of(i)
+            tail = tail_of(i)
+            wait = tail if epilogue is not None else 0
             if share == 1:
-                start, done = tc.run(compute_of(i), flops_of(i))
+                start, done = tc.run(compute_of(i), flops_of(i), wait)
             else:
                 whole, extra = divmod(compute_of(i), share)
-                start, done = tc.run(whole + (warpgroup < extra), flops_of(i) / share)
+                start, done = tc.run(whole + (warpgroup < extra), flops_of(i) / share, wait)
             yield done
-            empties[slot].arrive(who, phase=use)
+            late = tail - wait
+            empties[slot].arrive(who, phase=use, delay=late)
             if counts_cycles:
-                now = env.now
+                now = env.now + late
                 self.slot_cycle_ps += now - released[slot]
                 released[slot] = now
                 self.slot_cycles += 1
             if rec is not None:
-                rec.span(start, env.now, self.sm, self.index, "consumer", "compute", i, slot)
-                rec.span(start, env.now, self.sm, self.index, "slot", "use", i, slot)
-            epilogue = epilogue_of(i)
+                rec.span(start, env.now - wait, self.sm, self.index, "consumer", "compute", i, slot)
+                rec.span(start, env.now + late, self.sm, self.index, "slot", "use", i, slot)
             if ordered and (i + 1 == prog.steps or prog.unit_of(i + 1) != prog.unit_of(i)):
                 self._pass_turn()
             if epilogue is not None:
@@ -245,7 +251,7 @@ class Cta:
     def _on_empty_flip(self, barrier: Mbarrier, phase: int, slot: int) -> None:
         assert self.recorder is not None
         step = phase * self.sync.stages + slot
-        self.recorder.event(self.env.now, self.sm, self.index, "flip_empty", barrier.name, step, slot, phase)
+        self.recorder.event(barrier.flipped_at, self.sm, self.index, "flip_empty", barrier.name, step, slot, phase)
 
     def waiting(self) -> list[str]:
         """Who in this CTA is blocked, on what (for deadlock reports)."""

@@ -45,6 +45,8 @@ class Program(Protocol):
 
     def flops(self, step: int) -> float: ...
 
+    def tail(self, step: int) -> int: ...
+
     def epilogue(self, step: int) -> Epilogue | None: ...
 
     def unit_of(self, step: int) -> int: ...
@@ -73,6 +75,9 @@ class TimedProgram:
     def flops(self, step: int) -> float:
         return 0.0
 
+    def tail(self, step: int) -> int:
+        return 0
+
     def epilogue(self, step: int) -> Epilogue | None:
         return None
 
@@ -82,12 +87,15 @@ class TimedProgram:
 
 @dataclass(frozen=True)
 class Segment:
-    """``steps`` identical ring steps: the same copies, then the same compute."""
+    """``steps`` identical ring steps: the same copies, then the same compute. ``compute`` is
+    the tensor cores' occupancy (MMA instructions x II); ``tail`` the time after it until the
+    last MMA completes (latency - II), which the slot's release waits for."""
 
     steps: int
     copies: tuple[Copy, ...]
     compute: int
     flops: float
+    tail: int = 0
 
 
 @dataclass(frozen=True)
@@ -129,6 +137,9 @@ class UnitProgram:
 
     def flops(self, step: int) -> float:
         return self._segment_of_step[step].flops
+
+    def tail(self, step: int) -> int:
+        return self._segment_of_step[step].tail
 
     def epilogue(self, step: int) -> Epilogue | None:
         return self._last_step.get(step)

@@ -19,11 +19,12 @@ class TensorCore:
         self.busy_ps = 0
         self.flops = 0.0
 
-    def run(self, duration: int, flops: float = 0.0) -> tuple[float, simpy.Timeout]:
-        """Queue ``duration`` ps of work; returns its start time and an event at its end."""
+    def run(self, duration: int, flops: float = 0.0, wait: int = 0) -> tuple[float, simpy.Timeout]:
+        """Queue ``duration`` ps of work; returns its start time and an event ``wait`` ps after
+        its end (a completion delay the tensor cores do not stay busy for)."""
         now = self.env.now
         start = self._free_at if self._free_at > now else now
         self._free_at = start + duration
         self.busy_ps += duration
         self.flops += flops
-        return start, self.env.timeout(self._free_at - now)
+        return start, self.env.timeout(self._free_at + wait - now)

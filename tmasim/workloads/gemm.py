@@ -3,7 +3,9 @@
 Each output tile (BM x BN) is a work unit. Its k-loop has ceil(K / BK) steps; each step copies
 an A box (BM x BK) and a B box (BN x BK, B stored K-major as in CUTLASS's TN layout) into one
 ring slot, then the consumers run 2·BM·BN·BK FLOPs on the tensor cores (a full MMA, even over
-a zero-filled edge box). After the last step the epilogue stages the tile through shared
+a zero-filled edge box): BK / K MMA instructions of the shape the tile maps to (see
+:func:`mma_step`), which hold the tensor cores count x II and release the slot when the last
+completes (latency - II later). After the last step the epilogue stages the tile through shared
 memory and TMA-stores it.
 
 L2 reuse model (documented simplification, not an LRU). CTAs that run at the same time (a
@@ -28,9 +30,10 @@ from tmasim import fields as read
 from tmasim.descriptor import TensorDescriptor
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Copy, Epilogue, Segment, Unit, UnitProgram
-from tmasim.errors import ScenarioError
+from tmasim.errors import ResidencyError, ScenarioError
 from tmasim.hardware import DTYPES, GpuSpec
-from tmasim.residency import Residency, residency
+from tmasim.mma import K_OF
+from tmasim.residency import Accumulator, Residency, residency
 
 FIELDS = ("kind", "m", "n", "k", "dtype", "out_dtype", "tile", "raster", "group", "launch", "ctas_per_sm",
           "epilogue_smem", "l2_reuse")
@@ -176,11 +179,111 @@ def hbm_fractions(config: GemmConfig, coords: Sequence[tuple[int, int]], concurr
     return result
 
 
-def plan(config: GemmConfig, gpu: GpuSpec, stages: int, consumers: int) -> tuple[Plan, Residency]:
+@dataclass(frozen=True)
+class MmaStep:
+    """One k-step's MMA: ``count`` instructions of one shape; the tensor cores' occupancy and
+    the completion delay after it, in ps (flat FLOP rate where the preset has no MMA table)."""
+
+    instruction: str | None
+    count: int
+    occupancy: int
+    tail: int
+
+
+def mma_step(config: GemmConfig, gpu: GpuSpec, consumers: int, mode: str) -> MmaStep:
+    """Map a k-step onto MMA instructions as CUTLASS does. Hopper: each consumer warpgroup
+    issues wgmma m64nBNk16 over its rows (BM / consumers cooperative, all BM in ping-pong);
+    Blackwell: one thread issues tcgen05.mma M = BM, N = BN. Either way BK / K instructions
+    deep. The SM's tensor cores take them one after another: occupancy = count x II."""
+    bm, bn, bk = config.tile
+    table = gpu.mma
+    if table is None:
+        return MmaStep(None, 0, round(2 * bm * bn * bk / gpu.sm_flop_rate(config.dtype)), 0)
+    k = K_OF[config.dtype]
+    if bk % k:
+        raise ScenarioError("workload.tile", f"BK = {bk}", f"is not a multiple of K = {k}, the depth of one "
+                                                          f"{config.dtype} {table.instruction} instruction")
+    n = bn
+    if table.instruction == "wgmma":
+        split = consumers if mode == "cooperative" else 1
+        if bm % 64:
+            raise ScenarioError("workload.tile", f"BM = {bm}", "is not a multiple of 64, the M of one wgmma")
+        m, count = 64, bm // 64 * (bk // k)
+        if (bm // 64) % split:
+            # Too few 64-row blocks to share by rows: the warpgroups split N instead.
+            if bn % split or (bn // split) % 8:
+                raise ScenarioError("workload.tile", f"[{bm}, {bn}]",
+                                    f"cannot be shared by {split} cooperative consumer warpgroups: neither BM / 64 "
+                                    "nor BN / 8 divides evenly")
+            n, count = bn // split, count * split
+    else:
+        m, count = bm, bk // k
+    latency, ii = table.timing("workload.tile", config.dtype, m, n)
+    return MmaStep(table.name(config.dtype, m, n), count, gpu.cycles_ps(count * ii), gpu.cycles_ps(latency - ii))
+
+
+PRODUCER_REGISTERS, CONSUMER_REGISTERS = 40, 232  # CUTLASS's setmaxnreg split for warp-specialized kernels
+WARPGROUP = 128
+
+
+def accumulator(config: GemmConfig, gpu: GpuSpec, consumers: int, mode: str,
+                registers: tuple[int | None, int | None] = (None, None)) -> Accumulator | None:
+    """Where the fp32 accumulator lives and whether it fits (one-line errors giving the numbers).
+
+    Hopper: a consumer thread holds BM·BN / (128 · consumers) accumulator registers cooperative
+    (BM·BN / 128 in ping-pong: each warpgroup owns a whole tile) plus the preset's overhead,
+    within its setmaxnreg count (default 232; the producer keeps 40) and 255 per thread; the
+    CTA's 128 x (producer + consumers x consumer) registers must fit the SM's file. If the
+    default counts overflow the file, the consumer count defaults to what fits.
+    Blackwell: BN fp32 columns of TMEM per accumulator (one per consumer in ping-pong),
+    allocated in a power of two of at least 32 columns, within the SM's 512.
+    """
+    table = gpu.mma
+    bm, bn, _ = config.tile
+    if table is None:
+        return None
+    owners = consumers if mode == "pingpong" else 1  # accumulators per CTA
+    if table.tmem_columns:
+        columns = max(32, 1 << (bn * owners - 1).bit_length())
+        if columns > table.tmem_columns:
+            raise ResidencyError("workload.tile", list(config.tile),
+                                 f"needs {columns} TMEM columns for {owners} fp32 accumulator(s) of {bm}x{bn}, over "
+                                 f"the {table.tmem_columns} of an SM's Tensor Memory on {gpu.name}")
+        return Accumulator(tmem_columns=columns)
+    share = bm * bn // (WARPGROUP * (1 if mode == "pingpong" else consumers))
+    needed = share + table.register_overhead
+    producer = registers[0] if registers[0] is not None else PRODUCER_REGISTERS
+    consumer = registers[1] if registers[1] is not None else _default_consumer(table.registers_per_sm, producer,
+                                                                               consumers)
+    allowed = min(consumer, table.registers_per_thread)
+    how = f"{bm}x{bn} over {consumers} cooperative warpgroups" if mode != "pingpong" else f"{bm}x{bn} per warpgroup"
+    if needed > allowed:
+        raise ResidencyError("workload.tile", list(config.tile),
+                             f"needs {needed} registers per consumer thread ({share} for the fp32 accumulator, {how}, "
+                             f"+ {table.register_overhead} overhead), over the {allowed} allowed (pipeline.registers."
+                             f"consumer = {consumer}; at most {table.registers_per_thread} per thread)")
+    per_cta = WARPGROUP * (producer + consumers * consumer)
+    if per_cta > table.registers_per_sm:
+        raise ResidencyError("pipeline.registers", f"{{producer = {producer}, consumer = {consumer}}}",
+                             f"gives a CTA 128 x ({producer} + {consumers} x {consumer}) = {per_cta} registers, over "
+                             f"the {table.registers_per_sm} of an SM on {gpu.name}")
+    return Accumulator(producer, consumer, needed, per_cta)
+
+
+def _default_consumer(per_sm: int, producer: int, consumers: int) -> int:
+    fits = (per_sm // WARPGROUP - producer) // consumers // 8 * 8
+    return min(CONSUMER_REGISTERS, fits)
+
+
+def plan(config: GemmConfig, gpu: GpuSpec, stages: int, consumers: int, mode: str = "cooperative",
+         registers: tuple[int | None, int | None] = (None, None)) -> tuple[Plan, Residency]:
     layout = GemmLayout.of(config)
+    step = mma_step(config, gpu, consumers, mode)
+    acc = accumulator(config, gpu, consumers, mode, registers)
     epilogue_smem = config.epilogue_smem if config.epilogue_smem is not None else default_epilogue_smem(config)
     res = residency(gpu, stage_bytes=layout.a.box_bytes + layout.b.box_bytes, stages=stages,
-                    other_smem=epilogue_smem, consumers=consumers, requested_ctas_per_sm=config.ctas_per_sm)
+                    other_smem=epilogue_smem, consumers=consumers, requested_ctas_per_sm=config.ctas_per_sm,
+                    accumulator=acc)
     coords = tile_coords(config)
     concurrent = min(len(coords), gpu.sms * res.ctas_per_sm)
     fractions = hbm_fractions(config, coords, concurrent, gpu.l2_size)
@@ -189,7 +292,7 @@ def plan(config: GemmConfig, gpu: GpuSpec, stages: int, consumers: int) -> tuple
     for index, ((row, col), (fa, fb)) in enumerate(zip(coords, fractions, strict=True)):
         key = (_edge(row, config.tiles_m), _edge(col, config.tiles_n), fa, fb)
         if key not in cache:
-            cache[key] = _unit(config, layout, gpu, row, col, fa, fb)
+            cache[key] = _unit(config, layout, gpu, step, row, col, fa, fb)
         units.append(Unit(index, cache[key].segments, cache[key].epilogue))
     if config.launch == "persistent":
         programs = [UnitProgram(units[g::concurrent]) for g in range(concurrent)]
@@ -203,11 +306,9 @@ def _edge(index: int, count: int) -> bool:
     return index == count - 1
 
 
-def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, row: int, col: int, fa: float,
+def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, row: int, col: int, fa: float,
           fb: float) -> Unit:
     bm, bn, bk = config.tile
-    rate = gpu.sm_flop_rate(config.dtype)
-    mma = round(2 * bm * bn * bk / rate)
     rows_in = min(bm, config.m - row * bm)
     cols_in = min(bn, config.n - col * bn)
     segments = []
@@ -215,7 +316,7 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, row: int, col: i
         k_in = min(bk, config.k - first_k)
         a = _copy(gpu, layout.a, (first_k, row * bm), fa)
         b = _copy(gpu, layout.b, (first_k, col * bn), fb)
-        segments.append(Segment(count, (a, b), mma, 2.0 * rows_in * cols_in * k_in))
+        segments.append(Segment(count, (a, b), step.occupancy, 2.0 * rows_in * cols_in * k_in, step.tail))
     c_bytes = layout.c.box_bytes
     staging = round(c_bytes / gpu.smem_bandwidth) if gpu.smem_bandwidth != float("inf") else 0
     store = Copy(c_bytes, layout.c.bytes_from_memory((col * bn, row * bm)), 1.0, 0)
@@ -293,7 +394,7 @@ def slot_round_trip(gpu: GpuSpec, seg: Segment) -> float:
     total = sum(c.memory_bytes for c in seg.copies)
     landing = max(min(c.latency for c in seg.copies) + total / port,
                   max(c.latency + c.memory_bytes / port for c in seg.copies))
-    return gpu.tma_issue + landing + gpu.barrier_wake + seg.compute + gpu.barrier_wake
+    return gpu.tma_issue + landing + gpu.barrier_wake + seg.compute + seg.tail + gpu.barrier_wake
 
 
 def _busiest_slot(program: UnitProgram, gpu: GpuSpec, stages: int) -> float:

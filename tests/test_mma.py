@@ -1,0 +1,208 @@
+"""MMA instructions: the preset tables, the k-step mapping, latency and II in the pipeline."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from tmasim import hardware, units
+from tmasim.errors import ScenarioError
+from tmasim.hardware import load_gpu
+from tmasim.scenario import from_dict
+from tmasim.simulation import simulate
+from tmasim.workloads import gemm as gemm_workload
+
+B200 = load_gpu("b200")
+H100 = load_gpu("h100-sxm")
+
+# A machine whose memory side costs nothing: only the tensor cores and the barriers' MMA waits.
+FREE_MEMORY = {"hbm_bandwidth": "unlimited", "l2_bandwidth": "unlimited", "sm_port_bandwidth": "unlimited",
+               "smem_bandwidth": "unlimited", "copy_latency": "0 ns", "copy_latency_per_kib": "0 ns",
+               "hbm_latency": "0 ns", "tma_issue": "0 ns", "barrier_wake": "0 ns"}
+
+
+def one_cta(tile: tuple[int, int, int], k_steps: int, stages: int = 4, gpu: Any = "b200", consumers: int = 1,
+            dtype: str = "bf16") -> dict[str, Any]:
+    bm, bn, bk = tile
+    raw = {"gpu": gpu, "workload": {"kind": "gemm", "m": bm, "n": bn, "k": bk * k_steps, "dtype": dtype,
+                                    "tile": list(tile)},
+           "pipeline": {"stages": stages, "consumers": consumers}, "run": {"records": False}}
+    return simulate(from_dict(raw)).stats
+
+
+def k_step_interval(tile: tuple[int, int, int], stages: int = 4, gpu: Any = "b200") -> float:
+    """Steady-state time per k-step: the makespan's growth per added k-step (ps)."""
+    short, long = (one_cta(tile, steps, stages, gpu)["makespan_ps"] for steps in (16, 48))
+    return (long - short) / 32
+
+
+# --- the tables ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["h100-sxm", "h200", "b200"])
+def test_the_stated_peak_follows_from_the_ii_at_the_largest_n(name: str) -> None:
+    gpu = load_gpu(name)
+    assert gpu.mma is not None
+    stated = hardware.raw_preset(name)["tensor_flops"]["value"]
+    for dtype, text in stated.items():
+        widest = max((s for s in gpu.mma.shapes if s.dtype == dtype and s.sms == 1), key=lambda s: (s.n, s.m))
+        peak = widest.flops / widest.ii * gpu.sms * gpu.clock_hz  # FLOP/s
+        assert peak == pytest.approx(units.parse(text, "flop_rate", dtype) * units.PS_PER_S, rel=2e-3)
+        assert gpu.tensor_flops[dtype] * units.PS_PER_S == pytest.approx(peak)
+
+
+def test_b200_table_is_the_measured_umma_fit() -> None:
+    assert B200.mma is not None
+    assert B200.mma.timing("t", "bf16", 128, 256) == (264.0, 128.0)
+    assert B200.mma.timing("t", "bf16", 128, 128) == (200.0, 64.02)
+    assert B200.mma.timing("t", "bf16", 256, 256, sms=2) == (298.0, 128.03)
+    assert B200.mma.timing("t", "fp8", 64, 64) == (152.0, 32.02)
+
+
+def test_a_shape_between_two_listed_n_is_interpolated_and_a_narrower_one_held() -> None:
+    assert B200.mma is not None
+    latency, ii = B200.mma.timing("t", "bf16", 128, 192)
+    assert (latency, ii) == (pytest.approx(232.0), pytest.approx(96.01))
+    assert B200.mma.timing("t", "bf16", 128, 16) == B200.mma.timing("t", "bf16", 128, 64)
+
+
+def test_hopper_k_step_maps_to_wgmma_per_warpgroup() -> None:
+    config = gemm_workload.parse({"kind": "gemm", "m": 8192, "n": 8192, "k": 8192, "tile": [128, 256, 64]})
+    step = gemm_workload.mma_step(config, H100, consumers=2, mode="cooperative")
+    assert (step.instruction, step.count) == ("wgmma bf16 m64n256k16", 8)  # 2 row blocks x 4 k16
+    assert step.occupancy == H100.cycles_ps(8 * 138.5) and step.tail == H100.cycles_ps(120)
+    narrow = gemm_workload.parse({"kind": "gemm", "m": 64, "n": 128, "k": 64, "tile": [64, 128, 64]})
+    split = gemm_workload.mma_step(narrow, H100, consumers=2, mode="cooperative")
+    assert (split.instruction, split.count) == ("wgmma bf16 m64n64k16", 8)  # one row block: split N
+
+
+# --- acceptance: the single-CTA Blackwell mainloop ----------------------------------------------
+
+def test_b200_single_cta_k_step_is_never_faster_than_four_mma_intervals() -> None:
+    interval = k_step_interval((128, 256, 64))
+    assert interval >= B200.cycles_ps(4 * 128.0)
+
+
+@pytest.mark.parametrize(("bn", "ii"), [(256, 128.0), (128, 64.02), (64, 48.02)])
+def test_b200_steady_state_follows_the_ii_table(bn: int, ii: float) -> None:
+    gpu = {"preset": "b200", **FREE_MEMORY}
+    assert k_step_interval((128, bn, 64), gpu=gpu) == B200.cycles_ps(4 * ii)
+
+
+def test_one_stage_pays_the_mma_latency_before_the_slot_is_released() -> None:
+    gpu = {"preset": "b200", **FREE_MEMORY}
+    # Serial: 4 instructions back to back, then the last one's latency - II before the refill.
+    assert k_step_interval((128, 256, 64), stages=1, gpu=gpu) == B200.cycles_ps(3 * 128.0 + 264.0)
+
+
+# --- bad input ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("tile", "message"), [
+    ((256, 128, 64), "workload.tile: 'tcgen05 bf16 m256n128k16' is not a tcgen05.mma shape: M is 64 or 128 on 1 SM"),
+    ((128, 248, 64), "N must be a multiple of 16 from 16 to 256"),
+    ((128, 200, 64), "N must be a multiple of 16 from 16 to 256"),
+    ((128, 128, 40), "workload.tile: 'BK = 40' is not a multiple of K = 16"),
+])
+def test_shapes_the_architecture_lacks_are_one_line_errors(tile: tuple[int, int, int], message: str) -> None:
+    with pytest.raises(ScenarioError, match=None) as err:
+        one_cta(tile, 2)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_n_over_256_is_no_mma_shape() -> None:
+    assert B200.mma is not None and H100.mma is not None
+    with pytest.raises(ScenarioError, match="has N = 264: N must be a multiple of 8 from 8 to 256"):
+        H100.mma.timing("workload.tile", "bf16", 64, 264)
+    with pytest.raises(ScenarioError, match="has N = 512: N must be a multiple of 16 from 16 to 256"):
+        B200.mma.timing("workload.tile", "bf16", 128, 512)
+
+
+@pytest.mark.parametrize(("row", "message"), [
+    (["bf16", 1, 64, 256, 16, 250, 0], "must be > 0 cycles"),
+    (["bf16", 1, 64, 256, 16, 250, -3.5], "must be > 0 cycles"),
+    (["bf16", 1, 64, 256, 16, 100, 138.5], "must be >= the II"),
+    (["bf16", 1, 128, 256, 16, 300, 138.5], "is not a wgmma shape"),
+    (["bf16", 1, 64, 260, 16, 300, 138.5], "N must be a multiple of 8"),
+    (["bf16", 1, 64, 256, 32, 300, 138.5], "must be 16 for bf16"),
+])
+def test_bad_mma_rows_are_one_line_errors(row: list[Any], message: str) -> None:
+    raw = hardware.raw_preset("h100-sxm")
+    table = {**raw["mma"], "shapes": [row]}
+    with pytest.raises(ScenarioError) as err:
+        load_gpu({"preset": "h100-sxm", "mma": table})
+    assert message in str(err.value) and str(err.value).startswith("gpu.mma.shapes[0]")
+
+
+def test_tensor_flops_cannot_be_set_beside_an_mma_table() -> None:
+    with pytest.raises(ScenarioError, match="gpu.tensor_flops: .* follows from the instructions' II"):
+        load_gpu({"preset": "h100-sxm", "tensor_flops": {"bf16": "2000 TFLOP/s"}})
+
+
+def test_cli_exits_2_with_one_line_for_an_mma_shape_the_gpu_lacks() -> None:
+    command = [sys.executable, "-m", "tmasim.cli", "run", "gemm-b200", "--set", "workload.tile=[256,256,64]"]
+    proc = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "cta_group::2" in proc.stderr
+
+
+# --- where the accumulator lives ----------------------------------------------------------------
+
+def small_gemm(gpu: str = "h100-sxm", tile: tuple[int, int, int] = (64, 128, 64), stages: int = 2,
+               consumers: int = 1, **pipeline: Any) -> dict[str, Any]:
+    raw = {"gpu": gpu, "workload": {"kind": "gemm", "m": 512, "n": 512, "k": 256, "tile": list(tile)},
+           "pipeline": {"stages": stages, "consumers": consumers, **pipeline}, "run": {"records": False}}
+    return simulate(from_dict(raw)).stats
+
+
+def test_acceptance_a_256x256_tile_over_two_warpgroups_does_not_fit_in_registers() -> None:
+    command = [sys.executable, "-m", "tmasim.cli", "run", "gemm-h100", "--set", "workload.tile=[256,256,64]",
+               "--set", "pipeline.stages=2"]
+    proc = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert proc.returncode == 2 and proc.stdout == ""
+    line = proc.stderr.strip()
+    assert "\n" not in line
+    assert "needs 288 registers per consumer thread (256 for the fp32 accumulator" in line
+    assert "over the 232 allowed" in line and "at most 255 per thread" in line
+
+
+def test_registers_bound_ctas_per_sm_and_setmaxnreg_redistributes_them() -> None:
+    default = small_gemm()
+    assert (default["ctas_per_sm"], default["residency_limit"]) == (1, "registers")
+    assert default["registers_per_cta"] == 128 * (40 + 232)
+    assert default["registers_needed_per_thread"] == 64 * 128 // 128 + 32
+    lean = small_gemm(registers={"producer": 40, "consumer": 96})
+    assert lean["registers_per_cta"] == 128 * (40 + 96) and lean["ctas_per_sm"] == 65536 // (128 * 136) == 3
+
+
+def test_pingpong_holds_a_whole_tile_per_warpgroup() -> None:
+    with pytest.raises(ScenarioError, match="needs 288 registers per consumer thread .* 128x256 per warpgroup"):
+        small_gemm(tile=(128, 256, 64), consumers=2, consumer_mode="pingpong")
+    fits = small_gemm(tile=(128, 256, 64), consumers=2)  # cooperative: 128 each
+    assert fits["registers_needed_per_thread"] == 160
+
+
+@pytest.mark.parametrize(("registers", "message"), [
+    ({"producer": 40, "consumer": 248}, "gives a CTA 128 x (40 + 2 x 248) = 68608 registers, over the 65536"),
+    ({"consumer": 230}, "pipeline.registers.consumer: 230 must be a multiple of 8 from 24 to 256"),
+    ({"consumer": 16}, "pipeline.registers.consumer: 16 must be >= 24"),
+    ({"warp": 8}, "pipeline.registers.warp: 8 is not a known field"),
+])
+def test_register_budgets_are_checked(registers: dict[str, int], message: str) -> None:
+    with pytest.raises(ScenarioError, match=None) as err:
+        small_gemm(tile=(128, 128, 64), consumers=2, registers=registers)
+    assert message in str(err.value)
+
+
+def test_tmem_holds_the_blackwell_accumulator_and_bounds_ctas_per_sm() -> None:
+    stats = small_gemm(gpu="b200", tile=(128, 256, 64), stages=1)
+    assert stats["tmem_columns_per_cta"] == 256 and stats["registers_per_cta"] is None
+    assert small_gemm(gpu="b200", tile=(128, 96, 64), stages=1)["tmem_columns_per_cta"] == 128  # power of two
+    with pytest.raises(ScenarioError, match=r"3 is more than fit on an SM of b200: 2 \(limited by tensor memory: "
+                                            r"256 TMEM columns per CTA, 512 per SM\)"):
+        simulate(from_dict({"gpu": "b200", "workload": {"kind": "gemm", "m": 1024, "n": 1024, "k": 128,
+                                                        "tile": [128, 256, 64], "ctas_per_sm": 3},
+                            "pipeline": {"stages": 1}, "run": {"records": False}}))
+    with pytest.raises(ScenarioError, match="needs 1024 TMEM columns for 3 fp32 accumulator"):
+        small_gemm(gpu="b200", tile=(128, 256, 64), consumers=3, consumer_mode="pingpong")
