@@ -1,7 +1,7 @@
 """Chip-level speed: the 8192^3 bf16 GEMM on h100-sxm (scenarios/gemm-h100.toml), no records,
 with and without aggregation of identical SMs, and the prediction with its breakdown.
 
-    python benchmarks/bench_chip.py [--repeat 1]
+    python benchmarks/bench_chip.py [--repeat 1] [--drift]
 
 Targets (issue 3, on the 2-core development machine): <= 2 s aggregated, <= 10 s without.
 Both runs must give the same makespan: aggregation is exact. It also prints the SimPy events
@@ -20,9 +20,11 @@ import simpy
 from tmasim.scenario import load
 from tmasim.simulation import simulate
 
+DRIFT = 'run.drift={start = "1 us", latency_cv = 0.15}'
 
-def timed(aggregate: bool, repeat: int) -> tuple[float, dict[str, object]]:
-    scenario = load("gemm-h100", [f"run.aggregate={'true' if aggregate else 'false'}", "run.records=false"])
+
+def timed(aggregate: bool, repeat: int, *extra: str) -> tuple[float, dict[str, object]]:
+    scenario = load("gemm-h100", [f"run.aggregate={'true' if aggregate else 'false'}", "run.records=false", *extra])
     best, stats = float("inf"), {}
     for _ in range(repeat):
         start = time.perf_counter()
@@ -59,6 +61,7 @@ def events_per_step(aggregate: bool) -> tuple[int, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--drift", action="store_true", help="also time a run with SM drift (every SM simulated)")
     args = parser.parse_args()
     agg_s, agg = timed(True, args.repeat)
     full_s, full = timed(False, args.repeat)
@@ -68,6 +71,10 @@ def main() -> None:
     print(f"  makespan: aggregated {agg['makespan_ps']} ps, every SM {full['makespan_ps']} ps "
           f"({'equal' if agg['makespan_ps'] == full['makespan_ps'] else 'DIFFERENT'})")
     print(f"  predicted: {agg['makespan_ns'] / 1e3:.1f} us, {agg['achieved_flops_per_s'] / 1e12:.0f} TFLOP/s")
+    if args.drift:
+        drift_s, drift = timed(True, args.repeat, DRIFT)
+        print(f"  wall time, with drift ({drift['sm_classes']} SMs):       {drift_s:6.2f} s   "
+              f"(makespan {drift['makespan_ps']} ps, {drift['makespan_ps'] / agg['makespan_ps'] - 1:+.2%})")
     events, steps = events_per_step(True)
     print(f"  SimPy events per simulated k-step: {events / steps:.3f}   ({events} events, {steps} k-steps, "
           "aggregated)")

@@ -229,6 +229,10 @@ def _chip_rows(stats: dict[str, Any], scenario: Any) -> list[tuple[str, str]]:
     ]
     at = [name for name, _ in rows].index("residency") + 1
     rows[at:at] = _mma_rows(stats, scenario)  # storage beside SMEM, apart from the TMA traffic
+    if stats["drift_start_ns"] or stats["drift_latency_cv"]:
+        rows.append(("drift", f"SM start skew U(0, {_t(stats['drift_start_ns'])}), copy latency x Gamma(mean 1, "
+                              f"CV {stats['drift_latency_cv']:.0%}); all {stats['sms_used']} SMs simulated, not "
+                              "aggregated (drifting SMs are not identical)"))
     if stats["sm_classes"] < stats["sms_used"]:
         rows.append(("aggregation", f"{stats['sms_used']} SMs simulated as {stats['sm_classes']} class(es) "
                                     "of identical SMs (run.aggregate = false to simulate each)"))

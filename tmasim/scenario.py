@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tmasim import fields as read
+from tmasim.engine.drift import NO_DRIFT, Drift
 from tmasim.errors import ScenarioError
 from tmasim.hardware import GpuSpec, load_gpu
 from tmasim.workloads import WorkloadConfig, parse_workload
@@ -48,6 +49,7 @@ class RunOptions:
     seed: int = 0
     records: bool = True
     aggregate: bool = True
+    drift: Drift = NO_DRIFT  # SM drift (tmasim.engine.drift): off unless set
 
 
 @dataclass(frozen=True)
@@ -188,9 +190,22 @@ def _registers(raw: Any) -> tuple[int | None, int | None]:
 
 
 def _run(raw: Mapping[str, Any]) -> RunOptions:
-    read.reject_unknown("run", raw, ("seed", "records", "aggregate"))
+    read.reject_unknown("run", raw, ("seed", "records", "aggregate", "drift"))
     return RunOptions(
         seed=read.integer("run.seed", raw.get("seed", 0), minimum=0),
         records=read.boolean("run.records", raw.get("records", True)),
         aggregate=read.boolean("run.aggregate", raw.get("aggregate", True)),
+        drift=_drift(raw["drift"]) if "drift" in raw else NO_DRIFT,
     )
+
+
+def _drift(raw: Any) -> Drift:
+    """``drift = { start = "200 ns", latency_cv = 0.05 }``: per-SM start skew U(0, start) and
+    per-copy latency x Gamma(mean 1, CV latency_cv); either may be left out (0: off)."""
+    table = read.table("run.drift", raw)
+    read.reject_unknown("run.drift", table, ("start", "latency_cv"))
+    cv = table.get("latency_cv", 0)
+    if isinstance(cv, bool) or not isinstance(cv, (int, float)) or not 0 <= cv <= 1:
+        raise ScenarioError("run.drift.latency_cv", cv, "must be a number from 0 to 1 (a coefficient of variation)")
+    start = read.time("run.drift.start", table["start"], positive=False) if "start" in table else 0
+    return Drift(start, float(cv))

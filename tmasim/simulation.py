@@ -28,8 +28,9 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False) -> Result:
     env = simpy.Environment()
     recorder = Recorder() if scenario.run.records else None
     plan, res = plan_scenario(scenario)
-    chip = Chip(env, scenario.gpu, plan, _sync(scenario), recorder, aggregate=scenario.run.aggregate,
-                record_bandwidth=record_bandwidth)
+    drift = scenario.run.drift
+    chip = Chip(env, scenario.gpu, plan, _sync(scenario), recorder, aggregate=scenario.run.aggregate and not drift.on,
+                record_bandwidth=record_bandwidth, drift=drift, seed=scenario.run.seed)
     _run_events(env, scenario, chip.ctas)
     _check_finished(chip.ctas, env.now)
     races = [race for cta in chip.ctas for race in cta.races()]
@@ -150,6 +151,8 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
         "sms_used": sms_used,
         "waves": chip.waves(),
         "sm_classes": len(chip.sms),
+        "drift_start_ns": scenario.run.drift.start / 1000,
+        "drift_latency_cv": scenario.run.drift.latency_cv,
         "simulated_steps": sum(cta.program.steps for cta in chip.ctas),  # ring steps the engine ran
     }
 

@@ -24,6 +24,7 @@ import simpy
 
 from tmasim.engine.copy_engine import CopyEngine, Routes
 from tmasim.engine.cta import Cta, Sync
+from tmasim.engine.drift import NO_DRIFT, Drift
 from tmasim.engine.program import Program
 from tmasim.engine.recorder import Recorder
 from tmasim.engine.tensor_core import TensorCore
@@ -53,13 +54,15 @@ class Sm:
 
 class Chip:
     def __init__(self, env: simpy.Environment, gpu: GpuSpec, plan: Plan, sync: Sync,
-                 recorder: Recorder | None, *, aggregate: bool, record_bandwidth: bool = False) -> None:
+                 recorder: Recorder | None, *, aggregate: bool, record_bandwidth: bool = False,
+                 drift: Drift = NO_DRIFT, seed: int = 0) -> None:
         self.env = env
         self.gpu = gpu
         self.plan = plan
         self.sync = sync
         self.recorder = recorder
         self.ctas: list[Cta] = []
+        self.drift, self.seed = drift, seed
         self.fabric = None
         if plan.flow:
             from tmasim.engine.fabric import Fabric
@@ -73,10 +76,11 @@ class Chip:
         self.sms = [self._make_sm(members[0], len(members), assignment[members[0]]) for members in classes]
         self.aggregated = len(self.sms) < plan.sms
         shared: deque[tuple[int, Program]] = deque(enumerate(plan.programs))
+        skews = drift.start_skews(plan.sms, seed)
         for _ in range(plan.ctas_per_sm if not plan.persistent else 1):
             for sm in self.sms:
                 queue = sm.queue if (plan.persistent or self.aggregated) else shared
-                env.process(self._slot(sm, queue))
+                env.process(self._slot(sm, queue, skews[sm.index]))
 
     def _make_sm(self, index: int, multiplicity: int, work: list[tuple[int, Program]]) -> Sm:
         routes = None
@@ -85,12 +89,17 @@ class Chip:
             routes = Routes(self.fabric, port, self.l2, self.hbm)
         engine = CopyEngine(self.env, f"sm{index}.tma", index, self.gpu.tma_issue, self.recorder, routes=routes,
                             multiplicity=multiplicity, max_copies=self.gpu.tma_max_in_flight,
-                            max_bytes=self.gpu.tma_max_bytes_in_flight)
+                            max_bytes=self.gpu.tma_max_bytes_in_flight,
+                            latency_noise=self.drift.latency_noise(index, self.seed))
         return Sm(index, multiplicity, engine, TensorCore(self.env, f"sm{index}.tensor"), deque(work))
 
-    def _slot(self, sm: Sm, queue: deque[tuple[int, Program]]) -> Generator[simpy.Event, object, None]:
+    def _slot(self, sm: Sm, queue: deque[tuple[int, Program]],
+              skew: int = 0) -> Generator[simpy.Event, object, None]:
         """One CTA slot of an SM. Persistent: start all the SM's CTAs now. Grid: run CTAs one
-        after another, taking the next unlaunched one when the previous exits."""
+        after another, taking the next unlaunched one when the previous exits. With drift, the
+        SM starts ``skew`` ps late."""
+        if skew:
+            yield self.env.timeout(skew)
         if self.plan.persistent:
             while queue:
                 self._start(sm, *queue.popleft())

@@ -51,11 +51,11 @@ class CopyEngine:
     __slots__ = ("env", "name", "sm", "issue", "recorder", "routes", "multiplicity", "max_copies", "max_bytes",
                  "_accept_free", "_transfer_free", "_route_cache", "_pending", "_ready", "_wake_at", "_requests",
                  "in_flight", "bytes_in_flight", "_transferring", "_busy_since", "busy_ps", "bytes", "memory_bytes",
-                 "hbm_bytes", "copies", "store_bytes")
+                 "hbm_bytes", "copies", "store_bytes", "latency_noise")
 
     def __init__(self, env: simpy.Environment, name: str, sm: int, issue: int, recorder: Recorder | None, *,
                  routes: Routes | None = None, multiplicity: int = 1, max_copies: int = 0,
-                 max_bytes: int = 0) -> None:
+                 max_bytes: int = 0, latency_noise: Callable[[int], int] | None = None) -> None:
         self.env = env
         self.name = name
         self.sm = sm
@@ -65,6 +65,7 @@ class CopyEngine:
         self.multiplicity = multiplicity
         self.max_copies = max_copies
         self.max_bytes = max_bytes
+        self.latency_noise = latency_noise  # SM drift: scales each copy's latency
         self._accept_free: float = 0  # SimPy's clock is typed float; it holds ints here
         self._transfer_free: float = 0
         self._route_cache: dict[tuple[float, bool], tuple[tuple[Link, float], ...]] = {}
@@ -115,7 +116,8 @@ class CopyEngine:
         accepted = self._accept()
         if self.recorder is not None:
             self.recorder.event(accepted, self.sm, cta, "issue" if stage >= 0 else "store", self.name, tile, stage)
-        ready = accepted + self.issue + copy.latency
+        latency = copy.latency if self.latency_noise is None else self.latency_noise(copy.latency)
+        ready = accepted + self.issue + latency
         if copy.busy >= 0:
             self._serial(copy, done, ready, cta, tile, stage)
         else:

@@ -43,6 +43,9 @@ class Drift:
         return LatencyNoise(self.latency_cv, np.random.SeedSequence(seed, spawn_key=(LATENCY_STREAM, sm)))
 
 
+NO_DRIFT = Drift(0, 0.0)
+
+
 class LatencyNoise:
     """Scales copy latencies by Gamma(1/cv², cv²) draws, drawn in batches."""
 

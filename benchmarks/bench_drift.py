@@ -1,0 +1,67 @@
+"""SM drift against the B200 TMA throughput table, and what drift costs in wall time.
+
+    python benchmarks/bench_drift.py [--boxes 48] [--rows 0,3,6,...]
+
+Every row of ``validation/public/b200/tma2d_throughput_tma2d_tput_results.csv`` (SemiAnalysis
+microbench-blackwell: all SMs streaming fp32 boxes of SmemWidth x SmemHeight through NumStages
+stages) is run on the b200 preset as a ``stream`` scenario, with drift off and with drift on
+(start skew U(0, 1 us) per SM, copy latency CV 0.15: the spread of the table's sister latency
+table, min to max about +-35 % of the median), and compared with the measured DRAM bandwidth.
+Prints each row, the MAPE of each setting and the wall time of each (drift turns aggregation
+off, so it simulates every SM).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import time
+from pathlib import Path
+
+from tmasim.scenario import from_dict
+from tmasim.simulation import simulate
+
+PUBLIC = Path(__file__).resolve().parent.parent / "validation" / "public"
+TABLE = PUBLIC / "b200" / "tma2d_throughput_tma2d_tput_results.csv"
+DRIFT = {"start": "1 us", "latency_cv": 0.15}
+
+
+def predict(row: dict[str, str], boxes: int, drift: dict[str, object] | None) -> float:
+    width, height, stages = int(row["SmemWidth"]), int(row["SmemHeight"]), int(row["NumStages"])
+    ctas = int(row["CTAsPerSM"])
+    raw = {"gpu": "b200",
+           "workload": {"kind": "stream", "dtype": "fp32", "shape": [148 * ctas * boxes * height, width],
+                        "box": [height, width], "ctas_per_sm": ctas},
+           "pipeline": {"stages": stages}, "run": {"records": False, **({"drift": drift} if drift else {})}}
+    return float(simulate(from_dict(raw)).stats["achieved_bytes_per_s"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--boxes", type=int, default=48, help="boxes each CTA streams")
+    parser.add_argument("--rows", default="", help="comma-separated row numbers (default: all)")
+    args = parser.parse_args()
+    rows = list(csv.DictReader(TABLE.open()))
+    if args.rows:
+        rows = [rows[int(i)] for i in args.rows.split(",")]
+    errors: dict[str, list[float]] = {"off": [], "on": []}
+    walls = {"off": 0.0, "on": 0.0}
+    print(f"{'stages':>6} {'box':>9} {'in flight':>10} {'measured':>10} {'drift off':>10} {'drift on':>10}")
+    for row in rows:
+        measured = float(row["DRAMBandwidthBps"])
+        got = {}
+        for name, drift in (("off", None), ("on", DRIFT)):
+            start = time.perf_counter()
+            got[name] = predict(row, args.boxes, drift)
+            walls[name] += time.perf_counter() - start
+            errors[name].append(abs(got[name] - measured) / measured)
+        print(f"{row['NumStages']:>6} {row['SmemWidth'] + 'x' + row['SmemHeight']:>9} "
+              f"{int(row['BytesInFlightPerSM']):>10} {measured / 1e12:>8.2f}TB {got['off'] / 1e12:>8.2f}TB "
+              f"{got['on'] / 1e12:>8.2f}TB")
+    for name in ("off", "on"):
+        mape = sum(errors[name]) / len(errors[name])
+        print(f"drift {name}: MAPE {mape:.1%} over {len(rows)} rows, wall time {walls[name]:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
