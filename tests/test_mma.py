@@ -242,3 +242,11 @@ def test_one_stage_of_one_mma_takes_the_measured_latency() -> None:
         dtype = "bf16" if row["Format"] == "BF16" else "fp8"
         short, long = (one_cta((m, n, k), steps, 1, gpu, dtype=dtype)["makespan_ps"] for steps in (4, 12))
         assert (long - short) / 8 == pytest.approx(B200.cycles_ps(float(row["MedianCycles"])), abs=1)  # ps rounding
+
+
+def test_presets_command_shows_the_mma_table_with_its_sources() -> None:
+    proc = subprocess.run([sys.executable, "-m", "tmasim.cli", "presets", "b200"], capture_output=True, text=True,
+                          check=True)
+    assert "mma                      tcgen05 table" in proc.stdout
+    assert "bf16                   m64/128 n64-256 k16: II 32.02-128, latency 152-264; peak 2382 TFLOP/s" in proc.stdout
+    assert "[measured (UMMA fit: Latency, a (II))]" in proc.stdout

@@ -284,6 +284,8 @@ def _presets(args: argparse.Namespace) -> int:
             if isinstance(entry, dict) and "value" in entry:
                 value, source = entry["value"], entry.get("source", "")
             print(f"  {key:<24} {str(value):<22} {text}" + (f"  [{source}]" if source else ""))
+        for line in hardware.describe_mma(gpu):
+            print(f"  {line}")
         return 0
     rows = [hardware.describe(hardware.load_gpu(name)) for name in hardware.preset_names()]
     columns = [c for c in rows[0] if c != "description"]

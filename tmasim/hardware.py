@@ -226,6 +226,28 @@ def describe(gpu: GpuSpec) -> dict[str, str]:
     }
 
 
+def describe_mma(gpu: GpuSpec) -> list[str]:
+    """The MMA table in a few lines: per dtype and SM count, the shapes, II and latency ranges
+    and the peak they give, with the source (``tmasim presets NAME``)."""
+    mma = gpu.mma
+    if mma is None:
+        return []
+    lines = [f"{'mma':<24} {mma.instruction + ' table':<22} latency and II per shape, in cycles  [{mma.source}]"]
+    for dtype in mma.dtypes():
+        for sms in (1, 2):
+            rows = [s for s in mma.shapes if s.dtype == dtype and s.sms == sms]
+            if not rows:
+                continue
+            ms = "/".join(str(m) for m in sorted({s.m for s in rows}))
+            what = f"{dtype}{' x2 SMs' if sms == 2 else ''}"
+            peak = f"; peak {gpu.tensor_flops[dtype] * units.PS_PER_S / 1e12:.0f} TFLOP/s" if sms == 1 else ""
+            lines.append(f"  {what:<22} m{ms} n{min(s.n for s in rows)}-{max(s.n for s in rows)} k{rows[0].k}: "
+                         f"II {min(s.ii for s in rows):g}-{max(s.ii for s in rows):g}, latency "
+                         f"{min(s.latency for s in rows):g}-{max(s.latency for s in rows):g}{peak}"
+                         + (f"  [{mma.sources[dtype]}]" if dtype in mma.sources else ""))
+    return lines
+
+
 def _rate(bytes_per_ps: float) -> str:
     return UNLIMITED if math.isinf(bytes_per_ps) else units.format_rate(bytes_per_ps * units.PS_PER_S)
 
