@@ -250,3 +250,16 @@ def test_presets_command_shows_the_mma_table_with_its_sources() -> None:
     assert "mma                      tcgen05 table" in proc.stdout
     assert "bf16                   m64/128 n64-256 k16: II 32.02-128, latency 152-264; peak 2382 TFLOP/s" in proc.stdout
     assert "[measured (UMMA fit: Latency, a (II))]" in proc.stdout
+
+
+def test_a_calibrated_preset_keeps_the_mma_table(tmp_path: Any) -> None:
+    import tomllib
+
+    from tmasim.validation.preset import calibrated_text
+
+    text = calibrated_text("b200", None, name="b200-fit", fitted={"copy_latency": "900 ns"}, source="fitted")
+    path = tmp_path / "preset.toml"
+    path.write_text(text)
+    gpu = load_gpu(str(path))
+    assert gpu.mma == B200.mma and gpu.copy_latency == 900_000
+    assert tomllib.loads(text)["mma"]["instruction"] == "tcgen05"

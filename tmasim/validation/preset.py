@@ -15,7 +15,8 @@ def base_entries(gpu: Any, base_dir: Path | None) -> tuple[dict[str, Any], str]:
     """The base preset's raw entries (with a scenario's ``gpu`` table overrides applied) and its name."""
     if isinstance(gpu, Mapping):
         name = str(gpu.get("preset", "ideal"))
-        overrides = {k: {"value": v, "source": "scenario override"} for k, v in gpu.items() if k != "preset"}
+        overrides = {k: v if k == hardware.MMA else {"value": v, "source": "scenario override"}
+                     for k, v in gpu.items() if k != "preset"}
     else:
         name, overrides = str(gpu), {}
     return {**hardware.raw_preset(_resolved(name, base_dir)), **overrides}, name
@@ -44,6 +45,8 @@ def calibrated_text(gpu: Any, base_dir: Path | None, *, name: str, fitted: Mappi
         if key in ("name", "description") or key not in entries:
             continue
         lines.append(f"{key} = {_entry(entries[key])}")
+    if hardware.MMA in entries:  # the MMA instruction table travels with the preset, unfitted
+        lines += ["", f"[{hardware.MMA}]"] + [f"{k} = {toml_text(v)}" for k, v in entries[hardware.MMA].items()]
     return "\n".join(lines) + "\n"
 
 
