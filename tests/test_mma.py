@@ -7,6 +7,8 @@ import sys
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tmasim import hardware, units
 from tmasim.errors import ScenarioError
@@ -89,6 +91,18 @@ def test_b200_single_cta_k_step_is_never_faster_than_four_mma_intervals() -> Non
 def test_b200_steady_state_follows_the_ii_table(bn: int, ii: float) -> None:
     gpu = {"preset": "b200", **FREE_MEMORY}
     assert k_step_interval((128, bn, 64), gpu=gpu) == B200.cycles_ps(4 * ii)
+
+
+@settings(max_examples=12, deadline=None)
+@given(bm=st.sampled_from([64, 128]), bn=st.integers(4, 16).map(lambda x: 16 * x),
+       bk=st.sampled_from([16, 32, 64, 128]), stages=st.integers(1, 4))
+def test_a_k_step_never_beats_its_instructions_on_the_tensor_cores(bm: int, bn: int, bk: int, stages: int) -> None:
+    assert B200.mma is not None
+    latency, ii = B200.mma.timing("t", "bf16", bm, bn)
+    interval = k_step_interval((bm, bn, bk), stages=stages)
+    assert interval >= B200.cycles_ps(bk // 16 * ii) - 1
+    if stages == 1:  # nothing overlaps the MMAs' completion
+        assert interval >= B200.cycles_ps((bk // 16 - 1) * ii + latency) - 1
 
 
 def test_one_stage_pays_the_mma_latency_before_the_slot_is_released() -> None:
