@@ -67,3 +67,24 @@ def test_wake_delays_visibility_not_the_flip():
     env.run()
     assert seen == [1250]
     assert bar.phase == 1
+
+
+def test_a_delayed_arrival_flips_the_phase_when_it_takes_effect_without_an_event_of_its_own():
+    env = simpy.Environment()
+    barrier = Mbarrier(env, "empty[0]", arrivals=2, wake=10)
+    seen = []
+
+    def waiter():
+        yield barrier.wait(0)
+        seen.append(env.now)
+
+    def arrivals():
+        barrier.arrive("wg0", delay=100)  # completes at 100
+        yield env.timeout(30)
+        barrier.arrive("wg1", delay=50)   # completes at 80: the earlier arrival's 100 still rules
+        assert barrier.phase == 1 and barrier.flipped_at == 100
+
+    env.process(waiter())
+    env.process(arrivals())
+    env.run()
+    assert seen == [110]  # effective flip at 100, visible after the 10 ps wake

@@ -115,6 +115,7 @@ class Mbarrier:
         now = self.env.now
         late = self._ready_at - now if self._ready_at > now else 0
         self.flipped_at = now + late
+        self._ready_at = 0
         self.phase += 1
         self._pending = self.arrivals
         self._current = self.env.event()
