@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tmasim import fields as read
 from tmasim.descriptor import TensorDescriptor
@@ -32,6 +32,10 @@ from tmasim.errors import ScenarioError
 from tmasim.hardware import DTYPES, GpuSpec
 from tmasim.residency import Residency, residency
 
+if TYPE_CHECKING:
+    from tmasim.scenario import Scenario
+
+KIND = "gemm"
 FIELDS = ("kind", "m", "n", "k", "dtype", "out_dtype", "tile", "raster", "group", "launch", "ctas_per_sm",
           "epilogue_smem", "l2_reuse")
 OUT_DTYPES = ("bf16", "fp16", "fp32")
@@ -40,7 +44,7 @@ _OUT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 
 @dataclass(frozen=True)
 class GemmConfig:
-    kind: ClassVar[str] = "gemm"
+    kind: ClassVar[str] = KIND
     m: int
     n: int
     k: int
@@ -176,7 +180,8 @@ def hbm_fractions(config: GemmConfig, coords: Sequence[tuple[int, int]], concurr
     return result
 
 
-def plan(config: GemmConfig, gpu: GpuSpec, stages: int, consumers: int) -> tuple[Plan, Residency]:
+def plan(config: GemmConfig, scenario: Scenario) -> tuple[Plan, Residency]:
+    gpu, stages, consumers = scenario.gpu, scenario.pipeline.stages, scenario.pipeline.consumers
     layout = GemmLayout.of(config)
     epilogue_smem = config.epilogue_smem if config.epilogue_smem is not None else default_epilogue_smem(config)
     res = residency(gpu, stage_bytes=layout.a.box_bytes + layout.b.box_bytes, stages=stages,
@@ -197,6 +202,22 @@ def plan(config: GemmConfig, gpu: GpuSpec, stages: int, consumers: int) -> tuple
         programs = [UnitProgram([unit]) for unit in units]
     sms = min(gpu.sms, len(programs))
     return Plan(programs, config.launch == "persistent", res.ctas_per_sm, sms, flow=True, units=len(units)), res
+
+
+def work_units(config: GemmConfig, plan: Plan) -> int:
+    return plan.units
+
+
+def describe(config: GemmConfig) -> str:
+    bm, bn, bk = config.tile
+    return f"{config.m}x{config.n}x{config.k} {config.dtype} GEMM, tile {bm}x{bn}x{bk}"
+
+
+def stats(config: GemmConfig, scenario: Scenario, plan: Plan, res: Residency, makespan: int) -> dict[str, Any]:
+    """The bounds (see :func:`breakdown`) and how close the run comes to the one that binds."""
+    extra: dict[str, Any] = breakdown(config, scenario.gpu, plan, scenario.pipeline.stages)
+    extra["efficiency"] = extra["bound_ns"] * 1000 / makespan if makespan else None
+    return extra
 
 
 def _edge(index: int, count: int) -> bool:

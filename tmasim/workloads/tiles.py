@@ -11,18 +11,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from tmasim import analytic
 from tmasim import fields as read
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import TimedProgram
 from tmasim.errors import ScenarioError
 from tmasim.fields import Distribution, TimeSpec
-from tmasim.hardware import GpuSpec
 from tmasim.residency import Residency, residency
 
+if TYPE_CHECKING:
+    from tmasim.scenario import Scenario
+
+KIND = "tiles"
 FIELDS = ("kind", "tiles", "load", "compute", "latency", "tile_bytes")
 # One fixed stream index per random source, so that adding a source never reshuffles another.
 STREAMS = {"load": 0, "compute": 1, "latency": 2}
@@ -30,7 +34,7 @@ STREAMS = {"load": 0, "compute": 1, "latency": 2}
 
 @dataclass(frozen=True)
 class TilesConfig:
-    kind: ClassVar[str] = "tiles"
+    kind: ClassVar[str] = KIND
     tiles: int
     load: TimeSpec
     compute: TimeSpec
@@ -102,7 +106,47 @@ def build(config: TilesConfig, seed: int) -> TimedProgram:
     return TimedProgram(load=t["load"], compute_ps=t["compute"], latency=t["latency"], tile_bytes=config.tile_bytes)
 
 
-def plan(config: TilesConfig, gpu: GpuSpec, stages: int, consumers: int, seed: int) -> tuple[Plan, Residency]:
+def plan(config: TilesConfig, scenario: Scenario) -> tuple[Plan, Residency]:
     """One CTA on one SM; its slots still have to fit in the GPU's shared memory."""
-    res = residency(gpu, stage_bytes=config.tile_bytes, stages=stages, consumers=consumers)
-    return Plan([build(config, seed)], persistent=True, ctas_per_sm=1, sms=1, flow=False, units=1), res
+    p = scenario.pipeline
+    res = residency(scenario.gpu, stage_bytes=config.tile_bytes, stages=p.stages, consumers=p.consumers)
+    return Plan([build(config, scenario.run.seed)], persistent=True, ctas_per_sm=1, sms=1, flow=False, units=1), res
+
+
+def work_units(config: TilesConfig, plan: Plan) -> int:
+    return config.tiles
+
+
+def describe(config: TilesConfig) -> str:
+    return f"{config.tiles} tiles"
+
+
+def stats(config: TilesConfig, scenario: Scenario, plan: Plan, res: Residency, makespan: int) -> dict[str, Any]:
+    """The no-overlap time, the closed form and the max-plus recurrence where they apply, and
+    the steady-state bound per tile with the term that binds."""
+    gpu, stages = scenario.gpu, scenario.pipeline.stages
+    t = times(config, scenario.run.seed)
+    serial = analytic.serial_time(t["load"], t["compute"], t["latency"], gpu.tma_issue, gpu.barrier_wake)
+    n = config.tiles
+    bound = analytic.steady_state(sum(t["load"]) / n, sum(t["compute"]) / n, stages,
+                                  sum(t["latency"]) / n, gpu.tma_issue, gpu.barrier_wake)
+    exact = analytic.applies_anchor(t["load"], t["compute"], t["latency"], gpu.tma_issue, gpu.barrier_wake)
+    closed = analytic.anchor_time(n, t["load"][0], t["compute"][0], stages) if exact else None
+    recurrence = (analytic.maxplus_makespan(t["load"], t["compute"], stages, t["latency"], gpu.tma_issue,
+                                            gpu.barrier_wake) if _standard_sync(scenario) else None)
+    return {
+        "serial_ns": serial / 1000,
+        "closed_form_ns": None if closed is None else closed / 1000,
+        "maxplus_ns": None if recurrence is None else recurrence / 1000,
+        "speedup": serial / makespan if makespan else None,
+        "interval_bound_ns": bound.interval / 1000,
+        "binding": bound.binding,
+        **{f"{term}_term_ns": value / 1000 for term, value in bound.terms.items()},
+    }
+
+
+def _standard_sync(scenario: Scenario) -> bool:
+    """The recurrence models the correct protocol with one consumer."""
+    p = scenario.pipeline
+    return (p.consumer_waits_full and p.consumers == 1 and p.full_arrivals in (None, 1)
+            and p.empty_arrivals in (None, p.consumers) and p.expect_tx is None)
