@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from tmasim import plots
+from tmasim.review import plots
 from tmasim.scenario import load
 from tmasim.simulation import simulate
 from tmasim.sweep import run_sweep

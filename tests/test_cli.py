@@ -157,7 +157,7 @@ def test_gpu_can_be_set_by_name_or_path(tmp_path):
 
 
 def test_trace_writes_a_valid_chrome_trace(tmp_path):
-    from tmasim.trace import validate
+    from tmasim.review.trace import validate
 
     path = tmp_path / "reference.json"
     proc = tmasim("run", "--trace", str(path))

@@ -16,10 +16,10 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from tmasim import plots
 from tmasim.errors import TmasimError
-from tmasim.plot_tables import decompose, knee, knee_x, measure
 from tmasim.results import Result
+from tmasim.review import plots
+from tmasim.review.plot_tables import decompose, knee, knee_x, measure
 from tmasim.scenario import load
 from tmasim.simulation import simulate
 from tmasim.sweep import run_sweep
@@ -313,7 +313,7 @@ def test_figures_leave_matplotlib_settings_alone(reference):
 
 def plot_command(*argv: str) -> tuple[int, str]:
     """``tmasim plot ...`` through the parser that ``register`` builds, as cli.main runs it."""
-    from tmasim.plot_cli import register
+    from tmasim.review.plot_cli import register
 
     parser = argparse.ArgumentParser(prog="tmasim")
     register(parser.add_subparsers(dest="command", required=True))

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from tmasim.errors import TmasimError
-from tmasim.report import build_report, explain, scenario_toml
+from tmasim.review.report import build_report, explain, scenario_toml
 from tmasim.scenario import load
 from tmasim.simulation import simulate
 
@@ -129,7 +129,7 @@ def test_explain_stream_uses_littles_law():
 
 
 def test_report_through_its_parser(tmp_path):
-    from tmasim.plot_cli import register
+    from tmasim.review.plot_cli import register
 
     parser = argparse.ArgumentParser(prog="tmasim")
     register(parser.add_subparsers(dest="command", required=True))

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from tmasim.errors import TmasimError
 from tmasim.results import Result
+from tmasim.review.trace import _dur_us, _us, chrome_trace, ns_rounded, ns_truncated, validate, write_chrome_trace
 from tmasim.scenario import load
 from tmasim.simulation import simulate
-from tmasim.trace import _dur_us, _us, chrome_trace, ns_rounded, ns_truncated, validate, write_chrome_trace
 
 BUNDLED = ("reference", "latency-hidden", "bug-missing-wait", "jitter")
 US = 10**6

@@ -66,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
 
     sweep.register(sub)
     validation.register(sub)
-    from tmasim import plot_cli
+    from tmasim.review import plot_cli
 
     plot_cli.register(sub)
     return parser
@@ -97,7 +97,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _write_trace(result: Any, path: Path) -> None:
-    from tmasim.trace import write_chrome_trace
+    from tmasim.review.trace import write_chrome_trace
 
     bandwidth = result.bandwidth
     counters = bandwidth.assign(name=bandwidth["link"] + " GB/s", value=bandwidth["gbytes_per_s"])[
@@ -109,7 +109,7 @@ def _write_trace(result: Any, path: Path) -> None:
 
 
 def _write_outputs(result: Any, out: Path) -> None:
-    from tmasim import plots
+    from tmasim.review import plots
 
     written = result.save(out)
     if result.recorder is None:

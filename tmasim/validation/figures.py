@@ -1,6 +1,6 @@
 """The validation figures, built from the validation and timeline tables only.
 
-Matplotlib is imported inside each function, with the Agg backend (through ``tmasim.plots``).
+Matplotlib is imported inside each function, with the Agg backend (through ``tmasim.review.plots``).
 """
 
 from __future__ import annotations

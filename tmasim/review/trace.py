@@ -486,7 +486,7 @@ def write_chrome_trace(result: Result, path: str | Path, *, counters: pd.DataFra
 
 
 def validate(trace: Mapping[str, Any]) -> list[str]:
-    """What in ``trace`` breaks the format's rules (see :mod:`tmasim.trace_check`)."""
-    from tmasim.trace_check import validate as check
+    """What in ``trace`` breaks the format's rules (see :mod:`tmasim.review.trace_check`)."""
+    from tmasim.review.trace_check import validate as check
 
     return check(trace)

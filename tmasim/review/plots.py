@@ -7,7 +7,7 @@ caller's matplotlib settings.
 
 Timelines (one run, records on): :func:`gantt`, :func:`slot_occupancy`, :func:`bandwidth`.
 Comparisons (sweep tables, or a run's one-row summary): :func:`stage_sweep`,
-:func:`stall_breakdown`, :func:`heatmap` (in :mod:`tmasim.plot_tables`, re-exported here).
+:func:`stall_breakdown`, :func:`heatmap` (in :mod:`tmasim.review.plot_tables`, re-exported here).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tmasim.plot_style import COLORS, SERIES, STYLE, pyplot, styled, time_unit
-from tmasim.plot_tables import heatmap, stage_sweep, stall_breakdown
+from tmasim.review.plot_style import COLORS, SERIES, STYLE, pyplot, styled, time_unit
+from tmasim.review.plot_tables import heatmap, stage_sweep, stall_breakdown
 
 if TYPE_CHECKING:
     import numpy as np

@@ -101,7 +101,7 @@ def handle_plot(args: argparse.Namespace) -> int:
     result = load_result(args.result)
     check_kind(args.kind, result)
     fig = build_figure(args, result)
-    from tmasim import plots
+    from tmasim.review import plots
 
     out = args.out if args.out is not None else default_out(result, args.kind)
     written = plots.save(fig, out, svg=args.svg)
@@ -163,7 +163,7 @@ def check_kind(kind: str, result: LoadedResult) -> None:
 
 def build_figure(args: argparse.Namespace, result: LoadedResult) -> Figure:
     """The figure for ``args.kind``; a named column that is missing is a one-line error."""
-    from tmasim import plots
+    from tmasim.review import plots
 
     table = result.table
     try:
@@ -180,7 +180,7 @@ def build_figure(args: argparse.Namespace, result: LoadedResult) -> Figure:
 
 
 def _heatmap_axes(table: pd.DataFrame, x: str | None, y: str | None) -> tuple[str, str]:
-    from tmasim.plot_tables import varied_fields
+    from tmasim.review.plot_tables import varied_fields
 
     varied = varied_fields(table)
     rest = [f for f in varied if f not in (x, y)]
@@ -193,7 +193,7 @@ def _heatmap_axes(table: pd.DataFrame, x: str | None, y: str | None) -> tuple[st
 
 
 def _timeline(args: argparse.Namespace, result: LoadedResult) -> Figure:
-    from tmasim import plots
+    from tmasim.review import plots
 
     title = args.title or _run_title(result.table)
     if args.kind == "bandwidth":
@@ -254,7 +254,7 @@ def default_out(result: LoadedResult, kind: str) -> Path:
 
 
 def handle_report(args: argparse.Namespace) -> int:
-    from tmasim import report
+    from tmasim.review import report
 
     index = report.build_report(args.scenario, args.overrides, args.vary, args.out, jobs=args.jobs,
                                 first_tiles=args.first_tiles)

@@ -189,21 +189,21 @@ def _command(scenario: Any, overrides: Iterable[str], vary: Iterable[str]) -> st
 
 
 def _save(fig: Figure, out: Path, name: str) -> Path:
-    from tmasim import plots
+    from tmasim.review import plots
 
     return plots.save(fig, out / "figures" / f"{name}.png")[0]
 
 
 def _stalls(table: pd.DataFrame) -> Figure:
-    from tmasim import plots
+    from tmasim.review import plots
 
     return plots.stall_breakdown(table)
 
 
 def _sweep_figures(table: pd.DataFrame, out: Path) -> list[tuple[str, str, Path]]:
     """The sweep against its main field, where the time went per point, and a heatmap for two fields."""
-    from tmasim import plots
-    from tmasim.plot_tables import varied_fields
+    from tmasim.review import plots
+    from tmasim.review.plot_tables import varied_fields
 
     fields = varied_fields(table)
     x = "pipeline.stages" if "pipeline.stages" in fields else fields[0]
@@ -221,7 +221,7 @@ def _sweep_figures(table: pd.DataFrame, out: Path) -> list[tuple[str, str, Path]
 
 
 def _timeline_figures(result: Result, out: Path, first_tiles: int | None) -> list[tuple[str, str, Path]]:
-    from tmasim import plots
+    from tmasim.review import plots
 
     spans, events = result.spans, result.events
     per_cta = int(spans[spans["kind"] == "compute"].groupby(["sm", "cta"])["tile"].nunique().max() or 0)
@@ -290,7 +290,7 @@ def summary_table_html(rows: Sequence[tuple[str, str]]) -> str:
 
 def sweep_table_html(table: pd.DataFrame) -> str:
     """The varied fields and the figures a reviewer reads first; every column is in the CSV."""
-    from tmasim.plot_tables import varied_fields
+    from tmasim.review.plot_tables import varied_fields
 
     columns = [*varied_fields(table), *(c for c in SWEEP_COLUMNS if c in table.columns and (
         not c.endswith("_per_s") or table[c].fillna(0).ne(0).any()))]

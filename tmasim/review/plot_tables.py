@@ -1,5 +1,5 @@
 """Comparison figures over sweep tables (one row per configuration): stage sweep, stall
-breakdown, heatmap. Re-exported by :mod:`tmasim.plots`; built from table columns only.
+breakdown, heatmap. Re-exported by :mod:`tmasim.review.plots`; built from table columns only.
 
 A sweep table (see :mod:`tmasim.sweep.table`) has one column per varied field, named by its
 dotted path (``pipeline.stages``), a ``status`` ("ok", "invalid", "error") with its ``error``,
@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tmasim.plot_style import COLORS, SERIES, styled
+from tmasim.review.plot_style import COLORS, SERIES, styled
 
 if TYPE_CHECKING:
     import pandas as pd

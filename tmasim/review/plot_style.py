@@ -1,6 +1,6 @@
 """The look shared by every figure: colours, slide-sized type, time units, lazy pyplot.
 
-Kept apart from the figures so that :mod:`tmasim.plots` and :mod:`tmasim.plot_tables` can both
+Kept apart from the figures so that :mod:`tmasim.review.plots` and :mod:`tmasim.review.plot_tables` can both
 use it without importing each other.
 """
 
