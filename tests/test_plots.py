@@ -19,7 +19,8 @@ from matplotlib.lines import Line2D
 from tmasim.errors import TmasimError
 from tmasim.results import Result
 from tmasim.review import plots
-from tmasim.review.plot_tables import decompose, knee, knee_x, measure
+from tmasim.review.columns import knee, measure
+from tmasim.review.plot_tables import decompose, knee_x
 from tmasim.scenario import load
 from tmasim.simulation import simulate
 from tmasim.sweep import run_sweep

@@ -180,7 +180,7 @@ def build_figure(args: argparse.Namespace, result: LoadedResult) -> Figure:
 
 
 def _heatmap_axes(table: pd.DataFrame, x: str | None, y: str | None) -> tuple[str, str]:
-    from tmasim.review.plot_tables import varied_fields
+    from tmasim.review.columns import varied_fields
 
     varied = varied_fields(table)
     rest = [f for f in varied if f not in (x, y)]

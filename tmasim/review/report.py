@@ -203,7 +203,7 @@ def _stalls(table: pd.DataFrame) -> Figure:
 def _sweep_figures(table: pd.DataFrame, out: Path) -> list[tuple[str, str, Path]]:
     """The sweep against its main field, where the time went per point, and a heatmap for two fields."""
     from tmasim.review import plots
-    from tmasim.review.plot_tables import varied_fields
+    from tmasim.review.columns import varied_fields
 
     fields = varied_fields(table)
     x = "pipeline.stages" if "pipeline.stages" in fields else fields[0]
@@ -290,7 +290,7 @@ def summary_table_html(rows: Sequence[tuple[str, str]]) -> str:
 
 def sweep_table_html(table: pd.DataFrame) -> str:
     """The varied fields and the figures a reviewer reads first; every column is in the CSV."""
-    from tmasim.review.plot_tables import varied_fields
+    from tmasim.review.columns import varied_fields
 
     columns = [*varied_fields(table), *(c for c in SWEEP_COLUMNS if c in table.columns and (
         not c.endswith("_per_s") or table[c].fillna(0).ne(0).any()))]
