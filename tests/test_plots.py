@@ -134,7 +134,7 @@ def test_knee_is_the_first_point_within_one_percent_of_the_best(ys, higher, expe
     ("makespan_ns", [2.5e6], (1e6, "time to finish (ms)")),
     ("achieved_bytes_per_s", [3.2e12], (1e12, "achieved bandwidth (TB/s)")),
     ("smem_per_cta_bytes", [32_800], (1024, "SMEM per CTA (KiB)")),
-    ("compute_utilization", [0.87], (0.01, "compute utilization (%)")),
+    ("compute_utilization", [0.87], (0.01, "tensor cores busy (%)")),
 ])
 def test_measure_names_the_column_and_scales_its_unit(column, values, expected):
     assert measure(column, values) == expected

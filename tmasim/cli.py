@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tmasim import format as fmt
 from tmasim.errors import TmasimError
-from tmasim.units import format_bytes, format_rate, format_time
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -86,6 +86,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print(result.to_json())
     else:
+        from tmasim.summary import describe
+
         print(describe(result.stats, scenario))
     if result.races:
         _warn_races(result)
@@ -110,6 +112,7 @@ def _write_trace(result: Any, path: Path) -> None:
 
 def _write_outputs(result: Any, out: Path) -> None:
     from tmasim.review import plots
+    from tmasim.summary import plural
 
     written = result.save(out)
     if result.recorder is None:
@@ -118,9 +121,9 @@ def _write_outputs(result: Any, out: Path) -> None:
     else:
         stats = result.stats
         serial = stats.get("serial_ns")
-        no_overlap = f" (no overlap: {format_time(serial * 1000)})" if serial is not None else ""
-        title = (f"{stats['scenario']}: {format_time(result.makespan_ps)} with {stats['stages']} stage(s)"
-                 f"{no_overlap} on {stats['gpu']}")
+        no_overlap = f" (no overlap: {fmt.time_ns(serial, unicode=True)})" if serial is not None else ""
+        title = (f"{stats['scenario']}: {fmt.time(result.makespan_ps, unicode=True)} with "
+                 f"{plural(stats['stages'], 'stage')}{no_overlap} on {stats['gpu']}")
         written += plots.save(plots.gantt(result.spans, result.events, title=title,
                                           tiles=plots.suggested_tiles(result.spans)), out / "gantt.png")
     print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
@@ -130,107 +133,10 @@ def _warn_races(result: Any) -> None:
     races = result.races
     first = races[0]
     landed = ("before its copy was issued" if first.landed_ps is None
-              else f"before it landed at {format_time(first.landed_ps)}")
+              else f"before it landed at {fmt.time(first.landed_ps)}")
     print(f"tmasim: warning: {len(races)} read-before-ready race(s): the consumer read tile {first.tile} "
-          f"from slot {first.stage} at {format_time(first.read_ps)}, {landed} (pipeline.consumer_waits_full = false)",
+          f"from slot {first.stage} at {fmt.time(first.read_ps)}, {landed} (pipeline.consumer_waits_full = false)",
           file=sys.stderr)
-
-
-def describe(stats: dict[str, Any], scenario: Any) -> str:
-    """The human summary of a run: what ran, how long it took, and why."""
-    lines = [f"{stats['scenario']}: {_headline(stats, scenario)}"]
-    if scenario.description:
-        lines.append(f"  {scenario.description}")
-    kind = stats["workload"]
-    rows = _tiles_rows(stats) if kind == "tiles" else _chip_rows(stats, scenario)
-    several = kind != "tiles" or stats["consumers"] > 1
-    per_cta = " per consumer warpgroup on average" if several else ""
-    rows += [
-        ("consumer stalls", f"{_t(stats['consumer_wait_full_ns'])} waiting on full barriers{per_cta}"),
-        ("producer stalls", f"{_t(stats['producer_wait_empty_ns'])} waiting on "
-                            f"empty barriers{' per producer on average' if kind != 'tiles' else ''}"),
-        ("busy", f"copy engine{'s' if kind != 'tiles' else ''} {stats['copy_utilization']:.0%}, "
-                 f"tensor core{'s' if kind != 'tiles' else ''} {stats['compute_utilization']:.0%}"),
-    ]
-    if stats.get("races"):
-        rows.append(("races", f"{stats['races']} read(s) before data landed"))
-    width = max(len(name) for name, _ in rows)
-    lines += [f"  {name:<{width}}  {value}" for name, value in rows]
-    return "\n".join(lines)
-
-
-def _t(value_ns: float | None, digits: int = 4) -> str:
-    return "-" if value_ns is None else format_time(value_ns * 1000, digits)
-
-
-def _headline(stats: dict[str, Any], scenario: Any) -> str:
-    w, p = scenario.workload, scenario.pipeline
-    consumers = f", {p.consumers} consumer warpgroups ({p.consumer_mode})" if p.consumers > 1 else ""
-    if stats["workload"] == "gemm":
-        bm, bn, bk = w.tile
-        what = f"{w.m}x{w.n}x{w.k} {w.dtype} GEMM, tile {bm}x{bn}x{bk}"
-    elif stats["workload"] == "stream":
-        what = f"stream {'x'.join(map(str, w.shape))} {w.dtype} in {'x'.join(map(str, w.box))} boxes"
-    else:
-        what = f"{stats['tiles']} tiles"
-    return f"{what}, {stats['stages']} stage(s){consumers} on {stats['gpu']}"
-
-
-def _tiles_rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
-    rows = [
-        ("pipelined time", _t(stats["makespan_ns"], 6)),
-        ("no-overlap time", f"{_t(stats['serial_ns'], 6)}   (speedup {stats['speedup']:.2f}x)"),
-        ("closed form", _t(stats["closed_form_ns"]) if stats["closed_form_ns"] is not None else "- (does not apply)"),
-    ]
-    if stats.get("maxplus_ns") is not None:
-        rows.append(("max-plus recurrence", _t(stats["maxplus_ns"])))
-    terms = ", ".join(f"{k} {_t(stats[f'{k}_term_ns'])}" for k in ("copy", "compute", "issue", "latency")
-                      if stats[f"{k}_term_ns"] or k != "issue")
-    rows.append(("bound per tile", f"{_t(stats['interval_bound_ns'])}, binding: {stats['binding']}   ({terms})"))
-    return rows
-
-
-def _chip_rows(stats: dict[str, Any], scenario: Any) -> list[tuple[str, str]]:
-    gpu = scenario.gpu
-    launch = getattr(scenario.workload, "launch", "persistent")
-    rows = [("predicted time", _t(stats["makespan_ns"]))]
-    if stats["workload"] == "gemm":
-        peak = gpu.tensor_flops[scenario.workload.dtype] * 1e12
-        rate = stats["achieved_flops_per_s"]
-        rows[0] = ("predicted time", f"{_t(stats['makespan_ns'])}   ({rate / 1e12:.0f} TFLOP/s, "
-                                     f"{rate / peak:.0%} of the {peak / 1e12:.0f} TFLOP/s peak)")
-        bounds = ", ".join(f"{name} {_t(stats[f'{key}_bound_ns'])}" for key, name in
-                           (("compute", "compute"), ("l2", "L2"), ("hbm", "HBM"), ("port", "SM port"),
-                            ("latency", "latency")))
-        rows += [
-            ("bound", f"{_t(stats['bound_ns'])}, binding: {stats['binding']}   "
-                      f"(the run reaches {stats['efficiency']:.0%} of it)"),
-            ("bounds", bounds),
-            ("no-overlap time", f"{_t(stats['serial_ns'])} on the busiest SM"),
-        ]
-    else:
-        law = stats["littles_law_bytes_per_s"]
-        rows += [
-            ("achieved bandwidth", f"{format_rate(stats['achieved_bytes_per_s'])}   (Little's law: "
-                                   f"{format_rate(law)}, bound by {stats['littles_law_binding']})"),
-            ("bytes in flight", f"{format_bytes(stats['bytes_in_flight_per_sm'])} per SM; a slot's round trip "
-                                f"{_t(stats['slot_round_trip_ns'])} (unloaded: {_t(stats['round_trip_ns'])})"),
-        ]
-    rows += [
-        ("residency", f"{format_bytes(stats['smem_per_cta_bytes'])} SMEM per CTA, {stats['ctas_per_sm']} CTA(s) "
-                      f"per SM (limited by {stats['residency_limit']}); {stats['tiles']} work units, "
-                      f"{stats['ctas']} CTAs on {stats['sms_used']} SMs, "
-                      + (f"persistent, up to {stats['waves']} units per CTA" if launch == "persistent"
-                         else f"{stats['waves']} wave(s)")),
-        ("traffic", f"HBM {format_bytes(stats['hbm_bytes'])}"
-                    + (f" ({stats['hbm_utilization']:.0%} busy)" if stats["hbm_utilization"] is not None else "")
-                    + f", L2 {format_bytes(stats['memory_bytes'])}"
-                    + (f" ({stats['l2_utilization']:.0%} busy)" if stats["l2_utilization"] is not None else "")),
-    ]
-    if stats["sm_classes"] < stats["sms_used"]:
-        rows.append(("aggregation", f"{stats['sms_used']} SMs simulated as {stats['sm_classes']} class(es) "
-                                    "of identical SMs (run.aggregate = false to simulate each)"))
-    return rows
 
 
 def _scenarios(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ the field, the value and the rule; the engine trusts what it is given.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -58,6 +59,9 @@ class Scenario:
     pipeline: Pipeline
     run: RunOptions
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # The file as written, before --set overrides ({} when built from data): what the header
+    # compares against, so that it never repeats what an override made untrue.
+    origin: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The scenario as TOML-shaped data (after overrides): what result files carry."""
@@ -67,7 +71,8 @@ class Scenario:
 def load(source: str | Path | None = None, overrides: Iterable[str] = ()) -> Scenario:
     """Read a scenario file (or a bundled scenario by name; the reference one if ``None``)."""
     raw, base_dir = read_raw(source)
-    return from_dict(apply_overrides(raw, overrides), base_dir)
+    scenario = from_dict(apply_overrides(raw, overrides), base_dir)
+    return dataclasses.replace(scenario, origin=raw)
 
 
 def read_raw(source: str | Path | None) -> tuple[dict[str, Any], Path | None]:

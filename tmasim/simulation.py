@@ -11,6 +11,7 @@ from typing import Any
 
 import simpy
 
+from tmasim import format as fmt
 from tmasim.engine.chip import Chip, Plan
 from tmasim.engine.cta import Cta, Sync
 from tmasim.engine.recorder import Recorder
@@ -18,7 +19,7 @@ from tmasim.errors import BarrierError, DeadlockError
 from tmasim.residency import Residency
 from tmasim.results import Result
 from tmasim.scenario import Scenario
-from tmasim.units import PS_PER_S, format_time
+from tmasim.units import PS_PER_S
 from tmasim.workloads import workload_of
 
 
@@ -91,7 +92,7 @@ def _check_finished(ctas: list[Cta], now: float) -> None:
         stuck = [line for cta in unfinished for line in cta.waiting()]
         stuck = stuck or [f"{cta.scope} never finished" for cta in unfinished]
         shown = "; ".join(stuck[:4]) + (f"; and {len(stuck) - 4} more" if len(stuck) > 4 else "")
-        raise DeadlockError(f"deadlock at {format_time(now)}: nothing left to run but {shown}")
+        raise DeadlockError(f"deadlock at {fmt.time(now)}: nothing left to run but {shown}")
 
 
 def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int) -> dict[str, Any]:

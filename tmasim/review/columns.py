@@ -14,6 +14,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tmasim import format as fmt
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -25,16 +27,23 @@ _NAMES = {
     "smem_per_cta_bytes": "SMEM per CTA", "ctas_per_sm": "CTAs per SM",
     "consumer_wait_full_ns": "consumer waits (full barriers)",
     "producer_wait_empty_ns": "producer waits (empty barriers)", "interval_bound_ns": "bound per tile",
+    "binding": "what binds", "littles_law_bytes_per_s": "Little's-law bandwidth",
+    "littles_law_binding": "Little's law bound by", "efficiency": "share of the bound reached",
+    "copy_utilization": "copy engines busy", "compute_utilization": "tensor cores busy",
+    "hbm_utilization": "HBM busy", "l2_utilization": "L2 busy", "residency_limit": "residency limited by",
+    "ctas": "CTAs", "sms_used": "SMs used", "waves": "units per CTA (persistent) or waves (grid)",
+    "races": "reads before data landed", "hbm_bytes": "HBM traffic", "memory_bytes": "L2 traffic",
+    "bytes": "bytes into shared memory", "status": "status", "error": "error",
 }
 _ROW_LABELS = {"pipeline.stages": "{} stages", "workload.tile": "tile {}", "workload.box": "box {}",
                "pipeline.consumers": "{} consumers", "run.seed": "seed {}"}
 _FIELDS = {"pipeline.stages": "pipeline stages", "workload.tile": "tile (M×N×K)", "workload.box": "TMA box",
            "pipeline.consumers": "consumer warpgroups", "run.seed": "seed"}
-_PREFIXES = {"_bytes_per_s": ((1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1.0, "B/s")),
-             "_flops_per_s": ((1e15, "PFLOP/s"), (1e12, "TFLOP/s"), (1e9, "GFLOP/s"), (1.0, "FLOP/s")),
-             "tiles_per_s": ((1e9, "G tiles/s"), (1e6, "M tiles/s"), (1e3, "k tiles/s"), (1.0, "tiles/s")),
-             "_bytes": ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1.0, "B"))}
-_TIMES = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"), (1e-3, "ps"))
+# Column suffix -> the kind of quantity (tmasim.format's units). Memory sizes are binary, amounts
+# moved over links decimal (see tmasim.format).
+_KINDS = {"_bytes_per_s": "rate", "_flops_per_s": "flop_rate", "smem_per_cta_bytes": "size",
+          "bytes_in_flight_per_sm": "size", "_bytes": "amount"}
+_TILE_RATES = ((1e9, "G tiles/s"), (1e6, "M tiles/s"), (1e3, "k tiles/s"), (1.0, "tiles/s"))
 
 
 # ------------------------------------------------------------------------------ table helpers
@@ -76,17 +85,49 @@ def measure(column: str, values: Any) -> tuple[float, str]:
     finite = np.asarray(values, float)
     finite = finite[np.isfinite(finite)]
     peak = float(np.max(np.abs(finite))) if len(finite) else 1.0
-    name = _NAMES.get(column, re.sub(r"_(ns|bytes|per_s|bytes_per_s|flops_per_s)$", "", column).replace("_", " "))
+    name = figure_label(column)
     if is_time(column):
-        divisor, unit = next(((d, u) for d, u in _TIMES if peak >= 2 * d), _TIMES[-1])
+        scale, unit = fmt.unit_for("time", peak * 1000)
+        return scale / 1000, f"{name} ({unit})"
+    kind = _kind(column)
+    if kind is not None:
+        scale, unit = fmt.unit_for(kind, peak)
+        return scale, f"{name} ({unit})"
+    if column == "tiles_per_s":
+        divisor, unit = next(((d, u) for d, u in _TILE_RATES if peak >= d), _TILE_RATES[-1])
         return divisor, f"{name} ({unit})"
-    for suffix, units in _PREFIXES.items():
-        if column.endswith(suffix):
-            divisor, unit = next(((d, u) for d, u in units if peak >= d), units[-1])
-            return divisor, f"{name} ({unit})"
-    if column.endswith("utilization") or column == "efficiency":
+    if _is_share(column):
         return 0.01, f"{name} (%)"
     return 1.0, name
+
+
+def _kind(column: str) -> str | None:
+    return next((kind for suffix, kind in _KINDS.items() if column.endswith(suffix)), None)
+
+
+def _is_share(column: str) -> bool:
+    return column.endswith("utilization") or column == "efficiency"
+
+
+def figure_label(column: str) -> str:
+    """A summary column in words: ``makespan_ns`` -> "time to finish"."""
+    return _NAMES.get(column, re.sub(r"_(ns|bytes|per_s|bytes_per_s|flops_per_s)$", "", column).replace("_", " "))
+
+
+def figure_text(column: str, value: Any) -> str:
+    """A summary figure in the unit a reader expects (µs, KiB, TB/s, %), for files (µ, not u)."""
+    if fmt.missing(value):
+        return fmt.MISSING
+    if isinstance(value, str | bool):
+        return str(value)
+    if is_time(column):
+        return fmt.time_ns(value, unicode=True)
+    kind = _kind(column) or ("amount" if column == "bytes" else None)
+    if kind is not None:
+        return {"rate": fmt.rate, "flop_rate": fmt.flop_rate, "size": fmt.size, "amount": fmt.amount}[kind](value)
+    if _is_share(column):
+        return fmt.percent(value)
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def field_label(field: str) -> str:

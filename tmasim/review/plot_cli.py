@@ -208,10 +208,10 @@ def _timeline(args: argparse.Namespace, result: LoadedResult) -> Figure:
 
 
 def _run_title(summary: pd.DataFrame) -> str:
-    from tmasim.units import format_time
+    from tmasim import format as fmt
 
     row = summary.iloc[0]
-    return (f"{row.get('scenario', 'run')}: {format_time(float(row['makespan_ns']) * 1000, 4)} "
+    return (f"{row.get('scenario', 'run')}: {fmt.time_ns(row['makespan_ns'], unicode=True)} "
             f"with {row.get('stages', '?')} stage(s) on {row.get('gpu', '?')}")
 
 

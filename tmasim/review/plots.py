@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tmasim import format as fmt
 from tmasim.review.plot_style import COLORS, SERIES, STYLE, pyplot, styled, time_unit
 from tmasim.review.plot_tables import heatmap, stage_sweep, stall_breakdown
 
@@ -477,8 +478,7 @@ def binned_mean(times: np.ndarray, values: np.ndarray, edges: np.ndarray) -> np.
 
 
 def format_span(ps: float) -> str:
-    scale, unit = time_unit(ps)
-    return f"{ps / scale:.3g} {unit}"
+    return fmt.time(ps, 3, unicode=True)
 
 
 def _capacity(ax: Axes, link: pd.DataFrame, divisor: float, color: str, label: str) -> None:

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import base64
 import html
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tmasim import format as fmt
 from tmasim.errors import TmasimError
-from tmasim.units import format_bytes, format_rate, format_time
+from tmasim.review.columns import figure_label, figure_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -39,85 +39,15 @@ SWEEP_COLUMNS = ("status", "makespan_ns", "binding", "bound_ns", "interval_bound
 
 
 def explain(stats: Mapping[str, Any]) -> str:
-    """The binding term of the bound, in one sentence a reviewer can repeat."""
-    kind = stats.get("workload")
-    if kind == "gemm":
-        return _explain_gemm(stats)
-    if kind == "stream":
-        return _explain_stream(stats)
-    return _explain_tiles(stats)
+    """What binds and why, in one sentence a reviewer can repeat (the workload says it)."""
+    from tmasim.workloads import WORKLOADS
+
+    workload = WORKLOADS.get(str(stats.get("workload")))
+    return workload.explain(stats) if workload is not None else ""
 
 
 def _t(ns: Any) -> str:
-    return format_time(float(ns) * 1000, 4)
-
-
-def _explain_tiles(s: Mapping[str, Any]) -> str:
-    copy, compute, interval = _t(s["copy_term_ns"]), _t(s["compute_term_ns"]), _t(s["interval_bound_ns"])
-    binding, stages = s["binding"], int(s["stages"])
-    if binding == "compute":
-        return (f"The tensor core binds: each tile computes in {compute} and loads in {copy} (means), so the "
-                f"pipeline delivers at best one tile every {interval}, a bound more stages cannot lower.")
-    if binding == "copy":
-        return (f"The copy engine binds: each tile takes {copy} to load and {compute} to compute (means), so the "
-                f"pipeline delivers at best one tile every {interval}, a bound a faster copy would lower and more "
-                "stages would not.")
-    if binding == "issue":
-        return (f"TMA issue binds: issuing each copy costs {_t(s['issue_term_ns'])}, more than its load ({copy}) "
-                f"or compute ({compute}), so at best one tile every {interval}.")
-    round_trip = float(s["latency_term_ns"]) * stages
-    needed = math.ceil(round_trip / max(float(s["copy_term_ns"]), float(s["compute_term_ns"]),
-                                        float(s.get("issue_term_ns") or 0.0), 1e-9) - 1e-9)
-    return (f"The slot round trip binds: one slot cycles in {_t(round_trip)} (copy latency, load, compute and "
-            f"barrier overheads), so {stages} stage(s) deliver at best one tile every {interval}; about "
-            f"{needed} stages would hide it.")
-
-
-def _explain_gemm(s: Mapping[str, Any]) -> str:
-    binding, compute = s["binding"], _t(s["compute_bound_ns"])
-    if binding == "compute":
-        others = ", ".join(f"{name} {_t(s[f'{key}_bound_ns'])}" for key, name in
-                           (("l2", "L2"), ("hbm", "HBM"), ("port", "SM port"), ("latency", "latency")))
-        return (f"Compute binds: the busiest SM needs {compute} of tensor-core time, more than any memory path "
-                f"needs ({others}).")
-    if binding in ("l2", "hbm"):
-        link = binding.upper() if binding == "hbm" else "L2"
-        nbytes = _link_bytes(s, binding)
-        supply = nbytes / (float(s[f"{binding}_bound_ns"]) * 1e-9)
-        demand = nbytes / (float(s["compute_bound_ns"]) * 1e-9)
-        what = "box data" if binding == "l2" else "DRAM traffic"
-        return (f"{link} bandwidth binds: to keep the tensor cores busy the SMs together would ask for "
-                f"{format_rate(demand)} of {what}, and {link} supplies {format_rate(supply)}, so moving "
-                f"{format_bytes(nbytes)} takes at least {_t(s[f'{binding}_bound_ns'])}.")
-    if binding == "port":
-        return (f"The SMs' L2 ports bind: the busiest SM needs {_t(s['port_bound_ns'])} just to take in its "
-                f"operands through its one port, more than its {compute} of tensor-core time; bigger tiles "
-                "(more reuse per byte) would help.")
-    return (f"Latency binds: with {s['stages']} stages x {s['ctas_per_sm']} CTA(s) per SM in flight, the busiest "
-            f"SM's slot round trips add up to at least {_t(s['latency_bound_ns'])}, more than its {compute} of "
-            "compute; more stages, if shared memory allows, would hide it.")
-
-
-def _link_bytes(s: Mapping[str, Any], link: str) -> float:
-    """What the bound moved over the link: carried bytes where recorded, else the model's count."""
-    for key in ((f"{link}_carried_bytes", "memory_bytes") if link == "l2" else ("model_hbm_bytes", "hbm_bytes")):
-        value = s.get(key)
-        if value is not None and not (isinstance(value, float) and math.isnan(value)):
-            return float(value)
-    return 0.0
-
-
-def _explain_stream(s: Mapping[str, Any]) -> str:
-    sms, in_flight, trip = int(s["sms_used"]), float(s["bytes_in_flight_per_sm"]), float(s["round_trip_ns"])
-    offered = sms * in_flight / (trip * 1e-9)
-    achieved = f" (the run achieves {format_rate(s['achieved_bytes_per_s'])})" if s.get("achieved_bytes_per_s") else ""
-    binding = s["littles_law_binding"]
-    flight = f"{sms} SMs x {format_bytes(in_flight)} in flight over a {_t(trip)} round trip"
-    if binding == "bytes in flight":
-        return (f"Little's law binds: {flight} move at most {format_rate(offered)}, less than the memory links "
-                f"supply; more stages or bigger boxes would help{achieved}.")
-    return (f"{binding} bandwidth binds: {flight} could move {format_rate(offered)}, but {binding} supplies "
-            f"{format_rate(s['littles_law_bytes_per_s'])}, so more stages would only queue{achieved}.")
+    return fmt.time_ns(ns, unicode=True)
 
 
 # ---------------------------------------------------------------------------------- building
@@ -255,31 +185,12 @@ def scenario_toml(raw: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def format_figure(name: str, value: Any) -> str:
-    """A summary figure in the unit a reader expects (µs, KiB, TB/s, %)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if isinstance(value, str | bool):
-        return str(value)
-    if name.endswith("_ns"):
-        return _t(value)
-    if name.endswith("_bytes_per_s"):
-        return format_rate(float(value))
-    if name.endswith("_flops_per_s"):
-        return f"{float(value) / 1e12:.4g} TFLOP/s"
-    if name.endswith("_bytes") or name == "bytes":
-        return format_bytes(float(value))
-    if name.endswith("utilization") or name == "efficiency":
-        return f"{float(value):.1%}"
-    return f"{value:.6g}" if isinstance(value, float) else str(value)
-
-
 def summary_rows(stats: Mapping[str, Any], *, every: bool = False) -> list[tuple[str, str]]:
     """(name, value) rows: the key figures (those that say something: no zero FLOP/s for a
     workload without FLOPs), or every figure."""
     names = list(stats) if every else [k for k in KEY_FIGURES if stats.get(k) is not None and not (
         k.endswith("_per_s") and stats[k] == 0)]
-    return [(name, format_figure(name, stats[name])) for name in names]
+    return [(figure_label(name), figure_text(name, stats[name])) for name in names]
 
 
 def summary_table_html(rows: Sequence[tuple[str, str]]) -> str:
@@ -290,14 +201,16 @@ def summary_table_html(rows: Sequence[tuple[str, str]]) -> str:
 
 def sweep_table_html(table: pd.DataFrame) -> str:
     """The varied fields and the figures a reviewer reads first; every column is in the CSV."""
-    from tmasim.review.columns import varied_fields
+    from tmasim.review.columns import field_label, varied_fields
 
     columns = [*varied_fields(table), *(c for c in SWEEP_COLUMNS if c in table.columns and (
         not c.endswith("_per_s") or table[c].fillna(0).ne(0).any()))]
-    head = "".join(f"<th scope=\"col\">{html.escape(c)}</th>" for c in columns)
+    fields = set(varied_fields(table))
+    head = "".join(f"<th scope=\"col\">{html.escape(field_label(c) if c in fields else figure_label(c))}</th>"
+                   for c in columns)
     rows = []
     for _, row in table[columns].iterrows():
-        cells = "".join(f"<td>{html.escape(format_figure(c, row[c]))}</td>" for c in columns)
+        cells = "".join(f"<td>{html.escape(figure_text(c, row[c]))}</td>" for c in columns)
         rows.append(f"<tr class=\"{'ok' if row['status'] == 'ok' else 'failed'}\">{cells}</tr>")
     return f"<table class=\"sweep\"><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 

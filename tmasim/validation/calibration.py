@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tmasim import format as fmt
 from tmasim import units
 from tmasim.errors import ScenarioError, TmasimError
 from tmasim.sweep.points import OK
@@ -63,8 +64,8 @@ class Parameter:
 
     def show(self, value: float) -> str:
         if self.kind == "bandwidth":
-            return units.format_rate(value * units.PS_PER_S)
-        return f"{value:.4g} ps" if self.kind == "mapping" else units.format_time(value, 5)
+            return fmt.rate(value * units.PS_PER_S)
+        return f"{value:.4g} ps" if self.kind == "mapping" else fmt.time(value, 5)
 
 
 @dataclass

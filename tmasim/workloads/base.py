@@ -37,3 +37,9 @@ class Workload(Protocol):
 
     def describe(self, config: Any) -> str:
         """What runs, in a few words, from the effective config (``2048x2048x512 bf16 GEMM, ...``)."""
+
+    def summary_rows(self, stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
+        """The run summary's rows for this workload's own figures (``tmasim run``)."""
+
+    def explain(self, stats: Mapping[str, Any]) -> str:
+        """What binds and why, in one sentence, from a summary row (a run's, or a sweep point's)."""

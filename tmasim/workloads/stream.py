@@ -140,3 +140,38 @@ def littles_law(config: StreamConfig, gpu: GpuSpec, stages: int, ctas_per_sm: in
     binding = min(limits, key=lambda k: limits[k])
     return {"bytes_in_flight_per_sm": in_flight, "round_trip_ns": round_trip / 1000,
             "littles_law_bytes_per_s": limits[binding] * PS_PER_S, "littles_law_binding": binding}
+
+
+# ------------------------------------------------------------------------------ presentation
+
+
+def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
+    from tmasim import format as fmt
+    from tmasim.summary import chip_rows, t
+
+    return [
+        ("predicted time", t(stats["makespan_ns"])),
+        ("achieved bandwidth", f"{fmt.rate(stats['achieved_bytes_per_s'])}   (Little's law: "
+                               f"{fmt.rate(stats['littles_law_bytes_per_s'])}, bound by "
+                               f"{stats['littles_law_binding']})"),
+        ("bytes in flight", f"{fmt.size(stats['bytes_in_flight_per_sm'])} per SM; a slot's round trip "
+                            f"{t(stats['slot_round_trip_ns'])} (unloaded: {t(stats['round_trip_ns'])})"),
+        *chip_rows(stats, scenario),
+    ]
+
+
+def explain(s: Mapping[str, Any]) -> str:
+    """What Little's law says binds, in one sentence."""
+    from tmasim import format as fmt
+    from tmasim.summary import t
+
+    sms, in_flight, trip = int(s["sms_used"]), float(s["bytes_in_flight_per_sm"]), float(s["round_trip_ns"])
+    offered = sms * in_flight / (trip * 1e-9)
+    achieved = f" (the run achieves {fmt.rate(s['achieved_bytes_per_s'])})" if s.get("achieved_bytes_per_s") else ""
+    binding = s["littles_law_binding"]
+    flight = f"{sms} SMs x {fmt.size(in_flight)} in flight over a {t(trip)} round trip"
+    if binding == "bytes in flight":
+        return (f"Little's law binds: {flight} move at most {fmt.rate(offered)}, less than the memory links "
+                f"supply; more stages or bigger boxes would help{achieved}.")
+    return (f"{binding} bandwidth binds: {flight} could move {fmt.rate(offered)}, but {binding} supplies "
+            f"{fmt.rate(s['littles_law_bytes_per_s'])}, so more stages would only queue{achieved}.")

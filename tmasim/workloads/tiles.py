@@ -9,6 +9,7 @@ drawn from its own random stream of the run's seed.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -150,3 +151,53 @@ def _standard_sync(scenario: Scenario) -> bool:
     p = scenario.pipeline
     return (p.consumer_waits_full and p.consumers == 1 and p.full_arrivals in (None, 1)
             and p.empty_arrivals in (None, p.consumers) and p.expect_tx is None)
+
+
+# ------------------------------------------------------------------------------ presentation
+
+# What each term of the steady-state bound is, in words (the "latency" term binds even with no
+# latency at all: it is one slot's round trip shared by the stages).
+BINDING_TEXT = {"copy": "copy", "compute": "compute", "issue": "TMA issue",
+                "latency": "slot round trip (copy, wait, compute, release)"}
+
+
+def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
+    from tmasim.summary import t
+
+    closed = stats["closed_form_ns"]
+    rows = [
+        ("pipelined time", t(stats["makespan_ns"])),
+        ("no-overlap time", f"{t(stats['serial_ns'])}   (speedup {stats['speedup']:.2f}x)"),
+        ("closed form", t(closed) if closed is not None else "- (does not apply)"),
+    ]
+    if stats.get("maxplus_ns") is not None:
+        rows.append(("max-plus recurrence", t(stats["maxplus_ns"])))
+    terms = ", ".join(f"{'round trip / stages' if k == 'latency' else k} {t(stats[f'{k}_term_ns'])}"
+                      for k in ("copy", "compute", "issue", "latency") if stats[f"{k}_term_ns"] or k != "issue")
+    binding = BINDING_TEXT.get(stats["binding"], stats["binding"])
+    rows.append(("bound per tile", f"{t(stats['interval_bound_ns'])}, binding: {binding}   ({terms})"))
+    return rows
+
+
+def explain(s: Mapping[str, Any]) -> str:
+    """The binding term of the steady-state bound, in one sentence a reviewer can repeat."""
+    from tmasim.summary import t
+
+    copy, compute, interval = t(s["copy_term_ns"]), t(s["compute_term_ns"]), t(s["interval_bound_ns"])
+    binding, stages = s["binding"], int(s["stages"])
+    if binding == "compute":
+        return (f"The tensor core binds: each tile computes in {compute} and loads in {copy} (means), so the "
+                f"pipeline delivers at best one tile every {interval}, a bound more stages cannot lower.")
+    if binding == "copy":
+        return (f"The copy engine binds: each tile takes {copy} to load and {compute} to compute (means), so the "
+                f"pipeline delivers at best one tile every {interval}, a bound a faster copy would lower and more "
+                "stages would not.")
+    if binding == "issue":
+        return (f"TMA issue binds: issuing each copy costs {t(s['issue_term_ns'])}, more than its load ({copy}) "
+                f"or compute ({compute}), so at best one tile every {interval}.")
+    round_trip = float(s["latency_term_ns"]) * stages
+    needed = math.ceil(round_trip / max(float(s["copy_term_ns"]), float(s["compute_term_ns"]),
+                                        float(s.get("issue_term_ns") or 0.0), 1e-9) - 1e-9)
+    return (f"The slot round trip binds: one slot cycles in {t(round_trip)} (copy latency, load, compute and "
+            f"barrier overheads), so {stages} stage(s) deliver at best one tile every {interval}; about "
+            f"{needed} stages would hide it.")
