@@ -35,12 +35,27 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"tmasim: error: {message}\n")
+        self.exit(2, f"tmasim: error: {message}{_suggestion(message)}\n")
+
+
+def _suggestion(message: str) -> str:
+    """argparse names a mistyped choice (a subcommand, a --kind) but not the one meant."""
+    import re
+
+    from tmasim.suggest import did_you_mean
+
+    match = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if match is None:
+        return ""
+    return did_you_mean(match.group(1), re.findall(r"'([^']*)'", match.group(2)) or match.group(2).split(", "))
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="tmasim", description="Simulate TMA load/compute pipelines on Hopper and Blackwell GPUs.",
                      epilog="Start with `tmasim run` (the reference scenario); `tmasim COMMAND --help` for more.")
+    from tmasim import __version__
+
+    parser.add_argument("--version", action="version", version=f"tmasim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = sub.add_parser("run", help="simulate one scenario and print its summary")
@@ -55,7 +70,9 @@ def _parser() -> argparse.ArgumentParser:
                           "(gzip-compressed if FILE ends in .gz)")
     run.set_defaults(handler=_run)
 
-    scenarios = sub.add_parser("scenarios", help="list the bundled scenarios")
+    scenarios = sub.add_parser("scenarios", help="list the bundled scenarios, or print one as TOML",
+                               epilog="`tmasim scenarios reference > my-kernel.toml` starts a scenario of your own.")
+    scenarios.add_argument("name", nargs="?", help="print this bundled scenario's file (TOML, with its comments)")
     scenarios.set_defaults(handler=_scenarios)
 
     presets = sub.add_parser("presets", help="list the GPU presets with their key figures")
@@ -142,6 +159,10 @@ def _warn_races(result: Any) -> None:
 def _scenarios(args: argparse.Namespace) -> int:
     from tmasim import scenario as scenarios
 
+    if args.name:
+        text = scenarios.bundled_text(args.name)
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return 0
     for name in scenarios.bundled_names():
         raw, _ = scenarios.read_raw(name)
         print(f"{name:<28} {raw.get('description', '')}")

@@ -19,6 +19,7 @@ from typing import Any
 from tmasim import fields as read
 from tmasim.errors import ScenarioError
 from tmasim.hardware import GpuSpec, load_gpu
+from tmasim.suggest import did_you_mean
 from tmasim.workloads import WorkloadConfig, parse_workload
 
 TOP_LEVEL = ("name", "description", "gpu", "workload", "pipeline", "run")
@@ -84,12 +85,25 @@ def read_raw(source: str | Path | None) -> tuple[dict[str, Any], Path | None]:
         if bundled.is_file():
             return _parse_toml(bundled.read_text(), str(source)), None
     if not path.is_file():
-        raise ScenarioError("scenario", str(source), f"is not a file (bundled scenarios: {', '.join(bundled_names())})")
+        names = bundled_names()
+        hint = did_you_mean(str(source), names)
+        raise ScenarioError("scenario", str(source), f"is not a file or a bundled scenario{hint} "
+                                                     f"(bundled: {', '.join(names)})")
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise ScenarioError("scenario", str(source), f"cannot be read: {err}") from None
     return _parse_toml(text, str(source)), path.parent
+
+
+def bundled_text(name: str) -> str:
+    """A bundled scenario's file as written (comments included), to start a scenario of one's own."""
+    resource = resources.files("tmasim").joinpath("scenarios", f"{name}.toml")
+    if not resource.is_file():
+        names = bundled_names()
+        raise ScenarioError("scenario", name, f"is not a bundled scenario{did_you_mean(name, names)} "
+                                              f"(bundled: {', '.join(names)})")
+    return resource.read_text(encoding="utf-8")
 
 
 def bundled_names() -> list[str]:

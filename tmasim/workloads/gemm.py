@@ -360,10 +360,11 @@ def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str
     ]
 
 
-def explain(s: Mapping[str, Any]) -> str:
+def explain(stats: Mapping[str, Any]) -> str:
     """The bound that binds, in one sentence a reviewer can repeat."""
     from tmasim.summary import t
 
+    s = stats
     binding, compute = s["binding"], t(s["compute_bound_ns"])
     if binding == "compute":
         others = ", ".join(f"{name} {t(s[f'{key}_bound_ns'])}" for key, name in BOUND_NAMES[1:])
@@ -394,6 +395,7 @@ def _explain_link(s: Mapping[str, Any], binding: str) -> str:
             f"{fmt.amount(nbytes)} takes at least {t(s[f'{binding}_bound_ns'])}.")
 
 
+    s = stats
 def _link_bytes(s: Mapping[str, Any], link: str) -> float:
     """What the bound moved over the link: carried bytes where recorded, else the model's count."""
     for key in ((f"{link}_carried_bytes", "memory_bytes") if link == "l2" else ("model_hbm_bytes", "hbm_bytes")):

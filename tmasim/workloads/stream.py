@@ -160,11 +160,12 @@ def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str
     ]
 
 
-def explain(s: Mapping[str, Any]) -> str:
+def explain(stats: Mapping[str, Any]) -> str:
     """What Little's law says binds, in one sentence."""
     from tmasim import format as fmt
     from tmasim.summary import t
 
+    s = stats
     sms, in_flight, trip = int(s["sms_used"]), float(s["bytes_in_flight_per_sm"]), float(s["round_trip_ns"])
     offered = sms * in_flight / (trip * 1e-9)
     achieved = f" (the run achieves {fmt.rate(s['achieved_bytes_per_s'])})" if s.get("achieved_bytes_per_s") else ""

@@ -179,10 +179,11 @@ def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str
     return rows
 
 
-def explain(s: Mapping[str, Any]) -> str:
+def explain(stats: Mapping[str, Any]) -> str:
     """The binding term of the steady-state bound, in one sentence a reviewer can repeat."""
     from tmasim.summary import t
 
+    s = stats
     copy, compute, interval = t(s["copy_term_ns"]), t(s["compute_term_ns"]), t(s["interval_bound_ns"])
     binding, stages = s["binding"], int(s["stages"])
     if binding == "compute":
