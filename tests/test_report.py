@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import html
 import re
 import shutil
 import subprocess
@@ -48,12 +49,29 @@ def test_report_loads_nothing_from_elsewhere(page):
 
 
 def test_report_explains_the_binding_term(page):
-    assert ('id="explanation">Takes 23 µs. The tensor core binds: each tile computes in 5 µs and loads in 3 µs '
+    assert ('id="explanation">\n<p>Takes 23 µs. The tensor core binds: each tile computes in 5 µs and loads in 3 µs '
             "(means), so the pipeline delivers at best one tile every 5 µs, a bound more stages cannot lower.") in page
 
 
+def test_report_answers_first(page):
+    """The first paragraph says what the sweep found: the best point, the knee and the next step."""
+    answer = re.search(r'<ul class="answer">(.*?)</ul>', page, re.S).group(1)
+    assert "<li>best: pipeline.stages = 2: 23 µs</li>" in answer
+    assert "knee (the cheapest point within 1% of the best): the best point itself" in answer
+    assert "next step: pipeline.stages = 3: no faster, at +16.02 KiB SMEM per CTA" in answer
+
+
+def test_report_escapes_what_the_scenario_says(tmp_path):
+    path = tmp_path / "x.toml"
+    path.write_text('name = "x"\ndescription = "<script>alert(1)</script> & more"\n'
+                    '[workload]\nkind = "tiles"\ntiles = 2\nload = "1 us"\ncompute = "1 us"\n')
+    page = build_report(str(path), [], [], tmp_path / "r").read_text(encoding="utf-8")
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; more" in page
+
+
 def test_report_has_the_scenario_summary_and_sweep_tables(page, report):
-    assert 'name = "reference"' in page and "[pipeline]" in page and "stages = 2" in page
+    text = html.unescape(page)  # autoescape writes quotes as &#34;
+    assert 'name = "reference"' in text and "[pipeline]" in page and "stages = 2" in page
     assert "<th scope=\"row\">time to finish</th><td>23 µs</td>" in page
     rows = re.search(r'<table class="sweep">.*?</table>', page, re.S)
     assert rows is not None and rows.group(0).count("<tr class=\"ok\">") == 4

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet
 import pytest
 
 from tmasim.errors import TmasimError
@@ -83,3 +85,14 @@ def test_a_sweep_with_more_values_extends_the_file(tmp_path):
         run_sweep("reference", [], ["pipeline.stages=1,3"], out=out, progress=False)
     with pytest.raises(TmasimError, match="holds another sweep"):
         run_sweep("reference", ["workload.tiles=5"], ["pipeline.stages=1,2,3,4,5"], out=out, progress=False)
+
+
+def test_list_valued_fields_are_lists_in_parquet(tmp_path):
+    out = tmp_path / "tiles.parquet"
+    small = ["workload.m=256", "workload.n=256", "workload.k=128"]
+    run_sweep("gemm-ideal", small, ["workload.tile=[64,64,64],[128,128,64]"], out=out, progress=False)
+    back = pd.read_parquet(out)
+    assert [list(v) for v in back["workload.tile"]] == [[64, 64, 64], [128, 128, 64]]
+    assert pa.types.is_list(pa.parquet.read_schema(out).field("workload.tile").type)
+    again = run_sweep("gemm-ideal", small, ["workload.tile=[64,64,64],[128,128,64]"], out=out, progress=False)
+    assert again.attrs["sweep"]["resumed"] == 2

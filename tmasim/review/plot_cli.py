@@ -129,6 +129,9 @@ def load_result(path: Path) -> LoadedResult:
         table = pd.read_parquet(path) if suffix == ".parquet" else pd.read_csv(path)
     except (OSError, ValueError) as err:
         raise TmasimError(f"RESULT: {str(path)!r} cannot be read ({err})") from None
+    for column in table.columns:  # list columns come back as arrays: tuples group and label
+        if "." in column and table[column].map(lambda v: getattr(v, "ndim", 0) > 0).any():
+            table[column] = table[column].map(lambda v: tuple(v.tolist()) if getattr(v, "ndim", 0) > 0 else v)
     if "status" not in table.columns or "makespan_ns" not in table.columns:
         raise TmasimError(f"RESULT: {str(path)!r} is not a tmasim sweep table (no status or makespan_ns column)")
     return LoadedResult(path, True, table)

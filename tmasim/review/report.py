@@ -10,9 +10,9 @@ be mailed as one attachment; the same PNGs and the tables (CSV) are written besi
 from __future__ import annotations
 
 import base64
-import html
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,14 +58,25 @@ class Page:
     """What index.html shows, gathered before any HTML is written."""
 
     title: str
-    description: str
+    description: list[str]  # what ran (from the effective scenario), what changed, the file's words
     verdict: str
     scenario_text: str
     summary_rows: list[tuple[str, str]]
+    answer: list[str] = field(default_factory=list)  # a sweep's best point, knee, next step
     figures: list[tuple[str, str, Path]] = field(default_factory=list)  # (section, caption, png)
-    table_html: str = ""
+    table: Table | None = None
     table_file: str = ""
     command: str = ""
+
+
+@dataclass
+class Table:
+    """A data table as text cells; ``ok`` marks the rows that ran."""
+
+    head: list[str]
+    rows: list[list[str]]
+    ok: list[bool]
+    css: str
 
 
 def build_report(scenario: str | Path | None, overrides: Sequence[str] = (), vary: Sequence[str] = (),
@@ -81,18 +92,21 @@ def build_report(scenario: str | Path | None, overrides: Sequence[str] = (), var
     result = simulate(scenarios.load(scenario, [*overrides, "run.records=true"]), record_bandwidth=True)
     table = _sweep(scenario, overrides, vary, jobs) if vary else None
     (out / "figures").mkdir(parents=True, exist_ok=True)
-    page = Page(title=f"{shown.name}: design review", description=shown.description,
+    page = Page(title=f"{shown.name}: design review", description=_description(shown),
                 verdict=_verdict(result.stats), scenario_text=scenario_toml(shown.to_dict()),
                 summary_rows=summary_rows(result.stats), command=_command(scenario, overrides, vary))
     result.summary.to_csv(out / "summary.csv", index=False)
     if table is not None:
         table.to_csv(out / "sweep.csv", index=False)
         page.figures += _sweep_figures(table, out)
-        page.table_html, page.table_file = sweep_table_html(table), "sweep.csv"
+        page.table, page.table_file = sweep_table(table), "sweep.csv"
+        page.answer = _answer(table)
     else:
         page.figures.append(("Where the time went", "The run's makespan cut into the layers of its bounds.",
                              _save(_stalls(result.summary), out, "stalls")))
-        page.table_html, page.table_file = summary_table_html(summary_rows(result.stats, every=True)), "summary.csv"
+        every = summary_rows(result.stats, every=True)
+        page.table = Table([], [[k, v] for k, v in every], [True] * len(every), "summary")
+        page.table_file = "summary.csv"
     page.figures += _timeline_figures(result, out, first_tiles)
     index = out / "index.html"
     index.write_text(render(page), encoding="utf-8")
@@ -103,6 +117,22 @@ def _sweep(scenario: str | Path | None, overrides: Sequence[str], vary: Sequence
     from tmasim.sweep import run_sweep
 
     return run_sweep(scenario, overrides, vary, jobs=jobs, progress=False)
+
+
+def _description(scenario: Any) -> list[str]:
+    """The run's header (see :mod:`tmasim.summary`) without the scenario's name: what ran, what
+    --set changed, and the file's description, labelled as the file's once something changed."""
+    from tmasim.summary import header
+
+    first, *rest = header(scenario, unicode=True)
+    return [first.split(": ", 1)[1], *(line.strip() for line in rest)]
+
+
+def _answer(table: pd.DataFrame) -> list[str]:
+    from tmasim.sweep import answer
+
+    found = answer.find(table)
+    return answer.lines(found) if found is not None else ["No point of the sweep ran to a valid time."]
 
 
 def _verdict(stats: Mapping[str, Any]) -> str:
@@ -175,14 +205,10 @@ def _timeline_figures(result: Result, out: Path, first_tiles: int | None) -> lis
 
 
 def scenario_toml(raw: Mapping[str, Any]) -> str:
-    """The scenario as TOML: top-level keys, then one [table] per section."""
-    from tmasim.sweep.table import toml_text
+    """The scenario as TOML (written by tomli-w): top-level keys, then one [table] per section."""
+    import tomli_w
 
-    lines = [f"{key} = {toml_text(value)}" for key, value in raw.items() if not isinstance(value, Mapping)]
-    for key, value in raw.items():
-        if isinstance(value, Mapping):
-            lines += ["", f"[{key}]", *(f"{k} = {toml_text(v)}" for k, v in value.items())]
-    return "\n".join(lines)
+    return tomli_w.dumps(dict(raw))
 
 
 def summary_rows(stats: Mapping[str, Any], *, every: bool = False) -> list[tuple[str, str]]:
@@ -193,80 +219,37 @@ def summary_rows(stats: Mapping[str, Any], *, every: bool = False) -> list[tuple
     return [(figure_label(name), figure_text(name, stats[name])) for name in names]
 
 
-def summary_table_html(rows: Sequence[tuple[str, str]]) -> str:
-    body = "".join(f"<tr><th scope=\"row\">{html.escape(k, quote=False)}</th><td>{html.escape(v, quote=False)}</td>"
-                   "</tr>" for k, v in rows)
-    return f"<table class=\"summary\"><tbody>{body}</tbody></table>"
-
-
-def sweep_table_html(table: pd.DataFrame) -> str:
+def sweep_table(table: pd.DataFrame) -> Table:
     """The varied fields and the figures a reviewer reads first; every column is in the CSV."""
     from tmasim.review.columns import field_label, varied_fields
 
     columns = [*varied_fields(table), *(c for c in SWEEP_COLUMNS if c in table.columns and (
         not c.endswith("_per_s") or table[c].fillna(0).ne(0).any()))]
     fields = set(varied_fields(table))
-    head = "".join(f"<th scope=\"col\">{html.escape(field_label(c) if c in fields else figure_label(c))}</th>"
-                   for c in columns)
-    rows = []
-    for _, row in table[columns].iterrows():
-        cells = "".join(f"<td>{html.escape(figure_text(c, row[c]))}</td>" for c in columns)
-        rows.append(f"<tr class=\"{'ok' if row['status'] == 'ok' else 'failed'}\">{cells}</tr>")
-    return f"<table class=\"sweep\"><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    head = [field_label(c) if c in fields else figure_label(c) for c in columns]
+    records = table[columns].to_dict("records")
+    return Table(head, [[figure_text(c, row[c]) for c in columns] for row in records],
+                 [row["status"] == "ok" for row in records], "sweep")
 
 
 # -------------------------------------------------------------------------------------- HTML
 
-STYLE = """
-body { font: 16px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; margin: 0; background: #fafafa; }
-main { max-width: 1180px; margin: 0 auto; padding: 24px 32px 48px; background: #fff; }
-h1 { font-size: 28px; margin: 8px 0 4px; } h2 { font-size: 21px; margin-top: 36px; border-bottom: 2px solid #e4e4e4; }
-.lede { color: #555; margin-top: 0; }
-.verdict { background: #eef3fa; border-left: 5px solid #4C72B0; padding: 12px 16px; font-size: 17px; }
-pre { background: #f4f4f4; padding: 12px 16px; overflow-x: auto; font-size: 14px; }
-table { border-collapse: collapse; font-size: 14px; margin: 8px 0; }
-th, td { border: 1px solid #ddd; padding: 4px 10px; text-align: left; vertical-align: top; }
-thead th { background: #f0f0f0; } table.summary th { font-weight: 500; color: #444; background: #f8f8f8; }
-tr.failed td { color: #a33; }
-figure { margin: 18px 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
-figcaption { color: #555; font-size: 14px; }
-footer { color: #777; font-size: 13px; margin-top: 40px; }
-.scroll { overflow-x: auto; }
-"""
-
-
 def render(page: Page) -> str:
-    """index.html: one file, no external resources (images inline as base64 PNG)."""
+    """index.html: one file, no external resources (images inline as base64 PNG). The page is a
+    Jinja template with autoescape on: every text from a scenario or a table is escaped."""
+    import jinja2
+
     from tmasim import __version__
 
-    def e(text: str) -> str:
-        return html.escape(text, quote=False)
-
-    sections: dict[str, list[str]] = {}
+    env = jinja2.Environment(loader=jinja2.PackageLoader("tmasim.review", "templates"),
+                             autoescape=jinja2.select_autoescape(default=True), undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True)
+    sections: dict[str, list[dict[str, str]]] = {}
     for section, caption, png in page.figures:
-        sections.setdefault(section, []).append(_figure_html(caption, png))
-    figures = "".join(f"<section><h2>{e(name)}</h2>{''.join(items)}</section>" for name, items in sections.items())
-    return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{e(page.title)}</title><style>{STYLE}</style></head>
-<body><main>
-<h1>{e(page.title)}</h1>
-<p class="lede">{e(page.description)}</p>
-<p class="verdict" id="explanation">{e(page.verdict)}</p>
-<section><h2>Scenario</h2><pre>{e(page.scenario_text)}</pre></section>
-<section><h2>Summary</h2>{summary_table_html(page.summary_rows)}
-<p>Every figure of the run: <a href="summary.csv">summary.csv</a>.</p></section>
-{figures}
-<section><h2>Data</h2><p>The table the figures came from (every column in
-<a href="{html.escape(page.table_file)}">{e(page.table_file)}</a>):</p>
-<div class="scroll">{page.table_html}</div></section>
-<footer>Made by tmasim {e(__version__)}: <code>{e(page.command)}</code></footer>
-</main></body></html>
-"""
+        sections.setdefault(section, []).append({"caption": caption, "data": _png_base64(png)})
+    style = (resources.files("tmasim.review") / "templates" / "report.css").read_text(encoding="utf-8")
+    return env.get_template("report.html").render(page=page, sections=sections, version=__version__, style=style)
 
 
-def _figure_html(caption: str, png: Path) -> str:
-    data = base64.b64encode(png.read_bytes()).decode("ascii")
-    alt = html.escape(caption, quote=True)
-    return (f"<figure><img alt=\"{alt}\" src=\"data:image/png;base64,{data}\">"
-            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+def _png_base64(png: Path) -> str:
+    return base64.b64encode(png.read_bytes()).decode("ascii")

@@ -74,6 +74,10 @@ def point_text(row: dict[str, Any], fields: tuple[str, ...]) -> str:
 
 
 def _value(value: Any) -> str:
+    if hasattr(value, "tolist") and getattr(value, "ndim", 0) > 0:
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)

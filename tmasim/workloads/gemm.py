@@ -347,7 +347,7 @@ def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str
     assert isinstance(config, GemmConfig)
     peak = scenario.gpu.tensor_flops[config.dtype] * 1e12
     rate = stats["achieved_flops_per_s"]
-    bounds = ", ".join(f"{name} {t(stats[f'{key}_bound_ns'])}" for key, name in BOUND_NAMES)
+    bounds = ", ".join(f"{name} {t(stats[f'{key}_bound_ns'], zero='none')}" for key, name in BOUND_NAMES)
     binding = dict(BOUND_NAMES).get(stats["binding"], stats["binding"])
     return [
         ("predicted time", f"{t(stats['makespan_ns'])}   ({fmt.flop_rate(rate)}, {fmt.percent(rate / peak)} of "
@@ -367,7 +367,7 @@ def explain(stats: Mapping[str, Any]) -> str:
     s = stats
     binding, compute = s["binding"], t(s["compute_bound_ns"])
     if binding == "compute":
-        others = ", ".join(f"{name} {t(s[f'{key}_bound_ns'])}" for key, name in BOUND_NAMES[1:])
+        others = ", ".join(f"{name} {t(s[f'{key}_bound_ns'], zero='none')}" for key, name in BOUND_NAMES[1:])
         return (f"Compute binds: the busiest SM needs {compute} of tensor-core time, more than any memory path "
                 f"needs ({others}).")
     if binding in ("l2", "hbm"):
