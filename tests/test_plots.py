@@ -198,7 +198,7 @@ def test_heatmap_cells_colorbar_and_best_cell(grid_table):
     best = grid_table.loc[grid_table["makespan_ns"].idxmin()]
     outline = [p for p in ax.patches if p.get_edgecolor()[:3] == pytest.approx((0.839, 0.153, 0.157), abs=0.01)]
     assert len(outline) == 1
-    i = ["[128, 128, 64]", "[128, 256, 64]"].index(str(best["workload.tile"]))
+    i = [(128, 128, 64), (128, 256, 64)].index(tuple(best["workload.tile"]))  # a list column: tuples
     j = [2, 3, 4, 5].index(best["pipeline.stages"])
     assert outline[0].get_xy() == pytest.approx((j - 0.47, i - 0.47))
     assert ax.get_xlabel() == "pipeline stages" and ax.get_ylabel() == "tile (M×N×K)"

@@ -141,8 +141,9 @@ def _write_outputs(result: Any, out: Path) -> None:
         no_overlap = f" (no overlap: {fmt.time_ns(serial, unicode=True)})" if serial is not None else ""
         title = (f"{stats['scenario']}: {fmt.time(result.makespan_ps, unicode=True)} with "
                  f"{plural(stats['stages'], 'stage')}{no_overlap} on {stats['gpu']}")
-        written += plots.save(plots.gantt(result.spans, result.events, title=title,
-                                          tiles=plots.suggested_tiles(result.spans)), out / "gantt.png")
+        gantt = plots.gantt(result.spans, result.events, title=title, tiles=plots.suggested_tiles(result.spans),
+                            note=plots.representatives_note(stats))
+        written += plots.save(gantt, out / "gantt.png")
     print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
 
 

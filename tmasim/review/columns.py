@@ -49,6 +49,22 @@ _TILE_RATES = ((1e9, "G tiles/s"), (1e6, "M tiles/s"), (1e3, "k tiles/s"), (1.0,
 # ------------------------------------------------------------------------------ table helpers
 
 
+def scenario_prefix(table: pd.DataFrame) -> str:
+    """``"gemm-h100: "``: every figure's title names the scenario its table came from."""
+    if "scenario" not in table.columns or not table["scenario"].notna().any():
+        return ""
+    names = list(dict.fromkeys(str(s) for s in table["scenario"].dropna()))
+    return f"{', '.join(names)}: "
+
+
+def wrapped(title: str, width_in: float) -> str:
+    """A title broken into lines that fit a figure ``width_in`` inches wide (slide-sized type)."""
+    import textwrap
+
+    return "\n".join(line for part in title.split("\n")
+                     for line in textwrap.wrap(part, width=max(24, int(width_in * 8.5))) or [""])
+
+
 def varied_fields(table: pd.DataFrame) -> list[str]:
     """The varied fields of a sweep table: its dotted column names (no summary figure has a dot)."""
     return [c for c in table.columns if "." in c]

@@ -204,10 +204,12 @@ def _timeline(args: argparse.Namespace, result: LoadedResult) -> Figure:
         return plots.bandwidth(result.bandwidth, title=title)
     assert result.spans is not None
     if args.kind == "slots":
-        return plots.slot_occupancy(result.spans, title=args.title)
+        scenario = str(result.table.iloc[0].get("scenario", ""))
+        return plots.slot_occupancy(result.spans, title=args.title, scenario=scenario)
     events = result.events if result.events is not None else result.spans.iloc[0:0]
     window = parse_window(args.window) if args.window else None
-    return plots.gantt(result.spans, events, title=title, window=window, tiles=args.first_tiles)
+    note = plots.representatives_note(result.table.iloc[0].to_dict())
+    return plots.gantt(result.spans, events, title=title, window=window, tiles=args.first_tiles, note=note)
 
 
 def _run_title(summary: pd.DataFrame) -> str:

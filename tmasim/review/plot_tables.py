@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from tmasim import format as fmt
 from tmasim.review.columns import (
     bound_time_ns,
     failure_text,
@@ -22,9 +23,11 @@ from tmasim.review.columns import (
     reference_curves,
     require,
     row_label,
+    scenario_prefix,
     value_text,
     varied_fields,
     with_status,
+    wrapped,
 )
 from tmasim.review.plot_style import COLORS, SERIES, styled
 
@@ -32,6 +35,8 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+
+FLAT_SPREAD = 1e-3  # a heat map whose points all lie within 0.1% says so instead of colouring noise
 
 # -------------------------------------------------------------------------------- stage sweep
 
@@ -323,7 +328,7 @@ def stall_breakdown(table: pd.DataFrame, title: str = "", *, shares: bool = Fals
         ax.legend(handles=[Patch(color=PARTS[p][1], label=PARTS[p][0]) for p in PARTS if p in used],
                   loc="upper center", bbox_to_anchor=(0.5, -0.6 / (len(table) + 2) - 0.08), ncols=2, fontsize=9.5,
                   frameon=False)
-        ax.set_title(title or "Where the time went, per configuration")
+        ax.set_title(title or f"{scenario_prefix(table)}where the time went, per configuration")
     return fig
 
 
@@ -343,8 +348,8 @@ def _stacked_bar(ax: Axes, i: int, parts: dict[str, float], total: float, diviso
         ax.barh(i, width, left=left, height=0.68, color=PARTS[part][1], edgecolor="white", linewidth=0.8)
         used[part] = None
         left += width
-    if not shares:
-        ax.text(left, i, f"  {total / divisor:.4g}", va="center", fontsize=9.5)
+    if not shares:  # the number carries its unit: a bar read alone on a slide still says what it is
+        ax.text(left, i, f"  {fmt.time_ns(total, unicode=True)}", va="center", fontsize=9.5)
 
 
 # ------------------------------------------------------------------------------------ heatmap
@@ -372,12 +377,21 @@ def heatmap(table: pd.DataFrame, x: str, y: str, value: str = "makespan_ns", tit
             failed[(i, j)] = failure_text(r.get("error"))
     divisor, label = measure(value, grid[np.isfinite(grid)])
     better = "higher" if is_rate(value) else "lower"
+    finite = grid[np.isfinite(grid)]
+    spread = (finite.max() - finite.min()) / abs(finite.min()) if len(finite) and finite.min() else 0.0
+    flat = spread < FLAT_SPREAD  # a colour scale over a sliver of a percent would shout about noise
+    width = 2.5 + 1.15 * len(cols) - (1.0 if flat else 0.0)
     with styled() as plt:
-        fig, ax = plt.subplots(figsize=(2.5 + 1.15 * len(cols), 1.9 + 0.7 * len(rows)), layout="constrained")
+        fig, ax = plt.subplots(figsize=(max(width, 4.5), 1.9 + 0.7 * len(rows)), layout="constrained")
         cmap = plt.get_cmap("viridis_r" if better == "lower" else "viridis").with_extremes(bad="#EEEEEE")
+        if flat:  # one quiet colour: the numbers in the cells are the message
+            from matplotlib.colors import ListedColormap
+
+            cmap = ListedColormap(["#DCE6F2"]).with_extremes(bad="#EEEEEE")
         image = ax.imshow(np.ma.masked_invalid(grid / divisor), cmap=cmap, aspect="auto")
-        bar = fig.colorbar(image, ax=ax)
-        bar.set_label(f"{label}\n({better} is better)")
+        if not flat:
+            bar = fig.colorbar(image, ax=ax)
+            bar.set_label(f"{label}\n({better} is better)")
         _heat_labels(ax, grid / divisor, image, failed)
         _outline_best(ax, grid, better == "higher")
         ax.set_xticks(range(len(cols)), [value_text(c) for c in cols])
@@ -385,7 +399,11 @@ def heatmap(table: pd.DataFrame, x: str, y: str, value: str = "makespan_ns", tit
         ax.set_xlabel(field_label(x))
         ax.set_ylabel(field_label(y))
         ax.spines[:].set_visible(False)
-        ax.set_title(title or f"{label.split(' (')[0].capitalize()} by {field_label(x)} and {field_label(y)}")
+        what = f"{label.split(' (')[0]} ({label.split(' (')[-1]}" if flat else label.split(" (")[0]
+        default = f"{scenario_prefix(table)}{what} by {field_label(x)} and {field_label(y)}"
+        if flat:
+            default += f"\nall points within {fmt.percent(spread)} of each other"
+        ax.set_title(wrapped(title or default, fig.get_figwidth()))
     return fig
 
 

@@ -190,10 +190,11 @@ def _timeline_figures(result: Result, out: Path, first_tiles: int | None) -> lis
     stats = result.stats
     title = f"{stats['scenario']}: {_t(stats['makespan_ns'])} with {stats['stages']} stage(s) on {stats['gpu']}"
     figures = [("Timeline of the base scenario", f"Gantt chart{zoom}: copies, compute, barrier waits and phase "
-                                                 "flips.", _save(plots.gantt(spans, events, title, tiles=tiles),
+                                                 "flips.", _save(plots.gantt(spans, events, title, tiles=tiles,
+                                                                                  note=plots.representatives_note(stats)),
                                                                  out, "gantt")),
                ("Timeline of the base scenario", "Shared-memory slots in use: copies in flight against landed data.",
-                _save(plots.slot_occupancy(spans), out, "slots"))]
+                _save(plots.slot_occupancy(spans, scenario=stats["scenario"]), out, "slots"))]
     if not result.bandwidth.empty:
         figures.append(("Timeline of the base scenario", "Bandwidth of each shared link against its capacity.",
                         _save(plots.bandwidth(result.bandwidth, title=f"{stats['scenario']}: bandwidth"), out,
