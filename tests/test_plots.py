@@ -358,9 +358,20 @@ def test_plot_defaults_to_a_file_named_by_kind_in_the_run_folder(files):
 
 
 def test_plot_gantt_window_with_units(files, tmp_path):
-    assert plot_command(str(files["run"]), "--kind", "gantt", "--window", "0,5 us",
+    assert plot_command(str(files["run"]), "--kind", "gantt", "--window", "0 us..5 us",
                         "--out", str(tmp_path / "g.svg")) == (0, "")
     assert (tmp_path / "g.svg").read_text().startswith("<?xml")
+    assert plot_command(str(files["run"]), "--kind", "gantt", "--from", "1 us", "--to", "5 us",
+                        "--out", str(tmp_path / "h.png")) == (0, "")
+
+
+def test_window_cannot_be_misread():
+    from tmasim.review.plot_cli import parse_window
+
+    assert parse_window("0 us..5 us") == (0.0, 5_000_000.0)
+    assert parse_window("0..2 ns") == (0.0, 2000.0)
+    with pytest.raises(TmasimError, match="needs a unit"):
+        parse_window("1..5 us")
 
 
 @pytest.mark.parametrize(("result", "argv", "message"), [
@@ -370,8 +381,10 @@ def test_plot_gantt_window_with_units(files, tmp_path):
     ("run", ["--kind", "bandwidth"], "has no bandwidth.csv"),
     ("sweep", ["--kind", "stage-sweep", "--y", "nope"], "--kind stage-sweep: no column 'nope' in the table"),
     ("sweep", ["--kind", "heatmap"], "--kind heatmap needs two varied fields; this sweep varies pipeline.stages"),
-    ("run", ["--kind", "gantt", "--window", "5,1"], "--window: '5,1' must have 0 <= START < END"),
-    ("run", ["--kind", "gantt", "--window", "0,5 GB"], "is not a time"),
+    ("run", ["--kind", "gantt", "--window", "5 us..1 us"], "--window: '5 us' to '1 us' must have 0 <= START < END"),
+    ("run", ["--kind", "gantt", "--window", "0..5 GB"], "is not a time"),
+    ("run", ["--kind", "gantt", "--window", "0,5 us"], "must be START..END with units"),
+    ("run", ["--kind", "gantt", "--from", "1 us"], "--to END is needed"),
 ])
 def test_plot_refuses_what_the_result_cannot_give_in_one_line(files, result, argv, message):
     code, text = plot_command(str(files[result]), *argv)
