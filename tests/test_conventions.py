@@ -65,3 +65,14 @@ def test_the_package_namespace_has_no_typing_names():
     assert public <= {"simulate", "load_scenario", "run_sweep"} | submodules
     frame = tmasim.run_sweep("reference", vary=["pipeline.stages=1,2"], progress=False)
     assert frame["makespan_ns"].tolist() == [32000.0, 23000.0]
+
+
+def test_presets_read_as_the_preset_writes_them():
+    listing = python_m("presets").stdout
+    h100 = next(line for line in listing.splitlines() if line.startswith("h100-sxm"))
+    assert "989.4 TFLOP/s" in h100 and "520 cycles (262.6 ns)" in h100
+    assert next(line for line in listing.splitlines() if line.startswith("ideal")).endswith("none")
+    detail = python_m("presets", "h100-sxm").stdout
+    flops = next(line for line in detail.splitlines() if line.strip().startswith("tensor_flops"))
+    assert "bf16 989.4 TFLOP/s, fp16 989.4 TFLOP/s" in flops and "{" not in flops
+    assert "0 (unlimited)" in detail

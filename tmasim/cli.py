@@ -184,15 +184,43 @@ def _presets(args: argparse.Namespace) -> int:
             value, source = entry, ""
             if isinstance(entry, dict) and "value" in entry:
                 value, source = entry["value"], entry.get("source", "")
-            print(f"  {key:<24} {str(value):<22} {text}" + (f"  [{source}]" if source else ""))
+            print(f"  {key:<24} {_preset_value(key, value, gpu):<22} {text}" + (f"  [{source}]" if source else ""))
         return 0
-    rows = [hardware.describe(hardware.load_gpu(name)) for name in hardware.preset_names()]
+    rows = [_preset_row(name) for name in hardware.preset_names()]
     columns = [c for c in rows[0] if c != "description"]
     widths = {c: max(len(c), *(len(r[c]) for r in rows)) for c in columns}
-    print("  ".join(f"{c:<{widths[c]}}" for c in columns))
+    print("  ".join(f"{c:<{widths[c]}}" for c in columns).rstrip())
     for row in rows:
-        print("  ".join(f"{row[c]:<{widths[c]}}" for c in columns))
+        print("  ".join(f"{row[c]:<{widths[c]}}" for c in columns).rstrip())
     return 0
+
+
+def _preset_row(name: str) -> dict[str, str]:
+    """A preset's key figures, its copy latency in the unit the preset gives it (cycles)."""
+    from tmasim import hardware
+
+    gpu = hardware.load_gpu(name)
+    row = hardware.describe(gpu)
+    entry = hardware.raw_preset(name).get("copy_latency")
+    value = entry.get("value") if isinstance(entry, dict) else entry
+    row["copy latency"] = _preset_value("copy_latency", value, gpu)
+    return row
+
+
+def _preset_value(key: str, value: Any, gpu: Any) -> str:
+    """As the preset writes it, made readable: ``520 cycles (262.6 ns)``, a row of rates per dtype,
+    ``none`` for a zero latency and ``unlimited`` where 0 means no limit."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in value.items())
+    if key.startswith("tma_max") and str(value).split()[0] in ("0", "0.0"):
+        return f"{value} (unlimited)"
+    ps = getattr(gpu, key, None)
+    if isinstance(value, str) and "cycle" in value and isinstance(ps, int):
+        return f"{value} ({fmt.time(ps)})"
+    if isinstance(ps, int) and ps == 0 and key in ("copy_latency", "copy_latency_per_kib", "hbm_latency",
+                                                    "tma_issue", "barrier_wake"):
+        return "none"
+    return str(value)
 
 
 if __name__ == "__main__":
