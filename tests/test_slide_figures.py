@@ -11,6 +11,14 @@ from tmasim.scenario import load
 from tmasim.simulation import simulate
 
 
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
 def _grid(times):
     return pd.DataFrame({"point": range(4), "pipeline.stages": [2, 3, 2, 3], "run.seed": [0, 0, 1, 1],
                          "status": ["ok"] * 4, "scenario": ["demo"] * 4, "makespan_ns": times})
