@@ -100,7 +100,8 @@ def build_report(scenario: str | Path | None, overrides: Sequence[str] = (), var
         table.to_csv(out / "sweep.csv", index=False)
         page.figures += _sweep_figures(table, out)
         page.table, page.table_file = sweep_table(table), "sweep.csv"
-        page.answer = _answer(table)
+        said = explain(result.stats)  # the verdict says it already: not twice
+        page.answer = [line for line in _answer(table) if line != f"what binds there: {said}"]
     else:
         page.figures.append(("Where the time went", "The run's makespan cut into the layers of its bounds.",
                              _save(_stalls(result.summary), out, "stalls")))
