@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import types
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -61,3 +62,9 @@ def test_a_new_workload_is_one_registration(monkeypatch):
     # 4 tiles, load 2 us, compute 1 us, 2 stages: load-bound, 4 x 2 + 1 = 9 us
     assert stats["makespan_ns"] == pytest.approx(9000.0)
     assert stats["tiles"] == 4
+
+
+def test_simulation_never_asks_which_workload_it_has():
+    source = (Path(__file__).resolve().parents[1] / "tmasim" / "simulation.py").read_text()
+    assert "isinstance" not in source
+    assert not any(f"{kind}." in source for kind in ("tiles", "stream", "gemm"))
