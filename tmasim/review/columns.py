@@ -155,7 +155,7 @@ def value_text(value: Any) -> str:
     """A varied value as it reads on a slide: ``[128, 256, 64]`` -> ``128×256×64``, 4.0 -> 4."""
     if isinstance(value, (list, tuple)):
         return "×".join(value_text(v) for v in value)
-    if isinstance(value, str) and re.fullmatch(r"\[\s*\d+(\s*,\s*\d+)*\s*\]", value):
+    if isinstance(value, str) and re.fullmatch(r"[\[(]\s*\d+(\s*,\s*\d+)*\s*[\])]", value):  # a list, as CSV keeps it
         return "×".join(re.findall(r"\d+", value))
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
