@@ -262,7 +262,8 @@ def test_presets_command_shows_the_mma_table_with_its_sources() -> None:
     proc = subprocess.run([sys.executable, "-m", "tmasim.cli", "presets", "b200"], capture_output=True, text=True,
                           check=True)
     assert "mma                      tcgen05 table" in proc.stdout
-    assert "bf16                   m64/128 n64-256 k16: II 32.02-128, latency 152-264; peak 2382 TFLOP/s" in proc.stdout
+    assert ("bf16                   m64/128 n64-256 k16: II 32.02-128, latency 152-264; peak 2.382 PFLOP/s"
+            in proc.stdout)
     assert "[measured (UMMA fit: Latency, a (II))]" in proc.stdout
 
 

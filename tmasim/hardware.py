@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tmasim import fields as read
+from tmasim import format as fmt
 from tmasim import mma as mma_table
 from tmasim import units
 from tmasim.errors import ScenarioError
@@ -215,13 +216,13 @@ def describe(gpu: GpuSpec) -> dict[str, str]:
     return {
         "name": gpu.name,
         "SMs": str(gpu.sms),
-        "SMEM/SM": units.format_bytes(gpu.smem_per_sm),
-        "L2": units.format_bytes(gpu.l2_size),
+        "SMEM/SM": fmt.size(gpu.smem_per_sm),
+        "L2": fmt.size(gpu.l2_size),
         "HBM": _rate(gpu.hbm_bandwidth),
         "L2 BW": _rate(gpu.l2_bandwidth),
         "SM port": _rate(gpu.sm_port_bandwidth),
-        "bf16": "-" if bf16 is None else f"{bf16 * units.PS_PER_S / 1e12:.0f} TFLOP/s",
-        "copy latency": units.format_time(gpu.copy_latency),
+        "bf16": fmt.flop_rate(None if bf16 is None else bf16 * units.PS_PER_S),
+        "copy latency": fmt.time(gpu.copy_latency),
         "description": gpu.description,
     }
 
@@ -240,7 +241,7 @@ def describe_mma(gpu: GpuSpec) -> list[str]:
                 continue
             ms = "/".join(str(m) for m in sorted({s.m for s in rows}))
             what = f"{dtype}{' x2 SMs' if sms == 2 else ''}"
-            peak = f"; peak {gpu.tensor_flops[dtype] * units.PS_PER_S / 1e12:.0f} TFLOP/s" if sms == 1 else ""
+            peak = f"; peak {fmt.flop_rate(gpu.tensor_flops[dtype] * units.PS_PER_S)}" if sms == 1 else ""
             lines.append(f"  {what:<22} m{ms} n{min(s.n for s in rows)}-{max(s.n for s in rows)} k{rows[0].k}: "
                          f"II {min(s.ii for s in rows):g}-{max(s.ii for s in rows):g}, latency "
                          f"{min(s.latency for s in rows):g}-{max(s.latency for s in rows):g}{peak}"
@@ -249,7 +250,7 @@ def describe_mma(gpu: GpuSpec) -> list[str]:
 
 
 def _rate(bytes_per_ps: float) -> str:
-    return UNLIMITED if math.isinf(bytes_per_ps) else units.format_rate(bytes_per_ps * units.PS_PER_S)
+    return UNLIMITED if math.isinf(bytes_per_ps) else fmt.rate(bytes_per_ps * units.PS_PER_S)
 
 
 def field_names() -> tuple[str, ...]:
