@@ -53,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--trace", type=Path, metavar="FILE.json",
                      help="write the timeline as a Chrome trace for ui.perfetto.dev or chrome://tracing "
                           "(gzip-compressed if FILE ends in .gz)")
+    run.add_argument("--explain", action="store_true",
+                     help="then explain the run in words: the closed form, what binds, stalls, what-ifs")
     run.set_defaults(handler=_run)
 
     scenarios = sub.add_parser("scenarios", help="list the bundled scenarios")
@@ -69,6 +71,9 @@ def _parser() -> argparse.ArgumentParser:
     from tmasim import plot_cli
 
     plot_cli.register(sub)
+    from tmasim import teach
+
+    teach.register(sub)
     return parser
 
 
@@ -89,6 +94,10 @@ def _run(args: argparse.Namespace) -> int:
         print(describe(result.stats, scenario))
     if result.races:
         _warn_races(result)
+    if args.explain:
+        from tmasim.teach.explain import explain_result
+
+        print("\n" + explain_result(result, base_dir=scenarios.read_raw(args.scenario)[1]))
     if args.out is not None:
         _write_outputs(result, args.out)
     if args.trace is not None:

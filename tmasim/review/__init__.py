@@ -1,0 +1,1 @@
+"""Review side: figures, traces, reports and animations, built from result tables only."""
