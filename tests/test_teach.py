@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -191,3 +192,38 @@ def test_glossary_defines_the_lesson_terms():
                  "TMEM"):
         assert term in TERMS
     assert max(len(line) for line in glossary().splitlines()) <= 100
+
+
+# --------------------------------------------------------------------------- quiz
+
+
+def test_quiz_answers_come_from_the_simulator():
+    from tmasim.teach import quiz
+
+    qs = quiz.questions(seed=3, count=10)
+    assert len(qs) == 11 and qs[0].answer == "b" and len(qs[0].choices) == 4
+    assert len({q.text for q in qs[1:]}) == 10
+    assert quiz.questions(seed=3, count=10) == qs   # same seed, same quiz
+    for q in qs[1:]:
+        assert q.check(f"{q.answer}") and not q.check(f"{q.answer * 1.1 + 1}")
+    for q in qs[1::5]:   # the two-stage questions: the simulator meets the anchor formula
+        n, load, compute = map(int, re.match(r"(\d+) tiles, each copied in (\d+) us and computed in (\d+) us",
+                                             q.text).groups())
+        assert q.answer == analytic.anchor_time(n, load, compute, 2)
+
+
+def test_quiz_scores_and_explains(capsys: Any):
+    from tmasim.teach import quiz
+
+    qs = quiz.questions(seed=0, count=10)
+    answers = ["b"] + [f"{q.answer:.6g}" for q in qs[1:]]
+    answers[2] = "1"
+    assert cli.main(["quiz", "--answers", ",".join(answers)]) == 0
+    out = capsys.readouterr().out
+    assert "Score: 10 / 11" in out
+    assert " 3. wrong: you said 1" in out and "N x (l + c)" in out
+    assert cli.main(["quiz", "--answers", "b,1"]) == 2
+    assert "has 2 answers; the quiz has 11 questions" in capsys.readouterr().err
+    assert cli.main(["quiz", "--answers", "c," + ",".join(answers[1:])]) == 0
+    out = capsys.readouterr().out
+    assert " 1. wrong: you said c; the answer is b." in out and "nothing to do with" in out.replace("\n", " ")

@@ -19,6 +19,7 @@ def register(sub: Any) -> None:
     explain.set_defaults(handler=_explain)
     register_learn(sub)
     register_animate(sub)
+    register_quiz(sub)
 
 
 def _explain(args: argparse.Namespace) -> int:
@@ -103,4 +104,43 @@ def _animate(args: argparse.Namespace) -> int:
                           "--set run.records=true and shrink the problem first")
     result = simulate(scenario)
     print(f"wrote {animate(result, args.out, fps=args.fps)}", file=sys.stderr)
+    return 0
+
+
+def register_quiz(sub: Any) -> None:
+    quiz = sub.add_parser("quiz", help="check your understanding: one conceptual and ten numeric questions")
+    quiz.add_argument("--answers", metavar="A,B,...", help="your answers, comma-separated, in order (for scripts); "
+                                                           "otherwise asked on a terminal")
+    quiz.add_argument("--seed", type=int, default=0, help="which numeric questions (default 0)")
+    quiz.add_argument("--count", type=int, default=10, help="how many numeric questions (default 10)")
+    quiz.set_defaults(handler=_quiz)
+
+
+def _quiz(args: argparse.Namespace) -> int:
+    import sys
+
+    from tmasim.errors import ScenarioError
+    from tmasim.teach import quiz
+
+    if args.count < 1 or args.count > 50:
+        raise ScenarioError("--count", args.count, "must be between 1 and 50")
+    if args.seed < 0:
+        raise ScenarioError("--seed", args.seed, "must be 0 or more")
+    given = None if args.answers is None else [a.strip() for a in args.answers.split(",")]
+    if given is not None and len(given) != args.count + 1:
+        quiz.parse_answers(args.answers, args.count + 1)   # raises the one-line error
+    qs = quiz.questions(args.seed, args.count)
+    interactive = given is None and sys.stdin.isatty()
+    answers = []
+    for number, question in enumerate(qs, start=1):
+        print(quiz.show(number, question))
+        if interactive:
+            answers.append(input("   your answer: ").strip())
+        print()
+    if given is None and not interactive:
+        print(f"Answer with: tmasim quiz --seed {args.seed} --answers b,23,... "
+              f"({len(qs)} answers, comma-separated)")
+        return 0
+    score, report = quiz.grade(qs, given if given is not None else answers)
+    print(report)
     return 0
