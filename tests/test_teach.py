@@ -227,3 +227,18 @@ def test_quiz_scores_and_explains(capsys: Any):
     assert cli.main(["quiz", "--answers", "c," + ",".join(answers[1:])]) == 0
     out = capsys.readouterr().out
     assert " 1. wrong: you said c; the answer is b." in out and "nothing to do with" in out.replace("\n", " ")
+
+
+def test_interactive_prompts_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch, capsys: Any):
+    import io
+
+    answers = iter(["23"])
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    monkeypatch.setattr("builtins.input", lambda prompt="": next(answers))
+    assert cli.main(["learn", "1"]) == 0
+    assert "You predicted 23 us; the run gives 23 us: right" in capsys.readouterr().out
+    replies = iter(["b"] + ["1"] * 3)
+    monkeypatch.setattr("builtins.input", lambda prompt="": next(replies))
+    assert cli.main(["quiz", "--count", "3"]) == 0
+    assert " 1. right: you said b" in capsys.readouterr().out

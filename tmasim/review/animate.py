@@ -201,7 +201,7 @@ def _write_html(images: list[Any], path: Path, fps: int) -> None:
     encoded = []
     for image in images:
         buffer = io.BytesIO()
-        image.save(buffer, format="PNG", optimize=False)
+        image.save(buffer, format="PNG", compress_level=3)
         encoded.append("data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii"))
     page = _HTML.replace("__TITLE__", path.stem).replace("__LAST__", str(len(images) - 1)).replace(
         "__DELAY__", str(round(1000 / fps))).replace("__FRAMES__", json.dumps(encoded))

@@ -28,6 +28,10 @@ TERMS: dict[str, str] = {
     "accumulator": "The output tile an MMA adds into (fp32 for bf16 inputs): in registers on Hopper, in "
                    "TMEM on Blackwell.",
     "box": "The rectangle of a tensor one TMA copy moves (each side at most 256 elements).",
+    "work unit": "What one step of a chip scenario's schedule covers: an output tile of a GEMM (all its "
+                 "k-steps), or one box of a stream.",
+    "k-step": "One step of a GEMM tile's reduction loop: load a BK-wide slice of A and B, multiply-add it "
+              "into the accumulator.",
     "tile": "The unit of work the pipeline moves and computes on; in a GEMM, one k-step's A and B boxes.",
     "stage": "One buffer of the pipeline's ring in shared memory; S stages let S copies be in flight. "
              "\"Stage\" and \"slot\" name the same buffer; \"stages\" also counts them.",
@@ -57,6 +61,10 @@ TERMS: dict[str, str] = {
                "latencies, so stages can hide it.",
     "bandwidth": "Bytes per second a link (an SM's port, L2, HBM) can carry; shared links are divided "
                  "among the copies in flight.",
+    "round trip": "One use of a slot, from the producer taking it to the consumer releasing it: issue, "
+                  "latency, transfer, compute and two barrier wake-ups. S slots share it: round trip / S.",
+    "speedup": "Serial time divided by pipelined time.",
+    "copy engine": "The unit that executes copies: here, the TMA.",
     "serial time": "The time with no overlap (one slot): every tile's copy, then its compute.",
     "closed form": "A formula that gives the time exactly, e.g. T = l + c + (N - 1) x max(l, c) for N equal "
                    "tiles with load time l and compute time c and two or more stages.",
