@@ -9,6 +9,7 @@ INVALID on its first line, and its time is never presented as a result.
 from __future__ import annotations
 
 import copy
+import math
 import re
 import textwrap
 from dataclasses import dataclass
@@ -107,7 +108,7 @@ def explain_result(result: Result, *, base_dir: Path | None = None, what_ifs: bo
     valid, reason = validity(stats)
     if not valid:
         return explain_invalid(result, reason or "its synchronization was broken", base_dir)
-    header = f"{scenario.name}: {scenario.description}" if scenario.description else scenario.name
+    header = paragraph(f"{scenario.name}: {scenario.description}" if scenario.description else scenario.name)
     if stats["workload"] == "tiles":
         body = _tiles_story(result)
         ifs = _tiles_what_ifs(result, base_dir) if what_ifs else []
@@ -347,6 +348,9 @@ def _tiles_what_ifs(result: Result, base_dir: Path | None) -> list[str]:
         if value is not None:
             other = "copy" if name == "compute" else "compute"
             plans.append((label, {f"workload.{name}": value}, f"{other} binds; this stage was not the slower one"))
+    if stages > 1:
+        plans.append((f"{'one stage' if stages == 2 else f'{stages - 1} stages'} instead of {stages}",
+                      {"pipeline.stages": stages - 1}, "the extra slot was not used"))
     order = {"compute": 1, "copy": 2, "latency": 3}
     first = [p for i, p in enumerate(plans) if i == 0 or _matches(p[0], binding, order)]
     rest = [p for p in plans if p not in first]
@@ -392,12 +396,14 @@ def chip_resources(result: Result) -> list[Resource]:
         compute = stats["compute_bound_ns"] * 1000
         latency = stats["latency_bound_ns"] * 1000
         bounds = [stats[f"{key}_bound_ns"] * 1000 for key in ("hbm", "l2", "port")]
-        links = [Resource(r.name, t, t * r.capacity / per_s, r.capacity) for r, t in zip(links, bounds, strict=True)]
+        links = [Resource(r.name, t, t * r.capacity / per_s if math.isfinite(r.capacity) else 0.0, r.capacity)
+                 for r, t in zip(links, bounds, strict=True)]
     else:
         compute = stats["compute_busy_ns"] * 1000 / sms
         per_sm = stats["memory_bytes"] / sms
         rate = stats["bytes_in_flight_per_sm"] / (stats["round_trip_ns"] * 1000)
         latency = per_sm / rate if rate else 0.0
+    links = [r for r in links if math.isfinite(r.capacity)]   # the ideal machine's links are unlimited
     return [Resource("tensor cores", compute), *links, Resource("latency (bytes in flight)", latency)]
 
 
@@ -414,8 +420,9 @@ def _chip_story(result: Result) -> list[str]:
     rows = [f"  {r.name:<26} {format_time(r.time_ps, 4):>10}" + (
         f"   {format_bytes(r.nbytes)} at {format_rate(r.capacity)}" if r.capacity else "") for r in resources]
     lines += ["", "Each resource alone would need (the run cannot beat the longest):", *rows]
-    text = f"{binding.name} binds: {format_time(binding.time_ps, 4)}, and the run reaches " \
-           f"{binding.time_ps / makespan:.0%} of that bound."
+    verb = "bind" if binding.name in ("tensor cores", "SM ports") else "binds"
+    text = (f"{binding.name[0].upper()}{binding.name[1:]} {verb}: {format_time(binding.time_ps, 4)}, and the run "
+            f"reaches {binding.time_ps / makespan:.0%} of that bound.")
     if binding.capacity and compute.time_ps:
         demand = binding.nbytes / compute.time_ps * PS_PER_S
         text += (f" To keep the tensor cores busy ({format_time(compute.time_ps, 4)} of MMA work) the SMs "
@@ -427,10 +434,14 @@ def _chip_story(result: Result) -> list[str]:
         text += (f" There is no compute to hide the copies under: the time is {format_bytes(binding.nbytes)} "
                  f"over {binding.name}'s {format_rate(binding.capacity)}.")
     elif binding is compute:
-        busiest = max(resources[1:4], key=lambda r: r.time_ps)
-        text += (f" The links keep up: the busiest, {busiest.name}, would need "
-                 f"{busiest.time_ps / compute.time_ps:.0%} of the compute time, so the copies hide "
-                 "under the MMAs.")
+        links = [r for r in resources if r.capacity]
+        if links:
+            busiest = max(links, key=lambda r: r.time_ps)
+            text += (f" The links keep up: the busiest, {busiest.name}, would need "
+                     f"{busiest.time_ps / compute.time_ps:.0%} of the compute time, so the copies hide "
+                     "under the MMAs.")
+        else:
+            text += " This machine's links are unlimited, so only the compute and the latency count."
     elif binding.name.startswith("latency"):
         text += (" Too few bytes are in flight: each SM's stages x box over a copy's round trip is "
                  "below what the links could carry (Little's law); more stages or bigger boxes help.")
@@ -454,10 +465,15 @@ def _chip_what_ifs(result: Result, base_dir: Path | None) -> list[str]:
          f"{binding.name} binds, not the number of slots")]
     name = binding.name if binding.name in field else "HBM"
     rate = getattr(gpu, field[name]) * 2 * PS_PER_S
-    plans.append((f"twice the {name} bandwidth", {f"gpu.{field[name]}": f"{rate:.6g} B/s"},
-                  f"{name} is not what binds"))
-    plans.append(("halving the copy latency", {"gpu.copy_latency": f"{max(1, gpu.copy_latency // 2)} ps"},
-                  "the latency is already hidden"))
+    if math.isfinite(rate):
+        plans.append((f"twice the {name} bandwidth", {f"gpu.{field[name]}": f"{rate:.6g} B/s"},
+                      f"{name} is not what binds"))
+    if gpu.copy_latency > 1:
+        plans.append(("halving the copy latency", {"gpu.copy_latency": f"{gpu.copy_latency // 2} ps"},
+                      "the latency is already hidden"))
+    if stats["stages"] > 1:
+        plans.append((f"{stats['stages'] - 1} stage(s) instead of {stats['stages']}",
+                      {"pipeline.stages": stats["stages"] - 1}, "the extra slot was not used"))
     return [what_if_line(base, run_what_if(scenario, label, changes, base_dir), why)
-            for label, changes, why in plans]
+            for label, changes, why in plans[:3]]
 
