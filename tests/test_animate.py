@@ -79,3 +79,13 @@ def test_bad_outputs_are_one_line_errors(reference, tmp_path: Path, monkeypatch:
     assert cli.main(["animate", "gemm-h100", "--out", str(tmp_path / "g.gif")]) == 2
     assert "run.records = false" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+def test_a_hand_over_is_not_a_race(reference):
+    line = anim.Timeline.of(reference)
+    fills = [sorted(line.active("slot", ("fill",), s) + line.ready(s)) for s in line.stages]
+    uses = [line.active("slot", ("use",), s) for s in line.stages]
+    # at 13 us slot 1 is released (tile 1 done) and refilled (tile 3 issued) in the same instant
+    assert anim.slot_state(fills[1], uses[1], 13 * US) == ("in flight", "tile 3")
+    for t in line.changes():
+        assert all(anim.slot_state(f, u, t)[0] != "RACE" for f, u in zip(fills, uses, strict=True))

@@ -124,9 +124,9 @@ class Timeline:
 
 
 def at(intervals: Sequence[tuple[float, float, str, int]], t: float) -> list[tuple[str, int]]:
-    """What the intervals hold at time t: (kind, tile) of each one covering t (end exclusive, but
-    the run's last instant keeps its last interval)."""
-    return [(kind, tile) for start, end, kind, tile in intervals if start <= t < end or (start < t == end)]
+    """What the intervals hold at time t: (kind, tile) of each one covering t (start inclusive,
+    end exclusive: at a hand-over the new interval holds)."""
+    return [(kind, tile) for start, end, kind, tile in intervals if start <= t < end]
 
 
 def slot_state(fill: Sequence[Any], use: Sequence[Any], t: float) -> tuple[str, str]:
@@ -288,13 +288,19 @@ class _Movie:
         rows = ["TMA", *[f"slot {s}" for s in line.stages], "tensor core"]
         spans = line.spans
 
-        def bars(frame: Any, y: float, color: str, hatch: str | None = None) -> None:
-            if len(frame):
-                ax.broken_barh(list(zip(frame["start_ps"] / k, (frame["end_ps"] - frame["start_ps"]) / k,
-                                        strict=True)), (y - 0.38, 0.76), facecolors=color, edgecolors="white",
-                               linewidth=0.5, hatch=hatch)
+        wide = line.end / k / 40   # bars wider than this carry their tile number
 
-        bars(spans[spans["kind"] == "transfer"], 0, COLORS["transfer"])
+        def bars(frame: Any, y: float, color: str, hatch: str | None = None, label: bool = False) -> None:
+            if not len(frame):
+                return
+            xs = list(zip(frame["start_ps"] / k, (frame["end_ps"] - frame["start_ps"]) / k, strict=True))
+            ax.broken_barh(xs, (y - 0.38, 0.76), facecolors=color, edgecolors="white", linewidth=0.5, hatch=hatch)
+            if label and len(xs) <= 40:
+                for (x, w), tile in zip(xs, frame["tile"], strict=True):
+                    if w > wide:
+                        ax.text(x + w / 2, y, str(tile), ha="center", va="center", color="white", fontsize=13)
+
+        bars(spans[spans["kind"] == "transfer"], 0, COLORS["transfer"], label=True)
         for y, s in enumerate(line.stages, start=1):
             slot = spans[(spans["lane"] == "slot") & (spans["stage"] == s)]
             ready = line.ready(s)
@@ -303,7 +309,7 @@ class _Movie:
                                facecolors=STATE_COLORS["full"], edgecolors="white", linewidth=0.5)
             bars(slot[slot["kind"] == "use"], y, COLORS["use"])
             bars(slot[slot["kind"] == "fill"], y, COLORS["fill"], "//")
-        bars(spans[spans["kind"] == "compute"], len(rows) - 1, COLORS["compute"])
+        bars(spans[spans["kind"] == "compute"], len(rows) - 1, COLORS["compute"], label=True)
         ax.set_yticks(range(len(rows)), rows)
         ax.set_ylim(len(rows) - 0.5, -0.5)
         ax.set_xlim(0, line.end / k * 1.01)

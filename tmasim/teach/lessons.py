@@ -7,6 +7,7 @@ try next. Every number is simulated here; the tests check them against the close
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from tmasim.errors import DeadlockError, ModelError, ScenarioError
 from tmasim.results import Result
 from tmasim.scenario import Scenario
 from tmasim.teach.explain import bullet, paragraph, validity
-from tmasim.units import PS_PER_US, format_bytes
+from tmasim.units import PS_PER_US, format_bytes, parse
 from tmasim.units import format_time as _format_time
 
 TOLERANCE = 0.05  # a prediction within 5 % of the run's answer counts as right
@@ -320,8 +321,6 @@ def _sync(lab: Lab) -> Outcome:
 
 
 def _when(err: ModelError) -> str:
-    import re
-
     found = re.search(r"at ([\d.]+ (?:ps|ns|us|ms))", str(err))
     return found.group(1) if found else "the failure"
 
@@ -332,7 +331,16 @@ def _partial_gantt(lab: Lab, scenario: Scenario, err: ModelError, name: str, tit
     if lab.out is None or err.records is None or not err.records.spans:
         return []
     partial = Result(scenario, {}, [], err.records)
-    return lab.figure(name, plots.gantt(partial.spans, partial.events, title=f"{title} (records up to the failure)"))
+    fig = plots.gantt(partial.spans, partial.events, title=f"{title} (records up to the failure)")
+    found = re.search(r"at ([\d.]+ (?:ps|ns|us|ms))", str(err))
+    if found:
+        ax = fig.axes[0]
+        scale = plots.time_unit(float(partial.spans["end_ps"].max()))[0]
+        stop = parse(found.group(1), "time", "error") / scale
+        ax.axvline(stop, color="#C44E52", linewidth=2.5)
+        ax.set_xlim(right=stop * 1.08)
+        ax.text(stop, -0.6, f"stuck at {found.group(1)} ", color="#C44E52", fontsize=11, va="bottom", ha="right")
+    return lab.figure(name, fig)
 
 
 def _tmem(lab: Lab) -> Outcome:
