@@ -238,7 +238,7 @@ def _residency(lab: Lab) -> Outcome:
         try:
             result = lab.run(pipeline__stages=s)
         except ScenarioError as err:
-            table.append(row(s, "does not fit", "", "", f"{err.field}: over 227 KiB per CTA"))
+            table.append(f"  {s:>16}  does not fit: over the 227 KiB of shared memory a CTA may use")
             continue
         st = result.stats
         ctas[s] = st["ctas_per_sm"]
