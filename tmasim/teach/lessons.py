@@ -237,7 +237,7 @@ def _residency(lab: Lab) -> Outcome:
     for s in range(2, 8):
         try:
             result = lab.run(pipeline__stages=s)
-        except ScenarioError as err:
+        except ScenarioError:
             table.append(f"  {s:>16}  does not fit: over the 227 KiB of shared memory a CTA may use")
             continue
         st = result.stats
