@@ -157,6 +157,10 @@ def test_lesson_6_contention_is_hbm_bound(outcomes: dict[int, Any]):
     assert values["hbm_bound_us"] <= values["full_us"] <= 1.05 * values["hbm_bound_us"]
     assert values["alone_us"] >= 64 * 0.2048 and values["alone_us"] < values["full_us"]
     assert values["eight_stages_us"] == values["full_us"]
+    # below the break-even SM count compute binds (time ~ one SM's); above it HBM does
+    assert values["break_even_sms"] == pytest.approx(3.35e12 * 204.8e-9 / 8192)
+    assert values["alone_us"] < values["sms_66_us"] <= 1.15 * values["alone_us"]
+    assert values["sms_66_us"] < values["sms_100_us"] < values["full_us"]
 
 
 def test_lesson_7_breaks_sync_three_ways(outcomes: dict[int, Any], tmp_path: Path):

@@ -256,33 +256,33 @@ def _residency(lab: Lab) -> Outcome:
 
 
 def _contention(lab: Lab) -> Outcome:
-    alone = lab.run(workload__ctas=1, workload__shape=[64, 4096])
-    full = lab.run()
+    per_box, box = 64, 8192          # boxes per SM, bytes per box (64 x 64 bf16)
+    runs = {sms: lab.run(workload__ctas=sms, workload__shape=[64 * sms, 4096]) for sms in (1, 66, 100)}
+    full = runs[132] = lab.run()
     more = lab.run(pipeline__stages=8)
-    per_box = 64
     gpu = full.scenario.gpu
-    compute = full.stats["compute_busy_ns"] * 1000 / full.stats["sms_used"]
+    compute = full.stats["compute_busy_ns"] * 1000 / full.stats["sms_used"] / per_box   # ps per box
     share = gpu.hbm_bandwidth / full.stats["sms_used"]
-    copy = 8192 / share
-    table = [row("SMs", "stages", "time", "per box", "HBM busy"),
-             row(1, 4, format_time(alone.makespan_ps), format_time(alone.makespan_ps / per_box, 4),
-                 f"{alone.stats['hbm_utilization']:.0%}"),
-             row(132, 4, format_time(full.makespan_ps), format_time(full.makespan_ps / per_box, 4),
-                 f"{full.stats['hbm_utilization']:.0%}"),
-             row(132, 8, format_time(more.makespan_ps), format_time(more.makespan_ps / per_box, 4),
-                 f"{more.stats['hbm_utilization']:.0%}")]
-    why = (f"Alone, an SM's copies land faster than it computes ({format_time(compute / per_box, 4)} per box), "
-           f"so compute binds and the copies hide under it: {format_time(alone.makespan_ps)}. All 132 SMs "
-           f"share HBM's 3.35 TB/s: "
-           f"about {share * 1e3:.3g} GB/s each, {format_time(copy, 4)} per 8 KiB box, now longer than the compute. "
-           f"The copies set the pace ({format_time(full.makespan_ps)}, HBM {full.stats['hbm_utilization']:.0%} "
-           "busy) and it is the compute that hides. More stages cannot help: "
-           f"{format_time(more.makespan_ps)} with 8. Overlap only saves the shorter of the two stages; when "
-           "shared bandwidth stretches the copies, what it saved on one SM is gone.")
+    even = gpu.hbm_bandwidth * compute / box     # SMs at which HBM's share lands a box in one compute
+    table = [row("SMs", "stages", "time", "per box", "HBM busy")]
+    for (sms, stages), result in [*(((n, 4), r) for n, r in sorted(runs.items())), ((132, 8), more)]:
+        table.append(row(sms, stages, format_time(result.makespan_ps), format_time(result.makespan_ps / per_box),
+                         f"{result.stats['hbm_utilization']:.0%}"))
+    alone = runs[1]
+    why = (f"Alone, an SM's copies land faster than it computes ({format_time(compute)} per box), so compute "
+           f"binds and the copies hide under it: {format_time(alone.makespan_ps)}. HBM's 3.35 TB/s feeds one "
+           f"box per compute time to {even:.0f} SMs at most (3.35 TB/s x {format_time(compute)} / 8 KiB); "
+           f"beyond that the SMs' shares shrink: with 132, about {share * 1e3:.3g} GB/s each, "
+           f"{format_time(box / share)} per box, longer than the compute. The copies set the pace "
+           f"({format_time(full.makespan_ps)}, HBM {full.stats['hbm_utilization']:.0%} busy) and it is the "
+           f"compute that hides. More stages cannot help: {format_time(more.makespan_ps)} with 8. Overlap only "
+           "saves the shorter of the two stages; when shared bandwidth stretches the copies, what it saved on "
+           "one SM is gone.")
     return Outcome(us(full.makespan_ps), table, why, [],
                    {"alone_us": us(alone.makespan_ps), "full_us": us(full.makespan_ps),
-                    "eight_stages_us": us(more.makespan_ps), "hbm_bound_us": us(full.stats["hbm_bytes"]
-                                                                               / gpu.hbm_bandwidth)})
+                    "sms_66_us": us(runs[66].makespan_ps), "sms_100_us": us(runs[100].makespan_ps),
+                    "break_even_sms": even, "eight_stages_us": us(more.makespan_ps),
+                    "hbm_bound_us": us(full.stats["hbm_bytes"] / gpu.hbm_bandwidth)})
 
 
 def _sync(lab: Lab) -> Outcome:
@@ -452,6 +452,9 @@ LESSONS: tuple[Lesson, ...] = (
 )
 
 
+FIGURES = (1, 2, 3, 4, 7)   # the lessons that draw figures (the others are about chip-wide numbers)
+
+
 def lesson(number: int) -> Lesson:
     if not 1 <= number <= len(LESSONS):
         raise ScenarioError("lesson", number, f"is not a lesson number (1 to {len(LESSONS)})")
@@ -490,8 +493,8 @@ def teach(number: int, predicted: float | None, out: Path | None = None) -> tupl
              "", *[paragraph(part) if i == 0 else part for i, part in enumerate(("Why: " + outcome.why).split("\n"))]]
     if outcome.figures:
         lines += ["", "Figures:", *[f"  {p}" for p in outcome.figures]]
-    elif out is None:
-        lines += ["", f"Figures: tmasim learn {number} --out DIR writes them (where the lesson has some)"]
+    elif out is None and number in FIGURES:
+        lines += ["", f"Figures: tmasim learn {number} --out DIR writes them"]
     lines += ["", "Try next:", *[f"  {cmd}" for cmd in item.try_next]]
     return "\n".join(lines), outcome
 
