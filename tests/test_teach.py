@@ -246,3 +246,29 @@ def test_interactive_prompts_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr("builtins.input", lambda prompt="": next(replies))
     assert cli.main(["quiz", "--count", "3"]) == 0
     assert " 1. right: you said b" in capsys.readouterr().out
+
+
+def test_interactive_prompt_asks_again_and_stops_at_end_of_input(monkeypatch: pytest.MonkeyPatch, capsys: Any):
+    import io
+
+    def replies(*items: str) -> Any:
+        it = iter(items)
+
+        def reply(prompt: str = "") -> str:
+            try:
+                return next(it)
+            except StopIteration:
+                raise EOFError from None
+        return reply
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    monkeypatch.setattr("builtins.input", replies("lots", "32"))
+    assert cli.main(["learn", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "must be a number" in out or "is not a quantity" in out
+    assert "You predicted 32 us; the run gives 23 us: too high" in out
+    monkeypatch.setattr("builtins.input", replies("b"))
+    assert cli.main(["quiz", "--count", "2"]) == 0
+    out = capsys.readouterr().out
+    assert " 1. right: you said b" in out and " 2. wrong: you said (nothing)" in out

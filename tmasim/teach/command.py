@@ -67,12 +67,29 @@ def _learn(args: argparse.Namespace) -> int:
     predicted = None if args.predict is None else lessons.parse_prediction(args.predict, item.unit)
     print(lessons.header(args.number))
     if predicted is None and sys.stdin.isatty():
-        answer = input(f"Your prediction ({item.unit}): ").strip()
-        predicted = lessons.parse_prediction(answer, item.unit) if answer else None
+        predicted = _ask_prediction(item.unit)
     print()
     text, _ = lessons.teach(args.number, predicted, args.out)
     print(text)
     return 0
+
+
+def _ask_prediction(unit: str) -> float | None:
+    """Ask on the terminal until the answer is a number (empty or end of input: no prediction)."""
+    from tmasim.errors import ScenarioError
+    from tmasim.teach import lessons
+
+    while True:
+        try:
+            answer = input(f"Your prediction ({unit}): ").strip()
+        except EOFError:
+            return None
+        if not answer:
+            return None
+        try:
+            return lessons.parse_prediction(answer, unit)
+        except ScenarioError as err:
+            print(f"  {err}")
 
 
 def register_animate(sub: Any) -> None:
@@ -135,9 +152,14 @@ def _quiz(args: argparse.Namespace) -> int:
     for number, question in enumerate(qs, start=1):
         print(quiz.show(number, question))
         if interactive:
-            answers.append(input("   your answer: ").strip())
+            try:
+                answers.append(input("   your answer: ").strip())
+            except EOFError:
+                interactive = False
+                answers += [""] * (len(qs) - len(answers))
+                break
         print()
-    if given is None and not interactive:
+    if given is None and not answers:
         print(f"Answer with: tmasim quiz --seed {args.seed} --answers b,23,... "
               f"({len(qs)} answers, comma-separated)")
         return 0
