@@ -272,3 +272,10 @@ def test_interactive_prompt_asks_again_and_stops_at_end_of_input(monkeypatch: py
     assert cli.main(["quiz", "--count", "2"]) == 0
     out = capsys.readouterr().out
     assert " 1. right: you said b" in out and " 2. wrong: you said (nothing)" in out
+
+
+def test_run_explain_on_a_deadlock(capsys: Any):
+    assert cli.main(["run", "bug-arrival-count", "--explain"]) == 3
+    captured = capsys.readouterr()
+    assert captured.out.startswith("INVALID: this run cannot finish (deadlock)")
+    assert captured.err.startswith("tmasim: error: deadlock at 13 us")

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tmasim.errors import TmasimError
+from tmasim.errors import ModelError, TmasimError
 from tmasim.units import format_bytes, format_rate, format_time
 
 
@@ -87,7 +87,14 @@ def _run(args: argparse.Namespace) -> int:
     if args.trace is not None and not scenario.run.records:
         raise TmasimError("--trace: this scenario keeps no per-event records (run.records = false); "
                           "add --set run.records=true")
-    result = simulate(scenario, record_bandwidth=args.out is not None or args.trace is not None)
+    try:
+        result = simulate(scenario, record_bandwidth=args.out is not None or args.trace is not None)
+    except ModelError as err:
+        if args.explain:
+            from tmasim.teach.explain import explain_failure
+
+            print(explain_failure(scenario, err))
+        raise
     if args.json:
         print(result.to_json())
     else:
