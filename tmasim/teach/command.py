@@ -28,7 +28,7 @@ def _explain(args: argparse.Namespace) -> int:
 
     raw, base_dir = scenarios.read_raw(args.scenario)
     scenario = scenarios.from_dict(scenarios.apply_overrides(raw, args.overrides), base_dir)
-    text = explain(scenario, base_dir=base_dir, what_ifs=args.what_ifs)
+    text = explain(scenario, base_dir=base_dir, what_ifs=args.what_ifs, overrides=args.overrides)
     print(text)
     return 3 if text.startswith("INVALID: this run cannot finish") else 0
 

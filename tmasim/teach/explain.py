@@ -12,6 +12,7 @@ import copy
 import math
 import re
 import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -92,15 +93,22 @@ def what_if_line(base_ps: int, w: WhatIf, unchanged: str) -> str:
     return f"{w.label}: {t}, {verb} {format_time(abs(delta), 4)} ({abs(delta) / base_ps:.0%})"
 
 
-def explain(scenario: Scenario, *, base_dir: Path | None = None, what_ifs: bool = True) -> str:
-    """The narrative for one scenario: simulate it, then explain the run (or why it cannot run)."""
+def explain(scenario: Scenario, *, base_dir: Path | None = None, what_ifs: bool = True,
+            overrides: Sequence[str] = ()) -> str:
+    """The narrative for one scenario: simulate it, then explain the run (or why it cannot run).
+    ``overrides`` (the --set settings) are named under the header, since the description does
+    not know them."""
     from tmasim.simulation import simulate
 
     try:
         result = simulate(scenario)
     except ModelError as err:
         return explain_failure(scenario, err)
-    return explain_result(result, base_dir=base_dir, what_ifs=what_ifs)
+    text = explain_result(result, base_dir=base_dir, what_ifs=what_ifs)
+    if overrides and not text.startswith("INVALID"):
+        header, rest = text.split("\n\n", 1)
+        text = f"{header}\n{paragraph('with --set ' + ', --set '.join(overrides))}\n\n{rest}"
+    return text
 
 
 def explain_result(result: Result, *, base_dir: Path | None = None, what_ifs: bool = True) -> str:
@@ -304,7 +312,9 @@ def _cadence_text(stats: dict[str, Any], scale: int, unit: str) -> str:
 
 def _stall_text(stats: dict[str, Any], scale: int, unit: str) -> str:
     full, empty = stats["consumer_wait_full_ns"] * 1000, stats["producer_wait_empty_ns"] * 1000
-    text = (f"Stalls: the consumer waited {num(full, scale)} {unit} on full barriers (its slot's copy "
+    who = "the consumer" if stats["consumers"] == 1 else f"each of the {stats['consumers']} consumer warpgroups"
+    mean = "" if stats["consumers"] == 1 else " on average"
+    text = (f"Stalls: {who} waited {num(full, scale)} {unit} on full barriers{mean} (its slot's copy "
             f"had not landed yet) and the producer {num(empty, scale)} {unit} on empty barriers (every "
             "slot was still taken: filling or in use). ")
     binding = stats["binding"]
