@@ -89,3 +89,11 @@ def test_a_hand_over_is_not_a_race(reference):
     assert anim.slot_state(fills[1], uses[1], 13 * US) == ("in flight", "tile 3")
     for t in line.changes():
         assert all(anim.slot_state(f, u, t)[0] != "RACE" for f, u in zip(fills, uses, strict=True))
+
+
+def test_a_deadlock_is_animated_up_to_where_it_stuck(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys):
+    monkeypatch.setattr(anim, "TARGET_FRAMES", 8)
+    assert cli.main(["animate", "bug-arrival-count", "--out", str(tmp_path / "stuck.gif")]) == 3
+    err = capsys.readouterr().err
+    assert "wrote" in err and "deadlock at 13 us" in err
+    assert (tmp_path / "stuck.gif").stat().st_size > 10_000

@@ -143,7 +143,7 @@ def slot_state(fill: Sequence[Any], use: Sequence[Any], t: float) -> tuple[str, 
 
 
 def animate(result: Result, path: Path, *, title: str | None = None, fps: int = FPS,
-            target: int = TARGET_FRAMES) -> Path:
+            target: int | None = None) -> Path:
     """Write the animation (.gif, .mp4 where ffmpeg exists, or a self-contained .html player)."""
     suffix = path.suffix.lower()
     if suffix not in FORMATS:
@@ -151,7 +151,7 @@ def animate(result: Result, path: Path, *, title: str | None = None, fps: int = 
     if suffix == ".mp4" and shutil.which("ffmpeg") is None:
         raise TmasimError("--out: an .mp4 needs ffmpeg, which is not installed here; write a .gif or .html")
     line = Timeline.of(result)
-    frames = frame_times(line.changes(), line.end, target=target)
+    frames = frame_times(line.changes(), line.end, target=target or TARGET_FRAMES)
     movie = _Movie(line, title or _title(result))
     path.parent.mkdir(parents=True, exist_ok=True)
     try:

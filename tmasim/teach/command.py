@@ -107,7 +107,8 @@ def _animate(args: argparse.Namespace) -> int:
     import sys
 
     from tmasim import scenario as scenarios
-    from tmasim.errors import TmasimError
+    from tmasim.errors import DeadlockError, ModelError, TmasimError
+    from tmasim.results import Result
     from tmasim.review.animate import FORMATS, animate
     from tmasim.simulation import simulate
 
@@ -119,7 +120,16 @@ def _animate(args: argparse.Namespace) -> int:
     if not scenario.run.records:
         raise TmasimError(f"animate: {scenario.name} keeps no per-event records (run.records = false); add "
                           "--set run.records=true and shrink the problem first")
-    result = simulate(scenario)
+    try:
+        result = simulate(scenario)
+    except ModelError as err:   # a run that cannot finish: animate it up to the failure, then report
+        if err.records is None or not err.records.spans:
+            raise
+        partial = Result(scenario, {"scenario": scenario.name, "stages": scenario.pipeline.stages}, [], err.records)
+        kind = "deadlock" if isinstance(err, DeadlockError) else "mbarrier misuse"
+        title = f"{scenario.name}: stuck ({kind}), never finishes"
+        print(f"wrote {animate(partial, args.out, fps=args.fps, title=title)}", file=sys.stderr)
+        raise
     print(f"wrote {animate(result, args.out, fps=args.fps)}", file=sys.stderr)
     return 0
 
