@@ -438,7 +438,7 @@ LESSONS: tuple[Lesson, ...] = (
            "The reference pipeline takes 23 us. If the consumer skips its full-barrier wait, when does the "
            "run end (us)?", "us", _sync,
            ("tmasim explain lessons/07-sync --set pipeline.consumer_waits_full=false",
-            "tmasim run lessons/07-sync --set pipeline.empty_arrivals=2",
+            "tmasim animate lessons/07-sync --set pipeline.empty_arrivals=2 --out stuck.gif",
             "tmasim run lessons/07-sync --set pipeline.consumer_waits_full=false --trace race.json")),
     Lesson(8, "tmem", "TMA is not Tensor Memory",
            "The TMA moves operands (the A and B tiles) from global memory into shared memory. Tensor Memory "
