@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tmasim import plots
+from tmasim.review import plots
 from tmasim.review.animate import animate
 from tmasim.scenario import load
 from tmasim.simulation import simulate

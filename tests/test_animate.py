@@ -95,5 +95,5 @@ def test_a_deadlock_is_animated_up_to_where_it_stuck(tmp_path: Path, monkeypatch
     monkeypatch.setattr(anim, "TARGET_FRAMES", 8)
     assert cli.main(["animate", "bug-arrival-count", "--out", str(tmp_path / "stuck.gif")]) == 3
     err = capsys.readouterr().err
-    assert "wrote" in err and "deadlock at 13 us" in err
+    assert "wrote" in err and "deadlock at 13 µs" in err
     assert (tmp_path / "stuck.gif").stat().st_size > 10_000

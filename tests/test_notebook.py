@@ -22,6 +22,6 @@ def test_pipelining_notebook_executes(monkeypatch: pytest.MonkeyPatch):
     client.execute()
     outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
     text = "".join(o.get("text", "") for o in outputs)
-    assert "one stage: 32 us   two stages: 23 us" in text
+    assert "one stage: 32 µs   two stages: 23 µs" in text
     assert "valid: (False" in text
     assert sum("image/png" in o.get("data", {}) for o in outputs) >= 5

@@ -26,25 +26,27 @@ def explain_text(name: str, *overrides: str, what_ifs: bool = True) -> str:
 
 def test_explain_reference_substitutes_the_closed_form():
     text = explain_text("reference")
-    assert "T = l + c + (N - 1) x max(l, c) = 3 + 5 + 3 x max(3, 5) = 23 us" in text
-    assert "T = N x (l + c) = 4 x (3 + 5) = 32 us" in text
+    assert "T = l + c + (N - 1) x max(l, c) = 3 + 5 + 3 x max(3, 5) = 23 µs" in text
+    assert "T = N x (l + c) = 4 x (3 + 5) = 32 µs" in text
     assert "compute binds" in text
-    # what-ifs were simulated: a third stage does not help, halving compute saves 8.5 us
-    assert "a third stage: 23 us, no change" in text
-    assert "halving the compute time: 14.5 us, saves 8.5 us" in text
+    # the workload's own one-sentence account (the protocol's explain) closes the story
+    assert "In short: The tensor core binds" in text
+    # what-ifs were simulated: a third stage does not help, halving compute saves 8.5 µs
+    assert "a third stage: 23 µs, no change" in text
+    assert "halving the compute time: 14.5 µs, saves 8.5 µs" in text
     assert max(len(line) for line in text.splitlines()) <= 100
 
 
 def test_explain_load_bound_names_the_copy():
     text = explain_text("load-bound", what_ifs=False)
-    assert "6 + 2 + 7 x max(6, 2) = 50 us" in text and "copy binds" in text
+    assert "6 + 2 + 7 x max(6, 2) = 50 µs" in text and "copy binds" in text
 
 
 def test_explain_missing_wait_is_invalid_first():
     text = explain_text("bug-missing-wait")
     first = text.splitlines()[0]
     assert first.startswith("INVALID") and "race" in first
-    assert "takes 23 us: that is the valid time" in text.replace("\n", " ")
+    assert "takes 23 µs: that is the valid time" in text.replace("\n", " ")
     assert "pipelined" not in text.lower().split("invalid", 1)[0]
 
 
@@ -65,12 +67,13 @@ def test_explain_chip_gives_demand_against_capacity():
     text = explain_text("contention", what_ifs=False)
     assert "HBM binds" in text
     assert "its capacity is 3.35 TB/s" in text.replace("\n", " ")
+    assert "In short: HBM bandwidth binds" in text
 
 
 def test_run_explain_flag(capsys: Any):
     assert cli.main(["run", "--explain", "--set", "pipeline.stages=1"]) == 0
     out = capsys.readouterr().out
-    assert "pipelined time       32 us" in out and "Serial (no overlap, one slot)" in out
+    assert "pipelined time       32 µs" in out and "Serial (no overlap, one slot)" in out
 
 
 # --------------------------------------------------------------------------- lessons
@@ -167,8 +170,8 @@ def test_lesson_7_breaks_sync_three_ways(outcomes: dict[int, Any], tmp_path: Pat
     text, outcome = outcomes[7]
     assert outcome.values["racy_us"] == 20 and outcome.values["correct_us"] == 23
     assert outcome.values["races"] == 2
-    assert "INVALID" in text and "deadlock at 13 us" in text and "transaction-count underflow" in text
-    assert "deadlock at 6 us" in text
+    assert "INVALID" in text and "deadlock at 13 µs" in text and "transaction-count underflow" in text
+    assert "deadlock at 6 µs" in text
     _, with_figures = lessons.teach(7, None, tmp_path)
     names = sorted(p.name for p in with_figures.figures)
     assert names == ["lesson7-deadlock.png", "lesson7-missing-wait.png", "lesson7-never.png",
@@ -241,7 +244,7 @@ def test_interactive_prompts_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
     monkeypatch.setattr("builtins.input", lambda prompt="": next(answers))
     assert cli.main(["learn", "1"]) == 0
-    assert "You predicted 23 us; the run gives 23 us: right" in capsys.readouterr().out
+    assert "You predicted 23 µs; the run gives 23 µs: right" in capsys.readouterr().out
     replies = iter(["b"] + ["1"] * 3)
     monkeypatch.setattr("builtins.input", lambda prompt="": next(replies))
     assert cli.main(["quiz", "--count", "3"]) == 0
@@ -267,7 +270,7 @@ def test_interactive_prompt_asks_again_and_stops_at_end_of_input(monkeypatch: py
     assert cli.main(["learn", "1"]) == 0
     out = capsys.readouterr().out
     assert "must be a number" in out or "is not a quantity" in out
-    assert "You predicted 32 us; the run gives 23 us: too high" in out
+    assert "You predicted 32 µs; the run gives 23 µs: too high" in out
     monkeypatch.setattr("builtins.input", replies("b"))
     assert cli.main(["quiz", "--count", "2"]) == 0
     out = capsys.readouterr().out
@@ -278,4 +281,4 @@ def test_run_explain_on_a_deadlock(capsys: Any):
     assert cli.main(["run", "bug-arrival-count", "--explain"]) == 3
     captured = capsys.readouterr()
     assert captured.out.startswith("INVALID: this run cannot finish (deadlock)")
-    assert captured.err.startswith("tmasim: error: deadlock at 13 us")
+    assert captured.err.startswith("tmasim: error: deadlock at 13 µs")

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tmasim import format as fmt
 from tmasim.errors import TmasimError
-from tmasim.units import format_time
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -178,7 +178,7 @@ def frames_of(result: Result, title: str | None = None, target: int = TARGET_FRA
 def _title(result: Result) -> str:
     stats = result.stats
     first = "" if stats.get("ctas", 1) == 1 else " (first CTA)"
-    return f"{stats['scenario']}: {stats['stages']} stage(s){first}, {format_time(stats['makespan_ps'], 4)}"
+    return f"{stats['scenario']}: {stats['stages']} stage(s){first}, {fmt.time(stats['makespan_ps'], 4, unicode=True)}"
 
 
 def _ffmpeg(fps: int) -> Any:
@@ -240,7 +240,7 @@ def _palette(image: Any) -> Any:
     """48 colours from a frame plus every colour a state can take."""
     from PIL import Image, ImageColor
 
-    from tmasim.plot_style import COLORS
+    from tmasim.review.plot_style import COLORS
 
     base = image.quantize(colors=48, method=Image.Quantize.MEDIANCUT).getpalette()[: 48 * 3]
     extra = [c for name in (*STATE_COLORS.values(), *COLORS.values()) for c in ImageColor.getrgb(name)]
@@ -256,7 +256,7 @@ class _Movie:
     def __init__(self, line: Timeline, title: str) -> None:
         import matplotlib
 
-        from tmasim.plot_style import pyplot, time_unit
+        from tmasim.review.plot_style import pyplot, time_unit
 
         self.line = line
         self.scale, self.unit = time_unit(line.end)
@@ -273,7 +273,7 @@ class _Movie:
         self._draw_state()
 
     def close(self) -> None:
-        from tmasim.plot_style import pyplot
+        from tmasim.review.plot_style import pyplot
 
         pyplot().close(self.fig)
         self._rc.__exit__(None, None, None)
@@ -282,7 +282,7 @@ class _Movie:
     def _draw_gantt(self) -> None:
         from matplotlib.patches import Rectangle
 
-        from tmasim.plot_style import COLORS
+        from tmasim.review.plot_style import COLORS
 
         ax, line, k = self.gantt, self.line, self.scale
         rows = ["TMA", *[f"slot {s}" for s in line.stages], "tensor core"]

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tmasim import format as fmt
 from tmasim import scenario as scenarios
 from tmasim.errors import ModelError, ScenarioError
+from tmasim.format import PS_PER_S
 from tmasim.results import Result
 from tmasim.scenario import Scenario
-from tmasim.units import PS_PER_S, format_bytes, format_rate, format_time
 
 WIDTH = 100
 
@@ -38,7 +39,7 @@ def validity(stats: dict[str, Any]) -> tuple[bool, str | None]:
 
 
 # A number and its unit stay on one line: the space between them is held while wrapping.
-_QUANTITY = re.compile(r"(\d) (ps|ns|us|ms|s|B|KiB|MiB|GiB|TB/s|GB/s|MB/s|TFLOP/s)(?=[\s,.;:)]|$)")
+_QUANTITY = re.compile(r"(\d) (ps|ns|us|µs|ms|s|B|KiB|MiB|GiB|TB/s|GB/s|MB/s|TFLOP/s)(?=[\s,.;:)]|$)")
 
 
 def paragraph(text: str, indent: str = "", first: str | None = None) -> str:
@@ -86,11 +87,11 @@ def what_if_line(base_ps: int, w: WhatIf, unchanged: str) -> str:
     if w.makespan_ps is None:
         return f"{w.label}: cannot run ({w.error})"
     delta = base_ps - w.makespan_ps
-    t = format_time(w.makespan_ps, 4)
+    t = fmt.time(w.makespan_ps, 4)
     if delta == 0:
         return f"{w.label}: {t}, no change: {unchanged}"
     verb = "saves" if delta > 0 else "costs"
-    return f"{w.label}: {t}, {verb} {format_time(abs(delta), 4)} ({abs(delta) / base_ps:.0%})"
+    return f"{w.label}: {t}, {verb} {fmt.time(abs(delta), 4)} ({abs(delta) / base_ps:.0%})"
 
 
 def explain(scenario: Scenario, *, base_dir: Path | None = None, what_ifs: bool = True,
@@ -124,9 +125,20 @@ def explain_result(result: Result, *, base_dir: Path | None = None, what_ifs: bo
         body = _chip_story(result)
         ifs = _chip_what_ifs(result, base_dir) if what_ifs else []
     lines = [header, ""] + body
+    short = _in_short(stats)
+    if short:
+        lines += ["", paragraph(f"In short: {short}")]
     if ifs:
         lines += ["", "What if (each one simulated just now):"] + [bullet(x) for x in ifs]
     return "\n".join(lines)
+
+
+def _in_short(stats: dict[str, Any]) -> str:
+    """The workload's own one-sentence account of what binds (the workload protocol's explain,
+    the sentence the report and the sweep answer give too)."""
+    from tmasim.review.report import explain as binding_sentence
+
+    return binding_sentence(stats)
 
 
 # ------------------------------------------------------------------------------ broken runs
@@ -137,7 +149,7 @@ def explain_invalid(result: Result, reason: str, base_dir: Path | None) -> str:
 
     scenario, stats = result.scenario, result.stats
     lines = [paragraph(f"INVALID: this run's time is not a valid result: {reason}."), ""]
-    shown = format_time(stats["makespan_ps"], 4)
+    shown = fmt.time(stats["makespan_ps"], 4)
     text = (f"The run ended at {shown}, but that is the time of a program that reads shared memory "
             "before the TMA has written it: the numbers it computed would be wrong, so its time is "
             "not comparable with anything.")
@@ -145,15 +157,15 @@ def explain_invalid(result: Result, reason: str, base_dir: Path | None) -> str:
         fixed = simulate(variant(scenario, {"pipeline.consumer_waits_full": True, "run.records": False},
                                  base_dir))
         text += (f" With the full-barrier wait put back (pipeline.consumer_waits_full = true) the "
-                 f"same scenario takes {format_time(fixed.makespan_ps, 4)}: that is the valid time.")
+                 f"same scenario takes {fmt.time(fixed.makespan_ps, 4)}: that is the valid time.")
     lines.append(paragraph(text))
     if result.races:
         lines += ["", "The reads before the data landed:"]
         for race in result.races[:6]:
             landed = ("before its copy was even issued" if race.landed_ps is None
-                      else f"{format_time(race.landed_ps - race.read_ps, 4)} before it landed "
-                           f"at {format_time(race.landed_ps, 4)}")
-            lines.append(f"  tile {race.tile} in slot {race.stage}: read at {format_time(race.read_ps, 4)}, "
+                      else f"{fmt.time(race.landed_ps - race.read_ps, 4)} before it landed "
+                           f"at {fmt.time(race.landed_ps, 4)}")
+            lines.append(f"  tile {race.tile} in slot {race.stage}: read at {fmt.time(race.read_ps, 4)}, "
                          f"{landed}")
         if len(result.races) > 6:
             lines.append(f"  and {len(result.races) - 6} more")
@@ -179,13 +191,13 @@ def explain_failure(scenario: Scenario, err: ModelError) -> str:
                     f"{p.consumers} consumer warpgroup(s) arrive, so a slot is never released and "
                     "the producer waits forever.")
         elif p.expect_tx is not None:
-            why += (f"Here the producer announced {format_bytes(p.expect_tx)} with expect_tx, more "
+            why += (f"Here the producer announced {fmt.size(p.expect_tx)} with expect_tx, more "
                     "than the copy delivers, so the full barrier's byte count never returns to zero "
                     "and the consumer waits forever.")
     else:
         why = "The hardware's rules for mbarriers were broken; the simulator stops at the first misuse. "
         if p.expect_tx is not None:
-            why += (f"Here the producer announced {format_bytes(p.expect_tx)} with expect_tx, fewer "
+            why += (f"Here the producer announced {fmt.size(p.expect_tx)} with expect_tx, fewer "
                     "bytes than the copy delivers, so the byte count would go below zero.")
     lines.append(paragraph(why))
     return "\n".join(lines)
@@ -195,7 +207,7 @@ def explain_failure(scenario: Scenario, err: ModelError) -> str:
 
 
 def unit_of(ps: float) -> tuple[int, str]:
-    for scale, name in ((PS_PER_S, "s"), (10**9, "ms"), (10**6, "us"), (10**3, "ns")):
+    for scale, name in ((PS_PER_S, "s"), (10**9, "ms"), (10**6, f"{fmt.micro()}s"), (10**3, "ns")):
         if ps >= scale:
             return scale, name
     return 1, "ps"
@@ -426,23 +438,23 @@ def _chip_story(result: Result) -> list[str]:
     lines = [paragraph(
         f"What ran: {stats['tiles']} work units on {stats['sms_used']} SMs of the {scenario.gpu.name} preset "
         f"({stats['ctas']} CTAs, {stats['ctas_per_sm']} per SM, {stats['stages']} stages of shared memory "
-        f"each). The run takes {format_time(makespan, 4)}.")]
-    rows = [f"  {r.name:<26} {format_time(r.time_ps, 4):>10}" + (
-        f"   {format_bytes(r.nbytes)} at {format_rate(r.capacity)}" if r.capacity else "") for r in resources]
+        f"each). The run takes {fmt.time(makespan, 4)}.")]
+    rows = [f"  {r.name:<26} {fmt.time(r.time_ps, 4):>10}" + (
+        f"   {fmt.amount(r.nbytes)} at {fmt.rate(r.capacity)}" if r.capacity else "") for r in resources]
     lines += ["", "Each resource alone would need (the run cannot beat the longest):", *rows]
     verb = "bind" if binding.name in ("tensor cores", "SM ports") else "binds"
-    text = (f"{binding.name[0].upper()}{binding.name[1:]} {verb}: {format_time(binding.time_ps, 4)}, and the run "
+    text = (f"{binding.name[0].upper()}{binding.name[1:]} {verb}: {fmt.time(binding.time_ps, 4)}, and the run "
             f"reaches {binding.time_ps / makespan:.0%} of that bound.")
     if binding.capacity and compute.time_ps:
         demand = binding.nbytes / compute.time_ps * PS_PER_S
-        text += (f" To keep the tensor cores busy ({format_time(compute.time_ps, 4)} of MMA work) the SMs "
-                 f"would have to pull {format_bytes(binding.nbytes)} through {binding.name} at "
-                 f"{format_rate(demand)}; its capacity is {format_rate(binding.capacity)} "
+        text += (f" To keep the tensor cores busy ({fmt.time(compute.time_ps, 4)} of MMA work) the SMs "
+                 f"would have to pull {fmt.amount(binding.nbytes)} through {binding.name} at "
+                 f"{fmt.rate(demand)}; its capacity is {fmt.rate(binding.capacity)} "
                  f"({demand / binding.capacity:.1f}x over), so the copies set the pace and the compute "
                  "hides under them.")
     elif binding.capacity:
-        text += (f" There is no compute to hide the copies under: the time is {format_bytes(binding.nbytes)} "
-                 f"over {binding.name}'s {format_rate(binding.capacity)}.")
+        text += (f" There is no compute to hide the copies under: the time is {fmt.amount(binding.nbytes)} "
+                 f"over {binding.name}'s {fmt.rate(binding.capacity)}.")
     elif binding is compute:
         links = [r for r in resources if r.capacity]
         if links:
@@ -457,10 +469,10 @@ def _chip_story(result: Result) -> list[str]:
                  "below what the links could carry (Little's law); more stages or bigger boxes help.")
     lines += ["", paragraph(text)]
     lines += ["", paragraph(
-        f"Residency: {format_bytes(stats['smem_per_cta_bytes'])} of shared memory per CTA, "
+        f"Residency: {fmt.size(stats['smem_per_cta_bytes'])} of shared memory per CTA, "
         f"{stats['ctas_per_sm']} CTA(s) per SM (limited by {stats['residency_limit']}). Stalls: consumers "
-        f"waited {format_time(stats['consumer_wait_full_ns'] * 1000, 4)} on full barriers and producers "
-        f"{format_time(stats['producer_wait_empty_ns'] * 1000, 4)} on empty ones, on average.")]
+        f"waited {fmt.time(stats['consumer_wait_full_ns'] * 1000, 4)} on full barriers and producers "
+        f"{fmt.time(stats['producer_wait_empty_ns'] * 1000, 4)} on empty ones, on average.")]
     return lines
 
 

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tmasim import format as fmt
 from tmasim import scenario as scenarios
 from tmasim.errors import DeadlockError, ModelError, ScenarioError
 from tmasim.results import Result
 from tmasim.scenario import Scenario
 from tmasim.teach.explain import bullet, paragraph, validity
-from tmasim.units import PS_PER_US, format_bytes, parse
-from tmasim.units import format_time as _format_time
+from tmasim.units import PS_PER_US, parse
 
 TOLERANCE = 0.05  # a prediction within 5 % of the run's answer counts as right
 
@@ -71,7 +71,7 @@ class Lab:
         return simulate(self.scenario(**changes))
 
     def figure(self, name: str, fig: Any) -> list[Path]:
-        from tmasim import plots
+        from tmasim.review import plots
 
         if self.out is None:
             import matplotlib.pyplot as plt
@@ -82,7 +82,7 @@ class Lab:
 
 
 def format_time(ps: float, digits: int = 4) -> str:
-    return _format_time(ps, digits)
+    return fmt.time(ps, digits)
 
 
 def us(ps: float) -> float:
@@ -98,7 +98,7 @@ def left(label: str, value: str) -> str:
 
 
 def gantt(lab: Lab, result: Result, name: str, title: str) -> list[Path]:
-    from tmasim import plots
+    from tmasim.review import plots
 
     if lab.out is None or result.recorder is None:
         return []
@@ -141,7 +141,7 @@ def _cadence(lab: Lab) -> Outcome:
            f"{format_time(slow)} (7 repeats plus the fill); one more on the faster stage (compute 3 -> 4 "
            f"us) costs {format_time(fast)}, paid once in the fill and drain. Raise the faster stage past "
            f"the slower (compute 6 us) and the roles swap.")
-    figures = gantt(lab, lab.run(), "lesson2-cadence.png", "Load 5 us, compute 3 us: the copy sets the cadence")
+    figures = gantt(lab, lab.run(), "lesson2-cadence.png", "Load 5 µs, compute 3 µs: the copy sets the cadence")
     return Outcome(us(base), table, why, figures, {"base_us": us(base), "slower_plus_1_us": us(slow),
                                                    "faster_plus_1_us": us(fast)})
 
@@ -174,7 +174,7 @@ def _fill_drain(lab: Lab) -> Outcome:
 
 
 def _ratio_figure(counts: Sequence[int], ratios: Sequence[float]) -> Any:
-    from tmasim.plot_style import styled
+    from tmasim.review.plot_style import styled
 
     with styled() as plt:
         fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
@@ -183,7 +183,7 @@ def _ratio_figure(counts: Sequence[int], ratios: Sequence[float]) -> Any:
         ax.set_xscale("log", base=2)
         ax.set_xlabel("tiles N")
         ax.set_ylabel("pipelined / serial time (%)")
-        ax.set_title("Fill and drain: load 3 us, compute 5 us, 2 stages")
+        ax.set_title("Fill and drain: load 3 µs, compute 5 µs, 2 stages")
         ax.legend()
     return fig
 
@@ -216,17 +216,17 @@ def _latency(lab: Lab) -> Outcome:
 
 
 def _stage_figure(per_tile: dict[int, float]) -> Any:
-    from tmasim.plot_style import styled
+    from tmasim.review.plot_style import styled
 
     stages = sorted(per_tile)
     with styled() as plt:
         fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
         ax.plot(stages, [us(per_tile[s]) for s in stages], marker="o", label="simulated (time / tiles)")
         ax.plot(stages, [max(2.0, 9.5 / s) for s in stages], linestyle="--", color="#555555",
-                label="bound max(2, 9.5 / S) us")
+                label="bound max(2, 9.5 / S) µs")
         ax.set_xlabel("stages S")
-        ax.set_ylabel("time per tile (us)")
-        ax.set_title("Latency 6 us, transfer 2 us, compute 1.5 us")
+        ax.set_ylabel("time per tile (µs)")
+        ax.set_title("Latency 6 µs, transfer 2 µs, compute 1.5 µs")
         ax.legend()
     return fig
 
@@ -242,7 +242,7 @@ def _residency(lab: Lab) -> Outcome:
             continue
         st = result.stats
         ctas[s] = st["ctas_per_sm"]
-        table.append(row(s, format_bytes(st["smem_per_cta_bytes"]), st["ctas_per_sm"],
+        table.append(row(s, fmt.size(st["smem_per_cta_bytes"]), st["ctas_per_sm"],
                          format_time(result.makespan_ps), st["residency_limit"]))
     lost = min(s for s in ctas if ctas[s] < ctas[min(ctas)])
     why = (f"Each stage holds a 16 KiB A box and a 16 KiB B box; the CTA also keeps 16 KiB for the "
@@ -321,18 +321,18 @@ def _sync(lab: Lab) -> Outcome:
 
 
 def _when(err: ModelError) -> str:
-    found = re.search(r"at ([\d.]+ (?:ps|ns|us|ms))", str(err))
+    found = re.search(r"at ([\d.]+ (?:ps|ns|us|µs|ms))", str(err))
     return found.group(1) if found else "the failure"
 
 
 def _partial_gantt(lab: Lab, scenario: Scenario, err: ModelError, name: str, title: str) -> list[Path]:
-    from tmasim import plots
+    from tmasim.review import plots
 
     if lab.out is None or err.records is None or not err.records.spans:
         return []
     partial = Result(scenario, {}, [], err.records)
     fig = plots.gantt(partial.spans, partial.events, title=f"{title} (records up to the failure)")
-    found = re.search(r"at ([\d.]+ (?:ps|ns|us|ms))", str(err))
+    found = re.search(r"at ([\d.]+ (?:ps|ns|us|µs|ms))", str(err))
     if found:
         ax = fig.axes[0]
         scale = plots.time_unit(float(partial.spans["end_ps"].max()))[0]
@@ -358,15 +358,15 @@ def _tmem(lab: Lab) -> Outcome:
     reported = ", ".join(f"{k} = {blackwell.stats[k]}" for k in extra)
     table = [row("", "B200 (Blackwell)", "H100 (Hopper)", widths=(34, 26, 26)),
              row("time", format_time(blackwell.makespan_ps), format_time(hopper.makespan_ps), widths=(34, 26, 26)),
-             row("operands: SMEM per CTA (TMA)", format_bytes(blackwell.stats["smem_per_cta_bytes"]),
-                 format_bytes(hopper.stats["smem_per_cta_bytes"]), widths=(34, 26, 26)),
-             row("bytes the TMA moved", format_bytes(blackwell.stats["memory_bytes"]),
-                 format_bytes(hopper.stats["memory_bytes"]), widths=(34, 26, 26)),
+             row("operands: SMEM per CTA (TMA)", fmt.size(blackwell.stats["smem_per_cta_bytes"]),
+                 fmt.size(hopper.stats["smem_per_cta_bytes"]), widths=(34, 26, 26)),
+             row("bytes the TMA moved", fmt.amount(blackwell.stats["memory_bytes"]),
+                 fmt.amount(hopper.stats["memory_bytes"]), widths=(34, 26, 26)),
              row("accumulator (fp32)", f"TMEM: {columns} of 512 cols", f"regs: {regs}/thread", widths=(34, 26, 26))]
     why = (f"The TMA is a copy engine: it moves each k-step's A box ({bm}x{bk}) and B box ({bn}x{bk}), "
-           f"{format_bytes(stage)} a stage, from global memory into shared memory, and its limit is shared "
-           f"memory: {p.stages} stages x {format_bytes(stage)} plus the epilogue must fit in 227 KiB, which is "
-           f"why a 5th stage does not. The accumulator, {bm}x{bn} fp32 = {format_bytes(acc_bytes)}, never "
+           f"{fmt.size(stage)} a stage, from global memory into shared memory, and its limit is shared "
+           f"memory: {p.stages} stages x {fmt.size(stage)} plus the epilogue must fit in 227 KiB, which is "
+           f"why a 5th stage does not. The accumulator, {bm}x{bn} fp32 = {fmt.size(acc_bytes)}, never "
            "travels through the TMA: the MMAs add into it in place. On Blackwell it lives in Tensor Memory "
            f"(TMEM, 128 lanes x 512 columns of 32 bits per SM): {columns} columns, so two such accumulators "
            "fit (one computing while the other is written out). On Hopper it lives in the consumer "
@@ -476,6 +476,8 @@ def parse_prediction(text: str, unit: str) -> float:
 
 
 def verdict(predicted: float | None, answer: float, unit: str) -> str:
+    if unit == "us":
+        unit = f"{fmt.micro()}s"
     shown = f"{answer:.4g} {unit}"
     if predicted is None:
         return f"The run's answer: {shown}. (No prediction: give one with --predict VALUE next time.)"
