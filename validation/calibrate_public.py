@@ -26,7 +26,7 @@ def figure(source: public.Source, table, path: Path, text: str) -> None:  # noqa
     scale, unit = (1e12, "TB/s") if source.predict.endswith("bytes_per_s") else (1.0, "ns")
     rows = table.sort_values(source.x)
     ax.scatter(rows[source.x], rows["predicted"] / scale, marker="x", s=30, color="#4C72B0", zorder=4,
-               label="tmasim, fitted preset (every point)")
+               label="tmasim with the fitted values (every point)")
     for split, marker in (("train", "o"), ("holdout", "s")):
         part = rows[rows["split"] == split]
         ax.scatter(part[source.x], part["measured"] / scale, marker=marker, s=26, zorder=3,
