@@ -11,6 +11,7 @@ Validation table); prints each fitted value as a preset line to paste into tmasi
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent / "public"
@@ -45,11 +46,12 @@ def figure(source: public.Source, table, path: Path, text: str) -> None:  # noqa
 
 def main(names: list[str]) -> None:
     out = ROOT / "results"
+    work = Path(tempfile.mkdtemp(prefix="tmasim-public-"))  # the derived point tables, not kept
     lines = ["| source | GPU | rows fitted | rows held out | fitted | held-out MAPE | shipped preset's MAPE |",
              "|---|---|---|---|---|---|---|"]
     for name in names or list(public.SOURCES):
         source = public.SOURCES[name]
-        cal = public.run(source, ROOT, Path("/tmp") / "tmasim-public", overrides=source.start)
+        cal = public.run(source, ROOT, work, overrides=source.start)
         print(cal.text())
         table = public.points_table(source, ROOT, cal)
         table.to_csv(out / f"{name}.csv", index=False)
@@ -57,7 +59,7 @@ def main(names: list[str]) -> None:
         fitted = ", ".join(f"{p.name} {p.show(cal.fitted[p.name])}" for p in cal.parameters)
         shipped = cal.split_mape("holdout", "start_error_pct")
         if source.start:  # the fit started elsewhere: the shipped preset's error, on the same split
-            check = public.run(source, ROOT, Path("/tmp") / "tmasim-public", fit=source.fit[:1], max_evals=3)
+            check = public.run(source, ROOT, work, fit=source.fit[:1], max_evals=3)
             shipped = check.split_mape("holdout", "start_error_pct")
         figure(source, table, out / f"{name}.png",
                f"held-out MAPE {cal.holdout_mape:.1f}% ({counts.get('holdout', 0)} of {len(table)} points)")
@@ -66,7 +68,14 @@ def main(names: list[str]) -> None:
         for p in cal.parameters:
             print(f'{p.name} = {{ value = "{p.preset_value(cal.fitted[p.name])}", '
                   f'source = "{public.source_text(source, cal)}" }}')
-    (out / "summary.md").write_text("\n".join(lines) + "\n")
+    summary = out / "summary.md"
+    if names and summary.is_file():  # a subset: keep the other sources' rows
+        mine = {line.split("|")[1] for line in lines[2:]}
+        kept = [line for line in summary.read_text().splitlines()[2:] if line.split("|")[1] not in mine]
+        order = [f" `{s.table}` " for s in public.SOURCES.values()]
+        rows = sorted(kept + lines[2:], key=lambda line: order.index(line.split("|")[1]))
+        lines = lines[:2] + rows
+    summary.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
