@@ -1,4 +1,4 @@
-"""Validation against measured tables, and calibration of GPU presets to them (DESIGN.md §6).
+"""Validation against measured tables, and calibration of GPU presets to them (docs/design.md §7).
 
     >>> from tmasim.validation import validate, calibrate
     >>> v = validate("out/measured_runs.csv")            # the backend's files, mapped built-in
@@ -9,7 +9,7 @@
 Modules: ``mapping`` (--map, the backend's map, units), ``measured`` (tables, provenance,
 repeats), ``study`` (base scenario + mapping = one scenario per point), ``runner`` (parallel,
 deduplicated, resumable simulation), ``compare`` (:func:`validate`), ``fit``
-(Levenberg-Marquardt), ``calibration`` (:func:`calibrate`), ``preset`` (writing a preset),
+(scipy least squares), ``calibration`` (:func:`calibrate`), ``preset`` (writing a preset),
 ``timeline`` and ``figures``, ``synthetic`` (backend files from the simulator, for tests),
 ``command`` (the subcommands). Heavy modules load on first use, so that registering the
 subcommands keeps ``tmasim --help`` fast.

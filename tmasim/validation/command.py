@@ -49,7 +49,7 @@ hbm_bandwidth, l2_bandwidth, sm_port_bandwidth, smem_bandwidth, l2_fit_size, l2_
 (GPU preset fields) and
 ps_per_iter_byte (the backend map's compute constant). Each is fitted as its logarithm, to
 minimize the squared log ratio of predicted to measured (a relative error), by
-Levenberg-Marquardt; one evaluation simulates every training point, a Jacobian takes one
+scipy's least_squares (trust region); one evaluation simulates every training point, a Jacobian takes one
 per fitted field. An interrupted calibration resumes from OUT.simulations.jsonl.
 
 {MAP_HELP}"""
