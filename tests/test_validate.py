@@ -67,7 +67,8 @@ def test_a_perturbed_copy_shows_the_known_error_at_every_point(backend: Path, tm
     v = validate(path)
     assert np.allclose(v.table["error_pct"], 100 * errors, atol=1e-9)
     assert v.mape == pytest.approx(100 * np.abs(errors).mean())
-    assert "worst: point 4, -30.0%" in v.text()
+    # points 4, 9 and 14 all miss by -30 %: which one rounding makes the worst is not the point
+    assert any(f"worst: point {i}, -30.0%" in v.text() for i in (4, 9, 14))
 
 
 def test_repeats_are_one_point_compared_through_their_median(backend: Path, tmp_path: Path) -> None:

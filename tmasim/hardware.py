@@ -41,6 +41,8 @@ class GpuSpec:
     max_ctas_per_sm: int
     max_threads_per_sm: int
     l2_size: int
+    l2_fit_size: int
+    l2_miss_scale: int
     hbm_bandwidth: float
     l2_bandwidth: float
     sm_port_bandwidth: float
@@ -77,6 +79,8 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "max_ctas_per_sm": ("int", "resident CTAs per SM"),
     "max_threads_per_sm": ("int", "resident threads per SM"),
     "l2_size": ("size", "L2 cache capacity"),
+    "l2_fit_size": ("size", "largest data set that stays in L2 under repeated reads (tmasim.l2)"),
+    "l2_miss_scale": ("size", "past l2_fit_size, the L2 miss share rises as 1 - exp(-excess / this)"),
     "hbm_bandwidth": ("bandwidth", "HBM bandwidth"),
     "l2_bandwidth": ("bandwidth", "L2 bandwidth (chip)"),
     "sm_port_bandwidth": ("bandwidth", "ingest bandwidth of one SM from L2"),

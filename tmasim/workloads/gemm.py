@@ -11,7 +11,8 @@ L2 reuse model (documented simplification, not an LRU). CTAs that run at the sam
 k-loops nearly in step, so when several of them need the same A row-panel or B column-panel
 box, the first request misses to HBM and the others hit in L2. Per wave and per operand the
 HBM fraction of a box is therefore (distinct panels in the wave) / (tiles in the wave). If A
-and B together fit in L2, a panel is fetched from HBM only the first time any wave needs it.
+and B together fit in what L2 holds under repeated reads (the preset's ``l2_fit_size``, see
+:mod:`tmasim.l2`), a panel is fetched from HBM only the first time any wave needs it.
 Limits: it assumes the CTAs of a wave stay within L2's capacity of each other (true for
 lockstep k-loops; false if they drift far apart), ignores reuse across waves when the operands
 do not fit, and spreads a wave's misses evenly over its tiles (which keeps identical SMs
@@ -189,7 +190,7 @@ def plan(config: GemmConfig, scenario: Scenario) -> tuple[Plan, Residency]:
                     other_smem=epilogue_smem, consumers=consumers, requested_ctas_per_sm=config.ctas_per_sm)
     coords = tile_coords(config)
     concurrent = min(len(coords), gpu.sms * res.ctas_per_sm)
-    fractions = hbm_fractions(config, coords, concurrent, gpu.l2_size)
+    fractions = hbm_fractions(config, coords, concurrent, gpu.l2_fit_size)  # what L2 holds (tmasim.l2)
     cache: dict[tuple[int, int, float, float], Unit] = {}
     units = []
     for index, ((row, col), (fa, fb)) in enumerate(zip(coords, fractions, strict=True)):
