@@ -141,6 +141,9 @@ def describe(stats: dict[str, Any], scenario: Any) -> str:
     lines = [f"{stats['scenario']}: {_headline(stats, scenario)}"]
     if scenario.description:
         lines.append(f"  {scenario.description}")
+    if not stats.get("valid", True):
+        return "\n".join([lines[0], f"  INVALID RUN: {stats['invalid_reason']}", *lines[1:],
+                          "  no time is reported: a run with broken barriers is not a kernel's timing"])
     kind = stats["workload"]
     rows = _tiles_rows(stats) if kind == "tiles" else _chip_rows(stats, scenario)
     several = kind != "tiles" or stats["consumers"] > 1

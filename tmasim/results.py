@@ -80,7 +80,9 @@ class Result:
         return int(self.stats["makespan_ps"])
 
     def to_json(self) -> str:
-        return json.dumps(self.stats, default=_jsonable)
+        """The stats as one JSON object, ``valid`` and ``invalid_reason`` first."""
+        first = {k: self.stats[k] for k in ("valid", "invalid_reason") if k in self.stats}
+        return json.dumps({**first, **self.stats}, default=_jsonable)
 
     def save(self, out_dir: Path) -> list[Path]:
         """Write summary, spans, events (and races, if any) as CSV beside scenario.json."""

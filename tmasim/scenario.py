@@ -19,9 +19,20 @@ from tmasim import fields as read
 from tmasim.errors import ScenarioError
 from tmasim.hardware import GpuSpec, load_gpu
 from tmasim.workloads import WorkloadConfig, parse_workload
+from tmasim.workloads.gemm import GemmConfig
+from tmasim.workloads.stream import StreamConfig
+from tmasim.workloads.tiles import MAX_RECORDED_TILES, TilesConfig
+
+WORKLOAD_TYPES = (TilesConfig, StreamConfig, GemmConfig)
 
 TOP_LEVEL = ("name", "description", "gpu", "workload", "pipeline", "run")
 REFERENCE = "reference"
+CONSUMER_MODES = ("cooperative", "pingpong")
+# Far above any real kernel (shared memory and 1024 threads per CTA bind long before), low
+# enough that a typo cannot make the engine build millions of barriers.
+MAX_STAGES = 4096
+MAX_CONSUMERS = 64
+MAX_ARRIVALS = 2**20
 
 
 @dataclass(frozen=True)
@@ -41,12 +52,30 @@ class Pipeline:
     empty_arrivals: int | None = None
     expect_tx: int | None = None
 
+    def __post_init__(self) -> None:
+        """Checked on every construction, ``dataclasses.replace`` included."""
+        read.integer("pipeline.stages", self.stages, minimum=1, maximum=MAX_STAGES)
+        read.integer("pipeline.consumers", self.consumers, minimum=1, maximum=MAX_CONSUMERS,
+                     why=" (consumer warpgroups of 128 threads in one CTA)")
+        read.choice("pipeline.consumer_mode", self.consumer_mode, CONSUMER_MODES)
+        read.boolean("pipeline.consumer_waits_full", self.consumer_waits_full)
+        for name in ("full_arrivals", "empty_arrivals"):
+            if getattr(self, name) is not None:
+                read.integer(f"pipeline.{name}", getattr(self, name), minimum=1, maximum=MAX_ARRIVALS)
+        if self.expect_tx is not None:
+            read.checked_size("pipeline.expect_tx", self.expect_tx)
+
 
 @dataclass(frozen=True)
 class RunOptions:
     seed: int = 0
     records: bool = True
     aggregate: bool = True
+
+    def __post_init__(self) -> None:
+        read.integer("run.seed", self.seed, minimum=0, maximum=2**63 - 1)
+        read.boolean("run.records", self.records)
+        read.boolean("run.aggregate", self.aggregate)
 
 
 @dataclass(frozen=True)
@@ -58,6 +87,24 @@ class Scenario:
     pipeline: Pipeline
     run: RunOptions
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        read.text("name", self.name)
+        read.text("description", self.description)
+        for name, kind in (("gpu", GpuSpec), ("workload", WORKLOAD_TYPES), ("pipeline", Pipeline),
+                           ("run", RunOptions)):
+            if not isinstance(getattr(self, name), kind):
+                raise ScenarioError(name, type(getattr(self, name)).__name__, "is not a checked configuration "
+                                    "(build it with tmasim.load_scenario or the dataclasses of tmasim)")
+        w = self.workload
+        if self.run.records and isinstance(w, TilesConfig) and w.tiles > MAX_RECORDED_TILES:
+            raise ScenarioError("run.records", True, f"keeps per-event records, at most for {MAX_RECORDED_TILES:,} "
+                                f"tiles (workload.tiles = {w.tiles:,}); set run.records=false for bigger runs")
+
+    def validate(self) -> None:
+        """Check every part again (``simulate`` calls this): one rule, wherever a scenario came from."""
+        for part in (self.gpu, self.workload, self.pipeline, self.run, self):
+            part.__post_init__()
 
     def to_dict(self) -> dict[str, Any]:
         """The scenario as TOML-shaped data (after overrides): what result files carry."""
@@ -73,18 +120,23 @@ def load(source: str | Path | None = None, overrides: Iterable[str] = ()) -> Sce
 def read_raw(source: str | Path | None) -> tuple[dict[str, Any], Path | None]:
     if source is None:
         source = REFERENCE
-    path = Path(source)
-    if not path.exists() and path.suffix != ".toml" and "/" not in str(source):
-        bundled = resources.files("tmasim").joinpath("scenarios", f"{source}.toml")
-        if bundled.is_file():
-            return _parse_toml(bundled.read_text(), str(source)), None
-    if not path.is_file():
-        raise ScenarioError("scenario", str(source), f"is not a file (bundled scenarios: {', '.join(bundled_names())})")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise ScenarioError("scenario", str(source), f"cannot be read: {err}") from None
-    return _parse_toml(text, str(source)), path.parent
+    if not isinstance(source, (str, Path)):
+        raise ScenarioError("scenario", source, "must be a file path or the name of a bundled scenario")
+    text = str(source)
+    bundled = _bundled(text)
+    if bundled is not None and not read.is_file(text):
+        return read.toml_text("scenario", text, bundled.read_text(encoding="utf-8")), None
+    if not read.is_file(text):
+        raise ScenarioError("scenario", text, f"is not a file (bundled scenarios: {', '.join(bundled_names())})")
+    return read.toml_file("scenario", text), Path(text).parent
+
+
+def _bundled(name: str) -> Any:
+    """The bundled scenario ``name`` (``reference`` or ``reference.toml``), or None."""
+    if "/" in name or "\\" in name or not name or len(name) > 200:
+        return None
+    resource = resources.files("tmasim").joinpath("scenarios", name if name.endswith(".toml") else f"{name}.toml")
+    return resource if resource.is_file() else None
 
 
 def bundled_names() -> list[str]:
@@ -93,10 +145,7 @@ def bundled_names() -> list[str]:
 
 
 def _parse_toml(text: str, where: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ScenarioError("scenario", where, f"is not valid TOML ({err})") from None
+    return read.toml_text("scenario", where, text)
 
 
 def apply_overrides(raw: Mapping[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
@@ -116,6 +165,8 @@ def parse_value(text: str) -> Any:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
+    except RecursionError:
+        raise ScenarioError("--set", text[:60], "is nested too deeply to read as TOML") from None
 
 
 def set_field(raw: dict[str, Any], dotted: str, value: Any) -> None:
@@ -154,23 +205,12 @@ def _pipeline(raw: Mapping[str, Any]) -> Pipeline:
     known = ("stages", "consumers", "consumer_mode", "consumer_waits_full", "full_arrivals", "empty_arrivals",
              "expect_tx")
     read.reject_unknown("pipeline", raw, known)
-    optional = {k: read.integer(f"pipeline.{k}", raw[k], minimum=1)
-                for k in ("full_arrivals", "empty_arrivals") if k in raw}
-    return Pipeline(
-        stages=read.integer("pipeline.stages", raw.get("stages", 2), minimum=1),
-        consumers=read.integer("pipeline.consumers", raw.get("consumers", 1), minimum=1),
-        consumer_mode=read.choice("pipeline.consumer_mode", raw.get("consumer_mode", "cooperative"),
-                                  ("cooperative", "pingpong")),
-        consumer_waits_full=read.boolean("pipeline.consumer_waits_full", raw.get("consumer_waits_full", True)),
-        expect_tx=read.size("pipeline.expect_tx", raw["expect_tx"]) if "expect_tx" in raw else None,
-        **optional,
-    )
+    values = {k: raw[k] for k in known if k in raw and k != "expect_tx"}  # checked by Pipeline itself
+    if "expect_tx" in raw:
+        values["expect_tx"] = read.size("pipeline.expect_tx", raw["expect_tx"])
+    return Pipeline(**values)
 
 
 def _run(raw: Mapping[str, Any]) -> RunOptions:
     read.reject_unknown("run", raw, ("seed", "records", "aggregate"))
-    return RunOptions(
-        seed=read.integer("run.seed", raw.get("seed", 0), minimum=0),
-        records=read.boolean("run.records", raw.get("records", True)),
-        aggregate=read.boolean("run.aggregate", raw.get("aggregate", True)),
-    )
+    return RunOptions(**raw)  # checked by RunOptions itself

@@ -62,6 +62,8 @@ def evaluate(task: Task, point: Point) -> Outcome:
         scenario = from_dict(raw, task.base_dir)
         seed = scenario.run.seed
         stats = simulate(scenario).stats
+        if not stats.get("valid", True):  # broken barriers: never recorded as a time
+            return Outcome(point.id, seed, INVALID, str(stats["invalid_reason"]))
     except ModelError as err:
         return Outcome(point.id, seed, ERROR, str(err))
     except TmasimError as err:

@@ -14,6 +14,7 @@ Every byte is read once, so all of it comes from HBM.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -29,6 +30,8 @@ from tmasim.units import PS_PER_S
 
 FIELDS = ("kind", "dtype", "shape", "box", "compute_per_byte", "launch", "ctas", "ctas_per_sm")
 ELEMENT_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp64")
+MAX_BOXES = 10**7  # each box is a work unit the engine builds and simulates
+MAX_DIM = 2**32    # a tensor map's largest global dimension
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,31 @@ class StreamConfig:
     launch: str = "persistent"
     ctas: int | None = None        # persistent grid size (default: as many as are resident)
     ctas_per_sm: int | None = None
+
+    def __post_init__(self) -> None:
+        """Checked on every construction, ``dataclasses.replace`` included."""
+        read.choice("workload.dtype", self.dtype, ELEMENT_DTYPES)
+        for name in ("shape", "box"):
+            value = getattr(self, name)
+            if not isinstance(value, tuple) or not value:
+                raise ScenarioError(f"workload.{name}", value, "must be a non-empty list of whole numbers")
+            for i, v in enumerate(value):
+                read.integer(f"workload.{name}[{i}]", v, minimum=1, maximum=MAX_DIM)
+        if len(self.box) != len(self.shape):
+            raise ScenarioError("workload.box", list(self.box),
+                                f"must have one entry per dimension of shape ({len(self.shape)})")
+        boxes = math.prod(-(-s // b) for s, b in zip(self.shape, self.box, strict=True))
+        if boxes > MAX_BOXES:
+            raise ScenarioError("workload.shape", list(self.shape),
+                                f"makes {boxes:,} boxes of {list(self.box)}, over the {MAX_BOXES:,} the engine "
+                                "simulates (each box is a work unit); use bigger boxes or a smaller tensor")
+        read.checked_quantity("workload.compute_per_byte", self.compute_per_byte, positive=False)
+        if self.compute_per_byte > read.MAX_TIME_PS:
+            raise ScenarioError("workload.compute_per_byte", self.compute_per_byte, "must be at most 1 s per byte")
+        read.choice("workload.launch", self.launch, ("persistent", "grid"))
+        for name in ("ctas", "ctas_per_sm"):
+            if getattr(self, name) is not None:
+                read.integer(f"workload.{name}", getattr(self, name), minimum=1, maximum=MAX_BOXES)
 
     def descriptor(self) -> TensorDescriptor:
         """Row-major, innermost dim last in ``shape``; the descriptor wants innermost first."""
@@ -75,7 +103,7 @@ def parse(raw: Mapping[str, Any]) -> StreamConfig:
 def _int_list(field: str, value: Any) -> tuple[int, ...]:
     if not isinstance(value, list) or not value:
         raise ScenarioError(field, value, "must be a non-empty list of whole numbers")
-    return tuple(read.integer(f"{field}[{i}]", v, minimum=1) for i, v in enumerate(value))
+    return tuple(read.integer(f"{field}[{i}]", v, minimum=1, maximum=MAX_DIM) for i, v in enumerate(value))
 
 
 def plan(config: StreamConfig, gpu: GpuSpec, stages: int, consumers: int) -> tuple[Plan, Residency]:

@@ -26,6 +26,11 @@ from tmasim.residency import Residency, residency
 FIELDS = ("kind", "tiles", "load", "compute", "latency", "tile_bytes")
 # One fixed stream index per random source, so that adding a source never reshuffles another.
 STREAMS = {"load": 0, "compute": 1, "latency": 2}
+# The engine's memory and time grow with the tile count (about 0.3 KiB of records and a few
+# microseconds of CPU per tile): 10^8 tiles run in about half an hour without records.
+MAX_TILES = 10**8
+MAX_RECORDED_TILES = 10**7
+TILES_WHY = " (every tile is simulated, one after another; see the README's limits)"
 
 
 @dataclass(frozen=True)
@@ -37,11 +42,22 @@ class TilesConfig:
     latency: TimeSpec = 0
     tile_bytes: int = 16384
 
+    def __post_init__(self) -> None:
+        """Checked on every construction, ``dataclasses.replace`` included."""
+        read.integer("workload.tiles", self.tiles, minimum=1, maximum=MAX_TILES, why=TILES_WHY)
+        for name in ("load", "compute", "latency"):
+            spec = getattr(self, name)
+            read.check_time_spec(f"workload.{name}", spec, positive=name != "latency")
+            if isinstance(spec, tuple) and len(spec) != self.tiles:
+                raise ScenarioError(f"workload.{name}", f"{len(spec)} entries",
+                                    f"must have one entry per tile (workload.tiles = {self.tiles})")
+        read.checked_size("workload.tile_bytes", self.tile_bytes)
+
 
 def parse(raw: Mapping[str, Any]) -> TilesConfig:
     read.reject_unknown("workload", raw, FIELDS)
     tiles = read.integer("workload.tiles", read.required("workload", raw, "tiles", " for kind 'tiles'"),
-                         minimum=1)
+                         minimum=1, maximum=MAX_TILES, why=TILES_WHY)
     specs = {}
     for name in ("load", "compute", "latency"):
         if name == "latency" and name not in raw:
