@@ -9,7 +9,8 @@ drawn from its own random stream of the run's seed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import array
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from tmasim import fields as read
 from tmasim.engine.chip import Plan
-from tmasim.engine.program import TimedProgram
+from tmasim.engine.program import Repeat, TimedProgram
 from tmasim.errors import ScenarioError
 from tmasim.fields import Distribution, TimeSpec
 from tmasim.hardware import GpuSpec
@@ -72,16 +73,16 @@ def parse(raw: Mapping[str, Any]) -> TilesConfig:
     return TilesConfig(tiles=tiles, tile_bytes=tile_bytes, **specs)
 
 
-def per_tile(spec: TimeSpec, tiles: int, seed: int, stream: int) -> list[int]:
-    """The spec's value for each tile, in integer picoseconds."""
+def per_tile(spec: TimeSpec, tiles: int, seed: int, stream: int) -> Sequence[int]:
+    """The spec's value for each tile, in integer picoseconds (compact: see :class:`Repeat`)."""
     if isinstance(spec, int):
-        return [spec] * tiles
+        return Repeat(spec, tiles)
     if isinstance(spec, tuple):
         return list(spec)
-    return draw(spec, tiles, seed, stream)
+    return array.array("q", draw(spec, tiles, seed, stream).astype(np.int64).tobytes())
 
 
-def draw(dist: Distribution, count: int, seed: int, stream: int) -> list[int]:
+def draw(dist: Distribution, count: int, seed: int, stream: int) -> np.ndarray:
     """Positive draws, rounded to whole picoseconds; non-positive draws are redrawn."""
     entropy = dist.seed if dist.seed is not None else seed
     rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(stream,)))
@@ -90,7 +91,7 @@ def draw(dist: Distribution, count: int, seed: int, stream: int) -> list[int]:
         batch = np.rint(_sample(rng, dist, count)).astype(np.int64)
         values = np.concatenate([values, batch[batch > 0]])
         if values.size >= count:
-            return values[:count].tolist()
+            return values[:count]
     raise ScenarioError("workload", dist.kind, "distribution almost never draws a positive time")
 
 
@@ -108,7 +109,7 @@ def _sample(rng: np.random.Generator, dist: Distribution, count: int) -> np.ndar
     return rng.lognormal(np.log(mean) - sigma2 / 2, np.sqrt(sigma2), count)
 
 
-def times(config: TilesConfig, seed: int) -> dict[str, list[int]]:
+def times(config: TilesConfig, seed: int) -> dict[str, Sequence[int]]:
     """Per-tile load, compute and latency, in ps."""
     return {name: per_tile(getattr(config, name), config.tiles, seed, stream) for name, stream in STREAMS.items()}
 
