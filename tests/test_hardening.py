@@ -214,3 +214,23 @@ def test_a_sweep_records_a_run_with_races_as_invalid_never_as_a_time(tmp_path):
     assert ok["status"] == "ok" and ok["makespan_ns"] == 23_000
     assert broken["status"] == "invalid" and "read(s) before data landed" in broken["error"]
     assert broken["makespan_ns"] != broken["makespan_ns"]  # NaN: no time recorded
+
+
+def test_load_scenario_takes_a_list_or_a_dict_of_overrides_and_refuses_one_string():
+    import tmasim
+
+    assert tmasim.load_scenario("reference", ["pipeline.stages=3"]).pipeline.stages == 3
+    assert tmasim.load_scenario("reference", {"pipeline.stages": 3, "workload.load": "4 us"}).workload.load == 4 * 10**6
+    with pytest.raises(ScenarioError, match="not one string"):
+        tmasim.load_scenario("reference", "pipeline.stages=3")
+    with pytest.raises(ScenarioError, match="must be a string FIELD=VALUE"):
+        tmasim.load_scenario("reference", [("pipeline.stages", 3)])
+
+
+def test_load_scenario_finds_a_bundled_file_by_its_file_name(tmp_path, monkeypatch):
+    import tmasim
+
+    monkeypatch.chdir(tmp_path)  # no reference.toml here: the bundled one is meant
+    assert tmasim.load_scenario("reference.toml").name == "reference"
+    (tmp_path / "reference.toml").write_text('name = "mine"\n[workload]\ntiles = 2\nload = "1 us"\ncompute = "1 us"\n')
+    assert tmasim.load_scenario("reference.toml").name == "mine"  # a file of that name here comes first

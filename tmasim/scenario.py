@@ -111,8 +111,10 @@ class Scenario:
         return copy.deepcopy(dict(self.raw))
 
 
-def load(source: str | Path | None = None, overrides: Iterable[str] = ()) -> Scenario:
-    """Read a scenario file (or a bundled scenario by name; the reference one if ``None``)."""
+def load(source: str | Path | None = None, overrides: Iterable[str] | Mapping[str, Any] = ()) -> Scenario:
+    """Read a scenario file (or a bundled scenario by name, ``reference`` or ``reference.toml``;
+    the reference one if ``None``), with overrides: ``["pipeline.stages=3"]`` or
+    ``{"pipeline.stages": 3}``."""
     raw, base_dir = read_raw(source)
     return from_dict(apply_overrides(raw, overrides), base_dir)
 
@@ -148,10 +150,23 @@ def _parse_toml(text: str, where: str) -> dict[str, Any]:
     return read.toml_text("scenario", where, text)
 
 
-def apply_overrides(raw: Mapping[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
-    """Apply ``FIELD=VALUE`` settings; VALUE is read as TOML, else taken as a plain string."""
+def apply_overrides(raw: Mapping[str, Any], overrides: Iterable[str] | Mapping[str, Any]) -> dict[str, Any]:
+    """Apply ``FIELD=VALUE`` settings (VALUE read as TOML, else taken as a plain string), or a
+    dict ``{FIELD: value}`` whose values are taken as they are. One string is refused: it is
+    not a list of settings (iterating it would set one field per character)."""
     result = copy.deepcopy(dict(raw))
+    if isinstance(overrides, (str, bytes)):
+        raise ScenarioError("overrides", overrides, "must be a list of 'FIELD=VALUE' strings or a dict "
+                            "{FIELD: value}, not one string (write [\"pipeline.stages=3\"])")
+    if isinstance(overrides, Mapping):
+        for name, value in overrides.items():
+            if not isinstance(name, str) or not name.strip():
+                raise ScenarioError("overrides", name, "must be a field name like 'pipeline.stages'")
+            set_field(result, name.strip(), value)
+        return result
     for item in overrides:
+        if not isinstance(item, str):
+            raise ScenarioError("--set", item, "must be a string FIELD=VALUE (e.g. pipeline.stages=3)")
         name, sep, text = item.partition("=")
         name = name.strip()
         if not sep or not name:
