@@ -234,3 +234,66 @@ def test_load_scenario_finds_a_bundled_file_by_its_file_name(tmp_path, monkeypat
     assert tmasim.load_scenario("reference.toml").name == "reference"
     (tmp_path / "reference.toml").write_text('name = "mine"\n[workload]\ntiles = 2\nload = "1 us"\ncompute = "1 us"\n')
     assert tmasim.load_scenario("reference.toml").name == "mine"  # a file of that name here comes first
+
+
+@pytest.fixture(scope="module")
+def sweep_file(tmp_path_factory: pytest.TempPathFactory):
+    from tmasim.sweep import run_sweep
+
+    out = tmp_path_factory.mktemp("sweep") / "s.parquet"
+    run_sweep("reference", [], ["pipeline.stages=1,2"], out=out, progress=False)
+    return out
+
+
+@pytest.mark.parametrize(("extra", "fragments"), [
+    (["--y", "status"], ["--y: column 'status' is not numeric (it holds ok)", "makespan_ns"]),
+    (["--out", "x.jpeg"], ["--out: 'x.jpeg' must end in .png or .svg"]),
+])
+def test_plot_refuses_what_it_cannot_draw_in_one_line(capsys, sweep_file, extra, fragments):
+    code, _, err = run_cli(capsys, "plot", str(sweep_file), "--kind", "stage-sweep", *extra)
+    assert_one_line_error(code, err, *fragments)
+
+
+def test_plot_says_the_path_it_really_wrote(capsys, sweep_file, tmp_path):
+    code, _, err = run_cli(capsys, "plot", str(sweep_file), "--kind", "stage-sweep", "--out", str(tmp_path / "x"))
+    assert code == 0 and err.strip() == f"wrote {tmp_path / 'x.png'}" and (tmp_path / "x.png").is_file()
+
+
+@pytest.mark.parametrize("window", ["nan,5 us", "0,inf", "0,1e400", "inf us,5 us"])
+def test_a_window_that_is_not_finite_is_refused(capsys, tmp_path, window):
+    assert run_cli(capsys, "run", "--out", str(tmp_path / "run"))[0] == 0
+    code, _, err = run_cli(capsys, "plot", str(tmp_path / "run"), "--kind", "gantt", "--window", window)
+    assert_one_line_error(code, err, "--window")
+
+
+def test_plot_of_empty_or_all_failed_tables(capsys, tmp_path):
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    code, _, err = run_cli(capsys, "plot", str(empty), "--kind", "stage-sweep")
+    assert_one_line_error(code, err, "cannot be read")
+    failed = tmp_path / "failed.csv"
+    failed.write_text("point,pipeline.stages,status,error\n0,0,invalid,bad\n")
+    code, _, err = run_cli(capsys, "plot", str(failed), "--kind", "stage-sweep")
+    assert_one_line_error(code, err, "no point of", "ran (1 invalid)")
+
+
+def test_a_report_whose_sweep_all_failed_still_has_an_index(capsys, tmp_path):
+    out = tmp_path / "review"
+    code, _, err = run_cli(capsys, "report", "reference", "--set", "pipeline.consumer_waits_full=false",
+                           "--vary", "pipeline.stages=2,3", "--out", str(out))
+    assert code == 0, err
+    page = (out / "index.html").read_text()
+    assert "INVALID RUN: 2 read(s) before data landed" in page and "No point of the sweep ran (2 invalid)" in page
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["review"]  # no staging folder left behind
+
+
+def test_a_report_that_fails_leaves_no_half_written_folder(capsys, tmp_path, monkeypatch):
+    from tmasim import report
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(report, "_timeline_figures", broken)
+    code, _, err = run_cli(capsys, "report", "reference", "--out", str(tmp_path / "review"))
+    assert_one_line_error(code, err, "--out: cannot write", "No space left on device")
+    assert list(tmp_path.iterdir()) == []

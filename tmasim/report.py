@@ -10,9 +10,10 @@ be mailed as one attachment; the same PNGs and the tables (CSV) are written besi
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -150,23 +151,61 @@ def build_report(scenario: str | Path | None, overrides: Sequence[str] = (), var
     shown = scenarios.load(scenario, overrides)
     result = simulate(scenarios.load(scenario, [*overrides, "run.records=true"]), record_bandwidth=True)
     table = _sweep(scenario, overrides, vary, jobs) if vary else None
-    (out / "figures").mkdir(parents=True, exist_ok=True)
     page = Page(title=f"{shown.name}: design review", description=shown.description,
                 verdict=_verdict(result.stats), scenario_text=scenario_toml(shown.to_dict()),
                 summary_rows=summary_rows(result.stats), command=_command(scenario, overrides, vary))
+    with _staging(out) as stage:
+        _write_report(page, result, table, stage, first_tiles)
+    return out / "index.html"
+
+
+def _write_report(page: Page, result: Result, table: pd.DataFrame | None, out: Path,
+                  first_tiles: int | None) -> None:
+    (out / "figures").mkdir(parents=True, exist_ok=True)
     result.summary.to_csv(out / "summary.csv", index=False)
     if table is not None:
         table.to_csv(out / "sweep.csv", index=False)
-        page.figures += _sweep_figures(table, out)
+        if (table["status"] == "ok").any():
+            page.figures += _sweep_figures(table, out)
+        else:
+            counts = ", ".join(f"{n} {status}" for status, n in table["status"].value_counts().items())
+            page.verdict += f" No point of the sweep ran ({counts}): the table below says why, point by point."
         page.table_html, page.table_file = sweep_table_html(table), "sweep.csv"
     else:
         page.figures.append(("Where the time went", "The run's makespan cut into the layers of its bounds.",
                              _save(_stalls(result.summary), out, "stalls")))
         page.table_html, page.table_file = summary_table_html(summary_rows(result.stats, every=True)), "summary.csv"
     page.figures += _timeline_figures(result, out, first_tiles)
-    index = out / "index.html"
-    index.write_text(render(page), encoding="utf-8")
-    return index
+    (out / "index.html").write_text(render(page), encoding="utf-8")
+
+
+@contextlib.contextmanager
+def _staging(out: Path) -> Iterator[Path]:
+    """Write into a hidden folder beside ``out``, then move the files in: a report that fails
+    half-way leaves ``out`` as it was, never a folder without index.html."""
+    import os
+    import shutil
+    import tempfile
+
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    except OSError as err:
+        raise TmasimError(f"--out: cannot write in {str(out.parent)!r} ({err.strerror or err})") from None
+    try:
+        yield stage
+        out.mkdir(exist_ok=True)
+        for path in sorted(stage.rglob("*"), key=lambda p: len(p.parts)):
+            target = out / path.relative_to(stage)
+            if path.is_dir():
+                target.mkdir(exist_ok=True)
+            elif path.name != "index.html":
+                os.replace(path, target)
+        os.replace(stage / "index.html", out / "index.html")  # last: its presence means the rest is there
+    except OSError as err:
+        raise TmasimError(f"--out: cannot write {str(out)!r} ({err.strerror or err})") from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 def _sweep(scenario: str | Path | None, overrides: Sequence[str], vary: Sequence[str], jobs: int) -> pd.DataFrame:
@@ -176,6 +215,8 @@ def _sweep(scenario: str | Path | None, overrides: Sequence[str], vary: Sequence
 
 
 def _verdict(stats: Mapping[str, Any]) -> str:
+    if stats.get("valid") is False:
+        return f"INVALID RUN: {stats['invalid_reason']}. No time is reported for it; the timeline shows the races."
     races = f" It has {stats['races']} read(s) of a slot before its data landed: a race." if stats.get("races") else ""
     return f"Takes {_t(stats['makespan_ns'])}. {explain(stats)}{races}"
 
