@@ -297,3 +297,11 @@ def test_a_report_that_fails_leaves_no_half_written_folder(capsys, tmp_path, mon
     code, _, err = run_cli(capsys, "report", "reference", "--out", str(tmp_path / "review"))
     assert_one_line_error(code, err, "--out: cannot write", "No space left on device")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", [["run", "--out"], ["report", "reference", "--out"], ["run", "--trace"],
+                                     ["sweep", "reference", "--vary", "pipeline.stages=1,2", "--out"]])
+def test_an_out_name_the_os_refuses_is_one_line(capsys, tmp_path, command):
+    code, _, err = run_cli(capsys, *command, str(tmp_path / ("z" * 3000)))
+    assert_one_line_error(code, err, "--out" if "--out" in command else "--trace")
+    assert list(tmp_path.iterdir()) == []

@@ -77,8 +77,8 @@ def _run(args: argparse.Namespace) -> int:
     from tmasim.simulation import simulate
 
     scenario = scenarios.load(args.scenario, args.overrides)
-    if args.out is not None and args.out.exists() and not args.out.is_dir():
-        raise TmasimError(f"--out: {str(args.out)!r} exists and is not a directory")
+    if args.out is not None:
+        _check_out_dir(args.out)
     if args.trace is not None and not scenario.run.records:
         raise TmasimError("--trace: this scenario keeps no per-event records (run.records = false); "
                           "add --set run.records=true")
@@ -108,7 +108,23 @@ def _write_trace(result: Any, path: Path) -> None:
         raise TmasimError(f"--trace: cannot write {str(path)!r}: {err.strerror}") from None
 
 
+def _check_out_dir(out: Path) -> None:
+    """Refused before the run: a file where the folder should be, a name the OS refuses."""
+    try:
+        if out.exists() and not out.is_dir():
+            raise TmasimError(f"--out: {str(out)!r} exists and is not a directory")
+    except OSError as err:
+        raise TmasimError(f"--out: {str(out)[:100]!r} cannot be used ({err.strerror or err})") from None
+
+
 def _write_outputs(result: Any, out: Path) -> None:
+    try:
+        _write_tables_and_chart(result, out)
+    except OSError as err:
+        raise TmasimError(f"--out: cannot write {str(out)[:100]!r} ({err.strerror or err})") from None
+
+
+def _write_tables_and_chart(result: Any, out: Path) -> None:
     from tmasim import plots
 
     written = result.save(out)

@@ -146,8 +146,11 @@ def build_report(scenario: str | Path | None, overrides: Sequence[str] = (), var
     from tmasim.simulation import simulate
 
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise TmasimError(f"--out: {str(out)!r} exists and is not a directory")
+    try:
+        if out.exists() and not out.is_dir():
+            raise TmasimError(f"--out: {str(out)!r} exists and is not a directory")
+    except OSError as err:
+        raise TmasimError(f"--out: {str(out)[:100]!r} cannot be used ({err.strerror or err})") from None
     shown = scenarios.load(scenario, overrides)
     result = simulate(scenarios.load(scenario, [*overrides, "run.records=true"]), record_bandwidth=True)
     table = _sweep(scenario, overrides, vary, jobs) if vary else None
