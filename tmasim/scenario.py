@@ -8,6 +8,7 @@ the field, the value and the rule; the engine trusts what it is given.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -19,11 +20,7 @@ from tmasim import fields as read
 from tmasim.errors import ScenarioError
 from tmasim.hardware import GpuSpec, load_gpu
 from tmasim.workloads import WorkloadConfig, parse_workload
-from tmasim.workloads.gemm import GemmConfig
-from tmasim.workloads.stream import StreamConfig
 from tmasim.workloads.tiles import MAX_RECORDED_TILES, TilesConfig
-
-WORKLOAD_TYPES = (TilesConfig, StreamConfig, GemmConfig)
 
 TOP_LEVEL = ("name", "description", "gpu", "workload", "pipeline", "run")
 REFERENCE = "reference"
@@ -91,11 +88,11 @@ class Scenario:
     def __post_init__(self) -> None:
         read.text("name", self.name)
         read.text("description", self.description)
-        for name, kind in (("gpu", GpuSpec), ("workload", WORKLOAD_TYPES), ("pipeline", Pipeline),
-                           ("run", RunOptions)):
+        for name, kind in (("gpu", GpuSpec), ("pipeline", Pipeline), ("run", RunOptions)):
             if not isinstance(getattr(self, name), kind):
-                raise ScenarioError(name, type(getattr(self, name)).__name__, "is not a checked configuration "
-                                    "(build it with tmasim.load_scenario or the dataclasses of tmasim)")
+                _unchecked(name, getattr(self, name))
+        if not dataclasses.is_dataclass(self.workload) or not isinstance(getattr(self.workload, "kind", None), str):
+            _unchecked("workload", self.workload)
         w = self.workload
         if self.run.records and isinstance(w, TilesConfig) and w.tiles > MAX_RECORDED_TILES:
             raise ScenarioError("run.records", True, f"keeps per-event records, at most for {MAX_RECORDED_TILES:,} "
@@ -104,11 +101,18 @@ class Scenario:
     def validate(self) -> None:
         """Check every part again (``simulate`` calls this): one rule, wherever a scenario came from."""
         for part in (self.gpu, self.workload, self.pipeline, self.run, self):
-            part.__post_init__()
+            check = getattr(part, "__post_init__", None)
+            if check is not None:
+                check()
 
     def to_dict(self) -> dict[str, Any]:
         """The scenario as TOML-shaped data (after overrides): what result files carry."""
         return copy.deepcopy(dict(self.raw))
+
+
+def _unchecked(name: str, value: Any) -> None:
+    raise ScenarioError(name, type(value).__name__, "is not a checked configuration (build it with "
+                        "tmasim.load_scenario or tmasim's configuration dataclasses)")
 
 
 def load(source: str | Path | None = None, overrides: Iterable[str] | Mapping[str, Any] = ()) -> Scenario:
