@@ -284,6 +284,7 @@ def test_a_report_whose_sweep_all_failed_still_has_an_index(capsys, tmp_path):
     assert code == 0, err
     page = (out / "index.html").read_text()
     assert "INVALID RUN: 2 read(s) before data landed" in page and "No point of the sweep ran (2 invalid)" in page
+    assert '<th scope="row">makespan_ns</th>' not in page and '<th scope="row">valid</th><td>False' in page
     assert sorted(p.name for p in tmp_path.iterdir()) == ["review"]  # no staging folder left behind
 
 

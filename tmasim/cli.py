@@ -135,8 +135,9 @@ def _write_tables_and_chart(result: Any, out: Path) -> None:
         stats = result.stats
         serial = stats.get("serial_ns")
         no_overlap = f" (no overlap: {format_time(serial * 1000)})" if serial is not None else ""
-        title = (f"{stats['scenario']}: {format_time(result.makespan_ps)} with {stats['stages']} stage(s)"
-                 f"{no_overlap} on {stats['gpu']}")
+        took = ("INVALID RUN (races)", "") if stats.get("valid") is False else (format_time(result.makespan_ps),
+                                                                                 no_overlap)
+        title = f"{stats['scenario']}: {took[0]} with {stats['stages']} stage(s){took[1]} on {stats['gpu']}"
         written += plots.save(plots.gantt(result.spans, result.events, title=title,
                                           tiles=plots.suggested_tiles(result.spans)), out / "gantt.png")
     print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)

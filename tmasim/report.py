@@ -272,7 +272,8 @@ def _timeline_figures(result: Result, out: Path, first_tiles: int | None) -> lis
     tiles = first_tiles if first_tiles is not None else plots.suggested_tiles(spans)
     zoom = f" (zoomed to the first {tiles} tiles of each CTA; the run has {per_cta})" if tiles else ""
     stats = result.stats
-    title = f"{stats['scenario']}: {_t(stats['makespan_ns'])} with {stats['stages']} stage(s) on {stats['gpu']}"
+    took = "INVALID RUN (races)" if stats.get("valid") is False else _t(stats["makespan_ns"])
+    title = f"{stats['scenario']}: {took} with {stats['stages']} stage(s) on {stats['gpu']}"
     figures = [("Timeline of the base scenario", f"Gantt chart{zoom}: copies, compute, barrier waits and phase "
                                                  "flips.", _save(plots.gantt(spans, events, title, tiles=tiles),
                                                                  out, "gantt")),
@@ -323,7 +324,14 @@ def summary_rows(stats: Mapping[str, Any], *, every: bool = False) -> list[tuple
     workload without FLOPs), or every figure."""
     names = list(stats) if every else [k for k in KEY_FIGURES if stats.get(k) is not None and not (
         k.endswith("_per_s") and stats[k] == 0)]
+    if stats.get("valid") is False:  # broken barriers: its times are not a kernel's, so none is shown
+        names = ["valid", "invalid_reason", *(n for n in names if n not in ("valid", "invalid_reason")
+                                              and not _is_timing(n))]
     return [(name, format_figure(name, stats[name])) for name in names]
+
+
+def _is_timing(name: str) -> bool:
+    return name.endswith(("_ns", "_ps", "_per_s", "utilization")) or name in ("speedup", "efficiency")
 
 
 def summary_table_html(rows: Sequence[tuple[str, str]]) -> str:
