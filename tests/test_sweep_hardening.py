@@ -186,3 +186,29 @@ def dies(scenario):
 points.simulate = dies
 run_sweep("reference", [], sys.argv[2:], out=sys.argv[1], progress=False)
 """
+
+
+WORKER_DIES = """
+import os, sys
+from tmasim.errors import TmasimError
+from tmasim.sweep import points, run_sweep
+real = points.simulate
+def dies_at_three_stages(scenario):
+    if scenario.pipeline.stages == 3:
+        os._exit(9)  # the worker process is killed outright
+    return real(scenario)
+points.simulate = dies_at_three_stages  # inherited by the forked workers
+try:
+    run_sweep("reference", [], sys.argv[2:], jobs=2, out=sys.argv[1], progress=False)
+except TmasimError as err:
+    print(err)
+"""
+
+
+def test_a_worker_that_dies_ends_the_sweep_in_one_line(tmp_path):
+    out = tmp_path / "s.csv"
+    proc = subprocess.run([sys.executable, "-c", WORKER_DIES, str(out), "pipeline.stages=1,2,3,4,5,6"],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert proc.stdout.startswith("--jobs: a worker process died"), proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "s.csv.lock").exists()
