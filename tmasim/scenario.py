@@ -19,8 +19,8 @@ from typing import Any
 from tmasim import fields as read
 from tmasim.errors import ScenarioError
 from tmasim.hardware import GpuSpec, load_gpu
-from tmasim.workloads import WorkloadConfig, parse_workload
-from tmasim.workloads.tiles import MAX_RECORDED_TILES, TilesConfig
+from tmasim.suggest import did_you_mean
+from tmasim.workloads import WORKLOADS, WorkloadConfig, parse_workload
 
 TOP_LEVEL = ("name", "description", "gpu", "workload", "pipeline", "run")
 REFERENCE = "reference"
@@ -84,6 +84,9 @@ class Scenario:
     pipeline: Pipeline
     run: RunOptions
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # The file as written, before --set overrides ({} when built from data): what the header
+    # compares against, so that it never repeats what an override made untrue.
+    origin: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         read.text("name", self.name)
@@ -93,10 +96,9 @@ class Scenario:
                 _unchecked(name, getattr(self, name))
         if not dataclasses.is_dataclass(self.workload) or not isinstance(getattr(self.workload, "kind", None), str):
             _unchecked("workload", self.workload)
-        w = self.workload
-        if self.run.records and isinstance(w, TilesConfig) and w.tiles > MAX_RECORDED_TILES:
-            raise ScenarioError("run.records", True, f"keeps per-event records, at most for {MAX_RECORDED_TILES:,} "
-                                f"tiles (workload.tiles = {w.tiles:,}); set run.records=false for bigger runs")
+        check = getattr(WORKLOADS.get(self.workload.kind), "check", None)  # optional for a new workload
+        if check is not None:
+            check(self.workload, self)
 
     def validate(self) -> None:
         """Check every part again (``simulate`` calls this): one rule, wherever a scenario came from."""
@@ -120,7 +122,8 @@ def load(source: str | Path | None = None, overrides: Iterable[str] | Mapping[st
     the reference one if ``None``), with overrides: ``["pipeline.stages=3"]`` or
     ``{"pipeline.stages": 3}``."""
     raw, base_dir = read_raw(source)
-    return from_dict(apply_overrides(raw, overrides), base_dir)
+    scenario = from_dict(apply_overrides(raw, overrides), base_dir)
+    return dataclasses.replace(scenario, origin=raw)
 
 
 def read_raw(source: str | Path | None) -> tuple[dict[str, Any], Path | None]:
@@ -133,7 +136,9 @@ def read_raw(source: str | Path | None) -> tuple[dict[str, Any], Path | None]:
     if bundled is not None and not read.is_file(text):
         return read.toml_text("scenario", text, bundled.read_text(encoding="utf-8")), None
     if not read.is_file(text):
-        raise ScenarioError("scenario", text, f"is not a file (bundled scenarios: {', '.join(bundled_names())})")
+        names = bundled_names()
+        raise ScenarioError("scenario", text, f"is not a file or a bundled scenario{did_you_mean(text, names)} "
+                                              f"(bundled: {', '.join(names)})")
     return read.toml_file("scenario", text), Path(text).parent
 
 
@@ -145,13 +150,19 @@ def _bundled(name: str) -> Any:
     return resource if resource.is_file() else None
 
 
+def bundled_text(name: str) -> str:
+    """A bundled scenario's file as written (comments included), to start a scenario of one's own."""
+    resource = resources.files("tmasim").joinpath("scenarios", f"{name}.toml")
+    if not resource.is_file():
+        names = bundled_names()
+        raise ScenarioError("scenario", name, f"is not a bundled scenario{did_you_mean(name, names)} "
+                                              f"(bundled: {', '.join(names)})")
+    return resource.read_text(encoding="utf-8")
+
+
 def bundled_names() -> list[str]:
     folder = resources.files("tmasim").joinpath("scenarios")
     return sorted(p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml"))
-
-
-def _parse_toml(text: str, where: str) -> dict[str, Any]:
-    return read.toml_text("scenario", where, text)
 
 
 def apply_overrides(raw: Mapping[str, Any], overrides: Iterable[str] | Mapping[str, Any]) -> dict[str, Any]:

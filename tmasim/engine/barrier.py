@@ -17,8 +17,8 @@ from collections.abc import Callable
 
 import simpy
 
+from tmasim import format as fmt
 from tmasim.errors import BarrierError
-from tmasim.units import format_time
 
 FlipHook = Callable[["Mbarrier", int], None]
 
@@ -66,7 +66,7 @@ class Mbarrier:
             self._wrong_phase(who, phase)
         if count > self._pending:
             raise BarrierError(
-                f"{self.name}: {who or 'a thread'} arrives at {format_time(self.env.now)} but phase "
+                f"{self.name}: {who or 'a thread'} arrives at {fmt.time(self.env.now)} but phase "
                 f"{self.phase} has {self._pending} of {self.arrivals} expected arrivals left "
                 "(more arrivals than the barrier was initialized for)")
         self._pending -= count
@@ -82,7 +82,7 @@ class Mbarrier:
         self.arrive(who)
 
     def _wrong_phase(self, who: str, phase: int) -> None:
-        at = format_time(self.env.now)
+        at = fmt.time(self.env.now)
         if phase < self.phase:
             raise BarrierError(
                 f"{self.name}: {who} arrives for phase {phase} at {at}, but that phase already completed "
@@ -95,7 +95,7 @@ class Mbarrier:
     def complete_tx(self, nbytes: int, who: str = "") -> None:
         if nbytes > self._tx:
             raise BarrierError(
-                f"{self.name}: {who or 'a copy'} completes {nbytes} bytes at {format_time(self.env.now)} "
+                f"{self.name}: {who or 'a copy'} completes {nbytes} bytes at {fmt.time(self.env.now)} "
                 f"but phase {self.phase} expects only {self._tx} more (transaction-count underflow: "
                 "expect_tx announced fewer bytes than the copies deliver)")
         self._tx -= nbytes

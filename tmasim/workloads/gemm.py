@@ -20,9 +20,10 @@ identical, so aggregation stays exact).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tmasim import fields as read
 from tmasim.descriptor import TensorDescriptor
@@ -32,6 +33,10 @@ from tmasim.errors import ScenarioError
 from tmasim.hardware import DTYPES, GpuSpec
 from tmasim.residency import Residency, residency
 
+if TYPE_CHECKING:
+    from tmasim.scenario import Scenario
+
+KIND = "gemm"
 FIELDS = ("kind", "m", "n", "k", "dtype", "out_dtype", "tile", "raster", "group", "launch", "ctas_per_sm",
           "epilogue_smem", "l2_reuse")
 OUT_DTYPES = ("bf16", "fp16", "fp32")
@@ -43,7 +48,7 @@ _OUT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 
 @dataclass(frozen=True)
 class GemmConfig:
-    kind: ClassVar[str] = "gemm"
+    kind: ClassVar[str] = KIND
     m: int
     n: int
     k: int
@@ -202,7 +207,12 @@ def hbm_fractions(config: GemmConfig, coords: Sequence[tuple[int, int]], concurr
     return result
 
 
-def plan(config: GemmConfig, gpu: GpuSpec, stages: int, consumers: int) -> tuple[Plan, Residency]:
+def check(config: GemmConfig, scenario: Scenario) -> None:
+    """No rules between this workload and the rest of the scenario beyond what ``plan`` checks."""
+
+
+def plan(config: GemmConfig, scenario: Scenario) -> tuple[Plan, Residency]:
+    gpu, stages, consumers = scenario.gpu, scenario.pipeline.stages, scenario.pipeline.consumers
     if config.dtype not in gpu.tensor_flops:
         raise ScenarioError("workload.dtype", config.dtype, f"has no tensor-core rate on {gpu.name} "
                             f"(gpu.tensor_flops gives {', '.join(gpu.tensor_flops) or 'none'})")
@@ -226,6 +236,22 @@ def plan(config: GemmConfig, gpu: GpuSpec, stages: int, consumers: int) -> tuple
         programs = [UnitProgram([unit]) for unit in units]
     sms = min(gpu.sms, len(programs))
     return Plan(programs, config.launch == "persistent", res.ctas_per_sm, sms, flow=True, units=len(units)), res
+
+
+def work_units(config: GemmConfig, plan: Plan) -> int:
+    return plan.units
+
+
+def describe(config: GemmConfig) -> str:
+    bm, bn, bk = config.tile
+    return f"{config.m}x{config.n}x{config.k} {config.dtype} GEMM, tile {bm}x{bn}x{bk}"
+
+
+def stats(config: GemmConfig, scenario: Scenario, plan: Plan, res: Residency, makespan: int) -> dict[str, Any]:
+    """The bounds (see :func:`breakdown`) and how close the run comes to the one that binds."""
+    extra: dict[str, Any] = breakdown(config, scenario.gpu, plan, scenario.pipeline.stages)
+    extra["efficiency"] = extra["bound_ns"] * 1000 / makespan if makespan else None
+    return extra
 
 
 def _edge(index: int, count: int) -> bool:
@@ -339,3 +365,74 @@ def _busiest_slot(program: UnitProgram, gpu: GpuSpec, stages: int) -> float:
                 per_slot[slot] += uses * trip
             first += seg.steps
     return max(0.0, max(per_slot) - gpu.barrier_wake)
+
+
+# ------------------------------------------------------------------------------ presentation
+
+BOUND_NAMES = (("compute", "compute"), ("l2", "L2"), ("hbm", "HBM"), ("port", "SM port"), ("latency", "latency"))
+
+
+def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
+    from tmasim import format as fmt
+    from tmasim.summary import chip_rows, t
+
+    config = scenario.workload
+    assert isinstance(config, GemmConfig)
+    peak = scenario.gpu.tensor_flops[config.dtype] * 1e12
+    rate = stats["achieved_flops_per_s"]
+    bounds = ", ".join(f"{name} {t(stats[f'{key}_bound_ns'], zero='none')}" for key, name in BOUND_NAMES)
+    binding = dict(BOUND_NAMES).get(stats["binding"], stats["binding"])
+    return [
+        ("predicted time", f"{t(stats['makespan_ns'])}   ({fmt.flop_rate(rate)}, {fmt.percent(rate / peak)} of "
+                           f"the {fmt.flop_rate(peak)} {config.dtype} peak)"),
+        ("bound", f"{t(stats['bound_ns'])}, binding: {binding}   (the run reaches {fmt.percent(stats['efficiency'])} "
+                  "of it)"),
+        ("bounds", bounds),
+        ("no-overlap time", f"{t(stats['serial_ns'])} on the busiest SM"),
+        *chip_rows(stats, scenario),
+    ]
+
+
+def explain(stats: Mapping[str, Any]) -> str:
+    """The bound that binds, in one sentence a reviewer can repeat."""
+    from tmasim.summary import t
+
+    s = stats
+    binding, compute = s["binding"], t(s["compute_bound_ns"])
+    if binding == "compute":
+        others = ", ".join(f"{name} {t(s[f'{key}_bound_ns'], zero='none')}" for key, name in BOUND_NAMES[1:])
+        return (f"Compute binds: the busiest SM needs {compute} of tensor-core time, more than any memory path "
+                f"needs ({others}).")
+    if binding in ("l2", "hbm"):
+        return _explain_link(s, binding)
+    if binding == "port":
+        return (f"The SMs' L2 ports bind: the busiest SM needs {t(s['port_bound_ns'])} just to take in its "
+                f"operands through its one port, more than its {compute} of tensor-core time; bigger tiles "
+                "(more reuse per byte) would help.")
+    return (f"Latency binds: with {s['stages']} stages x {s['ctas_per_sm']} CTA(s) per SM in flight, the busiest "
+            f"SM's slot round trips add up to at least {t(s['latency_bound_ns'])}, more than its {compute} of "
+            "compute; more stages, if shared memory allows, would hide it.")
+
+
+def _explain_link(s: Mapping[str, Any], binding: str) -> str:
+    from tmasim import format as fmt
+    from tmasim.summary import t
+
+    link = "HBM" if binding == "hbm" else "L2"
+    nbytes = _link_bytes(s, binding)
+    supply = nbytes / (float(s[f"{binding}_bound_ns"]) * 1e-9)
+    demand = nbytes / (float(s["compute_bound_ns"]) * 1e-9)
+    what = "box data" if binding == "l2" else "DRAM traffic"
+    return (f"{link} bandwidth binds: to keep the tensor cores busy the SMs together would ask for "
+            f"{fmt.rate(demand)} of {what}, and {link} supplies {fmt.rate(supply)}, so moving "
+            f"{fmt.amount(nbytes)} takes at least {t(s[f'{binding}_bound_ns'])}.")
+
+
+    s = stats
+def _link_bytes(s: Mapping[str, Any], link: str) -> float:
+    """What the bound moved over the link: carried bytes where recorded, else the model's count."""
+    for key in ((f"{link}_carried_bytes", "memory_bytes") if link == "l2" else ("model_hbm_bytes", "hbm_bytes")):
+        value = s.get(key)
+        if value is not None and not (isinstance(value, float) and math.isnan(value)):
+            return float(value)
+    return 0.0
