@@ -99,8 +99,8 @@ def _run(args: argparse.Namespace) -> int:
     from tmasim.simulation import simulate
 
     scenario = scenarios.load(args.scenario, args.overrides)
-    if args.out is not None and args.out.exists() and not args.out.is_dir():
-        raise TmasimError(f"--out: {str(args.out)!r} exists and is not a directory")
+    if args.out is not None:
+        _check_out_dir(args.out)
     if args.trace is not None and not scenario.run.records:
         raise TmasimError("--trace: this scenario keeps no per-event records (run.records = false); "
                           "add --set run.records=true")
@@ -143,7 +143,23 @@ def _write_trace(result: Any, path: Path) -> None:
         raise TmasimError(f"--trace: cannot write {str(path)!r}: {err.strerror}") from None
 
 
+def _check_out_dir(out: Path) -> None:
+    """Refused before the run: a file where the folder should be, a name the OS refuses."""
+    try:
+        if out.exists() and not out.is_dir():
+            raise TmasimError(f"--out: {str(out)!r} exists and is not a directory")
+    except OSError as err:
+        raise TmasimError(f"--out: {str(out)[:100]!r} cannot be used ({err.strerror or err})") from None
+
+
 def _write_outputs(result: Any, out: Path) -> None:
+    try:
+        _write_tables_and_chart(result, out)
+    except OSError as err:
+        raise TmasimError(f"--out: cannot write {str(out)[:100]!r} ({err.strerror or err})") from None
+
+
+def _write_tables_and_chart(result: Any, out: Path) -> None:
     from tmasim.review import plots
     from tmasim.summary import plural
 
@@ -155,8 +171,9 @@ def _write_outputs(result: Any, out: Path) -> None:
         stats = result.stats
         serial = stats.get("serial_ns")
         no_overlap = f" (no overlap: {fmt.time_ns(serial, unicode=True)})" if serial is not None else ""
-        title = (f"{stats['scenario']}: {fmt.time(result.makespan_ps, unicode=True)} with "
-                 f"{plural(stats['stages'], 'stage')}{no_overlap} on {stats['gpu']}")
+        took = (("INVALID RUN (races)", "") if stats.get("valid") is False
+                else (fmt.time(result.makespan_ps, unicode=True), no_overlap))
+        title = f"{stats['scenario']}: {took[0]} with {plural(stats['stages'], 'stage')}{took[1]} on {stats['gpu']}"
         gantt = plots.gantt(result.spans, result.events, title=title, tiles=plots.suggested_tiles(result.spans),
                             note=plots.representatives_note(stats))
         written += plots.save(gantt, out / "gantt.png")

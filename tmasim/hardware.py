@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -56,6 +55,16 @@ class GpuSpec:
     barrier_wake: int
     tensor_flops: Mapping[str, float]
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        """Every value within its rules, on every construction (``dataclasses.replace`` included)."""
+        for key, (kind, _) in _FIELDS.items():
+            attr = "clock_hz" if key == "clock" else key
+            _check(f"gpu.{key}", kind, getattr(self, attr))
+        if self.smem_per_cta > self.smem_per_sm:
+            raise ScenarioError("gpu.smem_per_cta", fmt.size(self.smem_per_cta),
+                                f"must be <= gpu.smem_per_sm ({fmt.size(self.smem_per_sm)}): "
+                                "a CTA cannot use more shared memory than its SM has")
 
     def sm_flop_rate(self, dtype: str) -> float:
         """Dense tensor-core FLOP per picosecond of one SM for ``dtype``."""
@@ -129,20 +138,15 @@ def raw_preset(name: str) -> dict[str, Any]:
 def _read_preset(name: str, base_dir: Path | None, field_name: str) -> dict[str, Any]:
     if name.endswith(".toml") or "/" in name:
         path = Path(name)
-        if not path.is_absolute() and base_dir is not None and not path.exists():
+        if not path.is_absolute() and base_dir is not None and not read.is_file(path):
             path = base_dir / path
-        if not path.is_file():
+        if not read.is_file(path):
             raise ScenarioError(field_name, name, "is not a preset file that exists")
-        data = path.read_text()
-    else:
-        resource = resources.files("tmasim").joinpath("presets", f"{name}.toml")
-        if not resource.is_file():
-            raise ScenarioError(field_name, name, f"is not a known GPU preset (known: {', '.join(preset_names())})")
-        data = resource.read_text()
-    try:
-        return tomllib.loads(data)
-    except tomllib.TOMLDecodeError as err:
-        raise ScenarioError(field_name, name, f"is not valid TOML: {err}") from None
+        return read.toml_file(field_name, path)
+    resource = resources.files("tmasim").joinpath("presets", f"{name}.toml") if len(name) < 200 else None
+    if resource is None or not resource.is_file():
+        raise ScenarioError(field_name, name, f"is not a known GPU preset (known: {', '.join(preset_names())})")
+    return read.toml_text(field_name, name, resource.read_text(encoding="utf-8"))
 
 
 def _from_raw(raw: Mapping[str, Any], where: str) -> GpuSpec:
@@ -161,11 +165,39 @@ def _from_raw(raw: Mapping[str, Any], where: str) -> GpuSpec:
     return GpuSpec(**parsed, sources=sources)
 
 
+# Bounds of the whole-number fields: far above any GPU, low enough to keep the engine in memory.
+_INT_LIMITS = {"sms": (1, 4096), "max_ctas_per_sm": (1, 1024), "max_threads_per_sm": (1, 2**16),
+               "tma_max_in_flight": (0, 2**20)}
+
+
+def _check(name: str, kind: str, value: Any) -> None:
+    """A parsed value (engine units) within the rules of its kind."""
+    if kind == "text":
+        read.text(name, value)
+    elif kind == "int":
+        low, high = _INT_LIMITS[name.rpartition(".")[2]]
+        read.integer(name, value, minimum=low, maximum=high)
+    elif kind == "size":
+        read.checked_size(name, value, positive=False)
+    elif kind == "time":
+        read.checked_time(name, value, positive=False)
+    elif kind == "frequency":
+        read.checked_quantity(name, value)
+    elif kind == "bandwidth":
+        if value != math.inf:
+            read.checked_quantity(name, value)
+    elif kind == "flop_rates":
+        read.reject_unknown(name, read.table(name, value), DTYPES)
+        for dtype, rate in value.items():
+            read.checked_quantity(f"{name}.{dtype}", rate)
+
+
 def _parse(name: str, kind: str, value: Any, clock_hz: float) -> Any:
     if kind == "text":
         return read.text(name, value)
     if kind == "int":
-        return read.integer(name, value, minimum=0 if name.endswith("tma_max_in_flight") else 1)
+        low, high = _INT_LIMITS[name.rpartition(".")[2]]
+        return read.integer(name, value, minimum=low, maximum=high)
     if kind == "size":
         return read.size(name, value, positive=False)
     if kind == "frequency":
@@ -184,10 +216,8 @@ def _parse(name: str, kind: str, value: Any, clock_hz: float) -> Any:
 def _time_or_cycles(name: str, value: Any, clock_hz: float) -> int:
     """Latencies are often measured in cycles: ``"690 cycles"`` is converted at the preset's clock."""
     if isinstance(value, str) and "cycle" in value:
-        cycles = units.parse(value, "cycles", name)
-        if cycles < 0:
-            raise ScenarioError(name, value, "must be >= 0")
-        return round(cycles / clock_hz * units.PS_PER_S)
+        cycles = read.checked_quantity(name, units.parse(value, "cycles", name), positive=False, shown=value)
+        return read.checked_time(name, round(cycles / clock_hz * units.PS_PER_S), positive=False, shown=value)
     return read.time(name, value, positive=False)
 
 

@@ -15,7 +15,7 @@ from tmasim import format as fmt
 from tmasim.engine.chip import Chip, Plan
 from tmasim.engine.cta import Cta, Sync
 from tmasim.engine.recorder import Recorder
-from tmasim.errors import BarrierError, DeadlockError, ModelError
+from tmasim.errors import BarrierError, DeadlockError, ModelError, ScenarioError
 from tmasim.residency import Residency
 from tmasim.results import Result
 from tmasim.scenario import Scenario
@@ -25,9 +25,11 @@ from tmasim.workloads import workload_of
 
 def simulate(scenario: Scenario, *, record_bandwidth: bool = False) -> Result:
     """Run one scenario. ``record_bandwidth`` keeps each link's load over time (for plots)."""
+    scenario.validate()
     env = simpy.Environment()
     recorder = Recorder() if scenario.run.records else None
     plan, res = plan_scenario(scenario)
+    _check_plan(scenario, plan)
     chip = Chip(env, scenario.gpu, plan, _sync(scenario), recorder, aggregate=scenario.run.aggregate,
                 record_bandwidth=record_bandwidth)
     try:
@@ -42,12 +44,22 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False) -> Result:
     stats = {**_common_stats(scenario, chip, res, makespan),
              **workload.stats(scenario.workload, scenario, chip.plan, res, makespan)}
     stats["races"] = len(races)
+    stats["valid"], stats["invalid_reason"] = _validity(scenario, races)
     links = chip.fabric.link_stats() if chip.fabric is not None else {}
     for name in ("L2", "HBM"):
         if name in links:
             stats[f"{name.lower()}_carried_bytes"] = links[name].bytes_carried
     bandwidth = _bandwidth_table(links) if record_bandwidth else None
     return Result(scenario, stats, races, recorder, bandwidth)
+
+
+def _validity(scenario: Scenario, races: list[Any]) -> tuple[bool, str | None]:
+    """A run whose consumers read before the data landed is not a kernel's timing: invalid."""
+    if not races:
+        return True, None
+    skipped = " (pipeline.consumer_waits_full = false)" if not scenario.pipeline.consumer_waits_full else ""
+    return False, (f"{len(races)} read(s) before data landed{skipped}: the barriers were broken, "
+                   "so its times are not a kernel's")
 
 
 def _bandwidth_table(links: dict[str, Any]) -> list[tuple[int, str, float, float]]:
@@ -61,6 +73,18 @@ def _bandwidth_table(links: dict[str, Any]) -> list[tuple[int, str, float, float
 
 def plan_scenario(scenario: Scenario) -> tuple[Plan, Residency]:
     return workload_of(scenario.workload).plan(scenario.workload, scenario)
+
+
+def _check_plan(scenario: Scenario, plan: Plan) -> None:
+    """Rules between the GPU and the work: a per-SM byte cap below one copy would never let
+    that copy share the TMA unit, so it is refused rather than silently serialized."""
+    cap = scenario.gpu.tma_max_bytes_in_flight
+    if cap and plan.programs and plan.programs[0].steps:
+        largest = max(c.smem_bytes for c in plan.programs[0].copies(0))
+        if largest > cap:
+            raise ScenarioError("gpu.tma_max_bytes_in_flight", fmt.size(cap),
+                                f"is below one copy ({fmt.size(largest)}): must be 0 (unlimited) or at least "
+                                "one copy's bytes")
 
 
 def _run_events(env: simpy.Environment, scenario: Scenario, ctas: list[Cta]) -> None:

@@ -150,6 +150,10 @@ def describe(stats: Mapping[str, Any], scenario: Scenario) -> str:
     """The human summary of a run: what ran, how long it took, and why."""
     from tmasim.workloads import workload_of
 
+    if not stats.get("valid", True):
+        first, *rest = header(scenario)
+        return "\n".join([first, f"  INVALID RUN: {stats['invalid_reason']}", *rest,
+                          "  no time is reported: a run with broken barriers is not a kernel's timing"])
     rows = workload_of(scenario.workload).summary_rows(stats, scenario) + stall_rows(stats)
     width = max(len(name) for name, _ in rows)
     return "\n".join([*header(scenario), *(f"  {name:<{width}}  {value}" for name, value in rows)])

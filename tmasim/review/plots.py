@@ -517,6 +517,8 @@ def save(fig: Figure, path: Path, *, svg: bool = False) -> list[Path]:
     the figure."""
     plt = pyplot()
     path = Path(path)
+    if not path.suffix:  # what matplotlib would write: say so
+        path = path.with_name(path.name + ".png")
     path.parent.mkdir(parents=True, exist_ok=True)
     written = [path]
     if path.suffix.lower() == ".svg":

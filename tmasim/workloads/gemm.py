@@ -41,6 +41,9 @@ KIND = "gemm"
 FIELDS = ("kind", "m", "n", "k", "dtype", "out_dtype", "tile", "raster", "group", "launch", "ctas_per_sm",
           "epilogue_smem", "l2_reuse")
 OUT_DTYPES = ("bf16", "fp16", "fp32")
+RASTERS = ("row", "column", "grouped")
+MAX_DIM = 2**32      # a tensor map's largest global dimension
+MAX_UNITS = 10**7    # output tiles: each is a work unit the engine builds and simulates
 _OUT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 
 
@@ -59,6 +62,29 @@ class GemmConfig:
     ctas_per_sm: int | None = None
     epilogue_smem: int | None = None
     l2_reuse: bool = True
+
+    def __post_init__(self) -> None:
+        """Checked on every construction, ``dataclasses.replace`` included."""
+        for d in ("m", "n", "k"):
+            read.integer(f"workload.{d}", getattr(self, d), minimum=1, maximum=MAX_DIM)
+        read.choice("workload.dtype", self.dtype, DTYPES)
+        read.choice("workload.out_dtype", self.out_dtype, OUT_DTYPES)
+        if not isinstance(self.tile, tuple) or len(self.tile) != 3:
+            raise ScenarioError("workload.tile", self.tile, "must be a list of three whole numbers [BM, BN, BK]")
+        for i, v in enumerate(self.tile):
+            read.integer(f"workload.tile[{i}]", v, minimum=1, maximum=MAX_DIM)
+        if self.units > MAX_UNITS:
+            raise ScenarioError("workload.tile", list(self.tile),
+                                f"makes {self.units:,} output tiles of {self.m}x{self.n}, over the {MAX_UNITS:,} "
+                                "the engine simulates (each is a work unit); use bigger tiles or a smaller GEMM")
+        read.choice("workload.raster", self.raster, RASTERS)
+        read.integer("workload.group", self.group, minimum=1, maximum=MAX_UNITS)
+        read.choice("workload.launch", self.launch, ("persistent", "grid"))
+        if self.ctas_per_sm is not None:
+            read.integer("workload.ctas_per_sm", self.ctas_per_sm, minimum=1, maximum=1024)
+        if self.epilogue_smem is not None:
+            read.checked_size("workload.epilogue_smem", self.epilogue_smem, positive=False)
+        read.boolean("workload.l2_reuse", self.l2_reuse)
 
     @property
     def tiles_m(self) -> int:
@@ -83,8 +109,8 @@ class GemmConfig:
 
 def parse(raw: Mapping[str, Any]) -> GemmConfig:
     read.reject_unknown("workload", raw, FIELDS)
-    dims = {d: read.integer(f"workload.{d}", read.required("workload", raw, d, " for kind 'gemm'"), minimum=1)
-            for d in ("m", "n", "k")}
+    dims = {d: read.integer(f"workload.{d}", read.required("workload", raw, d, " for kind 'gemm'"), minimum=1,
+                            maximum=MAX_DIM) for d in ("m", "n", "k")}
     dtype = read.choice("workload.dtype", raw.get("dtype", "bf16"), DTYPES)
     out_dtype = read.choice("workload.out_dtype", raw.get("out_dtype", "fp32" if dtype == "tf32" else "bf16"),
                             OUT_DTYPES)
@@ -99,7 +125,7 @@ def parse(raw: Mapping[str, Any]) -> GemmConfig:
         optional["epilogue_smem"] = read.size("workload.epilogue_smem", raw["epilogue_smem"], positive=False)
     return GemmConfig(
         **dims, dtype=dtype, out_dtype=out_dtype, tile=(tile[0], tile[1], tile[2]),
-        raster=read.choice("workload.raster", raw.get("raster", "grouped"), ("row", "column", "grouped")),
+        raster=read.choice("workload.raster", raw.get("raster", "grouped"), RASTERS),
         group=read.integer("workload.group", raw.get("group", 8), minimum=1),
         launch=read.choice("workload.launch", raw.get("launch", "persistent"), ("persistent", "grid")),
         l2_reuse=read.boolean("workload.l2_reuse", raw.get("l2_reuse", True)),
@@ -182,8 +208,15 @@ def hbm_fractions(config: GemmConfig, coords: Sequence[tuple[int, int]], concurr
     return result
 
 
+def check(config: GemmConfig, scenario: Scenario) -> None:
+    """No rules between this workload and the rest of the scenario beyond what ``plan`` checks."""
+
+
 def plan(config: GemmConfig, scenario: Scenario) -> tuple[Plan, Residency]:
     gpu, stages, consumers = scenario.gpu, scenario.pipeline.stages, scenario.pipeline.consumers
+    if config.dtype not in gpu.tensor_flops:
+        raise ScenarioError("workload.dtype", config.dtype, f"has no tensor-core rate on {gpu.name} "
+                            f"(gpu.tensor_flops gives {', '.join(gpu.tensor_flops) or 'none'})")
     layout = GemmLayout.of(config)
     epilogue_smem = config.epilogue_smem if config.epilogue_smem is not None else default_epilogue_smem(config)
     res = residency(gpu, stage_bytes=layout.a.box_bytes + layout.b.box_bytes, stages=stages,

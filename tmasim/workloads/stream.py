@@ -18,6 +18,7 @@ box that misses in L2 then follows the preset's L2 model (:mod:`tmasim.l2`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
 KIND = "stream"
 FIELDS = ("kind", "dtype", "shape", "box", "compute_per_byte", "launch", "ctas", "ctas_per_sm", "data_set")
 ELEMENT_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp64")
+MAX_BOXES = 10**7  # each box is a work unit the engine builds and simulates
+MAX_DIM = 2**32    # a tensor map's largest global dimension
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,31 @@ class StreamConfig:
     def hbm_fraction(self, gpu: GpuSpec) -> float:
         """The share of each box's bytes that comes from HBM: all of it when read once."""
         return 1.0 if self.data_set is None else l2.miss_fraction(gpu, self.data_set)
+
+    def __post_init__(self) -> None:
+        """Checked on every construction, ``dataclasses.replace`` included."""
+        read.choice("workload.dtype", self.dtype, ELEMENT_DTYPES)
+        for name in ("shape", "box"):
+            value = getattr(self, name)
+            if not isinstance(value, tuple) or not value:
+                raise ScenarioError(f"workload.{name}", value, "must be a non-empty list of whole numbers")
+            for i, v in enumerate(value):
+                read.integer(f"workload.{name}[{i}]", v, minimum=1, maximum=MAX_DIM)
+        if len(self.box) != len(self.shape):
+            raise ScenarioError("workload.box", list(self.box),
+                                f"must have one entry per dimension of shape ({len(self.shape)})")
+        boxes = math.prod(-(-s // b) for s, b in zip(self.shape, self.box, strict=True))
+        if boxes > MAX_BOXES:
+            raise ScenarioError("workload.shape", list(self.shape),
+                                f"makes {boxes:,} boxes of {list(self.box)}, over the {MAX_BOXES:,} the engine "
+                                "simulates (each box is a work unit); use bigger boxes or a smaller tensor")
+        read.checked_quantity("workload.compute_per_byte", self.compute_per_byte, positive=False)
+        if self.compute_per_byte > read.MAX_TIME_PS:
+            raise ScenarioError("workload.compute_per_byte", self.compute_per_byte, "must be at most 1 s per byte")
+        read.choice("workload.launch", self.launch, ("persistent", "grid"))
+        for name in ("ctas", "ctas_per_sm"):
+            if getattr(self, name) is not None:
+                read.integer(f"workload.{name}", getattr(self, name), minimum=1, maximum=MAX_BOXES)
 
     def descriptor(self) -> TensorDescriptor:
         """Row-major, innermost dim last in ``shape``; the descriptor wants innermost first."""
@@ -92,7 +120,11 @@ def parse(raw: Mapping[str, Any]) -> StreamConfig:
 def _int_list(field: str, value: Any) -> tuple[int, ...]:
     if not isinstance(value, list) or not value:
         raise ScenarioError(field, value, "must be a non-empty list of whole numbers")
-    return tuple(read.integer(f"{field}[{i}]", v, minimum=1) for i, v in enumerate(value))
+    return tuple(read.integer(f"{field}[{i}]", v, minimum=1, maximum=MAX_DIM) for i, v in enumerate(value))
+
+
+def check(config: StreamConfig, scenario: Scenario) -> None:
+    """No rules between this workload and the rest of the scenario beyond what ``plan`` checks."""
 
 
 def plan(config: StreamConfig, scenario: Scenario) -> tuple[Plan, Residency]:
