@@ -123,7 +123,7 @@ def _animate(args: argparse.Namespace) -> int:
     try:
         result = simulate(scenario)
     except ModelError as err:   # a run that cannot finish: animate it up to the failure, then report
-        if err.records is None or not err.records.spans:
+        if err.records is None or not err.records.span_count:
             raise
         partial = Result(scenario, {"scenario": scenario.name, "stages": scenario.pipeline.stages}, [], err.records)
         kind = "deadlock" if isinstance(err, DeadlockError) else "mbarrier misuse"

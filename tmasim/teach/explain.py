@@ -148,7 +148,8 @@ def explain_invalid(result: Result, reason: str, base_dir: Path | None) -> str:
     from tmasim.simulation import simulate
 
     scenario, stats = result.scenario, result.stats
-    lines = [paragraph(f"INVALID: this run's time is not a valid result: {reason}."), ""]
+    why = " (races: reads before the data landed)" if stats.get("races") else ""
+    lines = [paragraph(f"INVALID{why}: this run's time is not a valid result: {reason}."), ""]
     shown = fmt.time(stats["makespan_ps"], 4)
     text = (f"The run ended at {shown}, but that is the time of a program that reads shared memory "
             "before the TMA has written it: the numbers it computed would be wrong, so its time is "

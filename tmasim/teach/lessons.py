@@ -328,7 +328,7 @@ def _when(err: ModelError) -> str:
 def _partial_gantt(lab: Lab, scenario: Scenario, err: ModelError, name: str, title: str) -> list[Path]:
     from tmasim.review import plots
 
-    if lab.out is None or err.records is None or not err.records.spans:
+    if lab.out is None or err.records is None or not err.records.span_count:
         return []
     partial = Result(scenario, {}, [], err.records)
     fig = plots.gantt(partial.spans, partial.events, title=f"{title} (records up to the failure)")
