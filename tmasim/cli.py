@@ -227,10 +227,28 @@ def _chip_rows(stats: dict[str, Any], scenario: Any) -> list[tuple[str, str]]:
                     + f", L2 {format_bytes(stats['memory_bytes'])}"
                     + (f" ({stats['l2_utilization']:.0%} busy)" if stats["l2_utilization"] is not None else "")),
     ]
-    if stats["sm_classes"] < stats["sms_used"]:
+    if "cluster" in stats:
+        rows += _cluster_rows(stats, scenario)
+    elif stats["sm_classes"] < stats["sms_used"]:
         rows.append(("aggregation", f"{stats['sms_used']} SMs simulated as {stats['sm_classes']} class(es) "
                                     "of identical SMs (run.aggregate = false to simulate each)"))
     return rows
+
+
+def _cluster_rows(stats: dict[str, Any], scenario: Any) -> list[tuple[str, str]]:
+    cx, cy = stats["cluster"]
+    chosen = "set" if getattr(scenario.workload, "multicast", None) is not None else "default: what the shape allows"
+    shares = {"none": "no operand shared", "a": f"A split over the {cy} CTAs of a cluster row",
+              "b": f"B split over the {cx} CTAs of a cluster column", "both": "A over each row, B over each column"}
+    per_gpc = "+".join(map(str, stats["clusters_per_gpc"]))
+    return [
+        ("cluster", f"{cx}x{cy} CTAs{'' if stats['cluster_portable'] else ' (non-portable size: needs the opt-in)'}; "
+                    f"multicast {stats['multicast']} ({chosen}; {shares[stats['multicast']]}); remote arrival "
+                    f"{_t(stats['remote_arrive_ns'])}"),
+        ("placement", f"{stats['clusters_resident']} clusters resident at once ({per_gpc} per GPC), "
+                      f"{stats['idle_sms']} SM(s) idle"),
+        ("aggregation", f"{stats['aggregation']}; {stats['cluster_classes']} cluster slot(s) simulated"),
+    ]
 
 
 def _scenarios(args: argparse.Namespace) -> int:

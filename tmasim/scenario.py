@@ -40,6 +40,8 @@ class Pipeline:
     full_arrivals: int | None = None
     empty_arrivals: int | None = None
     expect_tx: int | None = None
+    cluster: tuple[int, int] = (1, 1)  # CTAs per thread-block cluster along M and along N
+    mma_cta_group: int = 1  # 2: Blackwell's 2-SM MMA, a CTA pair along M computes one 2·BM x BN tile
 
 
 @dataclass(frozen=True)
@@ -139,10 +141,12 @@ def from_dict(raw: Mapping[str, Any], base_dir: Path | None = None) -> Scenario:
     read.reject_unknown("", raw, TOP_LEVEL)
     workload = parse_workload(read.table("workload", read.required("", raw, "workload")))
     pipeline = _pipeline(read.table("pipeline", raw.get("pipeline", {})))
+    gpu = load_gpu(raw.get("gpu", "ideal"), base_dir)
+    _check_cluster(pipeline, gpu, workload)
     return Scenario(
         name=read.text("name", raw.get("name", "unnamed")),
         description=read.text("description", raw.get("description", "")),
-        gpu=load_gpu(raw.get("gpu", "ideal"), base_dir),
+        gpu=gpu,
         workload=workload,
         pipeline=pipeline,
         run=_run(read.table("run", raw.get("run", {}))),
@@ -152,7 +156,7 @@ def from_dict(raw: Mapping[str, Any], base_dir: Path | None = None) -> Scenario:
 
 def _pipeline(raw: Mapping[str, Any]) -> Pipeline:
     known = ("stages", "consumers", "consumer_mode", "consumer_waits_full", "full_arrivals", "empty_arrivals",
-             "expect_tx")
+             "expect_tx", "cluster", "mma_cta_group")
     read.reject_unknown("pipeline", raw, known)
     optional = {k: read.integer(f"pipeline.{k}", raw[k], minimum=1)
                 for k in ("full_arrivals", "empty_arrivals") if k in raw}
@@ -163,8 +167,33 @@ def _pipeline(raw: Mapping[str, Any]) -> Pipeline:
                                   ("cooperative", "pingpong")),
         consumer_waits_full=read.boolean("pipeline.consumer_waits_full", raw.get("consumer_waits_full", True)),
         expect_tx=read.size("pipeline.expect_tx", raw["expect_tx"]) if "expect_tx" in raw else None,
+        cluster=_cluster_shape(raw.get("cluster", [1, 1])),
+        mma_cta_group=read.integer("pipeline.mma_cta_group", raw.get("mma_cta_group", 1), minimum=1),
         **optional,
     )
+
+
+def _cluster_shape(value: Any) -> tuple[int, int]:
+    if not isinstance(value, list) or len(value) != 2:
+        raise ScenarioError("pipeline.cluster", value, "must be a list of two whole numbers [CX, CY] (CTAs along M, "
+                                                       "along N)")
+    cx, cy = (read.integer(f"pipeline.cluster[{i}]", v, minimum=1) for i, v in enumerate(value))
+    return cx, cy
+
+
+def _check_cluster(pipeline: Pipeline, gpu: GpuSpec, workload: WorkloadConfig) -> None:
+    """What the GPU or the workload rules out, whatever the rest of the scenario."""
+    group = pipeline.mma_cta_group
+    if group > gpu.max_mma_cta_group:
+        raise ScenarioError("pipeline.mma_cta_group", group,
+                            f"is not available on {gpu.name}: its MMA spans at most {gpu.max_mma_cta_group} SM(s) "
+                            "(the 2-SM MMA, tcgen05.mma.cta_group::2, is Blackwell's; Hopper has none)")
+    if group == 2 and pipeline.cluster[0] % 2:
+        raise ScenarioError("pipeline.mma_cta_group", group, f"pairs CTAs along M, so pipeline.cluster[0] must be "
+                                                             f"even (it is {pipeline.cluster[0]})")
+    if pipeline.cluster != (1, 1) and workload.kind != "gemm":
+        raise ScenarioError("pipeline.cluster", list(pipeline.cluster),
+                            f"is modelled for the gemm workload only (this one is {workload.kind!r})")
 
 
 def _run(raw: Mapping[str, Any]) -> RunOptions:

@@ -59,7 +59,7 @@ def plan_scenario(scenario: Scenario) -> tuple[Plan, Residency]:
         return tiles.plan(w, gpu, p.stages, p.consumers, scenario.run.seed)
     if isinstance(w, stream.StreamConfig):
         return stream.plan(w, gpu, p.stages, p.consumers)
-    return gemm.plan(w, gpu, p.stages, p.consumers)
+    return gemm.plan(w, gpu, p.stages, p.consumers, p.cluster)
 
 
 def _run_events(env: simpy.Environment, scenario: Scenario, ctas: list[Cta]) -> None:
@@ -149,7 +149,17 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
         "sms_used": sms_used,
         "waves": chip.waves(),
         "sm_classes": len(chip.sms),
+        **_cluster_stats(chip),
     }
+
+
+def _cluster_stats(chip: Chip) -> dict[str, Any]:
+    """Placement of clusters, and whether aggregation stayed on for them (exact) or went off."""
+    if chip.plan.cluster == 1:
+        return {}
+    return {**chip.plan.info, "cluster_classes": chip.cluster_classes,
+            "aggregation": "on (exact: one representative per class of identical clusters)" if chip.aggregated
+            else (chip.aggregation_note or "on (every cluster differs: none to merge)")}
 
 
 def _utilization(nbytes: float, bandwidth: float, makespan: float) -> float | None:

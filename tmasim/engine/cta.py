@@ -17,13 +17,13 @@ bug); every read of a slot whose copy had not landed is reported as a race.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
 
 import simpy
 
 from tmasim.engine.barrier import Mbarrier
-from tmasim.engine.copy_engine import CopyEngine
+from tmasim.engine.copy_engine import CopyEngine, Multicast
 from tmasim.engine.program import Copy, Program
 from tmasim.engine.recorder import Recorder
 from tmasim.engine.stages import StageRing
@@ -70,11 +70,24 @@ class Cta:
         self.tensor_core = tensor_core
         self.recorder = recorder
         self.multiplicity = 1  # identical SMs this CTA's SM stands for (aggregation)
+        # Cluster: the ranks this CTA multicasts into are, by symmetry, those that multicast into
+        # it; each one's consumers must release a slot before its producers refill it.
+        self.mask = _multicast_mask(program)
+        self.cluster = -1
+        self.rank = 0
+        self.peers: list[Cta] = [self]
+        self._targets: list[dict[int, Multicast]] = []
+        self._release: list[Cta] | None = None
+        self._arrive_latency = 0
+        self.released = [0] * sync.stages  # uses of each slot its consumers released (deadlock reports)
+        self.issued = 0  # steps the producer issued (deadlock reports)
         watch = recorder is not None or not sync.waits_full
+        writers = self.mask.bit_count() or 1
         self.ring = StageRing(env, self.scope, sync.stages, full_arrivals=sync.full_arrivals,
-                              empty_arrivals=sync.empty_arrivals, wake=sync.wake,
+                              empty_arrivals=sync.empty_arrivals * writers, wake=sync.wake,
                               on_full_flip=self._on_full_flip if watch else None,
-                              on_empty_flip=self._on_empty_flip if recorder is not None else None)
+                              on_empty_flip=self._on_empty_flip if recorder is not None else None,
+                              multicast=bool(self.mask))
         self.wait_full_ps: float = 0  # SimPy's clock is typed float; it holds ints here
         self.wait_empty_ps: float = 0
         self.slot_cycle_ps: float = 0  # summed over steps: a slot's release to its next release
@@ -94,12 +107,24 @@ class Cta:
         self.processes = [env.process(self.producer())]
         self.processes += [env.process(self.consumer(w)) for w in range(sync.consumers)]
 
+    def join_cluster(self, cluster: int, rank: int, peers: list[Cta], arrive_latency: int) -> None:
+        """Wire this CTA to its cluster (``peers`` by rank): its multicast copies land in the
+        peers' slots, and its consumers release the slots of every peer that writes into it."""
+        self.cluster, self.rank, self.peers, self._arrive_latency = cluster, rank, peers, arrive_latency
+        if not self.mask:
+            return
+        members = [r for r in range(len(peers)) if self.mask >> r & 1]
+        self._release = [peers[r] for r in members]
+        masks = {c.multicast for c in _all_copies(self.program) if c.multicast}
+        for slot in range(self.sync.stages):
+            self._targets.append({mask: _multicast(peers, mask, slot) for mask in masks})
+
     # The two loops below are the engine's hot path: they keep what they use in locals, and
     # test `event.callbacks is not None` (SimPy's "not yet processed") inline.
 
     def producer(self) -> Generator[simpy.Event, object, None]:
         env, ring, prog, rec, engine = self.env, self.ring, self.program, self.recorder, self.copy_engine
-        expect_tx = self.sync.expect_tx
+        expect_tx, targets = self.sync.expect_tx, self._targets
         who = f"{self.scope}.producer"
         stages, fulls, empties, copies_of = ring.stages, ring.full, ring.empty, prog.copies
         for i in range(prog.steps):
@@ -118,14 +143,19 @@ class Cta:
                         rec.span(t0, env.now, self.sm, self.index, "producer", "wait_empty", i, slot)
             full = fulls[slot]
             copies = copies_of(i)
-            if len(copies) == 1:
-                announced = copies[0].smem_bytes if expect_tx is None else expect_tx
+            if expect_tx is not None:
+                announced = expect_tx
+            elif targets:
+                announced = prog.expected(i)  # type: ignore[attr-defined]
+            elif len(copies) == 1:
+                announced = copies[0].smem_bytes
             else:
-                announced = sum(c.smem_bytes for c in copies) if expect_tx is None else expect_tx
+                announced = sum(c.smem_bytes for c in copies)
             full.arrive_expect_tx(announced, who, use)
             self._issued_at[slot] = env.now
+            self.issued = i + 1
             for copy in copies:
-                engine.load(copy, full, self.index, i, slot)
+                engine.load(copy, targets[slot][copy.multicast] if copy.multicast else full, self.index, i, slot)
 
     def consumer(self, warpgroup: int) -> Generator[simpy.Event, object, None]:
         env, ring, prog, rec, tc = self.env, self.ring, self.program, self.recorder, self.tensor_core
@@ -135,6 +165,7 @@ class Cta:
         ordered = share == 1 and self.sync.consumers > 1
         waits_full, counts_cycles = self.sync.waits_full, warpgroup == 0 or share == 1
         stages, fulls, empties, released = ring.stages, ring.full, ring.empty, self._released_at
+        release = self._release
         compute_of, flops_of, epilogue_of = prog.compute, prog.flops, prog.epilogue
         for i in self._steps_of(warpgroup):
             use, slot = divmod(i, stages)
@@ -164,7 +195,10 @@ class Cta:
                 whole, extra = divmod(compute_of(i), share)
                 start, done = tc.run(whole + (warpgroup < extra), flops_of(i) / share)
             yield done
-            empties[slot].arrive(who, phase=use)
+            if release is None:
+                empties[slot].arrive(who, phase=use)
+            else:
+                self._release_slot(slot, use, who)
             if counts_cycles:
                 now = env.now
                 self.slot_cycle_ps += now - released[slot]
@@ -180,6 +214,21 @@ class Cta:
                 yield from self._epilogue(warpgroup, i, epilogue.duration, epilogue.store)
         self._consumers_left -= 1
         self._maybe_finish()
+
+    def _release_slot(self, slot: int, use: int, who: str) -> None:
+        """Arrive on the empty barrier of every CTA that writes into this slot: at once on our
+        own, after the cluster's remote-arrival latency on a peer's."""
+        self.released[slot] = use + 1
+        latency = self._arrive_latency
+        for peer in self._release or ():
+            barrier = peer.ring.empty[slot]
+            if peer is self or not latency:
+                barrier.arrive(who, phase=use)
+            else:
+                self.env.timeout(latency).callbacks.append(_arrival(barrier, who, use))
+            if peer is not self and self.recorder is not None:
+                self.recorder.event(self.env.now + (latency or 0), peer.sm, peer.index, "remote_arrive",
+                                    f"{self.scope}.{who.rsplit('.', 1)[-1]}", -1, slot, use)
 
     def _pass_turn(self) -> None:
         """Ping-pong order barrier: this mainloop is done, the next unit's may start."""
@@ -248,10 +297,55 @@ class Cta:
         self.recorder.event(self.env.now, self.sm, self.index, "flip_empty", barrier.name, step, slot, phase)
 
     def waiting(self) -> list[str]:
-        """Who in this CTA is blocked, on what (for deadlock reports)."""
-        return [f"{self.scope}.{role} waits on {barrier.describe_wait(parity)}"
-                for role, (barrier, parity) in self._waiting.items()]
+        """Who in this CTA is blocked, on what (for deadlock reports); in a cluster, which peers
+        it waits for."""
+        if self.cluster < 0:
+            return [f"{self.scope}.{role} waits on {barrier.describe_wait(parity)}"
+                    for role, (barrier, parity) in self._waiting.items()]
+        return [self._cluster_wait(role, barrier, parity) for role, (barrier, parity) in self._waiting.items()]
+
+    def _cluster_wait(self, role: str, barrier: Mbarrier, parity: int) -> str:
+        slot = int(barrier.name.rsplit("[", 1)[1].rstrip("]"))
+        kind = barrier.name.rsplit(".", 1)[1].split("[")[0]
+        use = barrier.phase
+        if kind == "empty":  # needs the consumers of every writer to have released use `use - 1`... of this slot
+            late = [p for p in self._release or [self] if p.released[slot] < use]
+            whose = "consumers' release"
+        else:
+            step = use * self.sync.stages + slot
+            late = [p for p in self._release or [self] if p.issued <= step]
+            whose = "multicast slice"
+        names = ", ".join(f"CTA {p.rank}" + (f" ({p.scope})" if p is not self else "") for p in late)
+        cause = f" for {names}'s {whose}" if late else ""
+        return (f"CTA {self.rank} of cluster {self.cluster} ({self.scope}).{role} waits on {kind}[{slot}] of CTA "
+                f"{self.rank}{cause}: {barrier.describe_wait(parity)}")
 
     @property
     def done(self) -> bool:
         return self.finished_at is not None and all(not p.is_alive for p in self.processes)
+
+
+def _all_copies(program: Program) -> Iterable[Copy]:
+    units = getattr(program, "units", None)
+    if units is not None:  # a UnitProgram: its segments, not every step
+        return {c for unit in units for seg in unit.segments for c in seg.copies}
+    return (c for i in range(program.steps) for c in program.copies(i))
+
+
+def _multicast_mask(program: Program) -> int:
+    """The cluster ranks this CTA's copies land in (0: no multicast)."""
+    mask = 0
+    for copy in _all_copies(program):
+        mask |= copy.multicast
+    return mask
+
+
+def _multicast(peers: list[Cta], mask: int, slot: int) -> Multicast:
+    receivers = [p for r, p in enumerate(peers) if mask >> r & 1]
+    ports = tuple(p.copy_engine.routes.port for p in receivers if p.copy_engine.routes is not None)
+    return Multicast(tuple(p.ring.full[slot] for p in receivers), ports, tuple((p.sm, p.index) for p in receivers))
+
+
+def _arrival(barrier: Mbarrier, who: str, use: int) -> Callable[[simpy.Event], None]:
+    """A remote arrival, delivered when the cluster's arrival latency has passed."""
+    return lambda _: barrier.arrive(who, phase=use)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tmasim import fields as read
+from tmasim.cluster import MULTICAST, ClusterPlacement, check_multicast, default_multicast, place
 from tmasim.descriptor import TensorDescriptor
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Copy, Epilogue, Segment, Unit, UnitProgram
@@ -33,7 +34,7 @@ from tmasim.hardware import DTYPES, GpuSpec
 from tmasim.residency import Residency, residency
 
 FIELDS = ("kind", "m", "n", "k", "dtype", "out_dtype", "tile", "raster", "group", "launch", "ctas_per_sm",
-          "epilogue_smem", "l2_reuse")
+          "epilogue_smem", "l2_reuse", "multicast")
 OUT_DTYPES = ("bf16", "fp16", "fp32")
 _OUT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 
@@ -53,6 +54,7 @@ class GemmConfig:
     ctas_per_sm: int | None = None
     epilogue_smem: int | None = None
     l2_reuse: bool = True
+    multicast: str | None = None  # None: what the cluster shape allows (tmasim.cluster.default_multicast)
 
     @property
     def tiles_m(self) -> int:
@@ -89,10 +91,12 @@ def parse(raw: Mapping[str, Any]) -> GemmConfig:
     optional: dict[str, Any] = {}
     if "ctas_per_sm" in raw:
         optional["ctas_per_sm"] = read.integer("workload.ctas_per_sm", raw["ctas_per_sm"], minimum=1)
+    if "multicast" in raw:
+        optional["multicast"] = read.choice("workload.multicast", raw["multicast"], MULTICAST)
     if "epilogue_smem" in raw:
         optional["epilogue_smem"] = read.size("workload.epilogue_smem", raw["epilogue_smem"], positive=False)
     return GemmConfig(
-        **dims, dtype=dtype, out_dtype=out_dtype, tile=(tile[0], tile[1], tile[2]),
+        m=dims["m"], n=dims["n"], k=dims["k"], dtype=dtype, out_dtype=out_dtype, tile=(tile[0], tile[1], tile[2]),
         raster=read.choice("workload.raster", raw.get("raster", "grouped"), ("row", "column", "grouped")),
         group=read.integer("workload.group", raw.get("group", 8), minimum=1),
         launch=read.choice("workload.launch", raw.get("launch", "persistent"), ("persistent", "grid")),
@@ -139,16 +143,23 @@ def default_epilogue_smem(config: GemmConfig) -> int:
     return 2 * config.tile[0] * min(config.tile[1], 32) * _OUT_BYTES[config.out_dtype]
 
 
-def tile_coords(config: GemmConfig) -> list[tuple[int, int]]:
-    """(tile row, tile column) of each output tile, in launch (raster) order."""
-    tm, tn = config.tiles_m, config.tiles_n
-    if config.raster == "row":
+def tile_coords(config: GemmConfig, cluster: tuple[int, int] = (1, 1)) -> list[tuple[int, int]]:
+    """(tile row, tile column) of each output tile, in launch (raster) order. With clusters the
+    raster walks clusters (``group`` counts cluster rows), and each cluster's CTAs follow in
+    rank order, rank = x + y·CX for the CTA x along M and y along N."""
+    cx, cy = cluster
+    clusters = _raster(config.tiles_m // cx, config.tiles_n // cy, config.raster, config.group)
+    return [(r * cx + rank % cx, c * cy + rank // cx) for r, c in clusters for rank in range(cx * cy)]
+
+
+def _raster(tm: int, tn: int, raster: str, group: int) -> list[tuple[int, int]]:
+    if raster == "row":
         return [(u // tn, u % tn) for u in range(tm * tn)]
-    if config.raster == "column":
+    if raster == "column":
         return [(u % tm, u // tm) for u in range(tm * tn)]
     coords = []  # grouped: bands of `group` tile rows, column-major inside a band
-    for band in range(0, tm, config.group):
-        rows = min(config.group, tm - band)
+    for band in range(0, tm, group):
+        rows = min(group, tm - band)
         coords += [(band + local % rows, local // rows) for local in range(rows * tn)]
     return coords
 
@@ -176,27 +187,83 @@ def hbm_fractions(config: GemmConfig, coords: Sequence[tuple[int, int]], concurr
     return result
 
 
-def plan(config: GemmConfig, gpu: GpuSpec, stages: int, consumers: int) -> tuple[Plan, Residency]:
+@dataclass(frozen=True)
+class ClusterSetup:
+    """How the CTAs of a cluster share operands: ``share`` = (CTAs each A box is split among,
+    CTAs each B box is split among); 1 means no multicast of that operand."""
+
+    shape: tuple[int, int]
+    multicast: str
+    share: tuple[int, int]
+
+    @staticmethod
+    def of(config: GemmConfig, shape: tuple[int, int]) -> ClusterSetup:
+        multicast = config.multicast if config.multicast is not None else default_multicast(shape)
+        check_multicast(multicast, shape)
+        a = shape[1] if multicast in ("a", "both") else 1
+        b = shape[0] if multicast in ("b", "both") else 1
+        return ClusterSetup(shape, multicast, (a, b))
+
+    def masks(self, rank: int) -> tuple[int, int]:
+        """The ranks (bit masks) that receive this CTA's A slice and its B slice."""
+        cx, cy = self.shape
+        x, y = rank % cx, rank // cx
+        a = sum(1 << (x + j * cx) for j in range(cy)) if self.share[0] > 1 else 0
+        b = sum(1 << (i + y * cx) for i in range(cx)) if self.share[1] > 1 else 0
+        return a, b
+
+
+def plan(config: GemmConfig, gpu: GpuSpec, stages: int, consumers: int,
+         cluster: tuple[int, int] = (1, 1)) -> tuple[Plan, Residency]:
     layout = GemmLayout.of(config)
     epilogue_smem = config.epilogue_smem if config.epilogue_smem is not None else default_epilogue_smem(config)
     res = residency(gpu, stage_bytes=layout.a.box_bytes + layout.b.box_bytes, stages=stages,
                     other_smem=epilogue_smem, consumers=consumers, requested_ctas_per_sm=config.ctas_per_sm)
-    coords = tile_coords(config)
-    concurrent = min(len(coords), gpu.sms * res.ctas_per_sm)
+    setup = ClusterSetup.of(config, cluster)
+    placement = place(gpu, cluster, res.ctas_per_sm, res.limited_by)
+    _check_grid(config, cluster)
+    size = placement.size
+    coords = tile_coords(config, cluster)
+    slots = min(len(coords) // size, placement.clusters)  # clusters resident at once
+    concurrent = slots * size
     fractions = hbm_fractions(config, coords, concurrent, gpu.l2_size)
-    cache: dict[tuple[int, int, float, float], Unit] = {}
+    cache: dict[tuple[int, int, float, float, int], Unit] = {}
     units = []
     for index, ((row, col), (fa, fb)) in enumerate(zip(coords, fractions, strict=True)):
-        key = (_edge(row, config.tiles_m), _edge(col, config.tiles_n), fa, fb)
+        rank = index % size
+        key = (_edge(row, config.tiles_m), _edge(col, config.tiles_n), fa, fb, rank)
         if key not in cache:
-            cache[key] = _unit(config, layout, gpu, row, col, fa, fb)
+            cache[key] = _unit(config, layout, gpu, row, col, fa, fb, setup, rank)
         units.append(Unit(index, cache[key].segments, cache[key].epilogue))
     if config.launch == "persistent":
         programs = [UnitProgram(units[g::concurrent]) for g in range(concurrent)]
     else:
         programs = [UnitProgram([unit]) for unit in units]
-    sms = min(gpu.sms, len(programs))
-    return Plan(programs, config.launch == "persistent", res.ctas_per_sm, sms, flow=True, units=len(units)), res
+    sms = min(gpu.sms - placement.idle_sms, len(programs))
+    info = _cluster_info(setup, placement, slots, gpu) if size > 1 else {}
+    return Plan(programs, config.launch == "persistent", res.ctas_per_sm, sms, flow=True, units=len(units),
+                cluster=size, cluster_slots=slots, info=info), res
+
+
+def _check_grid(config: GemmConfig, cluster: tuple[int, int]) -> None:
+    cx, cy = cluster
+    if config.tiles_m % cx or config.tiles_n % cy:
+        raise ScenarioError("pipeline.cluster", [cx, cy],
+                            f"must divide the grid of output tiles ({config.tiles_m} x {config.tiles_n} tiles of "
+                            f"{config.tile[0]} x {config.tile[1]}): a cluster is launched whole")
+
+
+def _cluster_info(setup: ClusterSetup, placement: ClusterPlacement, slots: int, gpu: GpuSpec) -> dict[str, object]:
+    return {
+        "cluster": list(setup.shape),
+        "multicast": setup.multicast,
+        "clusters_resident": placement.clusters,
+        "clusters_per_gpc": list(placement.per_gpc),
+        "idle_sms": placement.idle_sms,
+        "cluster_portable": placement.portable,
+        "cluster_slots_used": slots,
+        "remote_arrive_ns": gpu.cluster_arrive_latency / 1000,
+    }
 
 
 def _edge(index: int, count: int) -> bool:
@@ -204,18 +271,23 @@ def _edge(index: int, count: int) -> bool:
 
 
 def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, row: int, col: int, fa: float,
-          fb: float) -> Unit:
+          fb: float, setup: ClusterSetup, rank: int) -> Unit:
     bm, bn, bk = config.tile
     rate = gpu.sm_flop_rate(config.dtype)
     mma = round(2 * bm * bn * bk / rate)
     rows_in = min(bm, config.m - row * bm)
     cols_in = min(bn, config.n - col * bn)
+    cx = setup.shape[0]
+    (a_parts, b_parts), (a_mask, b_mask) = setup.share, setup.masks(rank)
+    # A CTA issues its slice of each shared box: along N (index y) for A, along M (index x) for B.
+    a_index, b_index = rank // cx, rank % cx
+    expect = layout.a.box_bytes + layout.b.box_bytes if a_mask or b_mask else 0
     segments = []
     for first_k, count in _k_segments(config):
         k_in = min(bk, config.k - first_k)
-        a = _copy(gpu, layout.a, (first_k, row * bm), fa)
-        b = _copy(gpu, layout.b, (first_k, col * bn), fb)
-        segments.append(Segment(count, (a, b), mma, 2.0 * rows_in * cols_in * k_in))
+        a = _copy(gpu, layout.a, (first_k, row * bm), fa, a_parts, a_index, a_mask)
+        b = _copy(gpu, layout.b, (first_k, col * bn), fb, b_parts, b_index, b_mask)
+        segments.append(Segment(count, (a, b), mma, 2.0 * rows_in * cols_in * k_in, expect))
     c_bytes = layout.c.box_bytes
     staging = round(c_bytes / gpu.smem_bandwidth) if gpu.smem_bandwidth != float("inf") else 0
     store = Copy(c_bytes, layout.c.bytes_from_memory((col * bn, row * bm)), 1.0, 0)
@@ -230,10 +302,21 @@ def _k_segments(config: GemmConfig) -> list[tuple[int, int]]:
     return [(0, steps - 1), ((steps - 1) * bk, 1)] if steps > 1 else [(0, 1)]
 
 
-def _copy(gpu: GpuSpec, descriptor: TensorDescriptor, coord: tuple[int, int], hbm_fraction: float) -> Copy:
-    box = descriptor.box_bytes
-    latency = gpu.copy_latency_for(box) + round(hbm_fraction * gpu.hbm_latency)
-    return Copy(box, descriptor.bytes_from_memory(coord), hbm_fraction, latency)
+def _copy(gpu: GpuSpec, descriptor: TensorDescriptor, coord: tuple[int, int], hbm_fraction: float,
+          parts: int = 1, index: int = 0, mask: int = 0) -> Copy:
+    """One TMA load: the whole box, or (multicast) slice ``index`` of ``parts`` of it, delivered
+    to the cluster ranks in ``mask``. The slice is read once from L2; the wave's HBM misses
+    for the panel are spread over ``parts`` times fewer reads, so HBM bytes do not change."""
+    smem = _part(descriptor.box_bytes, index, parts)
+    memory = _part(descriptor.bytes_from_memory(coord), index, parts)
+    fraction = min(1.0, hbm_fraction * parts)
+    latency = gpu.copy_latency_for(smem) + round(fraction * gpu.hbm_latency)
+    return Copy(smem, memory, fraction, latency, multicast=mask)
+
+
+def _part(nbytes: int, index: int, parts: int) -> int:
+    """Slice ``index`` of ``parts`` near-equal whole-byte slices; the slices add up to ``nbytes``."""
+    return nbytes * (index + 1) // parts - nbytes * index // parts
 
 
 def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict[str, object]:
@@ -256,7 +339,8 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
             for seg in unit.segments:
                 step_bytes = sum(c.memory_bytes for c in seg.copies)
                 compute[sm] += seg.steps * seg.compute
-                nbytes[sm] += seg.steps * step_bytes
+                # A multicast slice crosses the port of every CTA it lands in (its peers' slices, ours).
+                nbytes[sm] += seg.steps * sum(c.memory_bytes * max(1, c.multicast.bit_count()) for c in seg.copies)
                 serial[sm] += seg.steps * slot_round_trip(gpu, seg)
                 hbm += seg.steps * sum(c.memory_bytes * c.hbm_fraction for c in seg.copies)
                 l2 += seg.steps * step_bytes
@@ -293,7 +377,8 @@ def slot_round_trip(gpu: GpuSpec, seg: Segment) -> float:
     total = sum(c.memory_bytes for c in seg.copies)
     landing = max(min(c.latency for c in seg.copies) + total / port,
                   max(c.latency + c.memory_bytes / port for c in seg.copies))
-    return gpu.tma_issue + landing + gpu.barrier_wake + seg.compute + gpu.barrier_wake
+    remote = gpu.cluster_arrive_latency if any(c.multicast for c in seg.copies) else 0
+    return gpu.tma_issue + landing + gpu.barrier_wake + seg.compute + remote + gpu.barrier_wake
 
 
 def _busiest_slot(program: UnitProgram, gpu: GpuSpec, stages: int) -> float:
