@@ -59,7 +59,7 @@ def plan_scenario(scenario: Scenario) -> tuple[Plan, Residency]:
         return tiles.plan(w, gpu, p.stages, p.consumers, scenario.run.seed)
     if isinstance(w, stream.StreamConfig):
         return stream.plan(w, gpu, p.stages, p.consumers)
-    return gemm.plan(w, gpu, p.stages, p.consumers, p.cluster)
+    return gemm.plan(w, gpu, p.stages, p.consumers, p.cluster, p.mma_cta_group)
 
 
 def _run_events(env: simpy.Environment, scenario: Scenario, ctas: list[Cta]) -> None:
@@ -85,6 +85,7 @@ def _sync(scenario: Scenario) -> Sync:
         expect_tx=p.expect_tx,
         wake=scenario.gpu.barrier_wake,
         mode=p.consumer_mode,
+        mma_pair=p.mma_cta_group == 2,
     )
 
 

@@ -126,12 +126,12 @@ class Chip:
         clusters = [list(range(j * size, (j + 1) * size)) for j in range(len(plan.programs) // size)]
         per_slot = [clusters[q::slots] for q in range(slots)]
         exclusive = plan.ctas_per_sm == 1 and slots * size <= plan.sms
-        exact = plan.persistent or _uniform_before_last_wave(plan)
+        signatures = [tuple(_signature(plan.programs[g]) for g in cluster) for cluster in clusters]
+        exact = plan.persistent or len(set(signatures[: (len(clusters) - 1) // slots * slots])) <= 1
         if aggregate and exclusive and exact:
             groups: dict[tuple[object, ...], list[int]] = {}
-            for q, work in enumerate(per_slot):
-                key = tuple(tuple(_signature(plan.programs[g]) for g in cluster) for cluster in work)
-                groups.setdefault(key, []).append(q)
+            for q in range(slots):
+                groups.setdefault(tuple(signatures[q::slots]), []).append(q)
             classes = list(groups.values())
         else:
             classes = [[q] for q in range(slots)]

@@ -44,6 +44,7 @@ class Sync:
     expect_tx: int | None
     wake: int
     mode: str = COOPERATIVE
+    mma_pair: bool = False  # 2-SM MMA: cluster rank 0 leads a pair with rank 1
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,11 @@ class Cta:
                               empty_arrivals=sync.empty_arrivals * writers, wake=sync.wake,
                               on_full_flip=self._on_full_flip if watch else None,
                               on_empty_flip=self._on_empty_flip if recorder is not None else None,
-                              multicast=bool(self.mask))
+                              multicast=bool(self.mask) or sync.mma_pair)
+        self.leader: Cta | None = None  # 2-SM MMA follower: the CTA whose MMA reads our half
+        self.follower: Cta | None = None  # 2-SM MMA leader: the CTA holding the other half
+        self._unit_done: list[simpy.Event] = []
+        self._unit_left: list[int] = []
         self.wait_full_ps: float = 0  # SimPy's clock is typed float; it holds ints here
         self.wait_empty_ps: float = 0
         self.slot_cycle_ps: float = 0  # summed over steps: a slot's release to its next release
@@ -111,6 +116,9 @@ class Cta:
         """Wire this CTA to its cluster (``peers`` by rank): its multicast copies land in the
         peers' slots, and its consumers release the slots of every peer that writes into it."""
         self.cluster, self.rank, self.peers, self._arrive_latency = cluster, rank, peers, arrive_latency
+        if self.sync.mma_pair:
+            self._join_pair(peers)
+            return
         if not self.mask:
             return
         members = [r for r in range(len(peers)) if self.mask >> r & 1]
@@ -119,12 +127,58 @@ class Cta:
         for slot in range(self.sync.stages):
             self._targets.append({mask: _multicast(peers, mask, slot) for mask in masks})
 
+    def _join_pair(self, peers: list[Cta]) -> None:
+        """2-SM MMA: the follower's copies land in its own SMEM but complete on the leader's full
+        barrier; the leader's MMA releases the slot in both CTAs and hands each finished
+        accumulator half to the follower's epilogue."""
+        leader, follower = peers[0], peers[1]
+        if self is leader:
+            self.follower = follower
+            self._release = [leader, follower]
+            units = self.program.unit_of(self.program.steps - 1) + 1 if self.program.steps else 0
+            share = self.sync.consumers if self.sync.mode == COOPERATIVE else 1
+            self._unit_done = [self.env.event() for _ in range(units)]
+            self._unit_left = [share] * units
+            return
+        self.leader = leader
+        port = self.copy_engine.routes.port if self.copy_engine.routes is not None else None
+        self._targets = [{0: Multicast((leader.ring.full[s],), (port,) if port else (), ((self.sm, self.index),))}
+                         for s in range(self.sync.stages)]
+
+    def _accumulator_ready(self, unit: int) -> None:
+        """One consumer finished its part of the unit's last MMA; when all have, the follower's
+        half of the accumulator is ready for its epilogue."""
+        self._unit_left[unit] -= 1
+        if not self._unit_left[unit]:
+            self._unit_done[unit].succeed()
+
+    def _follower_epilogues(self, warpgroup: int) -> Generator[simpy.Event, object, None]:
+        """A pair follower's consumers run no MMA: they wait for each accumulator half, then
+        write it out."""
+        assert self.leader is not None
+        prog = self.program
+        for i in self._steps_of(warpgroup):
+            epilogue = prog.epilogue(i)
+            if epilogue is None:
+                continue
+            done = self.leader._unit_done[prog.unit_of(i)]
+            if done.callbacks is not None:
+                slot, parity = i % self.sync.stages, (i // self.sync.stages) & 1
+                self._waiting[f"consumer{warpgroup}"] = (self.leader.ring.full[slot], parity)
+                yield done
+                del self._waiting[f"consumer{warpgroup}"]
+            yield from self._epilogue(warpgroup, i, epilogue.duration, epilogue.store)
+        self._consumers_left -= 1
+        self._maybe_finish()
+
     # The two loops below are the engine's hot path: they keep what they use in locals, and
     # test `event.callbacks is not None` (SimPy's "not yet processed") inline.
 
     def producer(self) -> Generator[simpy.Event, object, None]:
         env, ring, prog, rec, engine = self.env, self.ring, self.program, self.recorder, self.copy_engine
         expect_tx, targets = self.sync.expect_tx, self._targets
+        expects = bool(targets) or self.follower is not None  # the full barrier counts peers' bytes too
+        follower = self.leader is not None
         who = f"{self.scope}.producer"
         stages, fulls, empties, copies_of = ring.stages, ring.full, ring.empty, prog.copies
         for i in range(prog.steps):
@@ -143,9 +197,14 @@ class Cta:
                         rec.span(t0, env.now, self.sm, self.index, "producer", "wait_empty", i, slot)
             full = fulls[slot]
             copies = copies_of(i)
+            if follower:  # 2-SM MMA: our half completes on the leader's full barrier
+                self.issued = i + 1
+                for copy in copies:
+                    engine.load(copy, targets[slot][0], self.index, i, slot)
+                continue
             if expect_tx is not None:
                 announced = expect_tx
-            elif targets:
+            elif expects:
                 announced = prog.expected(i)  # type: ignore[attr-defined]
             elif len(copies) == 1:
                 announced = copies[0].smem_bytes
@@ -158,7 +217,11 @@ class Cta:
                 engine.load(copy, targets[slot][copy.multicast] if copy.multicast else full, self.index, i, slot)
 
     def consumer(self, warpgroup: int) -> Generator[simpy.Event, object, None]:
+        if self.leader is not None:
+            yield from self._follower_epilogues(warpgroup)
+            return
         env, ring, prog, rec, tc = self.env, self.ring, self.program, self.recorder, self.tensor_core
+        pair = self.follower.tensor_core if self.follower is not None else None
         role = f"consumer{warpgroup}"
         who = f"{self.scope}.{role}"
         share = self.sync.consumers if self.sync.mode == COOPERATIVE else 1
@@ -194,6 +257,8 @@ class Cta:
             else:
                 whole, extra = divmod(compute_of(i), share)
                 start, done = tc.run(whole + (warpgroup < extra), flops_of(i) / share)
+            if pair is not None:  # the pair's MMA keeps the follower's tensor cores busy as long
+                pair.run(compute_of(i) if share == 1 else whole + (warpgroup < extra))
             yield done
             if release is None:
                 empties[slot].arrive(who, phase=use)
@@ -208,6 +273,8 @@ class Cta:
                 rec.span(start, env.now, self.sm, self.index, "consumer", "compute", i, slot)
                 rec.span(start, env.now, self.sm, self.index, "slot", "use", i, slot)
             epilogue = epilogue_of(i)
+            if pair is not None and epilogue is not None:
+                self._accumulator_ready(prog.unit_of(i))
             if ordered and (i + 1 == prog.steps or prog.unit_of(i + 1) != prog.unit_of(i)):
                 self._pass_turn()
             if epilogue is not None:

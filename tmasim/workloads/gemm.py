@@ -32,6 +32,7 @@ from tmasim.engine.program import Copy, Epilogue, Segment, Unit, UnitProgram
 from tmasim.errors import ScenarioError
 from tmasim.hardware import DTYPES, GpuSpec
 from tmasim.residency import Residency, residency
+from tmasim.workloads import pair_mma
 
 FIELDS = ("kind", "m", "n", "k", "dtype", "out_dtype", "tile", "raster", "group", "launch", "ctas_per_sm",
           "epilogue_smem", "l2_reuse", "multicast")
@@ -195,9 +196,19 @@ class ClusterSetup:
     shape: tuple[int, int]
     multicast: str
     share: tuple[int, int]
+    pair: bool = False  # 2-SM MMA: rank 0 (leader) and rank 1 split B and compute one 2·BM x BN tile
 
     @staticmethod
-    def of(config: GemmConfig, shape: tuple[int, int]) -> ClusterSetup:
+    def of(config: GemmConfig, shape: tuple[int, int], mma_cta_group: int = 1) -> ClusterSetup:
+        if mma_cta_group == 2:
+            if shape != (2, 1):
+                raise ScenarioError("pipeline.cluster", list(shape), "must be [2, 1] with pipeline.mma_cta_group = 2 "
+                                                                     "(one CTA pair per cluster is modelled)")
+            if config.multicast not in (None, "none"):
+                raise ScenarioError("workload.multicast", config.multicast,
+                                    "must be 'none' with pipeline.mma_cta_group = 2: the pair splits B between its "
+                                    "two CTAs instead")
+            return ClusterSetup(shape, "none", (1, 1), pair=True)
         multicast = config.multicast if config.multicast is not None else default_multicast(shape)
         check_multicast(multicast, shape)
         a = shape[1] if multicast in ("a", "both") else 1
@@ -214,12 +225,13 @@ class ClusterSetup:
 
 
 def plan(config: GemmConfig, gpu: GpuSpec, stages: int, consumers: int,
-         cluster: tuple[int, int] = (1, 1)) -> tuple[Plan, Residency]:
+         cluster: tuple[int, int] = (1, 1), mma_cta_group: int = 1) -> tuple[Plan, Residency]:
     layout = GemmLayout.of(config)
     epilogue_smem = config.epilogue_smem if config.epilogue_smem is not None else default_epilogue_smem(config)
-    res = residency(gpu, stage_bytes=layout.a.box_bytes + layout.b.box_bytes, stages=stages,
+    setup = ClusterSetup.of(config, cluster, mma_cta_group)
+    b_stage = layout.b.box_bytes // 2 if setup.pair else layout.b.box_bytes  # a pair's CTA holds half of B
+    res = residency(gpu, stage_bytes=layout.a.box_bytes + b_stage, stages=stages,
                     other_smem=epilogue_smem, consumers=consumers, requested_ctas_per_sm=config.ctas_per_sm)
-    setup = ClusterSetup.of(config, cluster)
     placement = place(gpu, cluster, res.ctas_per_sm, res.limited_by)
     _check_grid(config, cluster)
     size = placement.size
@@ -241,6 +253,8 @@ def plan(config: GemmConfig, gpu: GpuSpec, stages: int, consumers: int,
         programs = [UnitProgram([unit]) for unit in units]
     sms = min(gpu.sms - placement.idle_sms, len(programs))
     info = _cluster_info(setup, placement, slots, gpu) if size > 1 else {}
+    if setup.pair:
+        info["mma_cta_group"] = 2
     return Plan(programs, config.launch == "persistent", res.ctas_per_sm, sms, flow=True, units=len(units),
                 cluster=size, cluster_slots=slots, info=info), res
 
@@ -274,7 +288,7 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, row: int, col: i
           fb: float, setup: ClusterSetup, rank: int) -> Unit:
     bm, bn, bk = config.tile
     rate = gpu.sm_flop_rate(config.dtype)
-    mma = round(2 * bm * bn * bk / rate)
+    mma, tail = round(2 * bm * bn * bk / rate), 0
     rows_in = min(bm, config.m - row * bm)
     cols_in = min(bn, config.n - col * bn)
     cx = setup.shape[0]
@@ -282,14 +296,21 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, row: int, col: i
     # A CTA issues its slice of each shared box: along N (index y) for A, along M (index x) for B.
     a_index, b_index = rank // cx, rank % cx
     expect = layout.a.box_bytes + layout.b.box_bytes if a_mask or b_mask else 0
+    if setup.pair:  # each CTA loads its A box and half of B; the leader's full barrier counts all four
+        b_parts, b_index = 2, rank
+        expect = 2 * layout.a.box_bytes + layout.b.box_bytes if rank == 0 else 0
+        mma, tail = pair_mma.step_times(gpu, config.dtype, bm, bn, bk)
+        rows_in += max(0, min(bm, config.m - (row + 1) * bm))  # the leader's MMA covers the pair's rows
     segments = []
     for first_k, count in _k_segments(config):
         k_in = min(bk, config.k - first_k)
         a = _copy(gpu, layout.a, (first_k, row * bm), fa, a_parts, a_index, a_mask)
         b = _copy(gpu, layout.b, (first_k, col * bn), fb, b_parts, b_index, b_mask)
-        segments.append(Segment(count, (a, b), mma, 2.0 * rows_in * cols_in * k_in, expect))
+        flops = 0.0 if setup.pair and rank else 2.0 * rows_in * cols_in * k_in
+        segments.append(Segment(count, (a, b), mma, flops, expect))
     c_bytes = layout.c.box_bytes
     staging = round(c_bytes / gpu.smem_bandwidth) if gpu.smem_bandwidth != float("inf") else 0
+    staging += tail  # the last MMA's result is ready this long after its issue slot
     store = Copy(c_bytes, layout.c.bytes_from_memory((col * bn, row * bm)), 1.0, 0)
     return Unit(-1, tuple(segments), Epilogue(staging, store))
 
