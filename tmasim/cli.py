@@ -242,7 +242,8 @@ def _cluster_rows(stats: dict[str, Any], scenario: Any) -> list[tuple[str, str]]
               "b": f"B split over the {cx} CTAs of a cluster column", "both": "A over each row, B over each column"}
     per_gpc = "+".join(map(str, stats["clusters_per_gpc"]))
     if stats.get("mma_cta_group") == 2:
-        chosen, shares["none"] = "2-SM MMA", "each CTA of the pair loads its A box and half of B; the leader's MMA reads both"
+        chosen = "2-SM MMA"
+        shares["none"] = "each CTA of the pair loads its A box and half of B; the leader's MMA reads both"
     return [
         ("cluster", f"{cx}x{cy} CTAs{'' if stats['cluster_portable'] else ' (non-portable size: needs the opt-in)'}; "
                     f"multicast {stats['multicast']} ({chosen}; {shares[stats['multicast']]}); remote arrival "
