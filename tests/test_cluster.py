@@ -99,7 +99,7 @@ def test_multicast_divides_the_l2_bytes_of_the_shared_operand_exactly(cluster, m
     assert base["memory_bytes"] == steps * (a_box + b_box)
     assert stats["memory_bytes"] == steps * (a_box // a_share + b_box // b_share)
     assert stats["bytes"] == base["bytes"]  # every CTA still receives whole boxes in its SMEM
-    assert stats["multicast"] == multicast and stats["cluster"] == list(cluster)
+    assert stats["multicast"] == multicast and stats["cluster"] == f"{cluster[0]}x{cluster[1]}"
 
 
 def test_multicast_leaves_hbm_bytes_alone_when_every_read_misses():
@@ -274,3 +274,40 @@ def test_pair_mma_needs_a_pair_along_m():
            "pipeline": {"cluster": [1, 2], "mma_cta_group": 2}}
     with pytest.raises(ScenarioError, match=r"pipeline.mma_cta_group: 2 pairs CTAs along M, so pipeline.cluster\[0\]"):
         from_dict(raw)
+
+
+# --- records: the trace and the Gantt chart show the cluster ---------------------------------
+
+def test_trace_draws_each_multicast_once_with_flows_into_every_receiver():
+    from tmasim import trace_check
+    from tmasim.trace import chrome_trace
+
+    raw = {"gpu": {"preset": "h100-sxm", "sms": 2}, "workload": {"kind": "gemm", "m": 256, "n": 128, "k": 256,
+                                                                  "tile": [128, 128, 64]},
+           "pipeline": {"stages": 2, "consumers": 1, "cluster": [2, 1]}, "run": {"records": True}}
+    result = simulate(from_dict(raw))
+    trace = chrome_trace(result.spans, result.events)
+    assert trace_check.validate(trace) == []
+    events = trace["traceEvents"]
+    pid_of = {e["pid"] for e in events if e.get("flow_in")}
+    assert len(pid_of) == 2  # the computes of both CTAs (on two SMs) receive flows
+    sources = [e for e in events if e.get("flow_out")]
+    # 4 k-steps, each CTA issues A (lands only in itself) and half of B (lands in both): every
+    # step's last landing is one transfer, which releases the computes of both CTAs
+    targets = {e["bind_id"]: [f["pid"] for f in events if f.get("flow_in") and f["bind_id"] == e["bind_id"]]
+               for e in sources}
+    assert any(len(set(pids)) == 2 for pids in targets.values())
+    kinds = set(result.events["kind"])
+    assert {"cluster", "multicast", "remote_arrive"} <= kinds
+    assert any(e.get("name") == "cluster 0, rank 1" for e in events)
+
+
+def test_gantt_rows_name_the_cluster_and_rank():
+    from tmasim.plots import _row_labels
+
+    raw = {"gpu": {"preset": "h100-sxm", "sms": 4}, "workload": {"kind": "gemm", "m": 256, "n": 256, "k": 128,
+                                                                  "tile": [128, 128, 64]},
+           "pipeline": {"stages": 2, "consumers": 1, "cluster": [2, 2]}, "run": {"records": True}}
+    result = simulate(from_dict(raw))
+    labels = _row_labels(result.events, [(0, 0), (3, 3)])
+    assert labels == ["SM 0 · CTA 0\ncluster 0, rank 0", "SM 3 · CTA 3\ncluster 0, rank 3"]

@@ -236,11 +236,11 @@ def _chip_rows(stats: dict[str, Any], scenario: Any) -> list[tuple[str, str]]:
 
 
 def _cluster_rows(stats: dict[str, Any], scenario: Any) -> list[tuple[str, str]]:
-    cx, cy = stats["cluster"]
+    cx, cy = scenario.pipeline.cluster
     chosen = "set" if getattr(scenario.workload, "multicast", None) is not None else "default: what the shape allows"
     shares = {"none": "no operand shared", "a": f"A split over the {cy} CTAs of a cluster row",
               "b": f"B split over the {cx} CTAs of a cluster column", "both": "A over each row, B over each column"}
-    per_gpc = "+".join(map(str, stats["clusters_per_gpc"]))
+    per_gpc = stats["clusters_per_gpc"]
     if stats.get("mma_cta_group") == 2:
         chosen = "2-SM MMA"
         shares["none"] = "each CTA of the pair loads its A box and half of B; the leader's MMA reads both"

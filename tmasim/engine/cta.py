@@ -116,6 +116,8 @@ class Cta:
         """Wire this CTA to its cluster (``peers`` by rank): its multicast copies land in the
         peers' slots, and its consumers release the slots of every peer that writes into it."""
         self.cluster, self.rank, self.peers, self._arrive_latency = cluster, rank, peers, arrive_latency
+        if self.recorder is not None:  # which CTAs form a cluster: for the Gantt chart and the trace
+            self.recorder.event(self.env.now, self.sm, self.index, "cluster", f"cluster {cluster}", -1, rank)
         if self.sync.mma_pair:
             self._join_pair(peers)
             return

@@ -269,10 +269,10 @@ def _check_grid(config: GemmConfig, cluster: tuple[int, int]) -> None:
 
 def _cluster_info(setup: ClusterSetup, placement: ClusterPlacement, slots: int, gpu: GpuSpec) -> dict[str, object]:
     return {
-        "cluster": list(setup.shape),
+        "cluster": f"{setup.shape[0]}x{setup.shape[1]}",  # scalars only: summaries become table rows
         "multicast": setup.multicast,
         "clusters_resident": placement.clusters,
-        "clusters_per_gpc": list(placement.per_gpc),
+        "clusters_per_gpc": "+".join(map(str, placement.per_gpc)),
         "idle_sms": placement.idle_sms,
         "cluster_portable": placement.portable,
         "cluster_slots_used": slots,
