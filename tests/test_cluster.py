@@ -7,6 +7,7 @@ import dataclasses
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -311,3 +312,29 @@ def test_gantt_rows_name_the_cluster_and_rank():
     result = simulate(from_dict(raw))
     labels = _row_labels(result.events, [(0, 0), (3, 3)])
     assert labels == ["SM 0 · CTA 0\ncluster 0, rank 0", "SM 3 · CTA 3\ncluster 0, rank 3"]
+
+
+# --- against the B200 multicast counters -------------------------------------------------------
+
+MEASURED = Path(__file__).parent / "data" / "b200_tma_multicast.csv"
+
+
+@pytest.mark.parametrize("size", [2, 4])
+def test_multicast_byte_accounting_matches_the_b200_counters(size):
+    """Measured (Nsight counters): with explicit multicast to a cluster of c CTAs, L2 serves each
+    tile once (sectors x 32 B) and DRAM reads it once, while c copies land in shared memory.
+    The model's B operand, multicast over a [c, 1] cluster, must show the same two ratios."""
+    import pandas as pd
+
+    table = pd.read_csv(MEASURED, comment="#")
+    rows = table[(table["mode_name"] == "explicit_mcast") & (table["cluster_size"] == size)]
+    l2_ratio = (rows["lts_sectors_tex_read"] * 32 / rows["tma_ld_bytes"]).to_numpy()
+    dram_ratio = (rows["dram_bytes_read"] / rows["tma_ld_bytes"]).to_numpy()
+    assert l2_ratio == pytest.approx(1 / size, rel=0.02) and dram_ratio == pytest.approx(1 / size, rel=0.02)
+    scenario = gemm((size, 1), gpu={"preset": "b200", "sms": 16}, m=2048, n=1024, tile=(128, 128, 64),
+                    multicast="b", l2_reuse=False)
+    stats = simulate(scenario).stats
+    a_bytes = 16 * 8 * 8 * 128 * 64 * 2  # 16 x 8 tiles, 8 k-steps: A is not shared
+    b_l2, b_smem = stats["memory_bytes"] - a_bytes, stats["bytes"] - a_bytes
+    b_hbm = stats["hbm_bytes"] - a_bytes - 2048 * 1024 * 2  # less A and the C store
+    assert b_l2 / b_smem == pytest.approx(1 / size) and b_hbm / b_smem == pytest.approx(1 / size)
