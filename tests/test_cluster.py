@@ -177,7 +177,8 @@ def test_deadlock_report_names_the_cluster_and_the_peer_waited_for():
         _check_finished(chip.ctas, chip.env.now)
     message = str(err.value)
     assert "CTA 0 of cluster 0 (sm0.cta0)" in message
-    assert "waits on full[" in message and "for CTA 1 (sm1.cta1)'s multicast slice" in message
+    assert "consumer0 waits on full[1] of CTA 0 for the multicast slice of CTA 1 (sm1.cta1)" in message
+    assert "producer waits on empty[1] of CTA 0 for the consumers' release by CTA 0, CTA 1 (sm1.cta1)" in message
 
 
 # --- aggregation -----------------------------------------------------------------------------

@@ -377,15 +377,15 @@ class Cta:
         slot = int(barrier.name.rsplit("[", 1)[1].rstrip("]"))
         kind = barrier.name.rsplit(".", 1)[1].split("[")[0]
         use = barrier.phase
-        if kind == "empty":  # needs the consumers of every writer to have released use `use - 1`... of this slot
-            late = [p for p in self._release or [self] if p.released[slot] < use]
-            whose = "consumers' release"
+        if kind == "empty":  # phase `use` completes when every writer's consumers released use `use`
+            late = [p for p in self._release or [self] if p.released[slot] <= use]
+            whose = "the consumers' release by"
         else:
             step = use * self.sync.stages + slot
             late = [p for p in self._release or [self] if p.issued <= step]
-            whose = "multicast slice"
+            whose = "the multicast slice of"
         names = ", ".join(f"CTA {p.rank}" + (f" ({p.scope})" if p is not self else "") for p in late)
-        cause = f" for {names}'s {whose}" if late else ""
+        cause = f" for {whose} {names}" if late else ""
         return (f"CTA {self.rank} of cluster {self.cluster} ({self.scope}).{role} waits on {kind}[{slot}] of CTA "
                 f"{self.rank}{cause}: {barrier.describe_wait(parity)}")
 
