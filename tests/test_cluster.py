@@ -339,3 +339,15 @@ def test_multicast_byte_accounting_matches_the_b200_counters(size):
     b_l2, b_smem = stats["memory_bytes"] - a_bytes, stats["bytes"] - a_bytes
     b_hbm = stats["hbm_bytes"] - a_bytes - 2048 * 1024 * 2  # less A and the C store
     assert b_l2 / b_smem == pytest.approx(1 / size) and b_hbm / b_smem == pytest.approx(1 / size)
+
+
+@pytest.mark.parametrize(("cluster", "multicast", "writers"), [
+    ((2, 2), "both", 3), ((4, 1), "b", 4), ((1, 4), "a", 4), ((2, 2), "a", 2), ((2, 2), "none", 1)])
+def test_empty_barrier_expects_the_consumers_of_every_cta_writing_into_the_slot(cluster, multicast, writers):
+    scenario = gemm(cluster, gpu=ideal(), m=512, n=512, k=128, stages=2, consumers=2, multicast=multicast)
+    plan, _ = plan_scenario(scenario)
+    chip = Chip(simpy.Environment(), scenario.gpu, plan, _sync(scenario), None, aggregate=False)
+    chip.env.run()
+    # CUTLASS: (CX + CY - 1) x consumers with both operands multicast
+    assert {cta.ring.empty[0].arrivals for cta in chip.ctas} == {writers * 2}
+    assert {cta.ring.full[0].arrivals for cta in chip.ctas} == {1}
