@@ -351,3 +351,16 @@ def test_empty_barrier_expects_the_consumers_of_every_cta_writing_into_the_slot(
     # CUTLASS: (CX + CY - 1) x consumers with both operands multicast
     assert {cta.ring.empty[0].arrivals for cta in chip.ctas} == {writers * 2}
     assert {cta.ring.full[0].arrivals for cta in chip.ctas} == {1}
+
+
+def test_a_pair_mma_waits_for_both_sms_tensor_cores():
+    """One stage: four CTAs per SM, leaders and followers of different pairs sharing each SM.
+    Every pair MMA holds two SMs' tensor cores, so no SM is busier than the run is long."""
+    stats = simulate(from_dict({
+        "gpu": {"preset": "b200", "sms": 16},
+        "workload": {"kind": "gemm", "m": 2048, "n": 1024, "k": 512, "tile": [128, 256, 64]},
+        "pipeline": {"stages": 1, "consumers": 2, "cluster": [2, 1], "mma_cta_group": 2},
+        "run": {"records": False}})).stats
+    assert stats["ctas_per_sm"] == 4
+    assert stats["compute_utilization"] <= 1.0
+    assert stats["makespan_ps"] >= stats["compute_bound_ns"] * 1000

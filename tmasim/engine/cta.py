@@ -255,12 +255,12 @@ class Cta:
                 self._reads.append((warpgroup, i, env.now))
             # Cooperative warpgroups split each step's work; the split loses no picosecond.
             if share == 1:
-                start, done = tc.run(compute_of(i), flops_of(i))
+                work, flops = compute_of(i), flops_of(i)
             else:
                 whole, extra = divmod(compute_of(i), share)
-                start, done = tc.run(whole + (warpgroup < extra), flops_of(i) / share)
-            if pair is not None:  # the pair's MMA keeps the follower's tensor cores busy as long
-                pair.run(compute_of(i) if share == 1 else whole + (warpgroup < extra))
+                work, flops = whole + (warpgroup < extra), flops_of(i) / share
+            # A 2-SM MMA needs both SMs' tensor cores at once.
+            start, done = tc.run(work, flops) if pair is None else tc.run_with(pair, work, flops)
             yield done
             if release is None:
                 empties[slot].arrive(who, phase=use)
