@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 import simpy
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tmasim.cluster import default_multicast, place
 from tmasim.engine.chip import Chip
@@ -364,3 +366,21 @@ def test_a_pair_mma_waits_for_both_sms_tensor_cores():
     assert stats["ctas_per_sm"] == 4
     assert stats["compute_utilization"] <= 1.0
     assert stats["makespan_ps"] >= stats["compute_bound_ns"] * 1000
+
+
+
+@settings(max_examples=8, deadline=None)
+@given(shape=st.sampled_from([(1, 2), (2, 1), (2, 2), (4, 1)]), multicast=st.sampled_from(["none", None]),
+       stages=st.integers(1, 3), launch=st.sampled_from(["persistent", "grid"]), k=st.sampled_from([128, 192]))
+def test_property_cluster_runs_aggregate_exactly_and_multicast_never_adds_l2_bytes(shape, multicast, stages, launch,
+                                                                                 k):
+    gpu = {"preset": "h100-sxm", "sms": 8}
+    kwargs = {"m": 1024, "n": 512, "k": k, "stages": stages, "consumers": 1, "launch": launch}
+    if multicast is not None:
+        kwargs["multicast"] = multicast
+    full = simulate(gemm(shape, gpu=gpu, aggregate=False, **kwargs)).stats
+    agg = simulate(gemm(shape, gpu=gpu, **kwargs)).stats
+    assert agg["makespan_ps"] == full["makespan_ps"]
+    plain = simulate(gemm((1, 1), gpu=gpu, **kwargs)).stats
+    assert agg["memory_bytes"] <= plain["memory_bytes"]
+    assert agg["bytes"] == plain["bytes"]

@@ -16,6 +16,15 @@ Limits: it assumes the CTAs of a wave stay within L2's capacity of each other (t
 lockstep k-loops; false if they drift far apart), ignores reuse across waves when the operands
 do not fit, and spreads a wave's misses evenly over its tiles (which keeps identical SMs
 identical, so aggregation stays exact).
+
+Clusters (``pipeline.cluster = [CX, CY]``): the raster walks CX x CY blocks of output tiles,
+one per cluster; the CTA of rank x + y·CX computes tile (x, y) of its block. With multicast
+(``workload.multicast``) the CY CTAs of a cluster row each load 1/CY of the shared A box and
+deliver it to all of them (B likewise over the CX CTAs of a column); a slice is read from L2
+once, and carries the panel's HBM misses for all its receivers, so multicast cuts L2 bytes and
+leaves HBM bytes as they were. With ``pipeline.mma_cta_group = 2`` a [2, 1] cluster is a CTA
+pair: each CTA loads its A box and half of B, and the leader's MMA computes both tiles
+(timed by :mod:`tmasim.workloads.pair_mma`).
 """
 
 from __future__ import annotations
