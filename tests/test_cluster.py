@@ -78,7 +78,8 @@ def test_fewer_sms_regroup_into_gpcs_of_the_presets_largest_size():
 def test_cluster_must_divide_the_tile_grid_and_multicast_must_fit_the_shape():
     with pytest.raises(ScenarioError, match=r"pipeline.cluster: \[3, 1\] must divide the grid of output tiles"):
         simulate(gemm((3, 1)))
-    with pytest.raises(ScenarioError, match="workload.multicast: 'a' shares A among the CY CTAs"):
+    with pytest.raises(ScenarioError, match=r"workload.multicast: 'a' shares A along N, but pipeline.cluster = "
+                                            r"\[2, 1\] has one along N"):
         simulate(gemm((2, 1), multicast="a"))
     assert [default_multicast(s) for s in ((1, 1), (2, 1), (1, 2), (2, 2))] == ["none", "b", "a", "both"]
 
@@ -271,6 +272,27 @@ def test_pair_mma_time_comes_from_the_cta_group_2_table():
 
 def test_pair_mma_aggregation_is_exact():
     assert pair_gemm(2)["makespan_ps"] == pair_gemm(2, aggregate=False)["makespan_ps"]
+
+
+@pytest.mark.parametrize(("cluster", "multicast", "a_share", "b_share", "writers"), [
+    ((2, 1), None, 1, 2, 1), ((4, 1), "b", 1, 4, 2), ((2, 2), "a", 2, 2, 2), ((4, 2), "both", 2, 4, 3)])
+def test_pairs_in_larger_clusters_share_operands_between_pairs(cluster, multicast, a_share, b_share, writers):
+    """Pairs along M share B's halves (each half multicast to the same half of the other pairs),
+    pairs along N share A; a CTA's empty barrier waits for the MMA of every pair it writes into."""
+    raw = {"gpu": {"preset": "b200", "sms": 16},
+           "workload": {"kind": "gemm", "m": 2048, "n": 1024, "k": 512, "tile": [128, 256, 64],
+                        **({"multicast": multicast} if multicast else {})},
+           "pipeline": {"stages": 4, "consumers": 2, "cluster": list(cluster), "mma_cta_group": 2},
+           "run": {"records": False, "aggregate": False}}
+    scenario = from_dict(raw)
+    stats = simulate(scenario).stats
+    a_box, b_box = 128 * 64 * 2, 256 * 64 * 2
+    assert stats["memory_bytes"] == 16 * 4 * 8 * (a_box // a_share + b_box // b_share)
+    assert stats["makespan_ps"] == simulate(from_dict({**raw, "run": {"records": False}})).stats["makespan_ps"]
+    plan, _ = plan_scenario(scenario)
+    chip = Chip(simpy.Environment(), scenario.gpu, plan, _sync(scenario), None, aggregate=False)
+    chip.env.run()
+    assert {cta.ring.empty[0].arrivals for cta in chip.ctas} == {2 * writers}
 
 
 def test_pair_mma_needs_a_pair_along_m():

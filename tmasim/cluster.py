@@ -61,13 +61,14 @@ def default_multicast(shape: tuple[int, int]) -> str:
     return {(False, False): "none", (False, True): "a", (True, False): "b", (True, True): "both"}[(cx > 1, cy > 1)]
 
 
-def check_multicast(multicast: str, shape: tuple[int, int]) -> None:
+def check_multicast(multicast: str, shape: tuple[int, int], cluster: tuple[int, int] | None = None) -> None:
+    """``shape`` counts what shares operands: CTAs, or the 2-SM MMA's CTA pairs (two CTAs along
+    M of ``cluster``)."""
     cx, cy = shape
+    what = f"pipeline.cluster = [{', '.join(map(str, cluster or shape))}]" + (" (CTA pairs)" if cluster else "")
     if multicast in ("a", "both") and cy == 1:
         raise ScenarioError("workload.multicast", multicast,
-                            f"shares A among the CY CTAs of a cluster row, but pipeline.cluster = [{cx}, {cy}] has "
-                            "CY = 1 (use 'b', or a cluster with CY > 1)")
+                            f"shares A along N, but {what} has one along N (use 'b', or a cluster with CY > 1)")
     if multicast in ("b", "both") and cx == 1:
         raise ScenarioError("workload.multicast", multicast,
-                            f"shares B among the CX CTAs of a cluster column, but pipeline.cluster = [{cx}, {cy}] has "
-                            "CX = 1 (use 'a', or a cluster with CX > 1)")
+                            f"shares B along M, but {what} has one along M (use 'a', or a cluster with more along M)")

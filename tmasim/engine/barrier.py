@@ -79,6 +79,12 @@ class Mbarrier:
         self._pending -= count
         self._maybe_flip()
 
+    def expect_arrivals(self, count: int) -> None:
+        """Set the arrival count before first use (when it depends on the cluster's wiring)."""
+        if self.phase or self._pending != self.arrivals:
+            raise BarrierError(f"{self.name}: its arrival count can change only before first use")
+        self.arrivals = self._pending = count
+
     def expect_tx(self, nbytes: int) -> None:
         self._tx += nbytes
 

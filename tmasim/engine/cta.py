@@ -44,7 +44,7 @@ class Sync:
     expect_tx: int | None
     wake: int
     mode: str = COOPERATIVE
-    mma_pair: bool = False  # 2-SM MMA: cluster rank 0 leads a pair with rank 1
+    mma_pair: bool = False  # 2-SM MMA: cluster rank 2i leads a pair with rank 2i + 1
 
 
 @dataclass(frozen=True)
@@ -113,39 +113,39 @@ class Cta:
         self.processes += [env.process(self.consumer(w)) for w in range(sync.consumers)]
 
     def join_cluster(self, cluster: int, rank: int, peers: list[Cta], arrive_latency: int) -> None:
-        """Wire this CTA to its cluster (``peers`` by rank): its multicast copies land in the
-        peers' slots, and its consumers release the slots of every peer that writes into it."""
+        """Wire this CTA to its cluster (``peers`` by rank): its copies land in the slots of the
+        ranks in their masks, and the CTA whose MMA reads a slot releases it in every CTA that
+        writes into it. The MMA's owner is the CTA itself, or with the 2-SM MMA the pair's
+        leader (the even rank): the follower's bytes complete on the leader's full barrier."""
         self.cluster, self.rank, self.peers, self._arrive_latency = cluster, rank, peers, arrive_latency
         if self.recorder is not None:  # which CTAs form a cluster: for the Gantt chart and the trace
             self.recorder.event(self.env.now, self.sm, self.index, "cluster", f"cluster {cluster}", -1, rank)
-        if self.sync.mma_pair:
+        pair = self.sync.mma_pair
+        if not self.mask and not pair:
+            return
+        owner = _pair_owner if pair else _self_owner
+        receivers = [_ranks(peer.mask) or [q] for q, peer in enumerate(peers)]
+        if owner(rank) == rank:
+            self._release = [peers[q] for q in range(len(peers)) if rank in {owner(r) for r in receivers[q]}]
+        writers = len({owner(r) for r in receivers[rank]})
+        for barrier in self.ring.empty:
+            barrier.expect_arrivals(self.sync.empty_arrivals * writers)
+        keys = {c.multicast or (1 << rank if pair else 0) for c in _all_copies(self.program)} - {0}
+        self._targets = [{key: _multicast(peers, key, slot, owner) for key in keys} for slot in range(self.sync.stages)]
+        if pair:
             self._join_pair(peers)
-            return
-        if not self.mask:
-            return
-        members = [r for r in range(len(peers)) if self.mask >> r & 1]
-        self._release = [peers[r] for r in members]
-        masks = {c.multicast for c in _all_copies(self.program) if c.multicast}
-        for slot in range(self.sync.stages):
-            self._targets.append({mask: _multicast(peers, mask, slot) for mask in masks})
 
     def _join_pair(self, peers: list[Cta]) -> None:
-        """2-SM MMA: the follower's copies land in its own SMEM but complete on the leader's full
-        barrier; the leader's MMA releases the slot in both CTAs and hands each finished
+        """2-SM MMA: the leader's MMA keeps both SMs' tensor cores busy and hands each finished
         accumulator half to the follower's epilogue."""
-        leader, follower = peers[0], peers[1]
-        if self is leader:
-            self.follower = follower
-            self._release = [leader, follower]
-            units = self.program.unit_of(self.program.steps - 1) + 1 if self.program.steps else 0
-            share = self.sync.consumers if self.sync.mode == COOPERATIVE else 1
-            self._unit_done = [self.env.event() for _ in range(units)]
-            self._unit_left = [share] * units
+        if self.rank % 2:
+            self.leader = peers[self.rank - 1]
             return
-        self.leader = leader
-        port = self.copy_engine.routes.port if self.copy_engine.routes is not None else None
-        self._targets = [{0: Multicast((leader.ring.full[s],), (port,) if port else (), ((self.sm, self.index),))}
-                         for s in range(self.sync.stages)]
+        self.follower = peers[self.rank + 1]
+        units = self.program.unit_of(self.program.steps - 1) + 1 if self.program.steps else 0
+        share = self.sync.consumers if self.sync.mode == COOPERATIVE else 1
+        self._unit_done = [self.env.event() for _ in range(units)]
+        self._unit_left = [share] * units
 
     def _accumulator_ready(self, unit: int) -> None:
         """One consumer finished its part of the unit's last MMA; when all have, the follower's
@@ -179,8 +179,9 @@ class Cta:
     def producer(self) -> Generator[simpy.Event, object, None]:
         env, ring, prog, rec, engine = self.env, self.ring, self.program, self.recorder, self.copy_engine
         expect_tx, targets = self.sync.expect_tx, self._targets
-        expects = bool(targets) or self.follower is not None  # the full barrier counts peers' bytes too
+        expects = bool(targets)  # the full barrier counts peers' bytes too
         follower = self.leader is not None
+        solo = 1 << self.rank if self.sync.mma_pair else 0  # a pair's own copy: to the leader's barrier
         who = f"{self.scope}.producer"
         stages, fulls, empties, copies_of = ring.stages, ring.full, ring.empty, prog.copies
         for i in range(prog.steps):
@@ -202,7 +203,7 @@ class Cta:
             if follower:  # 2-SM MMA: our half completes on the leader's full barrier
                 self.issued = i + 1
                 for copy in copies:
-                    engine.load(copy, targets[slot][0], self.index, i, slot)
+                    engine.load(copy, targets[slot][copy.multicast or solo], self.index, i, slot)
                 continue
             if expect_tx is not None:
                 announced = expect_tx
@@ -216,7 +217,8 @@ class Cta:
             self._issued_at[slot] = env.now
             self.issued = i + 1
             for copy in copies:
-                engine.load(copy, targets[slot][copy.multicast] if copy.multicast else full, self.index, i, slot)
+                key = copy.multicast or solo
+                engine.load(copy, targets[slot][key] if key else full, self.index, i, slot)
 
     def consumer(self, warpgroup: int) -> Generator[simpy.Event, object, None]:
         if self.leader is not None:
@@ -409,10 +411,26 @@ def _multicast_mask(program: Program) -> int:
     return mask
 
 
-def _multicast(peers: list[Cta], mask: int, slot: int) -> Multicast:
-    receivers = [p for r, p in enumerate(peers) if mask >> r & 1]
+def _ranks(mask: int) -> list[int]:
+    return [r for r in range(mask.bit_length()) if mask >> r & 1]
+
+
+def _self_owner(rank: int) -> int:
+    return rank
+
+
+def _pair_owner(rank: int) -> int:
+    """With the 2-SM MMA, the pair's leader (the even rank) issues the MMA and owns the barriers."""
+    return rank - rank % 2
+
+
+def _multicast(peers: list[Cta], mask: int, slot: int, owner: Callable[[int], int]) -> Multicast:
+    """A copy landing in the SMEM of the ranks in ``mask``, completing on the full barrier of
+    the CTA whose MMA reads each of them."""
+    receivers = [peers[r] for r in _ranks(mask)]
     ports = tuple(p.copy_engine.routes.port for p in receivers if p.copy_engine.routes is not None)
-    return Multicast(tuple(p.ring.full[slot] for p in receivers), ports, tuple((p.sm, p.index) for p in receivers))
+    barriers = tuple(peers[owner(r)].ring.full[slot] for r in _ranks(mask))
+    return Multicast(barriers, ports, tuple((p.sm, p.index) for p in receivers))
 
 
 def _arrival(barrier: Mbarrier, who: str, use: int) -> Callable[[simpy.Event], None]:

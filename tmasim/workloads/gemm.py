@@ -22,9 +22,10 @@ one per cluster; the CTA of rank x + y·CX computes tile (x, y) of its block. Wi
 (``workload.multicast``) the CY CTAs of a cluster row each load 1/CY of the shared A box and
 deliver it to all of them (B likewise over the CX CTAs of a column); a slice is read from L2
 once, and carries the panel's HBM misses for all its receivers, so multicast cuts L2 bytes and
-leaves HBM bytes as they were. With ``pipeline.mma_cta_group = 2`` a [2, 1] cluster is a CTA
-pair: each CTA loads its A box and half of B, and the leader's MMA computes both tiles
-(timed by :mod:`tmasim.workloads.pair_mma`).
+leaves HBM bytes as they were. With ``pipeline.mma_cta_group = 2`` CTAs 2i and 2i + 1 along
+M are a pair: each loads its A box and half of B (shared with the same half of the cluster's
+other pairs along M when B is multicast), and the leader's MMA computes both tiles (timed by
+:mod:`tmasim.workloads.pair_mma`).
 """
 
 from __future__ import annotations
@@ -209,28 +210,31 @@ class ClusterSetup:
 
     @staticmethod
     def of(config: GemmConfig, shape: tuple[int, int], mma_cta_group: int = 1) -> ClusterSetup:
-        if mma_cta_group == 2:
-            if shape != (2, 1):
-                raise ScenarioError("pipeline.cluster", list(shape), "must be [2, 1] with pipeline.mma_cta_group = 2 "
-                                                                     "(one CTA pair per cluster is modelled)")
-            if config.multicast not in (None, "none"):
-                raise ScenarioError("workload.multicast", config.multicast,
-                                    "must be 'none' with pipeline.mma_cta_group = 2: the pair splits B between its "
-                                    "two CTAs instead")
-            return ClusterSetup(shape, "none", (1, 1), pair=True)
-        multicast = config.multicast if config.multicast is not None else default_multicast(shape)
-        check_multicast(multicast, shape)
+        pair = mma_cta_group == 2
+        # A pair (two CTAs along M) acts as one CTA of a cluster of pairs: B is shared between pairs.
+        among = (shape[0] // 2, shape[1]) if pair else shape
+        multicast = config.multicast if config.multicast is not None else default_multicast(among)
+        check_multicast(multicast, among, shape if pair else None)
         a = shape[1] if multicast in ("a", "both") else 1
-        b = shape[0] if multicast in ("b", "both") else 1
-        return ClusterSetup(shape, multicast, (a, b))
+        b = among[0] if multicast in ("b", "both") else 1
+        return ClusterSetup(shape, multicast, (a, 2 * b if pair else b), pair)
 
     def masks(self, rank: int) -> tuple[int, int]:
-        """The ranks (bit masks) that receive this CTA's A slice and its B slice."""
+        """The ranks (bit masks) that receive this CTA's A slice and its B slice. In a pair each
+        CTA holds one half of B: that half is shared with the same half in the other pairs."""
         cx, cy = self.shape
         x, y = rank % cx, rank // cx
         a = sum(1 << (x + j * cx) for j in range(cy)) if self.share[0] > 1 else 0
-        b = sum(1 << (i + y * cx) for i in range(cx)) if self.share[1] > 1 else 0
+        b_group = [i for i in range(cx) if i % 2 == x % 2] if self.pair else range(cx)
+        b = sum(1 << (i + y * cx) for i in b_group) if self.share[1] > (2 if self.pair else 1) else 0
         return a, b
+
+    def b_slice(self, rank: int) -> int:
+        """Which of the ``share[1]`` slices of the B box this CTA loads."""
+        x = rank % self.shape[0]
+        if not self.pair:
+            return x
+        return (x % 2) * (self.share[1] // 2) + x // 2 if self.share[1] > 2 else x % 2
 
 
 def plan(config: GemmConfig, gpu: GpuSpec, stages: int, consumers: int,
@@ -303,11 +307,10 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, row: int, col: i
     cx = setup.shape[0]
     (a_parts, b_parts), (a_mask, b_mask) = setup.share, setup.masks(rank)
     # A CTA issues its slice of each shared box: along N (index y) for A, along M (index x) for B.
-    a_index, b_index = rank // cx, rank % cx
+    a_index, b_index = rank // cx, setup.b_slice(rank)
     expect = layout.a.box_bytes + layout.b.box_bytes if a_mask or b_mask else 0
-    if setup.pair:  # each CTA loads its A box and half of B; the leader's full barrier counts all four
-        b_parts, b_index = 2, rank
-        expect = 2 * layout.a.box_bytes + layout.b.box_bytes if rank == 0 else 0
+    if setup.pair:  # each CTA holds its A box and half of B; the leader's full barrier counts both CTAs'
+        expect = 2 * layout.a.box_bytes + layout.b.box_bytes if rank % 2 == 0 else 0
         mma, tail = pair_mma.step_times(gpu, config.dtype, bm, bn, bk)
         rows_in += max(0, min(bm, config.m - (row + 1) * bm))  # the leader's MMA covers the pair's rows
     segments = []
@@ -315,7 +318,7 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, row: int, col: i
         k_in = min(bk, config.k - first_k)
         a = _copy(gpu, layout.a, (first_k, row * bm), fa, a_parts, a_index, a_mask)
         b = _copy(gpu, layout.b, (first_k, col * bn), fb, b_parts, b_index, b_mask)
-        flops = 0.0 if setup.pair and rank else 2.0 * rows_in * cols_in * k_in
+        flops = 0.0 if setup.pair and rank % 2 else 2.0 * rows_in * cols_in * k_in
         segments.append(Segment(count, (a, b), mma, flops, expect))
     c_bytes = layout.c.box_bytes
     staging = round(c_bytes / gpu.smem_bandwidth) if gpu.smem_bandwidth != float("inf") else 0
