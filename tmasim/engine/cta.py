@@ -275,6 +275,8 @@ class Cta:
                 self.slot_cycles += 1
             if rec is not None:
                 rec.span(start, env.now, self.sm, self.index, "consumer", "compute", i, slot)
+                if self.follower is not None:  # the pair's MMA runs on the follower's tensor cores too
+                    rec.span(start, env.now, self.follower.sm, self.follower.index, "consumer", "compute", i, slot)
                 rec.span(start, env.now, self.sm, self.index, "slot", "use", i, slot)
             epilogue = epilogue_of(i)
             if pair is not None and epilogue is not None:
