@@ -222,6 +222,7 @@ def test_cli_cluster_multicast_reports_the_l2_saving_and_the_placement():
     stats = json.loads(done.stdout)
     a_box, b_box = 128 * 64 * 2, 256 * 64 * 2
     assert base["memory_bytes"] - stats["memory_bytes"] == base["memory_bytes"] * (b_box // 2) // (a_box + b_box)
+    assert stats["hbm_bytes"] == base["hbm_bytes"]  # the raster walks the same tiles per wave; L2 dedups HBM
     assert stats["clusters_resident"] == 8 and stats["idle_sms"] == 0
     text = tmasim("run", "gemm-h100", *small, "--set", "pipeline.cluster=[2,1]").stdout
     assert "8 clusters resident at once (8 per GPC), 0 SM(s) idle" in text

@@ -18,7 +18,7 @@ do not fit, and spreads a wave's misses evenly over its tiles (which keeps ident
 identical, so aggregation stays exact).
 
 Clusters (``pipeline.cluster = [CX, CY]``): the raster walks CX x CY blocks of output tiles,
-one per cluster; the CTA of rank x + y·CX computes tile (x, y) of its block. With multicast
+one per cluster (a grouped band still spans ``group`` tile rows); the CTA of rank x + y·CX computes tile (x, y) of its block. With multicast
 (``workload.multicast``) the CY CTAs of a cluster row each load 1/CY of the shared A box and
 deliver it to all of them (B likewise over the CX CTAs of a column); a slice is read from L2
 once, and carries the panel's HBM misses for all its receivers, so multicast cuts L2 bytes and
@@ -156,10 +156,10 @@ def default_epilogue_smem(config: GemmConfig) -> int:
 
 def tile_coords(config: GemmConfig, cluster: tuple[int, int] = (1, 1)) -> list[tuple[int, int]]:
     """(tile row, tile column) of each output tile, in launch (raster) order. With clusters the
-    raster walks clusters (``group`` counts cluster rows), and each cluster's CTAs follow in
-    rank order, rank = x + y·CX for the CTA x along M and y along N."""
+    raster walks clusters (a band keeps ``group`` tile rows, rounded down to whole clusters), and
+    each cluster's CTAs follow in rank order, rank = x + y·CX for the CTA x along M and y along N."""
     cx, cy = cluster
-    clusters = _raster(config.tiles_m // cx, config.tiles_n // cy, config.raster, config.group)
+    clusters = _raster(config.tiles_m // cx, config.tiles_n // cy, config.raster, max(1, config.group // cx))
     return [(r * cx + rank % cx, c * cy + rank // cx) for r, c in clusters for rank in range(cx * cy)]
 
 
