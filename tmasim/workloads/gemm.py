@@ -18,8 +18,8 @@ do not fit, and spreads a wave's misses evenly over its tiles (which keeps ident
 identical, so aggregation stays exact).
 
 Clusters (``pipeline.cluster = [CX, CY]``): the raster walks CX x CY blocks of output tiles,
-one per cluster (a grouped band still spans ``group`` tile rows); the CTA of rank x + y·CX computes tile (x, y) of its block. With multicast
-(``workload.multicast``) the CY CTAs of a cluster row each load 1/CY of the shared A box and
+one per cluster (a grouped band still spans ``group`` tile rows); the CTA of rank x + y·CX
+computes tile (x, y) of its block. With multicast (``workload.multicast``) the CY CTAs of a cluster row each load 1/CY of the shared A box and
 deliver it to all of them (B likewise over the CX CTAs of a column); a slice is read from L2
 once, and carries the panel's HBM misses for all its receivers, so multicast cuts L2 bytes and
 leaves HBM bytes as they were. With ``pipeline.mma_cta_group = 2`` CTAs 2i and 2i + 1 along
