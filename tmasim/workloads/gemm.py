@@ -19,13 +19,13 @@ identical, so aggregation stays exact).
 
 Clusters (``pipeline.cluster = [CX, CY]``): the raster walks CX x CY blocks of output tiles,
 one per cluster (a grouped band still spans ``group`` tile rows); the CTA of rank x + y·CX
-computes tile (x, y) of its block. With multicast (``workload.multicast``) the CY CTAs of a cluster row each load 1/CY of the shared A box and
-deliver it to all of them (B likewise over the CX CTAs of a column); a slice is read from L2
-once, and carries the panel's HBM misses for all its receivers, so multicast cuts L2 bytes and
-leaves HBM bytes as they were. With ``pipeline.mma_cta_group = 2`` CTAs 2i and 2i + 1 along
-M are a pair: each loads its A box and half of B (shared with the same half of the cluster's
-other pairs along M when B is multicast), and the leader's MMA computes both tiles (timed by
-:mod:`tmasim.workloads.pair_mma`).
+computes tile (x, y) of its block. With multicast (``workload.multicast``) the CY CTAs of a
+cluster row each load 1/CY of the shared A box and deliver it to all of them (B likewise over
+the CX CTAs of a column); a slice is read from L2 once, and carries the panel's HBM misses for
+all its receivers, so multicast cuts L2 bytes and leaves HBM bytes as they were. With
+``pipeline.mma_cta_group = 2`` CTAs 2i and 2i + 1 along M are a pair: each loads its A box and
+half of B (shared with the same half of the cluster's other pairs along M when B is
+multicast), and the leader's MMA computes both tiles (timed by :mod:`tmasim.workloads.pair_mma`).
 """
 
 from __future__ import annotations
