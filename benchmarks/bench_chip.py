@@ -17,6 +17,7 @@ import time
 
 import simpy
 
+from tmasim import format as fmt
 from tmasim.engine.chip import Chip
 from tmasim.scenario import load
 from tmasim.simulation import _sync, plan_scenario, simulate
@@ -66,19 +67,18 @@ def main() -> None:
     print(f"  wall time, every SM ({full['sm_classes']} SMs):          {full_s:6.2f} s   (target <= 10 s)")
     print(f"  makespan: aggregated {agg['makespan_ps']} ps, every SM {full['makespan_ps']} ps "
           f"({'equal' if agg['makespan_ps'] == full['makespan_ps'] else 'DIFFERENT'})")
-    print(f"  predicted: {agg['makespan_ns'] / 1e3:.1f} us, {agg['achieved_flops_per_s'] / 1e12:.0f} TFLOP/s")
+    print(f"  predicted: {fmt.time_ns(agg['makespan_ns'])}, {fmt.flop_rate(agg['achieved_flops_per_s'])}")
     print("  bounds (what no schedule can beat):")
     for name in ("compute", "l2", "hbm", "port", "latency"):
-        value = agg[f"{name}_bound_ns"] / 1e3
         flag = "  <- binds" if name == agg["binding"] else ""
-        print(f"    {name:<8} {value:8.1f} us{flag}")
-    print(f"  the run reaches {agg['efficiency']:.1%} of the binding bound; HBM {agg['hbm_bytes'] / 1e9:.2f} GB "
-          f"({agg['hbm_utilization']:.0%} busy), L2 {agg['memory_bytes'] / 1e9:.1f} GB "
-          f"({agg['l2_utilization']:.0%} busy)")
+        print(f"    {name:<8} {fmt.time_ns(agg[f'{name}_bound_ns']):>10}{flag}")
+    print(f"  the run reaches {fmt.percent(agg['efficiency'])} of the binding bound; "
+          f"HBM {fmt.amount(agg['hbm_bytes'])} ({fmt.percent(agg['hbm_utilization'])} busy), "
+          f"L2 {fmt.amount(agg['memory_bytes'])} ({fmt.percent(agg['l2_utilization'])} busy)")
     cluster = simulate(load("gemm-h100-cluster", ["run.records=false"])).stats
     print("gemm-h100-cluster: the same GEMM, 2x1 clusters multicasting B")
-    print(f"  predicted: {cluster['makespan_ns'] / 1e3:.1f} us, {cluster['achieved_flops_per_s'] / 1e12:.0f} TFLOP/s, "
-          f"L2 {cluster['memory_bytes'] / 2**30:.1f} GiB (no clusters: {agg['memory_bytes'] / 2**30:.1f} GiB); "
+    print(f"  predicted: {fmt.time_ns(cluster['makespan_ns'])}, {fmt.flop_rate(cluster['achieved_flops_per_s'])}, "
+          f"L2 {fmt.amount(cluster['memory_bytes'])} (no clusters: {fmt.amount(agg['memory_bytes'])}); "
           f"aggregation {cluster['aggregation']}, {cluster['cluster_classes']} cluster slot(s)")
     for name in ("gemm-h100", "gemm-h100-cluster"):
         per_step, steps, wall = events_per_k_step(name)

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from tmasim import plots
+from tmasim import format as fmt
+from tmasim.review import plots
 from tmasim.scenario import load
 from tmasim.simulation import simulate
 from tmasim.sweep import run_sweep
@@ -26,8 +27,8 @@ GEMM_CHIP = ["run.records=true", "run.aggregate=false", "workload.m=4096", "work
 
 def reference_gantt() -> Path:
     result = simulate(load("reference"))
-    title = (f"Reference: 4 tiles, load 3 µs, compute 5 µs, 2 stages: {result.makespan_ps / 1e6:g} µs "
-             f"(serial {result.stats['serial_ns'] / 1e3:g} µs)")
+    title = (f"Reference: 4 tiles, load 3 µs, compute 5 µs, 2 stages: {fmt.time(result.makespan_ps, unicode=True)} "
+             f"(serial {fmt.time_ns(result.stats['serial_ns'], unicode=True)})")
     return plots.save(plots.gantt(result.spans, result.events, title=title), HERE / "reference-gantt.png")[0]
 
 
@@ -63,8 +64,7 @@ def stream_stages() -> Path:
 
 def gemm_chip_gantt() -> Path:
     result = simulate(load("gemm-h100", GEMM_CHIP))
-    title = (f"gemm 4096×4096×512 in 128×128×64 tiles, 3 stages: {result.stats['ctas']} CTAs, two per SM "
-             "(first 10 k-steps)")
+    title = f"gemm-h100, 4096×4096×512 in 128×128×64 tiles, 3 stages: {result.stats['ctas']} CTAs, two per SM"
     fig = plots.gantt(result.spans, result.events, title=title, tiles=10, max_ctas=4)
     return plots.save(fig, HERE / "gemm-chip-gantt.png")[0]
 

@@ -24,7 +24,7 @@ from tmasim.hardware import load_gpu
 from tmasim.units import PS_PER_S
 from tmasim.validation import Options, calibrate, validate
 from tmasim.validation.calibration import split
-from tmasim.validation.fit import levenberg_marquardt
+from tmasim.validation.fit import fit_least_squares
 from tmasim.validation.synthetic import Grid, backend_files
 
 REPO = Path(__file__).resolve().parents[1]
@@ -119,7 +119,7 @@ def test_split_is_seeded_and_holds_out_the_fraction_asked_for() -> None:
     assert len(split(points[:2], 0.9, seed=0)[0]) == 1   # and keeps at least one to fit
 
 
-def test_levenberg_marquardt_on_a_kinked_max_plus_model() -> None:
+def test_fit_least_squares_on_a_kinked_max_plus_model() -> None:
     """Residuals of log(max(a, b) + c) style, the simulator's shape: exact answer, few evaluations."""
     truth = np.log([3.0, 0.5])
     xs = np.linspace(0.5, 12, 9)  # b binds from x = 6 on, a below
@@ -135,16 +135,16 @@ def test_levenberg_marquardt_on_a_kinked_max_plus_model() -> None:
         calls.append(len(vectors))
         return [np.log(model(v) / target) for v in vectors]
 
-    fit = levenberg_marquardt(batch, np.zeros(2), max_evals=60)
+    fit = fit_least_squares(batch, np.zeros(2), max_evals=60)
     assert fit.stopped == "converged" and np.allclose(fit.x, truth, atol=1e-4)
     assert fit.evaluations == sum(calls) <= 60 and 2 in calls  # Jacobians come as one batch of 2
 
 
-def test_levenberg_marquardt_respects_its_budget_and_reports_a_flat_parameter() -> None:
+def test_fit_least_squares_respects_its_budget_and_reports_a_flat_parameter() -> None:
     def batch(vectors):  # noqa: ANN001, ANN202
         return [np.array([v[0] - 1.0, 2 * (v[0] - 1.0)]) for v in vectors]  # v[1] moves nothing
 
-    fit = levenberg_marquardt(batch, np.zeros(2), max_evals=4)
+    fit = fit_least_squares(batch, np.zeros(2), max_evals=4)
     assert fit.evaluations <= 4 and fit.insensitive == (1,)
 
 

@@ -20,8 +20,8 @@ def tmasim(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[s
 def test_run_with_no_scenario_runs_the_reference():
     proc = tmasim("run")
     assert proc.returncode == 0, proc.stderr
-    assert "pipelined time       23 us" in proc.stdout
-    assert "no-overlap time      32 us" in proc.stdout
+    assert "pipelined time       23 µs" in proc.stdout
+    assert "no-overlap time      32 µs" in proc.stdout
     assert "binding: compute" in proc.stdout
 
 
@@ -76,7 +76,7 @@ def test_a_file_that_is_not_toml(tmp_path):
 def test_deadlock_is_reported_with_who_waits_on_what():
     proc = tmasim("run", "--set", "pipeline.empty_arrivals=2")
     assert proc.returncode == 3
-    assert "deadlock at 13 us" in proc.stderr
+    assert "deadlock at 13 µs" in proc.stderr
     assert "sm0.cta0.producer waits on sm0.cta0.empty[0]" in proc.stderr
     assert "Traceback" not in proc.stderr
 
@@ -112,7 +112,7 @@ def test_skipping_the_full_wait_runs_and_reports_the_race():
     data = json.loads(proc.stdout)
     assert data["races"] == 2
     assert "read-before-ready race" in proc.stderr
-    assert "tile 0 from slot 0 at 0 ps, before it landed at 3 us" in proc.stderr
+    assert "tile 0 from slot 0 at 0 ps, before it landed at 3 µs" in proc.stderr
 
 
 def test_presets_lists_every_gpu_with_key_figures():
@@ -157,7 +157,7 @@ def test_gpu_can_be_set_by_name_or_path(tmp_path):
 
 
 def test_trace_writes_a_valid_chrome_trace(tmp_path):
-    from tmasim.trace import validate
+    from tmasim.review.trace import validate
 
     path = tmp_path / "reference.json"
     proc = tmasim("run", "--trace", str(path))

@@ -306,8 +306,8 @@ def test_pair_mma_needs_a_pair_along_m():
 # --- records: the trace and the Gantt chart show the cluster ---------------------------------
 
 def test_trace_draws_each_multicast_once_with_flows_into_every_receiver():
-    from tmasim import trace_check
-    from tmasim.trace import chrome_trace
+    from tmasim.review import trace_check
+    from tmasim.review.trace import chrome_trace
 
     raw = {"gpu": {"preset": "h100-sxm", "sms": 2}, "workload": {"kind": "gemm", "m": 256, "n": 128, "k": 256,
                                                                   "tile": [128, 128, 64]},
@@ -330,7 +330,7 @@ def test_trace_draws_each_multicast_once_with_flows_into_every_receiver():
 
 
 def test_gantt_rows_name_the_cluster_and_rank():
-    from tmasim.plots import _row_labels
+    from tmasim.review.plots import _row_labels
 
     raw = {"gpu": {"preset": "h100-sxm", "sms": 4}, "workload": {"kind": "gemm", "m": 256, "n": 256, "k": 128,
                                                                   "tile": [128, 128, 64]},

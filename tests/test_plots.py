@@ -16,10 +16,11 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from tmasim import plots
 from tmasim.errors import TmasimError
-from tmasim.plot_tables import decompose, knee, knee_x, measure
 from tmasim.results import Result
+from tmasim.review import plots
+from tmasim.review.columns import knee, measure
+from tmasim.review.plot_tables import decompose, knee_x
 from tmasim.scenario import load
 from tmasim.simulation import simulate
 from tmasim.sweep import run_sweep
@@ -133,7 +134,7 @@ def test_knee_is_the_first_point_within_one_percent_of_the_best(ys, higher, expe
     ("makespan_ns", [2.5e6], (1e6, "time to finish (ms)")),
     ("achieved_bytes_per_s", [3.2e12], (1e12, "achieved bandwidth (TB/s)")),
     ("smem_per_cta_bytes", [32_800], (1024, "SMEM per CTA (KiB)")),
-    ("compute_utilization", [0.87], (0.01, "compute utilization (%)")),
+    ("compute_utilization", [0.87], (0.01, "tensor cores busy (%)")),
 ])
 def test_measure_names_the_column_and_scales_its_unit(column, values, expected):
     assert measure(column, values) == expected
@@ -197,7 +198,7 @@ def test_heatmap_cells_colorbar_and_best_cell(grid_table):
     best = grid_table.loc[grid_table["makespan_ns"].idxmin()]
     outline = [p for p in ax.patches if p.get_edgecolor()[:3] == pytest.approx((0.839, 0.153, 0.157), abs=0.01)]
     assert len(outline) == 1
-    i = ["[128, 128, 64]", "[128, 256, 64]"].index(str(best["workload.tile"]))
+    i = [(128, 128, 64), (128, 256, 64)].index(tuple(best["workload.tile"]))  # a list column: tuples
     j = [2, 3, 4, 5].index(best["pipeline.stages"])
     assert outline[0].get_xy() == pytest.approx((j - 0.47, i - 0.47))
     assert ax.get_xlabel() == "pipeline stages" and ax.get_ylabel() == "tile (M×N×K)"
@@ -313,7 +314,7 @@ def test_figures_leave_matplotlib_settings_alone(reference):
 
 def plot_command(*argv: str) -> tuple[int, str]:
     """``tmasim plot ...`` through the parser that ``register`` builds, as cli.main runs it."""
-    from tmasim.plot_cli import register
+    from tmasim.review.plot_cli import register
 
     parser = argparse.ArgumentParser(prog="tmasim")
     register(parser.add_subparsers(dest="command", required=True))
@@ -357,9 +358,20 @@ def test_plot_defaults_to_a_file_named_by_kind_in_the_run_folder(files):
 
 
 def test_plot_gantt_window_with_units(files, tmp_path):
-    assert plot_command(str(files["run"]), "--kind", "gantt", "--window", "0,5 us",
+    assert plot_command(str(files["run"]), "--kind", "gantt", "--window", "0 us..5 us",
                         "--out", str(tmp_path / "g.svg")) == (0, "")
     assert (tmp_path / "g.svg").read_text().startswith("<?xml")
+    assert plot_command(str(files["run"]), "--kind", "gantt", "--from", "1 us", "--to", "5 us",
+                        "--out", str(tmp_path / "h.png")) == (0, "")
+
+
+def test_window_cannot_be_misread():
+    from tmasim.review.plot_cli import parse_window
+
+    assert parse_window("0 us..5 us") == (0.0, 5_000_000.0)
+    assert parse_window("0..2 ns") == (0.0, 2000.0)
+    with pytest.raises(TmasimError, match="needs a unit"):
+        parse_window("1..5 us")
 
 
 @pytest.mark.parametrize(("result", "argv", "message"), [
@@ -369,8 +381,10 @@ def test_plot_gantt_window_with_units(files, tmp_path):
     ("run", ["--kind", "bandwidth"], "has no bandwidth.csv"),
     ("sweep", ["--kind", "stage-sweep", "--y", "nope"], "--kind stage-sweep: no column 'nope' in the table"),
     ("sweep", ["--kind", "heatmap"], "--kind heatmap needs two varied fields; this sweep varies pipeline.stages"),
-    ("run", ["--kind", "gantt", "--window", "5,1"], "--window: '5,1' must have 0 <= START < END"),
-    ("run", ["--kind", "gantt", "--window", "0,5 GB"], "is not a time"),
+    ("run", ["--kind", "gantt", "--window", "5 us..1 us"], "--window: '5 us' to '1 us' must have 0 <= START < END"),
+    ("run", ["--kind", "gantt", "--window", "0..5 GB"], "is not a time"),
+    ("run", ["--kind", "gantt", "--window", "0,5 us"], "must be START..END with units"),
+    ("run", ["--kind", "gantt", "--from", "1 us"], "--to END is needed"),
 ])
 def test_plot_refuses_what_the_result_cannot_give_in_one_line(files, result, argv, message):
     code, text = plot_command(str(files[result]), *argv)

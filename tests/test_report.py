@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import html
 import re
 import shutil
 import subprocess
@@ -15,7 +16,7 @@ import pandas as pd
 import pytest
 
 from tmasim.errors import TmasimError
-from tmasim.report import build_report, explain, scenario_toml
+from tmasim.review.report import build_report, explain, scenario_toml
 from tmasim.scenario import load
 from tmasim.simulation import simulate
 
@@ -48,13 +49,30 @@ def test_report_loads_nothing_from_elsewhere(page):
 
 
 def test_report_explains_the_binding_term(page):
-    assert ('id="explanation">Takes 23 us. The tensor core binds: each tile computes in 5 us and loads in 3 us '
-            "(means), so the pipeline delivers at best one tile every 5 us, a bound more stages cannot lower.") in page
+    assert ('id="explanation">\n<p>Takes 23 µs. The tensor core binds: each tile computes in 5 µs and loads in 3 µs '
+            "(means), so the pipeline delivers at best one tile every 5 µs, a bound more stages cannot lower.") in page
+
+
+def test_report_answers_first(page):
+    """The first paragraph says what the sweep found: the best point, the knee and the next step."""
+    answer = re.search(r'<ul class="answer">(.*?)</ul>', page, re.S).group(1)
+    assert "<li>best: pipeline.stages = 2: 23 µs</li>" in answer
+    assert "knee (the cheapest point within 1% of the best): the best point itself" in answer
+    assert "next step: pipeline.stages = 3: no faster, at +16.02 KiB SMEM per CTA" in answer
+
+
+def test_report_escapes_what_the_scenario_says(tmp_path):
+    path = tmp_path / "x.toml"
+    path.write_text('name = "x"\ndescription = "<script>alert(1)</script> & more"\n'
+                    '[workload]\nkind = "tiles"\ntiles = 2\nload = "1 us"\ncompute = "1 us"\n')
+    page = build_report(str(path), [], [], tmp_path / "r").read_text(encoding="utf-8")
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; more" in page
 
 
 def test_report_has_the_scenario_summary_and_sweep_tables(page, report):
-    assert 'name = "reference"' in page and "[pipeline]" in page and "stages = 2" in page
-    assert "<th scope=\"row\">makespan_ns</th><td>23 us</td>" in page
+    text = html.unescape(page)  # autoescape writes quotes as &#34;
+    assert 'name = "reference"' in text and "[pipeline]" in page and "stages = 2" in page
+    assert "<th scope=\"row\">time to finish</th><td>23 µs</td>" in page
     rows = re.search(r'<table class="sweep">.*?</table>', page, re.S)
     assert rows is not None and rows.group(0).count("<tr class=\"ok\">") == 4
     sweep = pd.read_csv(report.parent / "sweep.csv")
@@ -94,19 +112,19 @@ def stats(name: str, *overrides: str) -> dict:
 
 def test_explain_latency_bound_tiles_says_how_many_stages_hide_it():
     assert explain(stats("latency-hidden", "pipeline.stages=2")) == (
-        "The slot round trip binds: one slot cycles in 8.5 us (copy latency, load, compute and barrier overheads), "
-        "so 2 stage(s) deliver at best one tile every 4.25 us; about 6 stages would hide it.")
+        "The slot round trip binds: one slot cycles in 8.5 µs (copy latency, load, compute and barrier overheads), "
+        "so 2 stage(s) deliver at best one tile every 4.25 µs; about 6 stages would hide it.")
 
 
 def test_explain_copy_bound_tiles():
-    assert explain(stats("load-bound")).startswith("The copy engine binds: each tile takes 6 us to load and 2 us")
+    assert explain(stats("load-bound")).startswith("The copy engine binds: each tile takes 6 µs to load and 2 µs")
 
 
 def test_explain_gemm_l2_bound_in_rates():
     s = {"workload": "gemm", "binding": "l2", "compute_bound_ns": 1000.0, "l2_bound_ns": 2000.0,
          "l2_carried_bytes": 14.4e6}
     assert explain(s) == ("L2 bandwidth binds: to keep the tensor cores busy the SMs together would ask for "
-                          "14.4 TB/s of box data, and L2 supplies 7.2 TB/s, so moving 13.73 MiB takes at least 2 us.")
+                          "14.4 TB/s of box data, and L2 supplies 7.2 TB/s, so moving 14.4 MB takes at least 2 µs.")
 
 
 @pytest.mark.parametrize(("overrides", "start"), [
@@ -129,13 +147,13 @@ def test_explain_stream_uses_littles_law():
 
 
 def test_report_through_its_parser(tmp_path):
-    from tmasim.plot_cli import register
+    from tmasim.review.plot_cli import register
 
     parser = argparse.ArgumentParser(prog="tmasim")
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["report", "one-stage", "--set", "workload.tiles=3", "--out", str(tmp_path / "r")])
     assert args.handler(args) == 0
-    assert "Takes 24 us." in (tmp_path / "r" / "index.html").read_text(encoding="utf-8")  # 3 x (3 + 5) µs
+    assert "Takes 24 µs." in (tmp_path / "r" / "index.html").read_text(encoding="utf-8")  # 3 x (3 + 5) µs
 
 
 def test_report_through_the_tmasim_command(tmp_path):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import subprocess
+import sys
 from functools import cache
 from typing import Any
 
@@ -15,9 +17,10 @@ from hypothesis import strategies as st
 
 from tmasim.errors import TmasimError
 from tmasim.results import Result
+from tmasim.review.trace import _dur_us, _us, chrome_trace, validate, write_chrome_trace
+from tmasim.review.trace_format import ns_rounded, ns_truncated
 from tmasim.scenario import load
 from tmasim.simulation import simulate
-from tmasim.trace import _dur_us, _us, chrome_trace, ns_rounded, ns_truncated, validate, write_chrome_trace
 
 BUNDLED = ("reference", "latency-hidden", "bug-missing-wait", "jitter")
 US = 10**6
@@ -347,3 +350,11 @@ def test_write_chrome_trace(tmp_path, name: str) -> None:
 def test_write_chrome_trace_needs_records(tmp_path) -> None:
     with pytest.raises(TmasimError, match="run.records"):
         write_chrome_trace(run("reference", "run.records=false"), tmp_path / "t.json")
+
+
+def test_the_checker_stands_alone():
+    """trace_check needs nothing from the writer: no import circle between them."""
+    code = ("import sys, tmasim.review.trace_check as c; "
+            "assert 'tmasim.review.trace' not in sys.modules; print(c.validate({'traceEvents': 1}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "traceEvents is missing or not a list" in out

@@ -33,7 +33,7 @@ def test_wrong_kinds_are_refused(text, kind, message):
         units.parse(text, kind, "field.name")
 
 
-def test_format_time_picks_a_readable_unit():
-    assert units.format_time(23_000_000) == "23 us"
-    assert units.format_time(640_000) == "640 ns"
-    assert units.format_time(12) == "12 ps"
+def test_the_deprecated_formatters_are_tmasim_format():
+    assert units.format_time(23_028_300) == "23.03 µs"
+    assert units.format_bytes(233472) == "228 KiB"
+    assert units.format_rate(3.35e12) == "3.35 TB/s"

@@ -117,7 +117,7 @@ def test_the_timeline_overlays_one_run_and_matches_tile_by_tile(backend: Path) -
 
 
 def test_anchor_formula_as_a_measured_table_through_maps_with_units(tmp_path: Path) -> None:
-    """N = 4 tiles: S = 1 takes N(l + c); S >= 2 takes l + c + (N - 1) max(l, c) (DESIGN.md §2)."""
+    """N = 4 tiles: S = 1 takes N(l + c); S >= 2 takes l + c + (N - 1) max(l, c) (docs/design.md §2)."""
     rows = [(s, ld, c, 4 * (ld + c) * 1000 if s == 1 else (ld + c + 3 * max(ld, c)) * 1000)
             for s in (1, 2, 3) for ld, c in ((3, 5), (5, 3), (2.5, 2.5))]
     path = tmp_path / "anchor.csv"

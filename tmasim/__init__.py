@@ -4,29 +4,43 @@
     >>> result = tmasim.simulate(tmasim.load_scenario())   # the reference scenario
     >>> result.stats["makespan_ns"]
     23000.0
+
+The public API is ``simulate``, ``load_scenario`` and ``run_sweep`` (a sweep over field values,
+one tidy table out); everything else lives in the subpackages. Heavy modules load on first use.
 """
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
+import typing as _typing
 
 __version__ = "0.1.0"
-__all__ = ["simulate", "load_scenario", "__version__"]
+__all__ = ["simulate", "load_scenario", "run_sweep", "__version__"]
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
+    from collections.abc import Iterable
+    from pathlib import Path
+
+    import pandas as pd
+
     from tmasim.results import Result
     from tmasim.scenario import Scenario
 
 
-def simulate(scenario: Scenario) -> Result:
+def simulate(scenario: "Scenario") -> "Result":
     """Run one scenario and return its :class:`~tmasim.results.Result`."""
     from tmasim.simulation import simulate as _simulate
 
     return _simulate(scenario)
 
 
-def load_scenario(source: Any = None, overrides: Any = ()) -> Scenario:
+def load_scenario(source: "str | Path | None" = None, overrides: "Iterable[str]" = ()) -> "Scenario":
     """Read a scenario file or bundled scenario by name (the reference one by default)."""
     from tmasim.scenario import load
 
     return load(source, overrides)
+
+
+def run_sweep(base: object, overrides: "Iterable[str]" = (), vary: object = (), **options: object) -> "pd.DataFrame":
+    """Simulate a scenario over field values, one row per point: :func:`tmasim.sweep.runner.run_sweep`
+    (``vary=["pipeline.stages=1,2,4"]``; options ``zip_``, ``jobs``, ``out``, ``executor``, ``progress``)."""
+    from tmasim.sweep.runner import run_sweep as _run_sweep
+
+    return _run_sweep(base, overrides, vary, **options)  # type: ignore[arg-type]

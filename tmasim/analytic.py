@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 
 def anchor_time(tiles: int, load: int, compute: int, stages: int) -> int:
-    """The anchor formula of DESIGN.md §2 (exact, integer picoseconds)."""
+    """The anchor formula of docs/design.md §2 (exact, integer picoseconds)."""
     if tiles < 1 or stages < 1:
         raise ValueError("tiles and stages must be >= 1")
     if stages == 1:

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tmasim import format as fmt
 from tmasim.errors import TmasimError
-from tmasim.units import format_bytes, format_rate, format_time
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -35,12 +35,27 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"tmasim: error: {message}\n")
+        self.exit(2, f"tmasim: error: {message}{_suggestion(message)}\n")
+
+
+def _suggestion(message: str) -> str:
+    """argparse names a mistyped choice (a subcommand, a --kind) but not the one meant."""
+    import re
+
+    from tmasim.suggest import did_you_mean
+
+    match = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if match is None:
+        return ""
+    return did_you_mean(match.group(1), re.findall(r"'([^']*)'", match.group(2)) or match.group(2).split(", "))
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="tmasim", description="Simulate TMA load/compute pipelines on Hopper and Blackwell GPUs.",
                      epilog="Start with `tmasim run` (the reference scenario); `tmasim COMMAND --help` for more.")
+    from tmasim import __version__
+
+    parser.add_argument("--version", action="version", version=f"tmasim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = sub.add_parser("run", help="simulate one scenario and print its summary")
@@ -55,7 +70,9 @@ def _parser() -> argparse.ArgumentParser:
                           "(gzip-compressed if FILE ends in .gz)")
     run.set_defaults(handler=_run)
 
-    scenarios = sub.add_parser("scenarios", help="list the bundled scenarios")
+    scenarios = sub.add_parser("scenarios", help="list the bundled scenarios, or print one as TOML",
+                               epilog="`tmasim scenarios reference > my-kernel.toml` starts a scenario of your own.")
+    scenarios.add_argument("name", nargs="?", help="print this bundled scenario's file (TOML, with its comments)")
     scenarios.set_defaults(handler=_scenarios)
 
     presets = sub.add_parser("presets", help="list the GPU presets with their key figures")
@@ -66,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
 
     sweep.register(sub)
     validation.register(sub)
-    from tmasim import plot_cli
+    from tmasim.review import plot_cli
 
     plot_cli.register(sub)
     return parser
@@ -86,6 +103,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print(result.to_json())
     else:
+        from tmasim.summary import describe
+
         print(describe(result.stats, scenario))
     if result.races:
         _warn_races(result)
@@ -97,7 +116,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _write_trace(result: Any, path: Path) -> None:
-    from tmasim.trace import write_chrome_trace
+    from tmasim.review.trace import write_chrome_trace
 
     bandwidth = result.bandwidth
     counters = bandwidth.assign(name=bandwidth["link"] + " GB/s", value=bandwidth["gbytes_per_s"])[
@@ -109,7 +128,8 @@ def _write_trace(result: Any, path: Path) -> None:
 
 
 def _write_outputs(result: Any, out: Path) -> None:
-    from tmasim import plots
+    from tmasim.review import plots
+    from tmasim.summary import plural
 
     written = result.save(out)
     if result.recorder is None:
@@ -118,11 +138,12 @@ def _write_outputs(result: Any, out: Path) -> None:
     else:
         stats = result.stats
         serial = stats.get("serial_ns")
-        no_overlap = f" (no overlap: {format_time(serial * 1000)})" if serial is not None else ""
-        title = (f"{stats['scenario']}: {format_time(result.makespan_ps)} with {stats['stages']} stage(s)"
-                 f"{no_overlap} on {stats['gpu']}")
-        written += plots.save(plots.gantt(result.spans, result.events, title=title,
-                                          tiles=plots.suggested_tiles(result.spans)), out / "gantt.png")
+        no_overlap = f" (no overlap: {fmt.time_ns(serial, unicode=True)})" if serial is not None else ""
+        title = (f"{stats['scenario']}: {fmt.time(result.makespan_ps, unicode=True)} with "
+                 f"{plural(stats['stages'], 'stage')}{no_overlap} on {stats['gpu']}")
+        gantt = plots.gantt(result.spans, result.events, title=title, tiles=plots.suggested_tiles(result.spans),
+                            note=plots.representatives_note(stats))
+        written += plots.save(gantt, out / "gantt.png")
     print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
 
 
@@ -130,133 +151,19 @@ def _warn_races(result: Any) -> None:
     races = result.races
     first = races[0]
     landed = ("before its copy was issued" if first.landed_ps is None
-              else f"before it landed at {format_time(first.landed_ps)}")
+              else f"before it landed at {fmt.time(first.landed_ps)}")
     print(f"tmasim: warning: {len(races)} read-before-ready race(s): the consumer read tile {first.tile} "
-          f"from slot {first.stage} at {format_time(first.read_ps)}, {landed} (pipeline.consumer_waits_full = false)",
+          f"from slot {first.stage} at {fmt.time(first.read_ps)}, {landed} (pipeline.consumer_waits_full = false)",
           file=sys.stderr)
-
-
-def describe(stats: dict[str, Any], scenario: Any) -> str:
-    """The human summary of a run: what ran, how long it took, and why."""
-    lines = [f"{stats['scenario']}: {_headline(stats, scenario)}"]
-    if scenario.description:
-        lines.append(f"  {scenario.description}")
-    kind = stats["workload"]
-    rows = _tiles_rows(stats) if kind == "tiles" else _chip_rows(stats, scenario)
-    several = kind != "tiles" or stats["consumers"] > 1
-    per_cta = " per consumer warpgroup on average" if several else ""
-    rows += [
-        ("consumer stalls", f"{_t(stats['consumer_wait_full_ns'])} waiting on full barriers{per_cta}"),
-        ("producer stalls", f"{_t(stats['producer_wait_empty_ns'])} waiting on "
-                            f"empty barriers{' per producer on average' if kind != 'tiles' else ''}"),
-        ("busy", f"copy engine{'s' if kind != 'tiles' else ''} {stats['copy_utilization']:.0%}, "
-                 f"tensor core{'s' if kind != 'tiles' else ''} {stats['compute_utilization']:.0%}"),
-    ]
-    if stats.get("races"):
-        rows.append(("races", f"{stats['races']} read(s) before data landed"))
-    width = max(len(name) for name, _ in rows)
-    lines += [f"  {name:<{width}}  {value}" for name, value in rows]
-    return "\n".join(lines)
-
-
-def _t(value_ns: float | None, digits: int = 4) -> str:
-    return "-" if value_ns is None else format_time(value_ns * 1000, digits)
-
-
-def _headline(stats: dict[str, Any], scenario: Any) -> str:
-    w, p = scenario.workload, scenario.pipeline
-    consumers = f", {p.consumers} consumer warpgroups ({p.consumer_mode})" if p.consumers > 1 else ""
-    if stats["workload"] == "gemm":
-        bm, bn, bk = w.tile
-        what = f"{w.m}x{w.n}x{w.k} {w.dtype} GEMM, tile {bm}x{bn}x{bk}"
-    elif stats["workload"] == "stream":
-        what = f"stream {'x'.join(map(str, w.shape))} {w.dtype} in {'x'.join(map(str, w.box))} boxes"
-    else:
-        what = f"{stats['tiles']} tiles"
-    return f"{what}, {stats['stages']} stage(s){consumers} on {stats['gpu']}"
-
-
-def _tiles_rows(stats: dict[str, Any]) -> list[tuple[str, str]]:
-    rows = [
-        ("pipelined time", _t(stats["makespan_ns"], 6)),
-        ("no-overlap time", f"{_t(stats['serial_ns'], 6)}   (speedup {stats['speedup']:.2f}x)"),
-        ("closed form", _t(stats["closed_form_ns"]) if stats["closed_form_ns"] is not None else "- (does not apply)"),
-    ]
-    if stats.get("maxplus_ns") is not None:
-        rows.append(("max-plus recurrence", _t(stats["maxplus_ns"])))
-    terms = ", ".join(f"{k} {_t(stats[f'{k}_term_ns'])}" for k in ("copy", "compute", "issue", "latency")
-                      if stats[f"{k}_term_ns"] or k != "issue")
-    rows.append(("bound per tile", f"{_t(stats['interval_bound_ns'])}, binding: {stats['binding']}   ({terms})"))
-    return rows
-
-
-def _chip_rows(stats: dict[str, Any], scenario: Any) -> list[tuple[str, str]]:
-    gpu = scenario.gpu
-    launch = getattr(scenario.workload, "launch", "persistent")
-    rows = [("predicted time", _t(stats["makespan_ns"]))]
-    if stats["workload"] == "gemm":
-        peak = gpu.tensor_flops[scenario.workload.dtype] * 1e12
-        rate = stats["achieved_flops_per_s"]
-        rows[0] = ("predicted time", f"{_t(stats['makespan_ns'])}   ({rate / 1e12:.0f} TFLOP/s, "
-                                     f"{rate / peak:.0%} of the {peak / 1e12:.0f} TFLOP/s peak)")
-        bounds = ", ".join(f"{name} {_t(stats[f'{key}_bound_ns'])}" for key, name in
-                           (("compute", "compute"), ("l2", "L2"), ("hbm", "HBM"), ("port", "SM port"),
-                            ("latency", "latency")))
-        rows += [
-            ("bound", f"{_t(stats['bound_ns'])}, binding: {stats['binding']}   "
-                      f"(the run reaches {stats['efficiency']:.0%} of it)"),
-            ("bounds", bounds),
-            ("no-overlap time", f"{_t(stats['serial_ns'])} on the busiest SM"),
-        ]
-    else:
-        law = stats["littles_law_bytes_per_s"]
-        rows += [
-            ("achieved bandwidth", f"{format_rate(stats['achieved_bytes_per_s'])}   (Little's law: "
-                                   f"{format_rate(law)}, bound by {stats['littles_law_binding']})"),
-            ("bytes in flight", f"{format_bytes(stats['bytes_in_flight_per_sm'])} per SM; a slot's round trip "
-                                f"{_t(stats['slot_round_trip_ns'])} (unloaded: {_t(stats['round_trip_ns'])})"),
-        ]
-    rows += [
-        ("residency", f"{format_bytes(stats['smem_per_cta_bytes'])} SMEM per CTA, {stats['ctas_per_sm']} CTA(s) "
-                      f"per SM (limited by {stats['residency_limit']}); {stats['tiles']} work units, "
-                      f"{stats['ctas']} CTAs on {stats['sms_used']} SMs, "
-                      + (f"persistent, up to {stats['waves']} units per CTA" if launch == "persistent"
-                         else f"{stats['waves']} wave(s)")),
-        ("traffic", f"HBM {format_bytes(stats['hbm_bytes'])}"
-                    + (f" ({stats['hbm_utilization']:.0%} busy)" if stats["hbm_utilization"] is not None else "")
-                    + f", L2 {format_bytes(stats['memory_bytes'])}"
-                    + (f" ({stats['l2_utilization']:.0%} busy)" if stats["l2_utilization"] is not None else "")),
-    ]
-    if "cluster" in stats:
-        rows += _cluster_rows(stats, scenario)
-    elif stats["sm_classes"] < stats["sms_used"]:
-        rows.append(("aggregation", f"{stats['sms_used']} SMs simulated as {stats['sm_classes']} class(es) "
-                                    "of identical SMs (run.aggregate = false to simulate each)"))
-    return rows
-
-
-def _cluster_rows(stats: dict[str, Any], scenario: Any) -> list[tuple[str, str]]:
-    cx, cy = scenario.pipeline.cluster
-    chosen = "set" if getattr(scenario.workload, "multicast", None) is not None else "default: what the shape allows"
-    shares = {"none": "no operand shared", "a": f"A split over the {cy} CTAs of a cluster row",
-              "b": f"B split over the {cx} CTAs of a cluster column", "both": "A over each row, B over each column"}
-    per_gpc = stats["clusters_per_gpc"]
-    if stats.get("mma_cta_group") == 2:
-        chosen = "2-SM MMA"
-        shares["none"] = "each CTA of the pair loads its A box and half of B; the leader's MMA reads both"
-    return [
-        ("cluster", f"{cx}x{cy} CTAs{'' if stats['cluster_portable'] else ' (non-portable size: needs the opt-in)'}; "
-                    f"multicast {stats['multicast']} ({chosen}; {shares[stats['multicast']]}); remote arrival "
-                    f"{_t(stats['remote_arrive_ns'])}"),
-        ("placement", f"{stats['clusters_resident']} clusters resident at once ({per_gpc} per GPC), "
-                      f"{stats['idle_sms']} SM(s) idle"),
-        ("aggregation", f"{stats['aggregation']}; {stats['cluster_classes']} cluster slot(s) simulated"),
-    ]
 
 
 def _scenarios(args: argparse.Namespace) -> int:
     from tmasim import scenario as scenarios
 
+    if args.name:
+        text = scenarios.bundled_text(args.name)
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return 0
     for name in scenarios.bundled_names():
         raw, _ = scenarios.read_raw(name)
         print(f"{name:<28} {raw.get('description', '')}")
@@ -277,15 +184,43 @@ def _presets(args: argparse.Namespace) -> int:
             value, source = entry, ""
             if isinstance(entry, dict) and "value" in entry:
                 value, source = entry["value"], entry.get("source", "")
-            print(f"  {key:<24} {str(value):<22} {text}" + (f"  [{source}]" if source else ""))
+            print(f"  {key:<24} {_preset_value(key, value, gpu):<22} {text}" + (f"  [{source}]" if source else ""))
         return 0
-    rows = [hardware.describe(hardware.load_gpu(name)) for name in hardware.preset_names()]
+    rows = [_preset_row(name) for name in hardware.preset_names()]
     columns = [c for c in rows[0] if c != "description"]
     widths = {c: max(len(c), *(len(r[c]) for r in rows)) for c in columns}
-    print("  ".join(f"{c:<{widths[c]}}" for c in columns))
+    print("  ".join(f"{c:<{widths[c]}}" for c in columns).rstrip())
     for row in rows:
-        print("  ".join(f"{row[c]:<{widths[c]}}" for c in columns))
+        print("  ".join(f"{row[c]:<{widths[c]}}" for c in columns).rstrip())
     return 0
+
+
+def _preset_row(name: str) -> dict[str, str]:
+    """A preset's key figures, its copy latency in the unit the preset gives it (cycles)."""
+    from tmasim import hardware
+
+    gpu = hardware.load_gpu(name)
+    row = hardware.describe(gpu)
+    entry = hardware.raw_preset(name).get("copy_latency")
+    value = entry.get("value") if isinstance(entry, dict) else entry
+    row["copy latency"] = _preset_value("copy_latency", value, gpu)
+    return row
+
+
+def _preset_value(key: str, value: Any, gpu: Any) -> str:
+    """As the preset writes it, made readable: ``520 cycles (262.6 ns)``, a row of rates per dtype,
+    ``none`` for a zero latency and ``unlimited`` where 0 means no limit."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in value.items())
+    if key.startswith("tma_max") and str(value).split()[0] in ("0", "0.0"):
+        return f"{value} (unlimited)"
+    ps = getattr(gpu, key, None)
+    if isinstance(value, str) and "cycle" in value and isinstance(ps, int):
+        return f"{value} ({fmt.time(ps)})"
+    if isinstance(ps, int) and ps == 0 and key in ("copy_latency", "copy_latency_per_kib", "hbm_latency",
+                                                    "tma_issue", "barrier_wake"):
+        return "none"
+    return str(value)
 
 
 if __name__ == "__main__":

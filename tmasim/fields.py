@@ -13,6 +13,7 @@ from typing import Any
 
 from tmasim import units
 from tmasim.errors import ScenarioError
+from tmasim.suggest import did_you_mean
 
 
 def integer(field: str, value: Any, *, minimum: int | None = None) -> int:
@@ -37,7 +38,7 @@ def text(field: str, value: Any) -> str:
 
 def choice(field: str, value: Any, options: tuple[str, ...]) -> str:
     if value not in options:
-        raise ScenarioError(field, value, f"must be one of {', '.join(options)}")
+        raise ScenarioError(field, value, f"must be one of {', '.join(options)}{did_you_mean(value, options)}")
     return str(value)
 
 
@@ -79,7 +80,8 @@ def reject_unknown(section: str, raw: Mapping[str, Any], known: tuple[str, ...])
     for key in raw:
         if key not in known:
             name = f"{section}.{key}" if section else key
-            raise ScenarioError(name, raw[key], f"is not a known field (known: {', '.join(known)})")
+            hint = did_you_mean(key, known)
+            raise ScenarioError(name, raw[key], f"is not a known field{hint} (known: {', '.join(known)})")
 
 
 def required(section: str, raw: Mapping[str, Any], key: str, context: str = "") -> Any:

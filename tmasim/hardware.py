@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tmasim import fields as read
+from tmasim import format as fmt
 from tmasim import units
 from tmasim.errors import ScenarioError
 
@@ -237,19 +238,19 @@ def describe(gpu: GpuSpec) -> dict[str, str]:
     return {
         "name": gpu.name,
         "SMs": str(gpu.sms),
-        "SMEM/SM": units.format_bytes(gpu.smem_per_sm),
-        "L2": units.format_bytes(gpu.l2_size),
+        "SMEM/SM": fmt.size(gpu.smem_per_sm),
+        "L2": fmt.size(gpu.l2_size),
         "HBM": _rate(gpu.hbm_bandwidth),
         "L2 BW": _rate(gpu.l2_bandwidth),
         "SM port": _rate(gpu.sm_port_bandwidth),
-        "bf16": "-" if bf16 is None else f"{bf16 * units.PS_PER_S / 1e12:.0f} TFLOP/s",
-        "copy latency": units.format_time(gpu.copy_latency),
+        "bf16": fmt.flop_rate(None if bf16 is None else bf16 * units.PS_PER_S),
+        "copy latency": fmt.time(gpu.copy_latency),
         "description": gpu.description,
     }
 
 
 def _rate(bytes_per_ps: float) -> str:
-    return UNLIMITED if math.isinf(bytes_per_ps) else units.format_rate(bytes_per_ps * units.PS_PER_S)
+    return UNLIMITED if math.isinf(bytes_per_ps) else fmt.rate(bytes_per_ps * units.PS_PER_S)
 
 
 def field_names() -> tuple[str, ...]:

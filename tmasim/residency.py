@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tmasim import format as fmt
 from tmasim.errors import ResidencyError
 from tmasim.hardware import GpuSpec
-from tmasim.units import format_bytes
 
 BARRIER_BYTES = 8
 WARPGROUP_THREADS = 128
@@ -41,9 +41,9 @@ def residency(gpu: GpuSpec, *, stage_bytes: int, stages: int, other_smem: int = 
     if smem > gpu.smem_per_cta:
         raise ResidencyError(
             "pipeline.stages", stages,
-            f"needs {format_bytes(smem)} of shared memory per CTA ({stages} stages x {format_bytes(stage_bytes)} "
-            f"+ {format_bytes(other_smem)} other + {2 * stages * BARRIER_BYTES} B of barriers), over the "
-            f"{format_bytes(gpu.smem_per_cta)} a CTA may use on {gpu.name}")
+            f"needs {fmt.size(smem)} of shared memory per CTA ({stages} stages x {fmt.size(stage_bytes)} "
+            f"+ {fmt.size(other_smem)} other + {2 * stages * BARRIER_BYTES} B of barriers), over the "
+            f"{fmt.size(gpu.smem_per_cta)} a CTA may use on {gpu.name}")
     if threads > min(MAX_THREADS_PER_CTA, gpu.max_threads_per_sm):
         raise ResidencyError("pipeline.consumers", consumers,
                              f"makes {threads} threads per CTA (128 per warpgroup, plus the producer's), over "
@@ -59,7 +59,7 @@ def residency(gpu: GpuSpec, *, stage_bytes: int, stages: int, other_smem: int = 
         if requested_ctas_per_sm > fits:
             raise ResidencyError("workload.ctas_per_sm", requested_ctas_per_sm,
                                  f"is more than fit on an SM of {gpu.name}: {fits} (limited by {limited_by}: "
-                                 f"{format_bytes(smem)} + {format_bytes(gpu.smem_reserved_per_cta)} reserved per CTA, "
-                                 f"{format_bytes(gpu.smem_per_sm)} per SM)")
+                                 f"{fmt.size(smem)} + {fmt.size(gpu.smem_reserved_per_cta)} reserved per CTA, "
+                                 f"{fmt.size(gpu.smem_per_sm)} per SM)")
         fits, limited_by = requested_ctas_per_sm, "the workload's ctas_per_sm"
     return Residency(stage_bytes, stages, other_smem, smem, threads, fits, limited_by)

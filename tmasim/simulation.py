@@ -11,7 +11,7 @@ from typing import Any
 
 import simpy
 
-from tmasim import analytic
+from tmasim import format as fmt
 from tmasim.engine.chip import Chip, Plan
 from tmasim.engine.cta import Cta, Sync
 from tmasim.engine.recorder import Recorder
@@ -19,8 +19,8 @@ from tmasim.errors import BarrierError, DeadlockError
 from tmasim.residency import Residency
 from tmasim.results import Result
 from tmasim.scenario import Scenario
-from tmasim.units import PS_PER_S, format_time
-from tmasim.workloads import gemm, stream, tiles
+from tmasim.units import PS_PER_S
+from tmasim.workloads import workload_of
 
 
 def simulate(scenario: Scenario, *, record_bandwidth: bool = False) -> Result:
@@ -34,7 +34,9 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False) -> Result:
     _check_finished(chip.ctas, env.now)
     races = [race for cta in chip.ctas for race in cta.races()]
     makespan = int(max(cta.finished_at or 0 for cta in chip.ctas))
-    stats = {**_common_stats(scenario, chip, res, makespan), **_workload_stats(scenario, chip, res, makespan)}
+    workload = workload_of(scenario.workload)
+    stats = {**_common_stats(scenario, chip, res, makespan),
+             **workload.stats(scenario.workload, scenario, chip.plan, res, makespan)}
     stats["races"] = len(races)
     links = chip.fabric.link_stats() if chip.fabric is not None else {}
     for name in ("L2", "HBM"):
@@ -54,12 +56,7 @@ def _bandwidth_table(links: dict[str, Any]) -> list[tuple[int, str, float, float
 
 
 def plan_scenario(scenario: Scenario) -> tuple[Plan, Residency]:
-    w, gpu, p = scenario.workload, scenario.gpu, scenario.pipeline
-    if isinstance(w, tiles.TilesConfig):
-        return tiles.plan(w, gpu, p.stages, p.consumers, scenario.run.seed)
-    if isinstance(w, stream.StreamConfig):
-        return stream.plan(w, gpu, p.stages, p.consumers)
-    return gemm.plan(w, gpu, p.stages, p.consumers, p.cluster, p.mma_cta_group)
+    return workload_of(scenario.workload).plan(scenario.workload, scenario)
 
 
 def _run_events(env: simpy.Environment, scenario: Scenario, ctas: list[Cta]) -> None:
@@ -96,15 +93,14 @@ def _check_finished(ctas: list[Cta], now: float) -> None:
         stuck = [line for cta in unfinished for line in cta.waiting()]
         stuck = stuck or [f"{cta.scope} never finished" for cta in unfinished]
         shown = "; ".join(stuck[:4]) + (f"; and {len(stuck) - 4} more" if len(stuck) > 4 else "")
-        raise DeadlockError(f"deadlock at {format_time(now)}: nothing left to run but {shown}")
+        raise DeadlockError(f"deadlock at {fmt.time(now)}: nothing left to run but {shown}")
 
 
 def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int) -> dict[str, Any]:
     seconds = makespan / PS_PER_S
     sms_used = chip.plan.sms
     ctas = sum(c.multiplicity for c in chip.ctas)  # CTAs that ran, counting those aggregation stands for
-    w = scenario.workload
-    work = w.tiles if isinstance(w, tiles.TilesConfig) else chip.plan.units  # tiles, or output tiles/boxes
+    work = workload_of(scenario.workload).work_units(scenario.workload, chip.plan)
 
     def total(attr: str, owner: str) -> float:
         return sum(getattr(getattr(sm, owner), attr) * sm.multiplicity for sm in chip.sms)
@@ -167,44 +163,3 @@ def _utilization(nbytes: float, bandwidth: float, makespan: float) -> float | No
     if not makespan or bandwidth == float("inf"):
         return None
     return nbytes / (bandwidth * makespan)
-
-
-def _workload_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int) -> dict[str, Any]:
-    w = scenario.workload
-    if isinstance(w, tiles.TilesConfig):
-        return _tiles_stats(scenario, makespan)
-    if isinstance(w, stream.StreamConfig):
-        law = stream.littles_law(w, scenario.gpu, scenario.pipeline.stages, res.ctas_per_sm, chip.plan.sms)
-        return {"serial_ns": None, "closed_form_ns": None, **law}
-    extra = gemm.breakdown(w, scenario.gpu, chip.plan, scenario.pipeline.stages)
-    extra["efficiency"] = extra["bound_ns"] * 1000 / makespan if makespan else None  # type: ignore[operator]
-    return extra
-
-
-def _tiles_stats(scenario: Scenario, makespan: int) -> dict[str, Any]:
-    config, gpu, stages = scenario.workload, scenario.gpu, scenario.pipeline.stages
-    assert isinstance(config, tiles.TilesConfig)
-    t = tiles.times(config, scenario.run.seed)
-    serial = analytic.serial_time(t["load"], t["compute"], t["latency"], gpu.tma_issue, gpu.barrier_wake)
-    n = config.tiles
-    bound = analytic.steady_state(sum(t["load"]) / n, sum(t["compute"]) / n, stages,
-                                  sum(t["latency"]) / n, gpu.tma_issue, gpu.barrier_wake)
-    exact = analytic.applies_anchor(t["load"], t["compute"], t["latency"], gpu.tma_issue, gpu.barrier_wake)
-    closed = analytic.anchor_time(n, t["load"][0], t["compute"][0], stages) if exact else None
-    recurrence = (analytic.maxplus_makespan(t["load"], t["compute"], stages, t["latency"], gpu.tma_issue,
-                                            gpu.barrier_wake) if _standard_sync(scenario) else None)
-    return {
-        "serial_ns": serial / 1000,
-        "closed_form_ns": None if closed is None else closed / 1000,
-        "maxplus_ns": None if recurrence is None else recurrence / 1000,
-        "speedup": serial / makespan if makespan else None,
-        "interval_bound_ns": bound.interval / 1000,
-        "binding": bound.binding,
-        **{f"{term}_term_ns": value / 1000 for term, value in bound.terms.items()},
-    }
-
-
-def _standard_sync(scenario: Scenario) -> bool:
-    p = scenario.pipeline
-    return (p.consumer_waits_full and p.consumers == 1 and p.full_arrivals in (None, 1)
-            and p.empty_arrivals in (None, p.consumers) and p.expect_tx is None)

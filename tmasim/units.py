@@ -86,25 +86,25 @@ def size_bytes(text: Any, field: str) -> int:
     return parse_int(text, "size", field)
 
 
-def format_time(ps: float, digits: int = 6) -> str:
-    """A picosecond count in the largest unit that keeps it readable: ``23 us``, ``640 ns``."""
-    for unit, scale in (("s", PS_PER_S), ("ms", 10**9), ("us", PS_PER_US), ("ns", PS_PER_NS)):
-        if abs(ps) >= scale:
-            return f"{ps / scale:.{digits}g} {unit}"
-    return f"{ps:.{digits}g} ps"
+# Deprecated: kept for code written before tmasim.format; use tmasim.format (time, size, rate).
+
+
+def format_time(ps: float, digits: int = 4) -> str:
+    """Deprecated: :func:`tmasim.format.time`."""
+    from tmasim import format as fmt
+
+    return fmt.time(ps, digits)
 
 
 def format_bytes(n: float) -> str:
-    """A byte count with a binary prefix: ``48 KiB``, ``1.5 MiB``."""
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(n) >= scale:
-            return f"{n / scale:.4g} {unit}"
-    return f"{n:.0f} B"
+    """Deprecated: :func:`tmasim.format.size`."""
+    from tmasim import format as fmt
+
+    return fmt.size(n)
 
 
 def format_rate(bytes_per_s: float) -> str:
-    """A bandwidth in decimal units, as datasheets give them: ``3.35 TB/s``."""
-    for unit, scale in (("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6)):
-        if abs(bytes_per_s) >= scale:
-            return f"{bytes_per_s / scale:.4g} {unit}"
-    return f"{bytes_per_s:.4g} B/s"
+    """Deprecated: :func:`tmasim.format.rate`."""
+    from tmasim import format as fmt
+
+    return fmt.rate(bytes_per_s)

@@ -22,8 +22,8 @@ from collections.abc import Callable
 
 import simpy
 
+from tmasim import format as fmt
 from tmasim.errors import BarrierError
-from tmasim.units import format_time
 
 FlipHook = Callable[["Mbarrier", int], None]
 
@@ -73,7 +73,7 @@ class Mbarrier:
             self._wrong_phase(who, phase)
         if count > self._pending:
             raise BarrierError(
-                f"{self.name}: {who or 'a thread'} arrives at {format_time(self.env.now)} but phase "
+                f"{self.name}: {who or 'a thread'} arrives at {fmt.time(self.env.now)} but phase "
                 f"{self.phase} has {self._pending} of {self.arrivals} expected arrivals left "
                 "(more arrivals than the barrier was initialized for)")
         self._pending -= count
@@ -95,7 +95,7 @@ class Mbarrier:
         self.arrive(who)
 
     def _wrong_phase(self, who: str, phase: int) -> None:
-        at = format_time(self.env.now)
+        at = fmt.time(self.env.now)
         if phase < self.phase:
             raise BarrierError(
                 f"{self.name}: {who} arrives for phase {phase} at {at}, but that phase already completed "
@@ -108,7 +108,7 @@ class Mbarrier:
     def complete_tx(self, nbytes: int, who: str = "") -> None:
         if nbytes > self._tx and not (self.signed_tx and self._pending):
             raise BarrierError(
-                f"{self.name}: {who or 'a copy'} completes {nbytes} bytes at {format_time(self.env.now)} "
+                f"{self.name}: {who or 'a copy'} completes {nbytes} bytes at {fmt.time(self.env.now)} "
                 f"but phase {self.phase} expects only {self._tx} more (transaction-count underflow: "
                 "expect_tx announced fewer bytes than the copies deliver)")
         self._tx -= nbytes
@@ -119,7 +119,7 @@ class Mbarrier:
             if self._tx < 0 and not self._pending:
                 raise BarrierError(
                     f"{self.name}: phase {self.phase} received {-self._tx} bytes more than expect_tx announced "
-                    f"by {format_time(self.env.now)} (transaction-count underflow)")
+                    f"by {fmt.time(self.env.now)} (transaction-count underflow)")
             return
         done = self._current
         self.phase += 1

@@ -7,7 +7,7 @@ unlaunched CTA as soon as one of its CTAs exits, so the grid runs in waves.
 
 Aggregation: SMs that run identical work under fair sharing stay identical, so one
 representative per class of identical SMs, weighing the class's size on the shared links,
-gives the same times as simulating them all (DESIGN.md §4). Classes come from the static
+gives the same times as simulating them all (docs/design.md §3, aggregation). Classes come from the static
 round-robin assignment. A persistent plan has no other; a grid plan's block scheduler hands
 out CTAs as SMs free up, which matches round robin only if every SM frees up at the same
 time: so a grid plan is aggregated only when every CTA before the last wave does the same

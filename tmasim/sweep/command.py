@@ -53,7 +53,15 @@ def handle(args: argparse.Namespace) -> int:
             print(f"tmasim: finished points are in {out}; run the same command again to resume", file=sys.stderr)
         raise
     print(summary(frame, time.perf_counter() - start))
+    print(answer_text(frame))
     return 0
+
+
+def answer_text(frame: Any) -> str:
+    """The short table and the answer: best point, knee, what binds there, the next step's cost."""
+    from tmasim.sweep import answer
+
+    return answer.summary(frame)
 
 
 def summary(frame: Any, seconds: float) -> str:

@@ -23,6 +23,7 @@ from tmasim import __version__
 from tmasim.errors import TmasimError
 from tmasim.scenario import parse_value
 from tmasim.sweep import table
+from tmasim.sweep.extend import renumbered, renumbering
 from tmasim.sweep.points import Outcome
 from tmasim.sweep.spec import SweepPlan
 
@@ -44,6 +45,7 @@ class SweepStore:
         self.journal_path = self.out.with_name(self.out.name + ".partial.jsonl")
         self.sidecar = self.out.with_name(self.out.name + ".meta.json")
         self._fingerprint = _normalized(plan.fingerprint())
+        self._journal_extended = False
 
     def check_writable(self) -> None:
         if self.out.is_dir():
@@ -54,11 +56,15 @@ class SweepStore:
     def load_finished(self) -> dict[int, Outcome]:
         """Points finished by earlier runs of this same sweep (FILE, then the journal)."""
         finished: dict[int, Outcome] = {}
+        extended = False
         if self.out.exists():
-            self._check_same_sweep(self._read_metadata(), str(self.out))
-            finished.update(self._read_rows())
+            mapping = self._check_same_sweep(self._read_metadata(), str(self.out))
+            finished.update(renumbered(self._read_rows(), mapping))
+            extended = mapping is not None
         if self.journal_path.exists():
             finished.update(self._read_journal())
+            if extended or self._journal_extended:
+                self.save(finished)  # under this sweep's fingerprint, so new points journal cleanly
         return {i: o for i, o in finished.items() if 0 <= i < len(self.plan.points)}
 
     @contextlib.contextmanager
@@ -121,17 +127,25 @@ class SweepStore:
             return {}
         if "fingerprint" not in records[0]:
             raise TmasimError(f"--out: {str(self.journal_path)!r} is not a tmasim sweep journal; remove it")
-        self._check_same_sweep(records[0]["fingerprint"], str(self.journal_path))
-        return {o.point: o for o in (Outcome.from_json(r) for r in records[1:] if _is_outcome(r))}
+        mapping = self._check_same_sweep(records[0]["fingerprint"], str(self.journal_path))
+        self._journal_extended = mapping is not None
+        return renumbered({o.point: o for o in (Outcome.from_json(r) for r in records[1:] if _is_outcome(r))}, mapping)
 
-    def _check_same_sweep(self, theirs: Mapping[str, Any], where: str) -> None:
+    def _check_same_sweep(self, theirs: Mapping[str, Any], where: str) -> dict[int, int] | None:
+        """None for the same sweep; old -> new point ids for a sweep this one extends."""
         for key in ("scenario", "vary", "zip"):
             if key not in theirs:
                 raise TmasimError(f"--out: {where!r} has no {key!r} in its metadata; choose another --out")
+        if theirs["scenario"] == self._fingerprint["scenario"] and theirs["vary"] != self._fingerprint["vary"]:
+            mapping = renumbering(theirs, self.plan)
+            if mapping is not None:
+                return mapping
+        for key in ("scenario", "vary", "zip"):
             if theirs[key] != self._fingerprint[key]:
                 difference = _difference(key, theirs[key], self._fingerprint[key])
                 raise TmasimError(f"--out: {where!r} holds another sweep ({difference}); "
                                   "choose another --out or remove it")
+        return None
 
 
 class Journal:
@@ -195,7 +209,8 @@ def _difference(key: str, theirs: Any, ours: Any) -> str:
         kind = {True: "pairs values (--zip)", False: "is a grid"}
         return f"the file {kind[bool(theirs)]}, this run {kind[bool(ours)]}"
     if key == "vary":
-        return f"the file has {_vary_text(theirs)}; this run has {_vary_text(ours)}"
+        return (f"the file has {_vary_text(theirs)}; this run has {_vary_text(ours)}; a sweep that keeps every "
+                "value the file has and adds more extends it")
     path, there, here = _first_difference(theirs, ours, "")
     return f"scenario field {path or '(root)'} is {_show(there)} in the file, {_show(here)} in this run"
 

@@ -9,8 +9,6 @@ so a column always has one type and a row can be rerun by pasting its value.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +20,6 @@ if TYPE_CHECKING:
 
 LEAD_COLUMNS = ("point",)
 OUTCOME_COLUMNS = ("seed", "status", "error")
-_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")  # fullmatch: "$" would let a final newline pass
 
 
 def build(plan: SweepPlan, outcomes: Mapping[int, Outcome]) -> pd.DataFrame:
@@ -55,8 +52,20 @@ def varied_columns(plan: SweepPlan) -> dict[str, list[Any]]:
     columns: dict[str, list[Any]] = {}
     for position, axis in enumerate(plan.axes):
         values = [point.values[position][1] for point in plan.points]
-        columns[axis.field] = values if _one_scalar_kind(values) else [toml_text(v) for v in values]
+        if _one_scalar_kind(values):
+            columns[axis.field] = values
+        elif _lists_of_one_kind(values):  # tuples: hashable for pandas, a list column for Parquet
+            columns[axis.field] = [tuple(v) for v in values]
+        else:
+            columns[axis.field] = [toml_text(v) for v in values]
     return columns
+
+
+def _lists_of_one_kind(values: Sequence[Any]) -> bool:
+    """Lists of numbers (tiles, shapes, boxes): a list column in Parquet, not strings."""
+    return (all(isinstance(v, (list, tuple)) and v for v in values)
+            and _one_scalar_kind([x for v in values for x in v])
+            and not any(isinstance(x, str) for v in values for x in v))
 
 
 def _one_scalar_kind(values: Sequence[Any]) -> bool:
@@ -66,27 +75,24 @@ def _one_scalar_kind(values: Sequence[Any]) -> bool:
 
 
 def toml_text(value: Any) -> str:
-    """A value as TOML inline text: what ``--set FIELD=...`` reads back as the same value."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, str):
-        return _quoted(value)
+    """A value as TOML inline text: what ``--set FIELD=...`` reads back as the same value.
+
+    tomli-w writes every key and scalar (its quoting and escapes); arrays and tables are
+    joined here on one line, as a ``--set`` value is typed (tomli-w writes them over several).
+    """
     if isinstance(value, Mapping):
-        return "{" + ", ".join(f"{_key(k)} = {toml_text(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{_key(str(k))} = {toml_text(v)}" for k, v in value.items()) + "}"
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(toml_text(v) for v in value) + "]"
-    return value.isoformat() if hasattr(value, "isoformat") else str(value)
+    import tomli_w
+
+    return tomli_w.dumps({"v": value}).removeprefix("v = ").removesuffix("\n")
 
 
 def _key(key: str) -> str:
-    return key if _BARE_KEY.fullmatch(key) else _quoted(key)
+    import tomli_w
 
-
-def _quoted(text: str) -> str:
-    """A TOML basic string: JSON's escapes, plus DEL, which TOML wants escaped and JSON does not."""
-    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+    return tomli_w.dumps({key: 0}).removesuffix(" = 0\n")
 
 
 def outcomes_from_frame(frame: pd.DataFrame, plan: SweepPlan) -> dict[int, Outcome]:
@@ -106,4 +112,6 @@ def outcomes_from_frame(frame: pd.DataFrame, plan: SweepPlan) -> dict[int, Outco
 
 
 def _is_missing(value: Any, pd: Any) -> bool:
-    return not isinstance(value, (list, dict)) and bool(pd.isna(value))
+    if isinstance(value, (list, dict, tuple)) or getattr(value, "ndim", 0) > 0:  # a list column's array
+        return False
+    return bool(pd.isna(value))

@@ -1,4 +1,4 @@
-"""Validation against measured tables, and calibration of GPU presets to them (DESIGN.md §6).
+"""Validation against measured tables, and calibration of GPU presets to them (docs/design.md §7).
 
     >>> from tmasim.validation import validate, calibrate
     >>> v = validate("out/measured_runs.csv")            # the backend's files, mapped built-in

@@ -22,12 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tmasim import format as fmt
 from tmasim import units
 from tmasim.errors import ScenarioError, TmasimError
 from tmasim.sweep.points import OK
 from tmasim.validation import preset as presets
 from tmasim.validation.compare import mape, point_overrides, today
-from tmasim.validation.fit import Fit, levenberg_marquardt
+from tmasim.validation.fit import Fit, fit_least_squares
 from tmasim.validation.runner import Runner
 from tmasim.validation.study import Options, Study, prepare
 
@@ -63,8 +64,8 @@ class Parameter:
 
     def show(self, value: float) -> str:
         if self.kind == "bandwidth":
-            return units.format_rate(value * units.PS_PER_S)
-        return f"{value:.4g} ps" if self.kind == "mapping" else units.format_time(value, 5)
+            return fmt.rate(value * units.PS_PER_S)
+        return f"{value:.4g} ps" if self.kind == "mapping" else fmt.time(value, 5)
 
 
 @dataclass
@@ -150,8 +151,8 @@ def calibrate(measured: str | Path, fit: Sequence[str], options: Options | None 
         if len(train) < len(parameters):
             raise TmasimError(f"--fit: {len(parameters)} parameter(s) need at least as many training points; "
                               f"{len(train)} remain (lower --holdout or fit fewer)")
-        result = levenberg_marquardt(problem.batch(train), np.zeros(len(parameters)), max_evals=max_evals,
-                                     report=_reporter(parameters, say, len(train)))
+        result = fit_least_squares(problem.batch(train), np.zeros(len(parameters)), max_evals=max_evals,
+                                   report=_reporter(parameters, say, len(train)))
         fitted = problem.values(result.x)
         final = problem.predictions(fitted)
         simulations = runner.simulations

@@ -88,7 +88,7 @@ class Validation:
 
     def save(self, out: str | Path) -> list[Path]:
         """validation.csv, validation.json, predicted_vs_measured.png (and the timeline's files)."""
-        from tmasim.plots import save as save_figure
+        from tmasim.review.plots import save as save_figure
 
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)

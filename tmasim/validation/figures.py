@@ -1,12 +1,13 @@
 """The validation figures, built from the validation and timeline tables only.
 
-Matplotlib is imported inside each function, with the Agg backend (through ``tmasim.plots``).
+Matplotlib is imported inside each function, with the Agg backend (through ``tmasim.review.plots``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tmasim import format as fmt
 from tmasim.validation.mapping import stat_unit
 
 if TYPE_CHECKING:
@@ -33,10 +34,9 @@ def display_unit(stat: str, values: pd.Series) -> tuple[float, str]:
         return 1.0, ""
     kind, base = unit
     if kind == "time":
-        ns = values.median() * (1e-3 if base == "ps" else 1.0)
-        scale = next((s for s, _ in ((1e6, "ms"), (1e3, "µs"), (1.0, "ns")) if ns >= s), 1.0)
-        name = {1e6: "ms", 1e3: "µs", 1.0: "ns"}[scale]
-        return scale * (1e3 if base == "ps" else 1.0), name
+        ps = values.median() * (1.0 if base == "ps" else 1e3)
+        scale, name = fmt.unit_for("time", ps / 2)  # the median at 1 or more of the unit
+        return scale / (1.0 if base == "ps" else 1e3), name
     if kind == "bandwidth":
         return 1e9, "GB/s"
     if kind == "flop_rate":
@@ -109,7 +109,8 @@ def timeline_overlay(frame: pd.DataFrame, *, title: str, max_tiles: int = 32) ->
     shown = frame[frame["tile"] < max_tiles]
     tiles = int(shown["tile"].max()) + 1 if len(shown) else 0
     end_ns = float(shown["compute_end_ns"].max()) if len(shown) else 1.0
-    scale, unit = next(((s, u) for s, u in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")) if end_ns >= 2 * s), (1.0, "ns"))
+    scale, unit = fmt.unit_for("time", max(end_ns * 1000, 2000))  # ns at the least
+    scale /= 1000
     fig, ax = plt.subplots(figsize=(11, 1.6 + 0.22 * tiles), layout="constrained")
     for source, offset, hatch in (("measured", -0.2, None), ("simulated", 0.2, "///")):
         rows = shown[shown["source"] == source]

@@ -1,16 +1,17 @@
-"""Levenberg-Marquardt least squares for a handful of parameters, with batched evaluations.
+"""Least squares for a handful of parameters, with batched evaluations: scipy's
+``least_squares`` (trust region reflective), fed a forward-difference Jacobian whose p
+evaluations are handed over as ONE batch (so a process pool simulates them together), under a
+budget that counts evaluations of the whole residual vector (each one simulates every training
+point).
 
-Why not scipy: calibration needs one thing from it, ``least_squares`` with a forward-difference
-Jacobian, and this is that method in ~80 lines of numpy, with two things ``least_squares`` does
-not offer: the p + 1 evaluations of a Jacobian are handed over as ONE batch (so a process pool
-simulates them together), and the budget counts evaluations of the whole residual vector
-(each one simulates every training point). Gauss-Newton steps use the residuals' structure,
-which Nelder-Mead ignores: p + 1 evaluations per iteration, and few iterations near the answer.
+scipy replaced a hand-written Levenberg-Marquardt here: on the kinked max-plus problems of
+``benchmarks/bench_fit.py`` it reaches every answer the hand-written one did, in a few more
+evaluations, and one it stalled on; and it brings bounds and robust losses should a
+calibration need them.
 
 The simulator is piecewise linear in its parameters (max-plus recurrences, min of
 bandwidths), so the Jacobian is taken with a finite step (``step``, relative, since the
-parameters are logarithms) rather than an infinitesimal one, and the damping falls back to
-short gradient steps where a kink makes the linear model wrong.
+parameters are logarithms) rather than an infinitesimal one.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class Fit:
     cost: float                  # half the sum of squared residuals
     evaluations: int             # residual vectors computed
     iterations: int
-    stopped: str                 # "converged", "budget", "no better step"
+    stopped: str                 # "converged" or "budget"
     insensitive: tuple[int, ...] = ()   # parameters that moved no residual: left where they started
     jacobian: np.ndarray | None = None  # the last one taken (residuals x parameters)
 
@@ -54,65 +55,78 @@ class Fit:
         return pairs
 
 
-def levenberg_marquardt(batch: Batch, x0: np.ndarray, *, max_evals: int = 40, step: float = 2e-3,
-                        max_step: float = 1.0, ftol: float = 1e-7, xtol: float = 1e-6,
-                        report: Report | None = None) -> Fit:
+class _Spent(Exception):
+    """The evaluation budget is used up: stop where the best point so far is."""
+
+
+def fit_least_squares(batch: Batch, x0: np.ndarray, *, max_evals: int = 40, step: float = 2e-3,
+                      ftol: float = 1e-7, xtol: float = 1e-6, report: Report | None = None) -> Fit:
     """Minimize ½‖r(x)‖² from ``x0``; ``batch`` evaluates r at several points at once."""
-    x = np.asarray(x0, dtype=float)
-    r = batch([x])[0]
-    if r is None:
-        raise ValueError("the residuals cannot be evaluated at the start")
-    evals, lam, iterations, stopped = 1, 1e-3, 0, "budget"
-    insensitive: tuple[int, ...] = ()
-    jac: np.ndarray | None = None
-    if _cost(r) < 1e-20:
-        return Fit(x, r, _cost(r), evals, 0, "converged")
-    while evals + len(x) + 1 <= max_evals:
-        jac = _jacobian(batch, x, r, step)
-        evals += len(x)
-        insensitive = tuple(int(i) for i in np.flatnonzero(~np.any(jac != 0.0, axis=0)))
-        accepted, x_new, r_new, lam, used = _damped_step(batch, x, r, jac, lam, max_step, max_evals - evals)
-        evals += used
-        iterations += 1
-        if not accepted:
-            stopped = "no better step" if evals < max_evals else "budget"
-            break
-        gain = _cost(r) - _cost(r_new)
-        moved = float(np.max(np.abs(x_new - x)))
-        x, r = x_new, r_new
-        if report is not None:
-            report(iterations, x, _cost(r))
-        if gain <= ftol * max(_cost(r), 1e-30) or moved < xtol or _cost(r) < 1e-20:
-            stopped = "converged"
-            break
-    return Fit(x, r, _cost(r), evals, iterations, stopped, insensitive, jac)
+    from scipy.optimize import least_squares
+
+    search = _Search(batch, np.asarray(x0, dtype=float), max_evals, step, report)
+    if search.best_cost < 1e-20:
+        return search.result("converged")
+    try:
+        found = least_squares(search.residuals, search.best_x, jac=search.jacobian, method="trf", x_scale="jac",
+                              ftol=ftol, xtol=xtol, gtol=1e-12, max_nfev=max_evals)
+        stopped = "converged" if found.status > 0 else "budget"
+    except _Spent:
+        stopped = "budget"
+    return search.result(stopped)
+
+
+class _Search:
+    """The residuals and Jacobian scipy asks for, counted against the budget, with the best point kept."""
+
+    def __init__(self, batch: Batch, x0: np.ndarray, max_evals: int, step: float, report: Report | None) -> None:
+        self.batch, self.max_evals, self.step, self.report = batch, max_evals, step, report
+        r0 = batch([x0])[0]
+        if r0 is None:
+            raise ValueError("the residuals cannot be evaluated at the start")
+        self.evals, self.iterations = 1, 0
+        self.best_x, self.best_r = x0, r0
+        self.cache: dict[bytes, np.ndarray] = {x0.tobytes(): r0}
+        self.jac: np.ndarray | None = None
+
+    @property
+    def best_cost(self) -> float:
+        return _cost(self.best_r)
+
+    def residuals(self, x: np.ndarray) -> np.ndarray:
+        key = x.tobytes()
+        if key not in self.cache:
+            if self.evals >= self.max_evals:
+                raise _Spent
+            r = self.batch([x.copy()])[0]
+            self.evals += 1
+            # A point that cannot be evaluated gets residuals no step will prefer.
+            self.cache[key] = r if r is not None else np.full_like(self.best_r, 1e6)
+            if r is not None and _cost(r) < self.best_cost:
+                self.best_x, self.best_r = x.copy(), r
+        return self.cache[key]
+
+    def jacobian(self, x: np.ndarray) -> np.ndarray:
+        """Forward differences, all columns in one batch; a column that fails counts as flat."""
+        r = self.residuals(x)
+        if self.evals + len(x) > self.max_evals:
+            raise _Spent
+        trials = [x + self.step * np.eye(len(x))[j] for j in range(len(x))]
+        columns = [np.zeros_like(r) if rj is None else (rj - r) / self.step for rj in self.batch(trials)]
+        self.evals += len(x)
+        self.iterations += 1
+        self.jac = np.column_stack(columns)
+        if self.report is not None and self.iterations > 1:
+            self.report(self.iterations - 1, self.best_x, self.best_cost)
+        return self.jac
+
+    def result(self, stopped: str) -> Fit:
+        insensitive: tuple[int, ...] = ()
+        if self.jac is not None:
+            insensitive = tuple(int(i) for i in np.flatnonzero(~np.any(self.jac != 0.0, axis=0)))
+        return Fit(self.best_x, self.best_r, self.best_cost, self.evals, self.iterations, stopped, insensitive,
+                   self.jac)
 
 
 def _cost(r: np.ndarray) -> float:
     return 0.5 * float(r @ r)
-
-
-def _jacobian(batch: Batch, x: np.ndarray, r: np.ndarray, step: float) -> np.ndarray:
-    """Forward differences, all columns in one batch; a column that fails counts as flat."""
-    trials = [x + step * np.eye(len(x))[j] for j in range(len(x))]
-    columns = [np.zeros_like(r) if rj is None else (rj - r) / step for rj in batch(trials)]
-    return np.column_stack(columns)
-
-
-def _damped_step(batch: Batch, x: np.ndarray, r: np.ndarray, jac: np.ndarray, lam: float, max_step: float,
-                 budget: int) -> tuple[bool, np.ndarray, np.ndarray, float, int]:
-    """Raise the damping until a step lowers the cost (or the budget ends): (accepted, x, r, λ, evals)."""
-    a, g = jac.T @ jac, jac.T @ r
-    scale = np.diag(a) + 1e-12 * max(float(np.max(np.diag(a))), 1e-30)
-    used = 0
-    while used < budget and lam < 1e10:
-        delta = np.linalg.solve(a + lam * np.diag(scale), -g)
-        largest = float(np.max(np.abs(delta)))
-        if largest > max_step:  # at most a factor e per parameter per step: stay near the linear model
-            delta *= max_step / largest
-        r_new = batch([x + delta])[0]
-        used += 1
-        if r_new is not None and _cost(r_new) < _cost(r):
-            return True, x + delta, r_new, max(lam / 3.0, 1e-9), used
-        lam *= 4.0
-    return False, x, r, lam, used

@@ -30,9 +30,10 @@ multicast), and the leader's MMA computes both tiles (timed by :mod:`tmasim.work
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tmasim import fields as read
 from tmasim.cluster import MULTICAST, ClusterPlacement, check_multicast, default_multicast, place
@@ -44,6 +45,10 @@ from tmasim.hardware import DTYPES, GpuSpec
 from tmasim.residency import Residency, residency
 from tmasim.workloads import pair_mma
 
+if TYPE_CHECKING:
+    from tmasim.scenario import Scenario
+
+KIND = "gemm"
 FIELDS = ("kind", "m", "n", "k", "dtype", "out_dtype", "tile", "raster", "group", "launch", "ctas_per_sm",
           "epilogue_smem", "l2_reuse", "multicast")
 OUT_DTYPES = ("bf16", "fp16", "fp32")
@@ -52,7 +57,7 @@ _OUT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 
 @dataclass(frozen=True)
 class GemmConfig:
-    kind: ClassVar[str] = "gemm"
+    kind: ClassVar[str] = KIND
     m: int
     n: int
     k: int
@@ -237,8 +242,9 @@ class ClusterSetup:
         return (x % 2) * (self.share[1] // 2) + x // 2 if self.share[1] > 2 else x % 2
 
 
-def plan(config: GemmConfig, gpu: GpuSpec, stages: int, consumers: int,
-         cluster: tuple[int, int] = (1, 1), mma_cta_group: int = 1) -> tuple[Plan, Residency]:
+def plan(config: GemmConfig, scenario: Scenario) -> tuple[Plan, Residency]:
+    gpu, stages, consumers = scenario.gpu, scenario.pipeline.stages, scenario.pipeline.consumers
+    cluster, mma_cta_group = scenario.pipeline.cluster, scenario.pipeline.mma_cta_group
     layout = GemmLayout.of(config)
     epilogue_smem = config.epilogue_smem if config.epilogue_smem is not None else default_epilogue_smem(config)
     setup = ClusterSetup.of(config, cluster, mma_cta_group)
@@ -291,6 +297,22 @@ def _cluster_info(setup: ClusterSetup, placement: ClusterPlacement, slots: int, 
         "cluster_slots_used": slots,
         "remote_arrive_ns": gpu.cluster_arrive_latency / 1000,
     }
+
+
+def work_units(config: GemmConfig, plan: Plan) -> int:
+    return plan.units
+
+
+def describe(config: GemmConfig) -> str:
+    bm, bn, bk = config.tile
+    return f"{config.m}x{config.n}x{config.k} {config.dtype} GEMM, tile {bm}x{bn}x{bk}"
+
+
+def stats(config: GemmConfig, scenario: Scenario, plan: Plan, res: Residency, makespan: int) -> dict[str, Any]:
+    """The bounds (see :func:`breakdown`) and how close the run comes to the one that binds."""
+    extra: dict[str, Any] = breakdown(config, scenario.gpu, plan, scenario.pipeline.stages)
+    extra["efficiency"] = extra["bound_ns"] * 1000 / makespan if makespan else None
+    return extra
 
 
 def _edge(index: int, count: int) -> bool:
@@ -428,3 +450,89 @@ def _busiest_slot(program: UnitProgram, gpu: GpuSpec, stages: int) -> float:
                 per_slot[slot] += uses * trip
             first += seg.steps
     return max(0.0, max(per_slot) - gpu.barrier_wake)
+
+
+# ------------------------------------------------------------------------------ presentation
+
+BOUND_NAMES = (("compute", "compute"), ("l2", "L2"), ("hbm", "HBM"), ("port", "SM port"), ("latency", "latency"))
+
+
+def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
+    from tmasim import format as fmt
+    from tmasim.summary import chip_rows, t
+
+    config = scenario.workload
+    assert isinstance(config, GemmConfig)
+    peak = scenario.gpu.tensor_flops[config.dtype] * 1e12
+    rate = stats["achieved_flops_per_s"]
+    bounds = ", ".join(f"{name} {t(stats[f'{key}_bound_ns'], zero='none')}" for key, name in BOUND_NAMES)
+    binding = dict(BOUND_NAMES).get(stats["binding"], stats["binding"])
+    return [
+        ("predicted time", f"{t(stats['makespan_ns'])}   ({fmt.flop_rate(rate)}, {fmt.percent(rate / peak)} of "
+                           f"the {fmt.flop_rate(peak)} {config.dtype} peak)"),
+        ("bound", f"{t(stats['bound_ns'])}, binding: {binding}   (the run reaches {fmt.percent(stats['efficiency'])} "
+                  "of it)"),
+        ("bounds", bounds),
+        ("no-overlap time", f"{t(stats['serial_ns'])} on the busiest SM"),
+        *chip_rows(stats, scenario),
+        *(_cluster_rows(stats, scenario) if "cluster" in stats else []),
+    ]
+
+
+def _cluster_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
+    from tmasim.summary import cluster_rows
+
+    cx, cy = scenario.pipeline.cluster
+    config = scenario.workload
+    assert isinstance(config, GemmConfig)
+    chosen = "set" if config.multicast is not None else "default: what the shape allows"
+    shares = {"none": "no operand shared", "a": f"A split over the {cy} CTAs of a cluster row",
+              "b": f"B split over the {cx} CTAs of a cluster column", "both": "A over each row, B over each column"}
+    if stats.get("mma_cta_group") == 2:
+        chosen = "2-SM MMA"
+        shares["none"] = "each CTA of the pair loads its A box and half of B; the leader's MMA reads both"
+    return cluster_rows(stats, f"multicast {stats['multicast']} ({chosen}; {shares[stats['multicast']]})")
+
+
+def explain(stats: Mapping[str, Any]) -> str:
+    """The bound that binds, in one sentence a reviewer can repeat."""
+    from tmasim.summary import t
+
+    s = stats
+    binding, compute = s["binding"], t(s["compute_bound_ns"])
+    if binding == "compute":
+        others = ", ".join(f"{name} {t(s[f'{key}_bound_ns'], zero='none')}" for key, name in BOUND_NAMES[1:])
+        return (f"Compute binds: the busiest SM needs {compute} of tensor-core time, more than any memory path "
+                f"needs ({others}).")
+    if binding in ("l2", "hbm"):
+        return _explain_link(s, binding)
+    if binding == "port":
+        return (f"The SMs' L2 ports bind: the busiest SM needs {t(s['port_bound_ns'])} just to take in its "
+                f"operands through its one port, more than its {compute} of tensor-core time; bigger tiles "
+                "(more reuse per byte) would help.")
+    return (f"Latency binds: with {s['stages']} stages x {s['ctas_per_sm']} CTA(s) per SM in flight, the busiest "
+            f"SM's slot round trips add up to at least {t(s['latency_bound_ns'])}, more than its {compute} of "
+            "compute; more stages, if shared memory allows, would hide it.")
+
+
+def _explain_link(s: Mapping[str, Any], binding: str) -> str:
+    from tmasim import format as fmt
+    from tmasim.summary import t
+
+    link = "HBM" if binding == "hbm" else "L2"
+    nbytes = _link_bytes(s, binding)
+    supply = nbytes / (float(s[f"{binding}_bound_ns"]) * 1e-9)
+    demand = nbytes / (float(s["compute_bound_ns"]) * 1e-9)
+    what = "box data" if binding == "l2" else "DRAM traffic"
+    return (f"{link} bandwidth binds: to keep the tensor cores busy the SMs together would ask for "
+            f"{fmt.rate(demand)} of {what}, and {link} supplies {fmt.rate(supply)}, so moving "
+            f"{fmt.amount(nbytes)} takes at least {t(s[f'{binding}_bound_ns'])}.")
+
+
+def _link_bytes(s: Mapping[str, Any], link: str) -> float:
+    """What the bound moved over the link: carried bytes where recorded, else the model's count."""
+    for key in ((f"{link}_carried_bytes", "memory_bytes") if link == "l2" else ("model_hbm_bytes", "hbm_bytes")):
+        value = s.get(key)
+        if value is not None and not (isinstance(value, float) and math.isnan(value)):
+            return float(value)
+    return 0.0

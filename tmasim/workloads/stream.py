@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tmasim import fields as read
 from tmasim.descriptor import ELEMENT_BYTES, TensorDescriptor
@@ -27,13 +27,17 @@ from tmasim.hardware import GpuSpec
 from tmasim.residency import Residency, residency
 from tmasim.units import PS_PER_S
 
+if TYPE_CHECKING:
+    from tmasim.scenario import Scenario
+
+KIND = "stream"
 FIELDS = ("kind", "dtype", "shape", "box", "compute_per_byte", "launch", "ctas", "ctas_per_sm")
 ELEMENT_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp64")
 
 
 @dataclass(frozen=True)
 class StreamConfig:
-    kind: ClassVar[str] = "stream"
+    kind: ClassVar[str] = KIND
     dtype: str
     shape: tuple[int, ...]      # outermost first, as people write shapes: [rows, cols]
     box: tuple[int, ...]
@@ -78,9 +82,10 @@ def _int_list(field: str, value: Any) -> tuple[int, ...]:
     return tuple(read.integer(f"{field}[{i}]", v, minimum=1) for i, v in enumerate(value))
 
 
-def plan(config: StreamConfig, gpu: GpuSpec, stages: int, consumers: int) -> tuple[Plan, Residency]:
+def plan(config: StreamConfig, scenario: Scenario) -> tuple[Plan, Residency]:
+    gpu, p = scenario.gpu, scenario.pipeline
     descriptor = config.descriptor()
-    res = residency(gpu, stage_bytes=descriptor.box_bytes, stages=stages, consumers=consumers,
+    res = residency(gpu, stage_bytes=descriptor.box_bytes, stages=p.stages, consumers=p.consumers,
                     requested_ctas_per_sm=config.ctas_per_sm)
     latency = gpu.copy_latency_for(descriptor.box_bytes) + gpu.hbm_latency
     compute = round(config.compute_per_byte * descriptor.box_bytes)
@@ -92,6 +97,19 @@ def plan(config: StreamConfig, gpu: GpuSpec, stages: int, consumers: int) -> tup
         programs = [UnitProgram([unit]) for unit in steps]
     sms = min(gpu.sms, len(programs))
     return Plan(programs, config.launch == "persistent", res.ctas_per_sm, sms, flow=True, units=len(steps)), res
+
+
+def work_units(config: StreamConfig, plan: Plan) -> int:
+    return plan.units
+
+
+def describe(config: StreamConfig) -> str:
+    return f"stream {'x'.join(map(str, config.shape))} {config.dtype} in {'x'.join(map(str, config.box))} boxes"
+
+
+def stats(config: StreamConfig, scenario: Scenario, plan: Plan, res: Residency, makespan: int) -> dict[str, Any]:
+    law = littles_law(config, scenario.gpu, scenario.pipeline.stages, res.ctas_per_sm, plan.sms)
+    return {"serial_ns": None, "closed_form_ns": None, **law}
 
 
 def _unit(index: int, descriptor: TensorDescriptor, coord: tuple[int, ...], latency: int, compute: int) -> Unit:
@@ -122,3 +140,39 @@ def littles_law(config: StreamConfig, gpu: GpuSpec, stages: int, ctas_per_sm: in
     binding = min(limits, key=lambda k: limits[k])
     return {"bytes_in_flight_per_sm": in_flight, "round_trip_ns": round_trip / 1000,
             "littles_law_bytes_per_s": limits[binding] * PS_PER_S, "littles_law_binding": binding}
+
+
+# ------------------------------------------------------------------------------ presentation
+
+
+def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
+    from tmasim import format as fmt
+    from tmasim.summary import chip_rows, t
+
+    return [
+        ("predicted time", t(stats["makespan_ns"])),
+        ("achieved bandwidth", f"{fmt.rate(stats['achieved_bytes_per_s'])}   (Little's law: "
+                               f"{fmt.rate(stats['littles_law_bytes_per_s'])}, bound by "
+                               f"{stats['littles_law_binding']})"),
+        ("bytes in flight", f"{fmt.size(stats['bytes_in_flight_per_sm'])} per SM; a slot's round trip "
+                            f"{t(stats['slot_round_trip_ns'])} (unloaded: {t(stats['round_trip_ns'])})"),
+        *chip_rows(stats, scenario),
+    ]
+
+
+def explain(stats: Mapping[str, Any]) -> str:
+    """What Little's law says binds, in one sentence."""
+    from tmasim import format as fmt
+    from tmasim.summary import t
+
+    s = stats
+    sms, in_flight, trip = int(s["sms_used"]), float(s["bytes_in_flight_per_sm"]), float(s["round_trip_ns"])
+    offered = sms * in_flight / (trip * 1e-9)
+    achieved = f" (the run achieves {fmt.rate(s['achieved_bytes_per_s'])})" if s.get("achieved_bytes_per_s") else ""
+    binding = s["littles_law_binding"]
+    flight = f"{sms} SMs x {fmt.size(in_flight)} in flight over a {t(trip)} round trip"
+    if binding == "bytes in flight":
+        return (f"Little's law binds: {flight} move at most {fmt.rate(offered)}, less than the memory links "
+                f"supply; more stages or bigger boxes would help{achieved}.")
+    return (f"{binding} bandwidth binds: {flight} could move {fmt.rate(offered)}, but {binding} supplies "
+            f"{fmt.rate(s['littles_law_bytes_per_s'])}, so more stages would only queue{achieved}.")

@@ -9,20 +9,25 @@ drawn from its own random stream of the run's seed.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from tmasim import analytic
 from tmasim import fields as read
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import TimedProgram
 from tmasim.errors import ScenarioError
 from tmasim.fields import Distribution, TimeSpec
-from tmasim.hardware import GpuSpec
 from tmasim.residency import Residency, residency
 
+if TYPE_CHECKING:
+    from tmasim.scenario import Scenario
+
+KIND = "tiles"
 FIELDS = ("kind", "tiles", "load", "compute", "latency", "tile_bytes")
 # One fixed stream index per random source, so that adding a source never reshuffles another.
 STREAMS = {"load": 0, "compute": 1, "latency": 2}
@@ -30,7 +35,7 @@ STREAMS = {"load": 0, "compute": 1, "latency": 2}
 
 @dataclass(frozen=True)
 class TilesConfig:
-    kind: ClassVar[str] = "tiles"
+    kind: ClassVar[str] = KIND
     tiles: int
     load: TimeSpec
     compute: TimeSpec
@@ -102,7 +107,98 @@ def build(config: TilesConfig, seed: int) -> TimedProgram:
     return TimedProgram(load=t["load"], compute_ps=t["compute"], latency=t["latency"], tile_bytes=config.tile_bytes)
 
 
-def plan(config: TilesConfig, gpu: GpuSpec, stages: int, consumers: int, seed: int) -> tuple[Plan, Residency]:
+def plan(config: TilesConfig, scenario: Scenario) -> tuple[Plan, Residency]:
     """One CTA on one SM; its slots still have to fit in the GPU's shared memory."""
-    res = residency(gpu, stage_bytes=config.tile_bytes, stages=stages, consumers=consumers)
-    return Plan([build(config, seed)], persistent=True, ctas_per_sm=1, sms=1, flow=False, units=1), res
+    p = scenario.pipeline
+    res = residency(scenario.gpu, stage_bytes=config.tile_bytes, stages=p.stages, consumers=p.consumers)
+    return Plan([build(config, scenario.run.seed)], persistent=True, ctas_per_sm=1, sms=1, flow=False, units=1), res
+
+
+def work_units(config: TilesConfig, plan: Plan) -> int:
+    return config.tiles
+
+
+def describe(config: TilesConfig) -> str:
+    return f"{config.tiles} tiles"
+
+
+def stats(config: TilesConfig, scenario: Scenario, plan: Plan, res: Residency, makespan: int) -> dict[str, Any]:
+    """The no-overlap time, the closed form and the max-plus recurrence where they apply, and
+    the steady-state bound per tile with the term that binds."""
+    gpu, stages = scenario.gpu, scenario.pipeline.stages
+    t = times(config, scenario.run.seed)
+    serial = analytic.serial_time(t["load"], t["compute"], t["latency"], gpu.tma_issue, gpu.barrier_wake)
+    n = config.tiles
+    bound = analytic.steady_state(sum(t["load"]) / n, sum(t["compute"]) / n, stages,
+                                  sum(t["latency"]) / n, gpu.tma_issue, gpu.barrier_wake)
+    exact = analytic.applies_anchor(t["load"], t["compute"], t["latency"], gpu.tma_issue, gpu.barrier_wake)
+    closed = analytic.anchor_time(n, t["load"][0], t["compute"][0], stages) if exact else None
+    recurrence = (analytic.maxplus_makespan(t["load"], t["compute"], stages, t["latency"], gpu.tma_issue,
+                                            gpu.barrier_wake) if _standard_sync(scenario) else None)
+    return {
+        "serial_ns": serial / 1000,
+        "closed_form_ns": None if closed is None else closed / 1000,
+        "maxplus_ns": None if recurrence is None else recurrence / 1000,
+        "speedup": serial / makespan if makespan else None,
+        "interval_bound_ns": bound.interval / 1000,
+        "binding": bound.binding,
+        **{f"{term}_term_ns": value / 1000 for term, value in bound.terms.items()},
+    }
+
+
+def _standard_sync(scenario: Scenario) -> bool:
+    """The recurrence models the correct protocol with one consumer."""
+    p = scenario.pipeline
+    return (p.consumer_waits_full and p.consumers == 1 and p.full_arrivals in (None, 1)
+            and p.empty_arrivals in (None, p.consumers) and p.expect_tx is None)
+
+
+# ------------------------------------------------------------------------------ presentation
+
+# What each term of the steady-state bound is, in words (the "latency" term binds even with no
+# latency at all: it is one slot's round trip shared by the stages).
+BINDING_TEXT = {"copy": "copy", "compute": "compute", "issue": "TMA issue",
+                "latency": "slot round trip (copy, wait, compute, release)"}
+
+
+def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
+    from tmasim.summary import t
+
+    closed = stats["closed_form_ns"]
+    rows = [
+        ("pipelined time", t(stats["makespan_ns"])),
+        ("no-overlap time", f"{t(stats['serial_ns'])}   (speedup {stats['speedup']:.2f}x)"),
+        ("closed form", t(closed) if closed is not None else "- (does not apply)"),
+    ]
+    if stats.get("maxplus_ns") is not None:
+        rows.append(("max-plus recurrence", t(stats["maxplus_ns"])))
+    terms = ", ".join(f"{'round trip / stages' if k == 'latency' else k} {t(stats[f'{k}_term_ns'])}"
+                      for k in ("copy", "compute", "issue", "latency") if stats[f"{k}_term_ns"] or k != "issue")
+    binding = BINDING_TEXT.get(stats["binding"], stats["binding"])
+    rows.append(("bound per tile", f"{t(stats['interval_bound_ns'])}, binding: {binding}   ({terms})"))
+    return rows
+
+
+def explain(stats: Mapping[str, Any]) -> str:
+    """The binding term of the steady-state bound, in one sentence a reviewer can repeat."""
+    from tmasim.summary import t
+
+    s = stats
+    copy, compute, interval = t(s["copy_term_ns"]), t(s["compute_term_ns"]), t(s["interval_bound_ns"])
+    binding, stages = s["binding"], int(s["stages"])
+    if binding == "compute":
+        return (f"The tensor core binds: each tile computes in {compute} and loads in {copy} (means), so the "
+                f"pipeline delivers at best one tile every {interval}, a bound more stages cannot lower.")
+    if binding == "copy":
+        return (f"The copy engine binds: each tile takes {copy} to load and {compute} to compute (means), so the "
+                f"pipeline delivers at best one tile every {interval}, a bound a faster copy would lower and more "
+                "stages would not.")
+    if binding == "issue":
+        return (f"TMA issue binds: issuing each copy costs {t(s['issue_term_ns'])}, more than its load ({copy}) "
+                f"or compute ({compute}), so at best one tile every {interval}.")
+    round_trip = float(s["latency_term_ns"]) * stages
+    needed = math.ceil(round_trip / max(float(s["copy_term_ns"]), float(s["compute_term_ns"]),
+                                        float(s.get("issue_term_ns") or 0.0), 1e-9) - 1e-9)
+    return (f"The slot round trip binds: one slot cycles in {t(round_trip)} (copy latency, load, compute and "
+            f"barrier overheads), so {stages} stage(s) deliver at best one tile every {interval}; about "
+            f"{needed} stages would hide it.")

@@ -7,17 +7,18 @@ caller's matplotlib settings.
 
 Timelines (one run, records on): :func:`gantt`, :func:`slot_occupancy`, :func:`bandwidth`.
 Comparisons (sweep tables, or a run's one-row summary): :func:`stage_sweep`,
-:func:`stall_breakdown`, :func:`heatmap` (in :mod:`tmasim.plot_tables`, re-exported here).
+:func:`stall_breakdown`, :func:`heatmap` (in :mod:`tmasim.review.plot_tables`, re-exported here).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tmasim.plot_style import COLORS, SERIES, STYLE, pyplot, styled, time_unit
-from tmasim.plot_tables import heatmap, stage_sweep, stall_breakdown
+from tmasim import format as fmt
+from tmasim.review.plot_style import COLORS, SERIES, STYLE, pyplot, styled, time_unit
+from tmasim.review.plot_tables import heatmap, stage_sweep, stall_breakdown
 
 if TYPE_CHECKING:
     import numpy as np
@@ -39,7 +40,7 @@ _MAX_FLIPS = 300  # more phase flips than this in a CTA's row merge into a black
 
 def gantt(spans: pd.DataFrame, events: pd.DataFrame, title: str = "",
           window: tuple[float, float] | None = None, *, tiles: int | None = None, max_ctas: int = 12,
-          layout: str = "auto") -> Figure:
+          layout: str = "auto", note: str = "") -> Figure:
     """What each CTA did over time: copies in flight, compute, barrier waits and phase flips.
 
     One CTA (``layout="cta"``, the default when there is one) gets the teaching layout: the TMA
@@ -50,16 +51,33 @@ def gantt(spans: pd.DataFrame, events: pd.DataFrame, title: str = "",
     Several CTAs (``layout="chip"``) get one row per CTA, labelled by SM and CTA, each split in
     three bands (copies, compute, waits) so a few hundred tiles stay readable; at most
     ``max_ctas`` rows are drawn (the title says how many were left out). ``window`` =
-    (start_ps, end_ps) zooms in; ``tiles=N`` zooms to the first N tiles of every CTA.
+    (start_ps, end_ps) zooms in; ``tiles=N`` zooms to the first N tiles of every CTA. A zoom is
+    stated under the title, with ``note`` (e.g. what the rows of an aggregated run stand for).
     """
+    zoom, which = "", ""
     if window is None and tiles is not None:
         window = first_tiles_window(spans, tiles)
+        which = f"the first {tiles} tiles of each CTA: "
+    if window is not None and len(spans):
+        end = float(spans["end_ps"].max())
+        start, stop = fmt.time(window[0], unicode=True, zero="0"), fmt.time(window[1], unicode=True)
+        zoom = f"zoomed to {which}{start} to {stop} of {fmt.time(end, unicode=True)}"
+    title = "\n".join(t for t in (title, zoom, note) if t)
     keys = cta_keys(spans)
     if layout not in ("auto", "cta", "chip"):
         raise ValueError(f"layout must be 'auto', 'cta' or 'chip', not {layout!r}")
     if layout == "cta" or (layout == "auto" and len(keys) <= 1):
         return _cta_gantt(spans, events, title, window)
     return _chip_gantt(spans, events, title, window, max_ctas)
+
+
+def representatives_note(stats: Mapping[str, Any]) -> str:
+    """What the rows of an aggregated run are: one SM standing for each class of identical SMs."""
+    classes, sms = int(stats.get("sm_classes") or 0), int(stats.get("sms_used") or 0)
+    if not classes or classes >= sms:
+        return ""
+    return (f"each row stands for a class of identical SMs ({sms} SMs simulated as {classes}; "
+            "run.aggregate = false draws them all)")
 
 
 def cta_keys(spans: pd.DataFrame) -> list[tuple[int, int]]:
@@ -153,13 +171,13 @@ def _cta_gantt(spans: pd.DataFrame, events: pd.DataFrame, title: str,
         ax.set_xlabel(f"time ({unit})")
         ax.grid(axis="x", alpha=0.3)
         ax.set_title(title)
-        legend = [Patch(color=COLORS["transfer"], label="copy transfer"),
-                  Patch(color=COLORS["fill"], label="copy in flight (slot filling)"),
-                  Patch(color=COLORS["use"], label="compute (slot in use)"),
-                  Patch(color=COLORS["wait_full"], label="wait: full barrier"),
-                  Patch(color=COLORS["wait_empty"], label="wait: empty barrier"), *marks]
-        if (spans["kind"] == "epilogue").any():
-            legend.append(Patch(color=COLORS["epilogue"], label="epilogue / TMA store"))
+        drawn = set(one["kind"])
+        legend = [Patch(color=COLORS[color], label=text) for kinds, color, text in (
+            ({"transfer"}, "transfer", "copy transfer"), ({"fill"}, "fill", "copy in flight (slot filling)"),
+            ({"use", "compute"}, "use", "compute (slot in use)"), ({"wait_full"}, "wait_full", "wait: full barrier"),
+            ({"wait_empty"}, "wait_empty", "wait: empty barrier"),
+            ({"epilogue", "store"}, "epilogue", "epilogue / TMA store")) if drawn & kinds]
+        legend += marks
         ax.legend(handles=legend, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / len(rows)),
                   ncols=min(len(legend), 4), fontsize=9.5, frameon=False)
     return fig
@@ -188,7 +206,8 @@ def _mark_events(ax: Axes, events: pd.DataFrame, stages: Sequence[int], scale: i
 
 
 # Bands of one CTA row in the chip layout: (offset from the row centre, height).
-_BANDS = {"copies": (-0.27, 0.24), "compute": (-0.01, 0.26), "wait_full": (0.19, 0.085), "wait_empty": (0.28, 0.085)}
+_BANDS = {"copies": (-0.28, 0.2), "compute": (-0.06, 0.2), "wait_full": (0.13, 0.13), "wait_empty": (0.29, 0.13)}
+_BAND_NAMES = {"copies": "copies", "compute": "compute", "wait_full": "consumer waits", "wait_empty": "producer waits"}
 
 
 def _chip_gantt(spans: pd.DataFrame, events: pd.DataFrame, title: str, window: tuple[float, float] | None,
@@ -203,7 +222,7 @@ def _chip_gantt(spans: pd.DataFrame, events: pd.DataFrame, title: str, window: t
     if not flips.empty and flips[flips["kind"] == "flip_full"].groupby(["sm", "cta"]).size().max() > _MAX_FLIPS:
         flips = flips[flips["kind"] == "race"]  # too many to tell apart: zoom in to see them
     with styled() as plt:
-        fig, ax = plt.subplots(figsize=(12, 1.9 + 0.62 * len(shown)), layout="constrained")
+        fig, ax = plt.subplots(figsize=(12, 2.2 + 0.95 * len(shown)), layout="constrained")
         for row, (sm, cta) in enumerate(shown):
             part = view[(view["sm"] == sm) & (view["cta"] == cta)]
             _cta_row(ax, part, row, scale)
@@ -221,7 +240,7 @@ def _chip_gantt(spans: pd.DataFrame, events: pd.DataFrame, title: str, window: t
         ax.grid(axis="x", alpha=0.3)
         more = f"first {len(shown)} of {len(keys)} CTAs" if len(shown) < len(keys) else ""
         ax.set_title("\n".join(t for t in (title, more) if t))
-        ax.legend(handles=_chip_legend(spans, flips), loc="upper center", bbox_to_anchor=(0.5, -0.09 - 0.5 / (
+        ax.legend(handles=_chip_legend(view, flips), loc="upper center", bbox_to_anchor=(0.5, -0.09 - 0.5 / (
             len(shown) + 2)), ncols=4, fontsize=9, frameon=False)
     return fig
 
@@ -272,7 +291,7 @@ def _cta_row(ax: Axes, part: pd.DataFrame, row: int, scale: float) -> None:
                                       (("wait_full",), "wait_full", COLORS["wait_full"], None),
                                       (("wait_empty",), "wait_empty", COLORS["wait_empty"], None)):
         offset, height = _BANDS[band]
-        alpha = 0.75 if band.startswith("wait") else 1.0  # waits are context: lighter than the work
+        alpha = 0.85 if band.startswith("wait") else 1.0  # waits are context: lighter than the work
         band_spans = part[kind.isin(kinds)]
         _bars(ax, band_spans, row + offset, height, color, scale, hatch=hatch, dense=len(band_spans) > _DENSE,
               alpha=alpha)
@@ -288,19 +307,19 @@ def _cta_flips(ax: Axes, events: pd.DataFrame, sm: int, cta: int, row: int, scal
     empty = mine[mine["kind"] == "flip_empty"]["time_ps"] / scale
     races = mine[mine["kind"] == "race"]["time_ps"] / scale
     size = 3.5 if len(full) < 120 else 2.2
-    ax.plot(full, [row - 0.43] * len(full), "v", color=COLORS["flip"], markersize=size, linestyle="none")
-    ax.plot(empty, [row + 0.40] * len(empty), "^", color=COLORS["flip"], markersize=size * 0.8, linestyle="none",
+    ax.plot(full, [row - 0.44] * len(full), "v", color=COLORS["flip"], markersize=size, linestyle="none")
+    ax.plot(empty, [row + 0.43] * len(empty), "^", color=COLORS["flip"], markersize=size * 0.8, linestyle="none",
             markerfacecolor="white", markeredgewidth=0.6)
     ax.plot(races, [row] * len(races), "x", color=COLORS["race"], markersize=8, markeredgewidth=2, linestyle="none",
             clip_on=False)
 
 
 def _band_key(ax: Axes, rows: int) -> None:
-    """Name the three bands of the first row on the right-hand axis, once."""
+    """Name the bands of the first row on the right-hand axis, once."""
     right = ax.twinx()
     right.set_ylim(ax.get_ylim())
-    right.set_yticks([_BANDS["copies"][0], _BANDS["compute"][0], 0.235], ["copies", "compute", "waits"],
-                     fontsize=8, color="#555555")
+    right.set_yticks([offset for offset, _ in _BANDS.values()], list(_BAND_NAMES.values()), fontsize=8,
+                     color="#555555")
     right.tick_params(length=0)
     right.spines[["top", "right"]].set_visible(False)
 
@@ -309,16 +328,19 @@ def _chip_legend(spans: pd.DataFrame, events: pd.DataFrame) -> list[Any]:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    handles: list[Any] = [Patch(color=COLORS["transfer"], label="copy transfer (TMA)"),
-                          Patch(color=COLORS["compute"], label="compute (tensor core)"),
-                          Patch(color=COLORS["wait_full"], label="consumer waits: full barrier"),
-                          Patch(color=COLORS["wait_empty"], label="producer waits: empty barrier")]
-    if spans["kind"].isin(["epilogue", "store"]).any():
+    drawn = set(spans["kind"])
+    handles: list[Any] = [Patch(color=COLORS[kind], label=text) for kind, text in (
+        ("transfer", "copy transfer (TMA)"), ("compute", "compute (tensor core)"),
+        ("wait_full", "consumer waits: full barrier"), ("wait_empty", "producer waits: empty barrier"))
+        if kind in drawn]
+    if drawn & {"epilogue", "store"}:
         handles.append(Patch(color=COLORS["epilogue"], label="epilogue / TMA store"))
-    if events["kind"].str.startswith("flip").any():
-        handles += [Line2D([], [], marker="v", linestyle="none", color=COLORS["flip"], label="full barrier flips"),
-                    Line2D([], [], marker="^", linestyle="none", color=COLORS["flip"], markerfacecolor="white",
-                           label="empty barrier flips")]
+    kinds = set(events["kind"]) if not events.empty else set()
+    if "flip_full" in kinds:
+        handles.append(Line2D([], [], marker="v", linestyle="none", color=COLORS["flip"], label="full barrier flips"))
+    if "flip_empty" in kinds:
+        handles.append(Line2D([], [], marker="^", linestyle="none", color=COLORS["flip"], markerfacecolor="white",
+                              label="empty barrier flips"))
     if (events["kind"] == "race").any():
         handles.append(Line2D([], [], marker="x", linestyle="none", color=COLORS["race"], markeredgewidth=2,
                               label="race: read before data landed"))
@@ -335,7 +357,7 @@ def _chip_legend(spans: pd.DataFrame, events: pd.DataFrame) -> list[Any]:
 
 
 def slot_occupancy(spans: pd.DataFrame, title: str = "", *, stages: int | None = None,
-                   max_panels: int = 4) -> Figure:
+                   max_panels: int = 4, scenario: str = "") -> Figure:
     """Shared-memory slots in use over time, against the number of stages.
 
     A slot is *filling* from its copy's issue until the bytes land, then *holds data* until the
@@ -366,7 +388,8 @@ def slot_occupancy(spans: pd.DataFrame, title: str = "", *, stages: int | None =
         axes[0, 0].legend(loc="upper right", ncols=3, fontsize=9, framealpha=0.9)
         more = f" (first {len(shown)} of {len(groups)})" if len(shown) < len(groups) else ""
         what = "per SM, summed over its CTAs" if per_sm else ("per CTA" if len(shown) > 1 else "")
-        fig.suptitle(title or f"Shared-memory slots in use ({stages} stages){' ' + what if what else ''}{more}")
+        named = f"{scenario}: shared-memory" if scenario else "Shared-memory"
+        fig.suptitle(title or f"{named} slots in use ({stages} stages){' ' + what if what else ''}{more}")
         if len(shown) > 1:
             fig.supylabel("slots in use")
     return fig
@@ -522,8 +545,7 @@ def binned_mean(times: np.ndarray, values: np.ndarray, edges: np.ndarray) -> np.
 
 
 def format_span(ps: float) -> str:
-    scale, unit = time_unit(ps)
-    return f"{ps / scale:.3g} {unit}"
+    return fmt.time(ps, 3, unicode=True)
 
 
 def _capacity(ax: Axes, link: pd.DataFrame, divisor: float, color: str, label: str) -> None:

@@ -51,12 +51,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from tmasim.review.trace_check import validate
+from tmasim.review.trace_format import Event, ns_rounded, ns_truncated
+
+__all__ = ["chrome_trace", "write_chrome_trace", "validate", "SPAN_COLUMNS", "EVENT_COLUMNS", "COUNTER_COLUMNS"]
+
 if TYPE_CHECKING:
     import pandas as pd
 
     from tmasim.results import Result
-
-Event = dict[str, Any]
 
 SPAN_COLUMNS = ("start_ps", "end_ps", "sm", "cta", "lane", "kind", "tile", "stage", "bytes")
 EVENT_COLUMNS = ("time_ps", "sm", "cta", "kind", "name", "tile", "stage", "phase")
@@ -75,20 +78,8 @@ _SLOTS_COUNTER_SERIES = "in use"
 
 
 # ---------------------------------------------------------------------------------------------
-# Time: integer picoseconds in, microsecond floats out
+# Time: integer picoseconds in, microsecond floats out (read back as trace_format says)
 # ---------------------------------------------------------------------------------------------
-
-def ns_rounded(us: np.ndarray) -> np.ndarray:
-    """Nanoseconds as Perfetto's JSON importer reads a µs float now: ``llround(us * 1000)``."""
-    y = np.asarray(us, dtype=np.float64) * 1000.0
-    whole = np.floor(y)
-    return (whole + (y - whole >= 0.5)).astype(np.int64)
-
-
-def ns_truncated(us: np.ndarray) -> np.ndarray:
-    """Nanoseconds as older Perfetto releases read a µs float: ``int64(us * 1000)``, truncated."""
-    return np.trunc(np.asarray(us, dtype=np.float64) * 1000.0).astype(np.int64)
-
 
 def _us(ps: Iterable[int] | np.ndarray) -> np.ndarray:
     """Picoseconds to µs floats that keep every picosecond (``round(us * 1e6) == ps``).
@@ -505,10 +496,3 @@ def write_chrome_trace(result: Result, path: str | Path, *, counters: pd.DataFra
     else:
         path.write_text(text, encoding="utf-8")
     return path
-
-
-def validate(trace: Mapping[str, Any]) -> list[str]:
-    """What in ``trace`` breaks the format's rules (see :mod:`tmasim.trace_check`)."""
-    from tmasim.trace_check import validate as check
-
-    return check(trace)

@@ -1,192 +1,42 @@
 """Comparison figures over sweep tables (one row per configuration): stage sweep, stall
-breakdown, heatmap. Re-exported by :mod:`tmasim.plots`; built from table columns only.
+breakdown, heatmap. Re-exported by :mod:`tmasim.review.plots`; built from table columns only.
 
-A sweep table (see :mod:`tmasim.sweep.table`) has one column per varied field, named by its
-dotted path (``pipeline.stages``), a ``status`` ("ok", "invalid", "error") with its ``error``,
-then every summary figure. A run's one-row ``summary`` works too, wherever no varied field is
-needed.
+What the columns mean (names, units, row labels, the bound and the knee) is in
+:mod:`tmasim.review.columns`.
 """
 
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tmasim.plot_style import COLORS, SERIES, styled
+from tmasim import format as fmt
+from tmasim.review.columns import (
+    bound_time_ns,
+    failure_text,
+    field_label,
+    is_rate,
+    knee,
+    measure,
+    numeric,
+    reference_curves,
+    require,
+    row_label,
+    scenario_prefix,
+    value_text,
+    varied_fields,
+    with_status,
+    wrapped,
+)
+from tmasim.review.plot_style import COLORS, SERIES, styled
 
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-KNEE_TOLERANCE = 0.01  # "more stages stop helping": the first x within 1% of the best
-_NAMES = {
-    "makespan_ns": "time to finish", "bound_ns": "bound", "closed_form_ns": "closed form",
-    "serial_ns": "no-overlap time", "achieved_flops_per_s": "achieved throughput",
-    "achieved_bytes_per_s": "achieved bandwidth", "tiles_per_s": "tile throughput",
-    "smem_per_cta_bytes": "SMEM per CTA", "ctas_per_sm": "CTAs per SM",
-    "consumer_wait_full_ns": "consumer waits (full barriers)",
-    "producer_wait_empty_ns": "producer waits (empty barriers)", "interval_bound_ns": "bound per tile",
-}
-_ROW_LABELS = {"pipeline.stages": "{} stages", "workload.tile": "tile {}", "workload.box": "box {}",
-               "pipeline.consumers": "{} consumers", "run.seed": "seed {}"}
-_FIELDS = {"pipeline.stages": "pipeline stages", "workload.tile": "tile (M×N×K)", "workload.box": "TMA box",
-           "pipeline.consumers": "consumer warpgroups", "run.seed": "seed"}
-_PREFIXES = {"_bytes_per_s": ((1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1.0, "B/s")),
-             "_flops_per_s": ((1e15, "PFLOP/s"), (1e12, "TFLOP/s"), (1e9, "GFLOP/s"), (1.0, "FLOP/s")),
-             "tiles_per_s": ((1e9, "G tiles/s"), (1e6, "M tiles/s"), (1e3, "k tiles/s"), (1.0, "tiles/s")),
-             "_bytes": ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1.0, "B"))}
-_TIMES = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"), (1e-3, "ps"))
-
-
-# ------------------------------------------------------------------------------ table helpers
-
-
-def varied_fields(table: pd.DataFrame) -> list[str]:
-    """The varied fields of a sweep table: its dotted column names (no summary figure has a dot)."""
-    return [c for c in table.columns if "." in c]
-
-
-def require(table: pd.DataFrame, columns: Iterable[str]) -> None:
-    """A missing column is the caller's mistake: name it and what there is."""
-    missing = [c for c in columns if c not in table.columns]
-    if missing:
-        varied = ", ".join(varied_fields(table)) or "none"
-        raise KeyError(f"no column {missing[0]!r} in the table (varied fields: {varied})")
-
-
-def with_status(table: pd.DataFrame) -> pd.DataFrame:
-    """A run's summary has no ``status``: every row of it ran."""
-    if "status" in table.columns:
-        return table
-    return table.assign(status="ok", error=None)
-
-
-def is_time(column: str) -> bool:
-    return column.endswith("_ns")
-
-
-def is_rate(column: str) -> bool:
-    return column.endswith("_per_s")
-
-
-def measure(column: str, values: Any) -> tuple[float, str]:
-    """(divisor, axis label) for a summary column: its name in words, with a unit that keeps
-    its numbers between 1 and 1000 (µs, TB/s, KiB, %)."""
-    import numpy as np
-
-    finite = np.asarray(values, float)
-    finite = finite[np.isfinite(finite)]
-    peak = float(np.max(np.abs(finite))) if len(finite) else 1.0
-    name = _NAMES.get(column, re.sub(r"_(ns|bytes|per_s|bytes_per_s|flops_per_s)$", "", column).replace("_", " "))
-    if is_time(column):
-        divisor, unit = next(((d, u) for d, u in _TIMES if peak >= 2 * d), _TIMES[-1])
-        return divisor, f"{name} ({unit})"
-    for suffix, units in _PREFIXES.items():
-        if column.endswith(suffix):
-            divisor, unit = next(((d, u) for d, u in units if peak >= d), units[-1])
-            return divisor, f"{name} ({unit})"
-    if column.endswith("utilization") or column == "efficiency":
-        return 0.01, f"{name} (%)"
-    return 1.0, name
-
-
-def field_label(field: str) -> str:
-    """``pipeline.stages`` -> "pipeline stages": what a slide reader calls the field."""
-    return _FIELDS.get(field, field.rsplit(".", 1)[-1].replace("_", " "))
-
-
-def value_text(value: Any) -> str:
-    """A varied value as it reads on a slide: ``[128, 256, 64]`` -> ``128×256×64``, 4.0 -> 4."""
-    if isinstance(value, (list, tuple)):
-        return "×".join(value_text(v) for v in value)
-    if isinstance(value, str) and re.fullmatch(r"\[\s*\d+(\s*,\s*\d+)*\s*\]", value):
-        return "×".join(re.findall(r"\d+", value))
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def row_label(row: pd.Series, fields: Sequence[str]) -> str:
-    """A configuration in words: ``stages 3, tile 128×256×64``; a run's scenario otherwise."""
-    if not fields:
-        return f"{row.get('scenario', 'run')}, {value_text(row.get('stages', '?'))} stages"
-    return ", ".join(_one_field(f, row[f]) for f in fields)
-
-
-def _one_field(field: str, value: Any) -> str:
-    text = _ROW_LABELS.get(field, f"{field_label(field)} {{}}").format(value_text(value))
-    return text[:-1] if text.startswith("1 ") and text.endswith("s") else text  # "1 stage", "2 stages"
-
-
-def _numeric(values: pd.Series) -> bool:
-    import pandas as pd
-
-    return bool(pd.api.types.is_numeric_dtype(values)) and not pd.api.types.is_bool_dtype(values)
-
-
-def failure_text(error: Any) -> str:
-    """Why a row has no result, in three words where possible."""
-    text = str(error or "")
-    if "shared memory" in text:
-        return "does not fit (SMEM)"
-    if "fits on no SM" in text or "residency" in text.lower():
-        return "does not fit"
-    return "failed" if text else "no result"
-
-
-# ------------------------------------------------------------------------ bound and knee
-
-
-def bound_time_ns(rows: pd.DataFrame) -> tuple[Any, str] | None:
-    """The lower bound on the makespan that the table carries, as a time per row, and its name.
-
-    gemm: ``bound_ns`` (the binding one of compute, L2, HBM, SM port, latency); tiles:
-    ``interval_bound_ns`` × ``tiles`` (the steady-state interval, every tile); stream: the
-    bytes over the Little's-law bandwidth.
-    """
-    if "bound_ns" in rows and rows["bound_ns"].notna().any():
-        return rows["bound_ns"], "bound"
-    if {"interval_bound_ns", "tiles"} <= set(rows) and rows["interval_bound_ns"].notna().any():
-        return rows["interval_bound_ns"] * rows["tiles"], "steady-state bound (tiles × interval)"
-    if {"littles_law_bytes_per_s", "memory_bytes"} <= set(rows) and rows["littles_law_bytes_per_s"].notna().any():
-        return rows["memory_bytes"] / rows["littles_law_bytes_per_s"] * 1e9, "Little's-law bound"
-    return None
-
-
-def reference_curves(rows: pd.DataFrame, y: str) -> list[tuple[Any, str]]:
-    """What to overlay on ``y``: the closed form and the bound, in ``y``'s terms.
-
-    A throughput column (``*_per_s``) is work / makespan with the work fixed per row, so its
-    bound is ``y × makespan / bound``; other columns than time and throughput get none.
-    """
-    curves = []
-    if "closed_form_ns" in rows and rows["closed_form_ns"].notna().any():
-        curves.append((rows["closed_form_ns"], "closed form"))
-    bound = bound_time_ns(rows)
-    if bound is not None:
-        curves.append(bound)
-    if y == "makespan_ns":
-        return curves
-    if is_rate(y) and "makespan_ns" in rows:
-        return [(rows[y] * rows["makespan_ns"] / t, name) for t, name in curves]
-    return []
-
-
-def knee(xs: Sequence[float], ys: Sequence[float], *, higher_is_better: bool) -> int | None:
-    """Index of the first point within 1% of the best: where more of ``x`` stops helping."""
-    pairs = [(x, y) for x, y in zip(xs, ys, strict=True) if y is not None and math.isfinite(y)]
-    if not pairs:
-        return None
-    best = max(y for _, y in pairs) if higher_is_better else min(y for _, y in pairs)
-    for i, y in enumerate(ys):
-        if y is not None and math.isfinite(y) and (
-                y >= best * (1 - KNEE_TOLERANCE) if higher_is_better else y <= best * (1 + KNEE_TOLERANCE)):
-            return i
-    return None
-
+FLAT_SPREAD = 1e-3  # a heat map whose points all lie within 0.1% says so instead of colouring noise
 
 # -------------------------------------------------------------------------------- stage sweep
 
@@ -238,7 +88,7 @@ def _series(table: pd.DataFrame, x: str) -> list[tuple[str, pd.DataFrame]]:
 
 def _x_positions(values: pd.Series) -> dict[Any, float]:
     """Numbers stay where they are; anything else (tile shapes) gets evenly spaced slots."""
-    if _numeric(values):
+    if numeric(values):
         return {v: float(v) for v in values.unique()}
     return {v: float(i) for i, v in enumerate(dict.fromkeys(values))}
 
@@ -247,7 +97,7 @@ def _x_axis(ax: Axes, values: pd.Series, x: str, xmap: dict[Any, float]) -> None
     from matplotlib.ticker import MaxNLocator
 
     positions = sorted(xmap.values())
-    if not _numeric(values):
+    if not numeric(values):
         ax.set_xticks(list(xmap.values()), [value_text(v) for v in xmap])
     elif len(positions) <= 16:
         ax.set_xticks(positions, [value_text(v) for v in sorted(xmap)])
@@ -478,7 +328,7 @@ def stall_breakdown(table: pd.DataFrame, title: str = "", *, shares: bool = Fals
         ax.legend(handles=[Patch(color=PARTS[p][1], label=PARTS[p][0]) for p in PARTS if p in used],
                   loc="upper center", bbox_to_anchor=(0.5, -0.6 / (len(table) + 2) - 0.08), ncols=2, fontsize=9.5,
                   frameon=False)
-        ax.set_title(title or "Where the time went, per configuration")
+        ax.set_title(title or f"{scenario_prefix(table)}where the time went, per configuration")
     return fig
 
 
@@ -498,8 +348,8 @@ def _stacked_bar(ax: Axes, i: int, parts: dict[str, float], total: float, diviso
         ax.barh(i, width, left=left, height=0.68, color=PARTS[part][1], edgecolor="white", linewidth=0.8)
         used[part] = None
         left += width
-    if not shares:
-        ax.text(left, i, f"  {total / divisor:.4g}", va="center", fontsize=9.5)
+    if not shares:  # the number carries its unit: a bar read alone on a slide still says what it is
+        ax.text(left, i, f"  {fmt.time_ns(total, unicode=True)}", va="center", fontsize=9.5)
 
 
 # ------------------------------------------------------------------------------------ heatmap
@@ -513,9 +363,9 @@ def heatmap(table: pd.DataFrame, x: str, y: str, value: str = "makespan_ns", tit
     table = with_status(table)
     require(table, [x, y, value])
     cols, rows = list(dict.fromkeys(table[x])), list(dict.fromkeys(table[y]))
-    if _numeric(table[x]):
+    if numeric(table[x]):
         cols = sorted(cols)
-    if _numeric(table[y]):
+    if numeric(table[y]):
         rows = sorted(rows)
     grid = np.full((len(rows), len(cols)), np.nan)
     failed: dict[tuple[int, int], str] = {}
@@ -527,12 +377,21 @@ def heatmap(table: pd.DataFrame, x: str, y: str, value: str = "makespan_ns", tit
             failed[(i, j)] = failure_text(r.get("error"))
     divisor, label = measure(value, grid[np.isfinite(grid)])
     better = "higher" if is_rate(value) else "lower"
+    finite = grid[np.isfinite(grid)]
+    spread = (finite.max() - finite.min()) / abs(finite.min()) if len(finite) and finite.min() else 0.0
+    flat = spread < FLAT_SPREAD  # a colour scale over a sliver of a percent would shout about noise
+    width = 2.5 + 1.15 * len(cols) - (1.0 if flat else 0.0)
     with styled() as plt:
-        fig, ax = plt.subplots(figsize=(2.5 + 1.15 * len(cols), 1.9 + 0.7 * len(rows)), layout="constrained")
+        fig, ax = plt.subplots(figsize=(max(width, 4.5), 1.9 + 0.7 * len(rows)), layout="constrained")
         cmap = plt.get_cmap("viridis_r" if better == "lower" else "viridis").with_extremes(bad="#EEEEEE")
+        if flat:  # one quiet colour: the numbers in the cells are the message
+            from matplotlib.colors import ListedColormap
+
+            cmap = ListedColormap(["#DCE6F2"]).with_extremes(bad="#EEEEEE")
         image = ax.imshow(np.ma.masked_invalid(grid / divisor), cmap=cmap, aspect="auto")
-        bar = fig.colorbar(image, ax=ax)
-        bar.set_label(f"{label}\n({better} is better)")
+        if not flat:
+            bar = fig.colorbar(image, ax=ax)
+            bar.set_label(f"{label}\n({better} is better)")
         _heat_labels(ax, grid / divisor, image, failed)
         _outline_best(ax, grid, better == "higher")
         ax.set_xticks(range(len(cols)), [value_text(c) for c in cols])
@@ -540,7 +399,11 @@ def heatmap(table: pd.DataFrame, x: str, y: str, value: str = "makespan_ns", tit
         ax.set_xlabel(field_label(x))
         ax.set_ylabel(field_label(y))
         ax.spines[:].set_visible(False)
-        ax.set_title(title or f"{label.split(' (')[0].capitalize()} by {field_label(x)} and {field_label(y)}")
+        what = f"{label.split(' (')[0]} ({label.split(' (')[-1]}" if flat else label.split(" (")[0]
+        default = f"{scenario_prefix(table)}{what} by {field_label(x)} and {field_label(y)}"
+        if flat:
+            default += f"\nall points within {fmt.percent(spread)} of each other"
+        ax.set_title(wrapped(title or default, fig.get_figwidth()))
     return fig
 
 

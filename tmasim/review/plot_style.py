@@ -1,6 +1,6 @@
 """The look shared by every figure: colours, slide-sized type, time units, lazy pyplot.
 
-Kept apart from the figures so that :mod:`tmasim.plots` and :mod:`tmasim.plot_tables` can both
+Kept apart from the figures so that :mod:`tmasim.review.plots` and :mod:`tmasim.review.plot_tables` can both
 use it without importing each other.
 """
 
@@ -10,7 +10,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-_TIME_UNITS = ((10**12, "s"), (10**9, "ms"), (10**6, "µs"), (10**3, "ns"), (1, "ps"))
+from tmasim import format as fmt
+
 COLORS = {
     "transfer": "#4C72B0",
     "fill": "#A6C8E8",
@@ -35,10 +36,8 @@ STYLE = {"font.size": 11, "axes.titlesize": 13, "axes.labelsize": 11, "xtick.lab
 
 def time_unit(span_ps: float) -> tuple[int, str]:
     """The unit that keeps a time axis of ``span_ps`` readable: (picoseconds per unit, name)."""
-    for scale, name in _TIME_UNITS:
-        if span_ps >= 2 * scale:
-            return scale, name
-    return 1, "ps"
+    scale, name = fmt.unit_for("time", span_ps)
+    return int(scale), name
 
 
 def pyplot() -> Any:

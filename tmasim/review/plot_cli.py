@@ -8,7 +8,6 @@ cause (a kind that does not fit the result, a missing column, a run without reco
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,7 @@ PLOT_EPILOG = """examples:
   tmasim plot lat.parquet --kind stalls --out stalls.svg
   tmasim run gemm-h100 --set run.records=true --out out/gemm
   tmasim plot out/gemm --kind gantt --first-tiles 12          # -> out/gemm/gantt.png
-  tmasim plot out/gemm --kind gantt --window "0,5 us"         # START,END in ps, or with units
+  tmasim plot out/gemm --kind gantt --window "0 us..5 us"     # or --from "0 us" --to "5 us"
   tmasim plot out/gemm --kind bandwidth"""
 
 REPORT_EPILOG = """examples:
@@ -55,8 +54,10 @@ def register_plot(subparsers: Any) -> argparse.ArgumentParser:
     plot.add_argument("--y", help="stage-sweep: the column up the axis (default makespan_ns; a throughput such as "
                                   "achieved_flops_per_s works too); heatmap: the second varied field")
     plot.add_argument("--value", default="makespan_ns", help="heatmap: the column coloured (default makespan_ns)")
-    plot.add_argument("--window", metavar="START,END", help="gantt: zoom to this time range, in ps or with units "
-                                                            "(\"0,5 us\")")
+    plot.add_argument("--window", metavar="START..END", help="gantt: zoom to this time range, each end with its "
+                                                             "unit (\"0 us..5 us\")")
+    plot.add_argument("--from", dest="start", metavar="TIME", help="gantt: zoom from this time (\"2 us\"; default 0)")
+    plot.add_argument("--to", dest="end", metavar="TIME", help="gantt: zoom to this time (\"5 us\")")
     plot.add_argument("--first-tiles", type=int, metavar="N", help="gantt: zoom to the first N tiles of every CTA")
     plot.add_argument("--shares", action="store_true", help="stalls: percent of each makespan instead of time")
     plot.add_argument("--title", default="", help="replace the figure's title")
@@ -101,7 +102,7 @@ def handle_plot(args: argparse.Namespace) -> int:
     result = load_result(args.result)
     check_kind(args.kind, result)
     fig = build_figure(args, result)
-    from tmasim import plots
+    from tmasim.review import plots
 
     out = args.out if args.out is not None else default_out(result, args.kind)
     written = plots.save(fig, out, svg=args.svg)
@@ -129,6 +130,9 @@ def load_result(path: Path) -> LoadedResult:
         table = pd.read_parquet(path) if suffix == ".parquet" else pd.read_csv(path)
     except (OSError, ValueError) as err:
         raise TmasimError(f"RESULT: {str(path)!r} cannot be read ({err})") from None
+    for column in table.columns:  # list columns come back as arrays: tuples group and label
+        if "." in column and table[column].map(lambda v: getattr(v, "ndim", 0) > 0).any():
+            table[column] = table[column].map(lambda v: tuple(v.tolist()) if getattr(v, "ndim", 0) > 0 else v)
     if "status" not in table.columns or "makespan_ns" not in table.columns:
         raise TmasimError(f"RESULT: {str(path)!r} is not a tmasim sweep table (no status or makespan_ns column)")
     return LoadedResult(path, True, table)
@@ -163,7 +167,7 @@ def check_kind(kind: str, result: LoadedResult) -> None:
 
 def build_figure(args: argparse.Namespace, result: LoadedResult) -> Figure:
     """The figure for ``args.kind``; a named column that is missing is a one-line error."""
-    from tmasim import plots
+    from tmasim.review import plots
 
     table = result.table
     try:
@@ -180,7 +184,7 @@ def build_figure(args: argparse.Namespace, result: LoadedResult) -> Figure:
 
 
 def _heatmap_axes(table: pd.DataFrame, x: str | None, y: str | None) -> tuple[str, str]:
-    from tmasim.plot_tables import varied_fields
+    from tmasim.review.columns import varied_fields
 
     varied = varied_fields(table)
     rest = [f for f in varied if f not in (x, y)]
@@ -193,7 +197,7 @@ def _heatmap_axes(table: pd.DataFrame, x: str | None, y: str | None) -> tuple[st
 
 
 def _timeline(args: argparse.Namespace, result: LoadedResult) -> Figure:
-    from tmasim import plots
+    from tmasim.review import plots
 
     title = args.title or _run_title(result.table)
     if args.kind == "bandwidth":
@@ -201,46 +205,67 @@ def _timeline(args: argparse.Namespace, result: LoadedResult) -> Figure:
         return plots.bandwidth(result.bandwidth, title=title)
     assert result.spans is not None
     if args.kind == "slots":
-        return plots.slot_occupancy(result.spans, title=args.title)
+        scenario = str(result.table.iloc[0].get("scenario", ""))
+        return plots.slot_occupancy(result.spans, title=args.title, scenario=scenario)
     events = result.events if result.events is not None else result.spans.iloc[0:0]
-    window = parse_window(args.window) if args.window else None
-    return plots.gantt(result.spans, events, title=title, window=window, tiles=args.first_tiles)
+    window = _window(args)
+    note = plots.representatives_note(result.table.iloc[0].to_dict())
+    return plots.gantt(result.spans, events, title=title, window=window, tiles=args.first_tiles, note=note)
 
 
 def _run_title(summary: pd.DataFrame) -> str:
-    from tmasim.units import format_time
+    from tmasim import format as fmt
 
     row = summary.iloc[0]
-    return (f"{row.get('scenario', 'run')}: {format_time(float(row['makespan_ns']) * 1000, 4)} "
+    return (f"{row.get('scenario', 'run')}: {fmt.time_ns(row['makespan_ns'], unicode=True)} "
             f"with {row.get('stages', '?')} stage(s) on {row.get('gpu', '?')}")
 
 
+def _window(args: argparse.Namespace) -> tuple[float, float] | None:
+    if args.window and (args.start or args.end):
+        raise TmasimError("--window: give either --window START..END or --from/--to, not both")
+    if args.window:
+        return parse_window(args.window)
+    if args.start or args.end:
+        return window_from(args.start, args.end)
+    return None
+
+
 def parse_window(text: str) -> tuple[float, float]:
-    """``START,END`` in picoseconds, or with units (``0,5 us``: a bare number takes END's unit)."""
-    parts = [p.strip() for p in text.split(",")]
-    if len(parts) != 2 or not all(parts):
-        raise TmasimError(f"--window: {text!r} must be START,END (in ps, or with units: \"0,5 us\")")
-    unit = "" if _number(parts[1]) is not None else re.sub(r"^[0-9.eE+\-\s]+", "", parts[1])
-    start, end = (_window_value(part, unit) for part in parts)
-    if not end > start >= 0:
-        raise TmasimError(f"--window: {text!r} must have 0 <= START < END")
-    return start, end
+    """``START..END``, each a time with its unit (``0 us..5 us``; a bare 0 may stand alone): a
+    range that cannot be misread, unlike ``0,5 us`` (is the 0 in ps or in µs?)."""
+    start, sep, end = text.partition("..")
+    if not sep or not start.strip() or not end.strip():
+        raise TmasimError(f"--window: {text!r} must be START..END with units, e.g. \"0 us..5 us\" "
+                          "(or give --from and --to)")
+    return window_from(start, end, "--window")
 
 
-def _number(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
+def window_from(start: str | None, end: str | None, where: str = "--from/--to") -> tuple[float, float]:
+    """The zoom range in ps from two times with units; a missing start is 0."""
+    if end is None:
+        raise TmasimError(f"{where}: --to END is needed with --from (a time with its unit, e.g. --to \"5 us\")")
+    lo, hi = _time(start or "0", where), _time(end, where)
+    if not hi > lo >= 0:
+        raise TmasimError(f"{where}: {_range_text(start or '0', end)} must have 0 <= START < END")
+    return lo, hi
 
 
-def _window_value(part: str, unit: str) -> float:
+def _range_text(start: str, end: str) -> str:
+    return f"{start.strip()!r} to {end.strip()!r}"
+
+
+def _time(text: str, where: str) -> float:
     from tmasim.units import time_ps
 
-    number = _number(part)
-    if number is None:
-        return float(time_ps(part, "--window"))
-    return float(time_ps(f"{part} {unit}", "--window")) if unit else number
+    text = text.strip()
+    if text in ("0", "0.0"):
+        return 0.0
+    try:
+        float(text)
+    except ValueError:
+        return float(time_ps(text, where))
+    raise TmasimError(f"{where}: {text!r} needs a unit (ps, ns, us, ms), so that it cannot be misread")
 
 
 def default_out(result: LoadedResult, kind: str) -> Path:
@@ -254,7 +279,7 @@ def default_out(result: LoadedResult, kind: str) -> Path:
 
 
 def handle_report(args: argparse.Namespace) -> int:
-    from tmasim import report
+    from tmasim.review import report
 
     index = report.build_report(args.scenario, args.overrides, args.vary, args.out, jobs=args.jobs,
                                 first_tiles=args.first_tiles)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tmasim.trace import Event, ns_rounded, ns_truncated
+from tmasim.review.trace_format import Event, ns_rounded, ns_truncated
 
 _KNOWN_PHASES = frozenset("BEXiICMsftbenPOND")
 _METADATA_NAMES = frozenset({"process_name", "thread_name", "process_sort_index", "thread_sort_index",

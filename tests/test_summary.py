@@ -1,0 +1,67 @@
+"""The run header is made from the effective scenario and never contradicts it."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tmasim import scenario as scenarios
+from tmasim.simulation import simulate
+from tmasim.summary import Change, describe, header
+
+OVERRIDES = ((), ("pipeline.stages=1",), ("pipeline.stages=3", "run.seed=7"), ("pipeline.stages=2",))
+
+
+@pytest.mark.parametrize("name", scenarios.bundled_names())
+@pytest.mark.parametrize("overrides", OVERRIDES, ids=lambda o: " ".join(o) or "as-is")
+def test_header_follows_the_effective_scenario(name, overrides):
+    s = scenarios.load(name, overrides)
+    lines = header(s, unicode=True)
+    stages = s.pipeline.stages
+    assert f", {stages} stage{'' if stages == 1 else 's'}" in lines[0]
+    assert s.gpu.name in lines[0]
+    changed = [line for line in lines if line.startswith("  changed: ")]
+    differs = scenarios.load(name).to_dict() != s.to_dict()
+    assert bool(changed) == differs
+    if f"pipeline.stages={stages}" in overrides and scenarios.load(name).pipeline.stages != stages:
+        assert re.search(rf"pipeline\.stages (\d+|\(default\)) → {stages}\b", changed[0])
+    for line in lines:  # only the labelled line may repeat the file's own words
+        if s.description and s.description in line and differs:
+            assert line.startswith("  the file's description, before these changes: ")
+        mentioned = {int(n) for n in re.findall(r"\b(\d+) stages?\b", line)}
+        if not line.startswith("  the file's description") and not line.startswith("  changed"):
+            assert mentioned <= {stages}, line
+
+
+def test_gemm_header_shows_the_overridden_k():
+    lines = header(scenarios.load("gemm-h100", ["workload.k=512"]), unicode=True)
+    assert lines[0].startswith("gemm-h100: 8192x8192x512 bf16 GEMM, tile 128x256x64, 4 stages")
+    assert lines[1] == "  changed: workload.k 8192 → 512"
+    assert lines[2].startswith("  the file's description, before these changes: 8192^3")
+
+
+def test_preset_overrides_name_the_preset_value_in_its_unit(tmp_path):
+    s = scenarios.load("gemm-h100", ['gpu.copy_latency="624 cycles"'])
+    assert "  changed: gpu.copy_latency 520 → 624 cycles" in header(s, unicode=True)
+    path = tmp_path / "mine.toml"
+    path.write_text('name = "mine"\ngpu = {preset = "h100-sxm", copy_latency = "600 cycles"}\n'
+                    '[workload]\nkind = "tiles"\ntiles = 2\nload = "1 us"\ncompute = "1 us"\n')
+    lines = header(scenarios.load(path), unicode=True)
+    assert "  GPU preset overridden by the file: gpu.copy_latency 520 → 600 cycles" in lines
+    assert not any(line.startswith("  changed") for line in lines)
+
+
+def test_change_text():
+    assert Change("pipeline.consumers", None, 2, "set").text(unicode=False) == "pipeline.consumers (default) -> 2"
+    assert Change("workload.tile", [128, 256, 64], [128, 128, 64], "set").text(True) == \
+        "workload.tile [128, 256, 64] → [128, 128, 64]"
+    assert Change("workload.load", "3 us", "4 ns", "set").text(True) == "workload.load 3 us → 4 ns"
+
+
+def test_latency_binding_says_what_it_means():
+    s = scenarios.load("reference", ["pipeline.stages=1"])
+    text = describe(simulate(s).stats, s)
+    assert "binding: slot round trip (copy, wait, compute, release)" in text
+    assert "binding: latency" not in text
+    assert "2 stages" not in text.split("the file's description")[0]

@@ -1,0 +1,258 @@
+"""``tmasim report``: one folder for a design review, around a self-contained ``index.html``.
+
+The page carries the scenario, its summary, the binding term of the bound in one sentence
+(:func:`explain`), the sweep's figures when fields are varied, the base scenario's timeline
+(Gantt chart, slot occupancy, bandwidth), and the table the figures came from. Figures are
+embedded as base64 PNG and the style is inline, so the file opens anywhere, offline, and can
+be mailed as one attachment; the same PNGs and the tables (CSV) are written beside it.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tmasim import format as fmt
+from tmasim.errors import TmasimError
+from tmasim.review.columns import figure_label, figure_text
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+    from tmasim.results import Result
+
+KEY_FIGURES = ("makespan_ns", "serial_ns", "closed_form_ns", "bound_ns", "interval_bound_ns", "binding",
+               "littles_law_bytes_per_s", "littles_law_binding", "achieved_flops_per_s", "achieved_bytes_per_s",
+               "efficiency", "consumer_wait_full_ns", "producer_wait_empty_ns", "copy_utilization",
+               "compute_utilization", "hbm_utilization", "l2_utilization", "smem_per_cta_bytes", "ctas_per_sm",
+               "residency_limit", "ctas", "sms_used", "waves", "races", "cluster", "multicast", "clusters_resident",
+               "idle_sms", "aggregation")
+SWEEP_COLUMNS = ("status", "makespan_ns", "binding", "bound_ns", "interval_bound_ns", "achieved_flops_per_s",
+                 "achieved_bytes_per_s", "smem_per_cta_bytes", "ctas_per_sm", "error")
+
+
+# ------------------------------------------------------------------------------- explanation
+
+
+def explain(stats: Mapping[str, Any]) -> str:
+    """What binds and why, in one sentence a reviewer can repeat (the workload says it)."""
+    from tmasim.workloads import WORKLOADS
+
+    workload = WORKLOADS.get(str(stats.get("workload")))
+    return workload.explain(stats) if workload is not None else ""
+
+
+def _t(ns: Any) -> str:
+    return fmt.time_ns(ns, unicode=True)
+
+
+# ---------------------------------------------------------------------------------- building
+
+
+@dataclass
+class Page:
+    """What index.html shows, gathered before any HTML is written."""
+
+    title: str
+    description: list[str]  # what ran (from the effective scenario), what changed, the file's words
+    verdict: str
+    scenario_text: str
+    summary_rows: list[tuple[str, str]]
+    answer: list[str] = field(default_factory=list)  # a sweep's best point, knee, next step
+    figures: list[tuple[str, str, Path]] = field(default_factory=list)  # (section, caption, png)
+    table: Table | None = None
+    table_file: str = ""
+    command: str = ""
+
+
+@dataclass
+class Table:
+    """A data table as text cells; ``ok`` marks the rows that ran."""
+
+    head: list[str]
+    rows: list[list[str]]
+    ok: list[bool]
+    css: str
+
+
+def build_report(scenario: str | Path | None, overrides: Sequence[str] = (), vary: Sequence[str] = (),
+                 out: str | Path = "report", *, jobs: int = 1, first_tiles: int | None = None) -> Path:
+    """Simulate the scenario (records on), sweep it if fields vary, and write ``out/index.html``."""
+    from tmasim import scenario as scenarios
+    from tmasim.simulation import simulate
+
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise TmasimError(f"--out: {str(out)!r} exists and is not a directory")
+    shown = scenarios.load(scenario, overrides)
+    result = simulate(scenarios.load(scenario, [*overrides, "run.records=true"]), record_bandwidth=True)
+    table = _sweep(scenario, overrides, vary, jobs) if vary else None
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    page = Page(title=f"{shown.name}: design review", description=_description(shown),
+                verdict=_verdict(result.stats), scenario_text=scenario_toml(shown.to_dict()),
+                summary_rows=summary_rows(result.stats), command=_command(scenario, overrides, vary))
+    result.summary.to_csv(out / "summary.csv", index=False)
+    if table is not None:
+        table.to_csv(out / "sweep.csv", index=False)
+        page.figures += _sweep_figures(table, out)
+        page.table, page.table_file = sweep_table(table), "sweep.csv"
+        said = explain(result.stats)  # the verdict says it already: not twice
+        page.answer = [line for line in _answer(table) if line != f"what binds there: {said}"]
+    else:
+        page.figures.append(("Where the time went", "The run's makespan cut into the layers of its bounds.",
+                             _save(_stalls(result.summary), out, "stalls")))
+        every = summary_rows(result.stats, every=True)
+        page.table = Table([], [[k, v] for k, v in every], [True] * len(every), "summary")
+        page.table_file = "summary.csv"
+    page.figures += _timeline_figures(result, out, first_tiles)
+    index = out / "index.html"
+    index.write_text(render(page), encoding="utf-8")
+    return index
+
+
+def _sweep(scenario: str | Path | None, overrides: Sequence[str], vary: Sequence[str], jobs: int) -> pd.DataFrame:
+    from tmasim.sweep import run_sweep
+
+    return run_sweep(scenario, overrides, vary, jobs=jobs, progress=False)
+
+
+def _description(scenario: Any) -> list[str]:
+    """The run's header (see :mod:`tmasim.summary`) without the scenario's name: what ran, what
+    --set changed, and the file's description, labelled as the file's once something changed."""
+    from tmasim.summary import header
+
+    first, *rest = header(scenario, unicode=True)
+    return [first.split(": ", 1)[1], *(line.strip() for line in rest)]
+
+
+def _answer(table: pd.DataFrame) -> list[str]:
+    from tmasim.sweep import answer
+
+    found = answer.find(table)
+    return answer.lines(found) if found is not None else ["No point of the sweep ran to a valid time."]
+
+
+def _verdict(stats: Mapping[str, Any]) -> str:
+    races = f" It has {stats['races']} read(s) of a slot before its data landed: a race." if stats.get("races") else ""
+    return f"Takes {_t(stats['makespan_ns'])}. {explain(stats)}{races}"
+
+
+def _command(scenario: Any, overrides: Iterable[str], vary: Iterable[str]) -> str:
+    import shlex
+
+    parts = ["tmasim", "report", str(scenario or "reference")]
+    parts += [f"--set={o}" for o in overrides] + [f"--vary={v}" for v in vary]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def _save(fig: Figure, out: Path, name: str) -> Path:
+    from tmasim.review import plots
+
+    return plots.save(fig, out / "figures" / f"{name}.png")[0]
+
+
+def _stalls(table: pd.DataFrame) -> Figure:
+    from tmasim.review import plots
+
+    return plots.stall_breakdown(table)
+
+
+def _sweep_figures(table: pd.DataFrame, out: Path) -> list[tuple[str, str, Path]]:
+    """The sweep against its main field, where the time went per point, and a heatmap for two fields."""
+    from tmasim.review import plots
+    from tmasim.review.columns import varied_fields
+
+    fields = varied_fields(table)
+    x = "pipeline.stages" if "pipeline.stages" in fields else fields[0]
+    figures = [("Sweep", f"Time to finish against {x}: simulated (solid), bound (dashed), and where more stops "
+                         "helping (ring); below, what each point costs in shared memory and residency.",
+                _save(plots.stage_sweep(table, x=x), out, "sweep"))]
+    if len(fields) >= 2:
+        y = next(f for f in fields if f != x)
+        figures.append(("Sweep", f"Time to finish over {x} and {y}; the best point outlined.",
+                        _save(plots.heatmap(table, x, y), out, "heatmap")))
+    figures.append(("Where the time went", "Each point's makespan cut into the layers of its bounds: compute, "
+                                           "the binding memory or latency term, and what no bound explains.",
+                    _save(_stalls(table), out, "stalls")))
+    return figures
+
+
+def _timeline_figures(result: Result, out: Path, first_tiles: int | None) -> list[tuple[str, str, Path]]:
+    from tmasim.review import plots
+
+    spans, events = result.spans, result.events
+    per_cta = int(spans[spans["kind"] == "compute"].groupby(["sm", "cta"])["tile"].nunique().max() or 0)
+    tiles = first_tiles if first_tiles is not None else plots.suggested_tiles(spans)
+    zoom = f" (zoomed to the first {tiles} tiles of each CTA; the run has {per_cta})" if tiles else ""
+    stats = result.stats
+    title = f"{stats['scenario']}: {_t(stats['makespan_ns'])} with {stats['stages']} stage(s) on {stats['gpu']}"
+    figures = [("Timeline of the base scenario", f"Gantt chart{zoom}: copies, compute, barrier waits and phase "
+                                                 "flips.", _save(plots.gantt(spans, events, title, tiles=tiles,
+                                                                                  note=plots.representatives_note(stats)),
+                                                                 out, "gantt")),
+               ("Timeline of the base scenario", "Shared-memory slots in use: copies in flight against landed data.",
+                _save(plots.slot_occupancy(spans, scenario=stats["scenario"]), out, "slots"))]
+    if not result.bandwidth.empty:
+        figures.append(("Timeline of the base scenario", "Bandwidth of each shared link against its capacity.",
+                        _save(plots.bandwidth(result.bandwidth, title=f"{stats['scenario']}: bandwidth"), out,
+                              "bandwidth")))
+    return figures
+
+
+# ------------------------------------------------------------------------------------ tables
+
+
+def scenario_toml(raw: Mapping[str, Any]) -> str:
+    """The scenario as TOML (written by tomli-w): top-level keys, then one [table] per section."""
+    import tomli_w
+
+    return tomli_w.dumps(dict(raw))
+
+
+def summary_rows(stats: Mapping[str, Any], *, every: bool = False) -> list[tuple[str, str]]:
+    """(name, value) rows: the key figures (those that say something: no zero FLOP/s for a
+    workload without FLOPs), or every figure."""
+    names = list(stats) if every else [k for k in KEY_FIGURES if stats.get(k) is not None and not (
+        k.endswith("_per_s") and stats[k] == 0)]
+    return [(figure_label(name), figure_text(name, stats[name])) for name in names]
+
+
+def sweep_table(table: pd.DataFrame) -> Table:
+    """The varied fields and the figures a reviewer reads first; every column is in the CSV."""
+    from tmasim.review.columns import field_label, varied_fields
+
+    columns = [*varied_fields(table), *(c for c in SWEEP_COLUMNS if c in table.columns and (
+        not c.endswith("_per_s") or table[c].fillna(0).ne(0).any()))]
+    fields = set(varied_fields(table))
+    head = [field_label(c) if c in fields else figure_label(c) for c in columns]
+    records = table[columns].to_dict("records")
+    return Table(head, [[figure_text(c, row[c]) for c in columns] for row in records],
+                 [row["status"] == "ok" for row in records], "sweep")
+
+
+# -------------------------------------------------------------------------------------- HTML
+
+def render(page: Page) -> str:
+    """index.html: one file, no external resources (images inline as base64 PNG). The page is a
+    Jinja template with autoescape on: every text from a scenario or a table is escaped."""
+    import jinja2
+
+    from tmasim import __version__
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("tmasim.review", "templates"),
+                             autoescape=jinja2.select_autoescape(default=True), undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True)
+    sections: dict[str, list[dict[str, str]]] = {}
+    for section, caption, png in page.figures:
+        sections.setdefault(section, []).append({"caption": caption, "data": _png_base64(png)})
+    style = (resources.files("tmasim.review") / "templates" / "report.css").read_text(encoding="utf-8")
+    return env.get_template("report.html").render(page=page, sections=sections, version=__version__, style=style)
+
+
+def _png_base64(png: Path) -> str:
+    return base64.b64encode(png.read_bytes()).decode("ascii")

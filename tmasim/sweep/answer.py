@@ -1,0 +1,178 @@
+"""The answer a sweep was run for: the best point, the *knee*, what binds there, and what the
+next step costs.
+
+The knee is the cheapest point within 1% of the best time: fewest stages first, then least
+shared memory per CTA (then the faster). Cheaper matters because stages and shared memory are
+what a kernel pays with: residency (CTAs per SM), room for other buffers, register pressure.
+The next step is the next point in that order of cost (one more stage, or the next bigger
+tile): what it would buy and what it would cost. Only points that ran and are valid count; a
+run whose barriers were broken (races: reads before data landed) has no time to compare.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tmasim import format as fmt
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+KNEE_TOLERANCE = 0.01
+TABLE_ROWS = 12
+
+
+@dataclass(frozen=True)
+class Answer:
+    best: dict[str, Any]
+    knee: dict[str, Any]
+    next_step: dict[str, Any] | None
+    fields: tuple[str, ...]
+    spread: float  # (slowest - fastest) / fastest over the valid points
+    valid: int
+
+
+def valid_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The points that ran to a time that means something."""
+    rows = frame[frame["status"] == "ok"] if "status" in frame.columns else frame
+    if "valid" in rows.columns:
+        rows = rows[rows["valid"].fillna(False).astype(bool)]
+    elif "races" in rows.columns:
+        rows = rows[rows["races"].fillna(0) == 0]
+    return rows[rows["makespan_ns"].notna()]
+
+
+def _cost(row: dict[str, Any]) -> tuple[float, float, float]:
+    smem = row.get("smem_per_cta_bytes")
+    return (float(row.get("stages") or 0), float(smem) if smem is not None and not fmt.missing(smem) else 0.0,
+            float(row["makespan_ns"]))
+
+
+def find(frame: pd.DataFrame) -> Answer | None:
+    """Best, knee and next step of a sweep table; None when no point has a valid time."""
+    rows = valid_rows(frame)
+    if rows.empty:
+        return None
+    records = rows.to_dict("records")
+    best = min(records, key=lambda r: float(r["makespan_ns"]))
+    limit = float(best["makespan_ns"]) * (1 + KNEE_TOLERANCE)
+    by_cost = sorted(records, key=_cost)
+    knee = next(r for r in by_cost if float(r["makespan_ns"]) <= limit)
+    later = by_cost[by_cost.index(knee) + 1:]
+    fastest, slowest = float(best["makespan_ns"]), max(float(r["makespan_ns"]) for r in records)
+    return Answer(best, knee, later[0] if later else None, tuple(c for c in frame.columns if "." in c),
+                  (slowest - fastest) / fastest if fastest else 0.0, len(records))
+
+
+def point_text(row: dict[str, Any], fields: tuple[str, ...]) -> str:
+    """``pipeline.stages = 3, workload.tile = [128, 128, 64]``, or the point number."""
+    if not fields:
+        return f"point {row.get('point', '?')}"
+    return ", ".join(f"{f} = {_value(row[f])}" for f in fields)
+
+
+def _value(value: Any) -> str:
+    if hasattr(value, "tolist") and getattr(value, "ndim", 0) > 0:
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _explain(row: dict[str, Any]) -> str:
+    from tmasim.workloads import WORKLOADS
+
+    workload = WORKLOADS.get(str(row.get("workload")))
+    try:
+        return workload.explain(row) if workload is not None else ""
+    except (KeyError, TypeError, ValueError):  # a table from an older tmasim without every figure
+        return ""
+
+
+def _resources(row: dict[str, Any]) -> str:
+    ctas = _whole(row.get("ctas_per_sm"))
+    per_sm = "" if ctas is None else f", {ctas} CTA{'s' if ctas != 1 else ''} per SM"
+    return f"{fmt.size(row.get('smem_per_cta_bytes'))} SMEM per CTA{per_sm}"
+
+
+def lines(answer: Answer) -> list[str]:
+    """The answer in a few sentences."""
+    best, knee, fields = answer.best, answer.knee, answer.fields
+    out = [f"best: {point_text(best, fields)}: {fmt.time_ns(best['makespan_ns'])}"]
+    if answer.spread < KNEE_TOLERANCE:
+        out[0] += f" (all {answer.valid} valid points within {fmt.percent(answer.spread)} of each other)"
+    same = knee is best or point_text(knee, fields) == point_text(best, fields)
+    slower = float(knee["makespan_ns"]) / float(best["makespan_ns"]) - 1
+    out.append(f"knee (the cheapest point within {fmt.percent(KNEE_TOLERANCE)} of the best): "
+               + ("the best point itself" if same else
+                  f"{point_text(knee, fields)}: {fmt.time_ns(knee['makespan_ns'])}, {fmt.percent(slower)} slower")
+               + f"; {_resources(knee)}")
+    why = _explain(knee)
+    if why:
+        out.append(f"what binds there: {why}")
+    out.append(_next_step(knee, answer.next_step, fields))
+    return out
+
+
+def _next_step(knee: dict[str, Any], step: dict[str, Any] | None, fields: tuple[str, ...]) -> str:
+    if step is None:
+        return "next step: none in this sweep (the knee is its most expensive valid point)"
+    gain = 1 - float(step["makespan_ns"]) / float(knee["makespan_ns"])
+    change = (f"{fmt.percent(gain)} faster" if gain > 0 else "no faster" if gain == 0
+              else f"{fmt.percent(-gain)} slower")
+    extra = float(step.get("smem_per_cta_bytes") or 0) - float(knee.get("smem_per_cta_bytes") or 0)
+    cost = f"{'+' if extra >= 0 else '-'}{fmt.size(abs(extra))} SMEM per CTA"
+    before, after = _whole(knee.get("ctas_per_sm")), _whole(step.get("ctas_per_sm"))
+    if before is not None and after is not None and before != after:
+        cost += f", CTAs per SM {before} {fmt.arrow()} {after}"
+    return f"next step: {point_text(step, fields)}: {change}, at {cost}"
+
+
+def table_lines(frame: pd.DataFrame) -> list[str]:
+    """A short table: the varied fields, time, what binds and the resources, best first when long."""
+    fields = [c for c in frame.columns if "." in c]
+    rows = frame if len(frame) <= TABLE_ROWS else frame.sort_values("makespan_ns").head(TABLE_ROWS - 2)
+    header = [*fields, "time", "binds", "SMEM/CTA", "CTAs/SM", "status"]
+    body = [[*(_value(r[f]) for f in fields), _time_cell(r), _binds(r), fmt.size(r.get("smem_per_cta_bytes")),
+             _count(r.get("ctas_per_sm")), str(r.get("status", "ok"))] for r in rows.to_dict("records")]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
+    text = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
+    text += ["  ".join(c.ljust(w) for c, w in zip(b, widths, strict=True)).rstrip() for b in body]
+    if len(rows) < len(frame):
+        text.append(f"({len(frame) - len(rows)} more points in the file; the fastest shown)")
+    return text
+
+
+def _time_cell(row: dict[str, Any]) -> str:
+    return fmt.time_ns(row.get("makespan_ns")) if row.get("status", "ok") == "ok" else "-"
+
+
+_BINDS = {"latency": "round trip", "l2": "L2", "hbm": "HBM", "port": "SM port"}
+
+
+def _binds(row: dict[str, Any]) -> str:
+    value = row.get("littles_law_binding") if not fmt.missing(row.get("littles_law_binding")) else row.get("binding")
+    return "-" if fmt.missing(value) else _BINDS.get(str(value), str(value))
+
+
+def _whole(value: Any) -> int | None:
+    if value is None or fmt.missing(value) or (isinstance(value, float) and math.isinf(value)):
+        return None
+    return int(value)
+
+
+def _count(value: Any) -> str:
+    whole = _whole(value)
+    return "-" if whole is None else str(whole)
+
+
+def summary(frame: pd.DataFrame) -> str:
+    """The short table, then the answer (or why there is none)."""
+    answer = find(frame)
+    text = table_lines(frame)
+    text += lines(answer) if answer is not None else ["no answer: no point ran to a valid time"]
+    return "\n".join(text)

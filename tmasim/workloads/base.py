@@ -1,0 +1,45 @@
+"""The workload protocol: what every workload module provides, so the rest of tmasim needs no
+knowledge of which workloads exist.
+
+A workload is a module (``tiles``, ``stream``, ``gemm``) with a frozen config dataclass whose
+``kind`` class variable names it, and these module-level functions. A new workload is one new
+module that implements them, added to the registry in :mod:`tmasim.workloads`.
+
+``config`` is typed ``Any`` here because each module takes its own config class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from tmasim.engine.chip import Plan
+    from tmasim.residency import Residency
+    from tmasim.scenario import Scenario
+
+
+class Workload(Protocol):
+    KIND: str
+    """The ``workload.kind`` that selects this module."""
+
+    def parse(self, raw: Mapping[str, Any]) -> Any:
+        """The checked config from the scenario's ``[workload]`` table (ScenarioError if wrong)."""
+
+    def plan(self, config: Any, scenario: Scenario) -> tuple[Plan, Residency]:
+        """The CTAs' programs and their placement, and the residency that bounds it."""
+
+    def work_units(self, config: Any, plan: Plan) -> int:
+        """How many units of work the run does (tiles, output tiles, boxes): ``tiles_per_s``."""
+
+    def stats(self, config: Any, scenario: Scenario, plan: Plan, res: Residency, makespan: int) -> dict[str, Any]:
+        """The summary figures only this workload has: its references, bounds and what binds."""
+
+    def describe(self, config: Any) -> str:
+        """What runs, in a few words, from the effective config (``2048x2048x512 bf16 GEMM, ...``)."""
+
+    def summary_rows(self, stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
+        """The run summary's rows for this workload's own figures (``tmasim run``)."""
+
+    def explain(self, stats: Mapping[str, Any]) -> str:
+        """What binds and why, in one sentence, from a summary row (a run's, or a sweep point's)."""
