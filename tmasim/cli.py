@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tmasim import format as fmt
-from tmasim.errors import TmasimError
+from tmasim.errors import ModelError, TmasimError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,6 +68,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--trace", type=Path, metavar="FILE.json",
                      help="write the timeline as a Chrome trace for ui.perfetto.dev or chrome://tracing "
                           "(gzip-compressed if FILE ends in .gz)")
+    run.add_argument("--explain", action="store_true",
+                     help="then explain the run in words: the closed form, what binds, stalls, what-ifs")
     run.set_defaults(handler=_run)
 
     scenarios = sub.add_parser("scenarios", help="list the bundled scenarios, or print one as TOML",
@@ -86,6 +88,9 @@ def _parser() -> argparse.ArgumentParser:
     from tmasim.review import plot_cli
 
     plot_cli.register(sub)
+    from tmasim import teach
+
+    teach.register(sub)
     return parser
 
 
@@ -99,7 +104,14 @@ def _run(args: argparse.Namespace) -> int:
     if args.trace is not None and not scenario.run.records:
         raise TmasimError("--trace: this scenario keeps no per-event records (run.records = false); "
                           "add --set run.records=true")
-    result = simulate(scenario, record_bandwidth=args.out is not None or args.trace is not None)
+    try:
+        result = simulate(scenario, record_bandwidth=args.out is not None or args.trace is not None)
+    except ModelError as err:
+        if args.explain:
+            from tmasim.teach.explain import explain_failure
+
+            print(explain_failure(scenario, err))
+        raise
     if args.json:
         print(result.to_json())
     else:
@@ -108,6 +120,10 @@ def _run(args: argparse.Namespace) -> int:
         print(describe(result.stats, scenario))
     if result.races:
         _warn_races(result)
+    if args.explain:
+        from tmasim.teach.explain import explain_result
+
+        print("\n" + explain_result(result, base_dir=scenarios.read_raw(args.scenario)[1]))
     if args.out is not None:
         _write_outputs(result, args.out)
     if args.trace is not None:

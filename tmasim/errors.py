@@ -41,6 +41,7 @@ class ModelError(TmasimError):
     """The modelled program cannot run to completion: deadlock or synchronization misuse."""
 
     exit_code = 3
+    records: Any = None  # the run's Recorder up to the failure, where it kept one
 
 
 class DeadlockError(ModelError):

@@ -82,8 +82,8 @@ def read_raw(source: str | Path | None) -> tuple[dict[str, Any], Path | None]:
     if source is None:
         source = REFERENCE
     path = Path(source)
-    if not path.exists() and path.suffix != ".toml" and "/" not in str(source):
-        bundled = resources.files("tmasim").joinpath("scenarios", f"{source}.toml")
+    if not path.exists() and path.suffix != ".toml" and not path.is_absolute() and ".." not in path.parts:
+        bundled = resources.files("tmasim").joinpath("scenarios", *path.parent.parts, f"{path.name}.toml")
         if bundled.is_file():
             return _parse_toml(bundled.read_text(), str(source)), None
     if not path.is_file():

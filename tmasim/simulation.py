@@ -15,7 +15,7 @@ from tmasim import format as fmt
 from tmasim.engine.chip import Chip, Plan
 from tmasim.engine.cta import Cta, Sync
 from tmasim.engine.recorder import Recorder
-from tmasim.errors import BarrierError, DeadlockError
+from tmasim.errors import BarrierError, DeadlockError, ModelError
 from tmasim.residency import Residency
 from tmasim.results import Result
 from tmasim.scenario import Scenario
@@ -30,8 +30,12 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False) -> Result:
     plan, res = plan_scenario(scenario)
     chip = Chip(env, scenario.gpu, plan, _sync(scenario), recorder, aggregate=scenario.run.aggregate,
                 record_bandwidth=record_bandwidth)
-    _run_events(env, scenario, chip.ctas)
-    _check_finished(chip.ctas, env.now)
+    try:
+        _run_events(env, scenario, chip.ctas)
+        _check_finished(chip.ctas, env.now)
+    except ModelError as err:
+        err.records = recorder  # what happened up to the failure: a Gantt or trace of the bug
+        raise
     races = [race for cta in chip.ctas for race in cta.races()]
     makespan = int(max(cta.finished_at or 0 for cta in chip.ctas))
     workload = workload_of(scenario.workload)
