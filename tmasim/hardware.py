@@ -54,6 +54,11 @@ class GpuSpec:
     tma_max_bytes_in_flight: int
     barrier_wake: int
     tensor_flops: Mapping[str, float]
+    gpc_sms: tuple[int, ...] = ()  # SMs in each GPC; () = one GPC of all SMs
+    max_cluster_size: int = 8
+    max_cluster_size_opt_in: int = 8
+    cluster_arrive_latency: int = 0
+    max_mma_cta_group: int = 1
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
@@ -65,6 +70,11 @@ class GpuSpec:
             raise ScenarioError("gpu.smem_per_cta", fmt.size(self.smem_per_cta),
                                 f"must be <= gpu.smem_per_sm ({fmt.size(self.smem_per_sm)}): "
                                 "a CTA cannot use more shared memory than its SM has")
+
+    @property
+    def gpcs(self) -> tuple[int, ...]:
+        """SMs per GPC (a cluster is scheduled inside one GPC)."""
+        return self.gpc_sms or (self.sms,)
 
     def sm_flop_rate(self, dtype: str) -> float:
         """Dense tensor-core FLOP per picosecond of one SM for ``dtype``."""
@@ -102,7 +112,15 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "tma_max_bytes_in_flight": ("size", "bytes in flight per SM (0: unlimited)"),
     "barrier_wake": ("time", "from an mbarrier phase flip until its waiters run"),
     "tensor_flops": ("flop_rates", "dense tensor-core rate per dtype (chip)"),
+    "gpc_sms": ("int_list", "SMs in each GPC (a thread-block cluster runs inside one GPC)"),
+    "max_cluster_size": ("int", "CTAs per cluster, portable limit"),
+    "max_cluster_size_opt_in": ("int", "CTAs per cluster with the kernel's non-portable opt-in"),
+    "cluster_arrive_latency": ("time", "a remote mbarrier arrival across the cluster (DSMEM)"),
+    "max_mma_cta_group": ("int", "SMs one MMA instruction can span (2: Blackwell's cta_group::2)"),
 }
+# Optional fields (a preset written before clusters were modelled still loads): their defaults.
+_OPTIONAL: dict[str, Any] = {"gpc_sms": None, "max_cluster_size": 8, "max_cluster_size_opt_in": None,
+                             "cluster_arrive_latency": "0 ns", "max_mma_cta_group": 1}
 
 
 
@@ -121,7 +139,14 @@ def load_gpu(spec: Any, base_dir: Path | None = None, field_name: str = "gpu") -
     overrides = {k: v for k, v in table.items() if k != "preset"}
     read.reject_unknown(field_name, overrides, tuple(_FIELDS))
     merged = {**base, **{k: {"value": v, "source": "scenario override"} for k, v in overrides.items()}}
+    regroup = "sms" in overrides and "gpc_sms" not in overrides and "gpc_sms" in base
+    if regroup:
+        del merged["gpc_sms"]
     gpu = _from_raw(merged, field_name)
+    if regroup:
+        # Fewer (or more) SMs of the same kind: GPCs of the preset's largest GPC size, the last one smaller.
+        size = max(_from_raw(base, field_name).gpcs)
+        gpu = dataclasses.replace(gpu, gpc_sms=tuple(min(size, gpu.sms - s) for s in range(0, gpu.sms, size)))
     if "sms" in overrides and "tensor_flops" not in overrides:
         # tensor_flops is a chip rate: fewer SMs of the same kind have proportionally less of it.
         base_sms = _from_raw(base, field_name).sms
@@ -154,20 +179,27 @@ def _from_raw(raw: Mapping[str, Any], where: str) -> GpuSpec:
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for key in _FIELDS:
+        if key in _OPTIONAL and key not in raw:
+            values[key] = _OPTIONAL[key]
+            continue
         entry = read.required(where, raw, key, " in a GPU preset")
         if isinstance(entry, Mapping) and "value" in entry:
             sources[key] = str(entry.get("source", ""))
             entry = entry["value"]
         values[key] = entry
     clock_hz = read.quantity(f"{where}.clock", values["clock"], "frequency")
-    parsed = {key: _parse(f"{where}.{key}", kind, values[key], clock_hz) for key, (kind, _) in _FIELDS.items()}
+    parsed = {key: _parse(f"{where}.{key}", kind, values[key], clock_hz) for key, (kind, _) in _FIELDS.items()
+              if values[key] is not None}
     parsed["clock_hz"] = parsed.pop("clock")
+    parsed.setdefault("max_cluster_size_opt_in", parsed["max_cluster_size"])
+    _check_gpcs(where, parsed)
     return GpuSpec(**parsed, sources=sources)
 
 
 # Bounds of the whole-number fields: far above any GPU, low enough to keep the engine in memory.
 _INT_LIMITS = {"sms": (1, 4096), "max_ctas_per_sm": (1, 1024), "max_threads_per_sm": (1, 2**16),
-               "tma_max_in_flight": (0, 2**20)}
+               "tma_max_in_flight": (0, 2**20), "max_cluster_size": (1, 64), "max_cluster_size_opt_in": (1, 64),
+               "max_mma_cta_group": (1, 2)}
 
 
 def _check(name: str, kind: str, value: Any) -> None:
@@ -186,10 +218,23 @@ def _check(name: str, kind: str, value: Any) -> None:
     elif kind == "bandwidth":
         if value != math.inf:
             read.checked_quantity(name, value)
+    elif kind == "int_list":
+        for i, v in enumerate(value):
+            read.integer(f"{name}[{i}]", v, minimum=1, maximum=_INT_LIMITS["sms"][1])
     elif kind == "flop_rates":
         read.reject_unknown(name, read.table(name, value), DTYPES)
         for dtype, rate in value.items():
             read.checked_quantity(f"{name}.{dtype}", rate)
+
+
+def _check_gpcs(where: str, parsed: Mapping[str, Any]) -> None:
+    gpcs = parsed.get("gpc_sms", ())
+    if gpcs and sum(gpcs) != parsed["sms"]:
+        raise ScenarioError(f"{where}.gpc_sms", list(gpcs), f"adds up to {sum(gpcs)} SMs, not the preset's "
+                                                            f"sms = {parsed['sms']}")
+    if parsed["max_cluster_size_opt_in"] < parsed["max_cluster_size"]:
+        raise ScenarioError(f"{where}.max_cluster_size_opt_in", parsed["max_cluster_size_opt_in"],
+                            f"must be at least max_cluster_size = {parsed['max_cluster_size']}")
 
 
 def _parse(name: str, kind: str, value: Any, clock_hz: float) -> Any:
@@ -206,6 +251,10 @@ def _parse(name: str, kind: str, value: Any, clock_hz: float) -> Any:
         return math.inf if value == UNLIMITED else read.quantity(name, value, "bandwidth")
     if kind == "time":
         return _time_or_cycles(name, value, clock_hz)
+    if kind == "int_list":
+        if not isinstance(value, list) or not value:
+            raise ScenarioError(name, value, "must be a non-empty list of whole numbers")
+        return tuple(read.integer(f"{name}[{i}]", v, minimum=1) for i, v in enumerate(value))
     if kind == "flop_rates":
         rates = read.table(name, value)
         read.reject_unknown(name, rates, DTYPES)

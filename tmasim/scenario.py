@@ -31,6 +31,8 @@ MAX_STAGES = 4096
 MAX_CONSUMERS = 64
 MAX_ARRIVALS = 2**20
 
+MAX_CLUSTER_DIM = 1024  # a sanity bound; the GPU's own limit is checked where the cluster is placed
+
 
 @dataclass(frozen=True)
 class Pipeline:
@@ -48,6 +50,8 @@ class Pipeline:
     full_arrivals: int | None = None
     empty_arrivals: int | None = None
     expect_tx: int | None = None
+    cluster: tuple[int, int] = (1, 1)  # CTAs per thread-block cluster along M and along N
+    mma_cta_group: int = 1  # 2: Blackwell's 2-SM MMA, a CTA pair along M computes one 2·BM x BN tile
 
     def __post_init__(self) -> None:
         """Checked on every construction, ``dataclasses.replace`` included."""
@@ -61,6 +65,12 @@ class Pipeline:
                 read.integer(f"pipeline.{name}", getattr(self, name), minimum=1, maximum=MAX_ARRIVALS)
         if self.expect_tx is not None:
             read.checked_size("pipeline.expect_tx", self.expect_tx)
+        if not isinstance(self.cluster, tuple) or len(self.cluster) != 2:
+            raise ScenarioError("pipeline.cluster", self.cluster,
+                                "must be two whole numbers [CX, CY] (CTAs along M, along N)")
+        for i, v in enumerate(self.cluster):
+            read.integer(f"pipeline.cluster[{i}]", v, minimum=1, maximum=MAX_CLUSTER_DIM)
+        read.integer("pipeline.mma_cta_group", self.mma_cta_group, minimum=1, maximum=2)
 
 
 @dataclass(frozen=True)
@@ -222,10 +232,12 @@ def from_dict(raw: Mapping[str, Any], base_dir: Path | None = None) -> Scenario:
     read.reject_unknown("", raw, TOP_LEVEL)
     workload = parse_workload(read.table("workload", read.required("", raw, "workload")))
     pipeline = _pipeline(read.table("pipeline", raw.get("pipeline", {})))
+    gpu = load_gpu(raw.get("gpu", "ideal"), base_dir)
+    _check_cluster(pipeline, gpu, workload)
     return Scenario(
         name=read.text("name", raw.get("name", "unnamed")),
         description=read.text("description", raw.get("description", "")),
-        gpu=load_gpu(raw.get("gpu", "ideal"), base_dir),
+        gpu=gpu,
         workload=workload,
         pipeline=pipeline,
         run=_run(read.table("run", raw.get("run", {}))),
@@ -235,12 +247,37 @@ def from_dict(raw: Mapping[str, Any], base_dir: Path | None = None) -> Scenario:
 
 def _pipeline(raw: Mapping[str, Any]) -> Pipeline:
     known = ("stages", "consumers", "consumer_mode", "consumer_waits_full", "full_arrivals", "empty_arrivals",
-             "expect_tx")
+             "expect_tx", "cluster", "mma_cta_group")
     read.reject_unknown("pipeline", raw, known)
-    values = {k: raw[k] for k in known if k in raw and k != "expect_tx"}  # checked by Pipeline itself
+    values = {k: raw[k] for k in known if k in raw and k not in ("expect_tx", "cluster")}  # checked by Pipeline
     if "expect_tx" in raw:
         values["expect_tx"] = read.size("pipeline.expect_tx", raw["expect_tx"])
+    if "cluster" in raw:
+        values["cluster"] = _cluster_shape(raw["cluster"])
     return Pipeline(**values)
+
+
+def _cluster_shape(value: Any) -> tuple[int, int]:
+    if not isinstance(value, list) or len(value) != 2:
+        raise ScenarioError("pipeline.cluster", value, "must be a list of two whole numbers [CX, CY] (CTAs along M, "
+                                                       "along N)")
+    cx, cy = (read.integer(f"pipeline.cluster[{i}]", v, minimum=1) for i, v in enumerate(value))
+    return cx, cy
+
+
+def _check_cluster(pipeline: Pipeline, gpu: GpuSpec, workload: WorkloadConfig) -> None:
+    """What the GPU or the workload rules out, whatever the rest of the scenario."""
+    group = pipeline.mma_cta_group
+    if group > gpu.max_mma_cta_group:
+        raise ScenarioError("pipeline.mma_cta_group", group,
+                            f"is not available on {gpu.name}: its MMA spans at most {gpu.max_mma_cta_group} SM(s) "
+                            "(the 2-SM MMA, tcgen05.mma.cta_group::2, is Blackwell's; Hopper has none)")
+    if group == 2 and pipeline.cluster[0] % 2:
+        raise ScenarioError("pipeline.mma_cta_group", group, f"pairs CTAs along M, so pipeline.cluster[0] must be "
+                                                             f"even (it is {pipeline.cluster[0]})")
+    if pipeline.cluster != (1, 1) and workload.kind != "gemm":
+        raise ScenarioError("pipeline.cluster", list(pipeline.cluster),
+                            f"is modelled for the gemm workload only (this one is {workload.kind!r})")
 
 
 def _run(raw: Mapping[str, Any]) -> RunOptions:

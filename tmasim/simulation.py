@@ -110,6 +110,7 @@ def _sync(scenario: Scenario) -> Sync:
         expect_tx=p.expect_tx,
         wake=scenario.gpu.barrier_wake,
         mode=p.consumer_mode,
+        mma_pair=p.mma_cta_group == 2,
     )
 
 
@@ -173,7 +174,17 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
         "sms_used": sms_used,
         "waves": chip.waves(),
         "sm_classes": len(chip.sms),
+        **_cluster_stats(chip),
     }
+
+
+def _cluster_stats(chip: Chip) -> dict[str, Any]:
+    """Placement of clusters, and whether aggregation stayed on for them (exact) or went off."""
+    if chip.plan.cluster == 1:
+        return {}
+    return {**chip.plan.info, "cluster_classes": chip.cluster_classes,
+            "aggregation": "on (exact: one representative per class of identical clusters)" if chip.aggregated
+            else (chip.aggregation_note or "on (every cluster differs: none to merge)")}
 
 
 def _utilization(nbytes: float, bandwidth: float, makespan: float) -> float | None:

@@ -197,7 +197,7 @@ def chip_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, s
         ("traffic", f"HBM {fmt.amount(stats['hbm_bytes'])}{_busy(stats['hbm_utilization'])}, "
                     f"L2 {fmt.amount(stats['memory_bytes'])}{_busy(stats['l2_utilization'])}"),
     ]
-    if stats["sm_classes"] < stats["sms_used"]:
+    if "aggregation" not in stats and stats["sm_classes"] < stats["sms_used"]:  # clusters: cluster_rows says it
         rows.append(("aggregation", f"{stats['sms_used']} SMs simulated as {plural(stats['sm_classes'], 'class')} "
                                     "of identical SMs (run.aggregate = false to simulate each)"))
     return rows
@@ -205,3 +205,15 @@ def chip_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, s
 
 def _busy(utilization: float | None) -> str:
     return "" if utilization is None else f" ({fmt.percent(utilization)} busy)"
+
+
+def cluster_rows(stats: Mapping[str, Any], shares: str) -> list[tuple[str, str]]:
+    """A clustered run's rows: the cluster and what its CTAs share (``shares``, the workload's
+    words), where the clusters went, and whether aggregation stayed exact."""
+    portable = "" if stats["cluster_portable"] else " (non-portable size: needs the opt-in)"
+    return [
+        ("cluster", f"{stats['cluster']} CTAs{portable}; {shares}; remote arrival {t(stats['remote_arrive_ns'])}"),
+        ("placement", f"{stats['clusters_resident']} clusters resident at once ({stats['clusters_per_gpc']} per "
+                      f"GPC), {stats['idle_sms']} SM(s) idle"),
+        ("aggregation", f"{stats['aggregation']}; {stats['cluster_classes']} cluster slot(s) simulated"),
+    ]

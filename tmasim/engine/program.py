@@ -27,6 +27,7 @@ class Copy(NamedTuple):
     hbm_fraction: float
     latency: int
     busy: int = FLOW
+    multicast: int = 0  # cluster ranks (a bit mask) whose SMEM receives the bytes; 0: this CTA's only
 
 
 class Epilogue(NamedTuple):
@@ -139,6 +140,7 @@ class Segment:
     copies: tuple[Copy, ...]
     compute: int
     flops: float
+    expect: int = 0  # bytes each step's full barrier expects; 0: the sum of this CTA's own copies
 
 
 @dataclass(frozen=True)
@@ -180,6 +182,12 @@ class UnitProgram:
 
     def flops(self, step: int) -> float:
         return self._segment_of_step[step].flops
+
+    def expected(self, step: int) -> int:
+        """Bytes the step's full barrier expects (a multicast stage: the whole stage, most of
+        it delivered by peers' slices)."""
+        segment = self._segment_of_step[step]
+        return segment.expect or sum(c.smem_bytes for c in segment.copies)
 
     def epilogue(self, step: int) -> Epilogue | None:
         return self._last_step.get(step)

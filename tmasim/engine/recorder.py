@@ -31,7 +31,10 @@ EVENT_COLUMNS = ("time_ps", "sm", "cta", "kind", "name", "tile", "stage", "phase
 #   slot:     fill, ready, use    a slot from issue to data landed, landed to compute start,
 #                                 compute start to release (empty arrival)
 #   consumer: wait_full, compute  the consumer blocked on a full barrier; tensor-core work
-# Event kinds: issue, landed, flip (a barrier phase completed), race (a read before landing).
+# Event kinds: issue, landed, flip (a barrier phase completed), race (a read before landing);
+# with clusters: cluster (a CTA joins cluster `name` as rank `stage`), multicast (a peer's slice
+# landed in this CTA's slot; `name` is the issuing CTA), remote_arrive (a peer's consumer arrived
+# on this CTA's empty barrier; `name` is the arriving consumer).
 
 CHUNK = 1 << 14
 # As buffered: spans (end, duration, sm, cta, lane, kind, tile, stage, bytes) -- a span is

@@ -17,6 +17,16 @@ Limits: it assumes the CTAs of a wave stay within L2's capacity of each other (t
 lockstep k-loops; false if they drift far apart), ignores reuse across waves when the operands
 do not fit, and spreads a wave's misses evenly over its tiles (which keeps identical SMs
 identical, so aggregation stays exact).
+
+Clusters (``pipeline.cluster = [CX, CY]``): the raster walks CX x CY blocks of output tiles,
+one per cluster (a grouped band still spans ``group`` tile rows); the CTA of rank x + y·CX
+computes tile (x, y) of its block. With multicast (``workload.multicast``) the CY CTAs of a
+cluster row each load 1/CY of the shared A box and deliver it to all of them (B likewise over
+the CX CTAs of a column); a slice is read from L2 once, and carries the panel's HBM misses for
+all its receivers, so multicast cuts L2 bytes and leaves HBM bytes as they were. With
+``pipeline.mma_cta_group = 2`` CTAs 2i and 2i + 1 along M are a pair: each loads its A box and
+half of B (shared with the same half of the cluster's other pairs along M when B is
+multicast), and the leader's MMA computes both tiles (timed by :mod:`tmasim.workloads.pair_mma`).
 """
 
 from __future__ import annotations
@@ -27,19 +37,21 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tmasim import fields as read
+from tmasim.cluster import MULTICAST, ClusterPlacement, check_multicast, default_multicast, place
 from tmasim.descriptor import TensorDescriptor
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Copy, Epilogue, Segment, Unit, UnitProgram
 from tmasim.errors import ScenarioError
 from tmasim.hardware import DTYPES, GpuSpec
 from tmasim.residency import Residency, residency
+from tmasim.workloads import pair_mma
 
 if TYPE_CHECKING:
     from tmasim.scenario import Scenario
 
 KIND = "gemm"
 FIELDS = ("kind", "m", "n", "k", "dtype", "out_dtype", "tile", "raster", "group", "launch", "ctas_per_sm",
-          "epilogue_smem", "l2_reuse")
+          "epilogue_smem", "l2_reuse", "multicast")
 OUT_DTYPES = ("bf16", "fp16", "fp32")
 RASTERS = ("row", "column", "grouped")
 MAX_DIM = 2**32      # a tensor map's largest global dimension
@@ -62,6 +74,7 @@ class GemmConfig:
     ctas_per_sm: int | None = None
     epilogue_smem: int | None = None
     l2_reuse: bool = True
+    multicast: str | None = None  # None: what the cluster shape allows (tmasim.cluster.default_multicast)
 
     def __post_init__(self) -> None:
         """Checked on every construction, ``dataclasses.replace`` included."""
@@ -121,6 +134,8 @@ def parse(raw: Mapping[str, Any]) -> GemmConfig:
     optional: dict[str, Any] = {}
     if "ctas_per_sm" in raw:
         optional["ctas_per_sm"] = read.integer("workload.ctas_per_sm", raw["ctas_per_sm"], minimum=1)
+    if "multicast" in raw:
+        optional["multicast"] = read.choice("workload.multicast", raw["multicast"], MULTICAST)
     if "epilogue_smem" in raw:
         optional["epilogue_smem"] = read.size("workload.epilogue_smem", raw["epilogue_smem"], positive=False)
     return GemmConfig(
@@ -171,16 +186,23 @@ def default_epilogue_smem(config: GemmConfig) -> int:
     return 2 * config.tile[0] * min(config.tile[1], 32) * _OUT_BYTES[config.out_dtype]
 
 
-def tile_coords(config: GemmConfig) -> list[tuple[int, int]]:
-    """(tile row, tile column) of each output tile, in launch (raster) order."""
-    tm, tn = config.tiles_m, config.tiles_n
-    if config.raster == "row":
+def tile_coords(config: GemmConfig, cluster: tuple[int, int] = (1, 1)) -> list[tuple[int, int]]:
+    """(tile row, tile column) of each output tile, in launch (raster) order. With clusters the
+    raster walks clusters (a band keeps ``group`` tile rows, rounded down to whole clusters), and
+    each cluster's CTAs follow in rank order, rank = x + y·CX for the CTA x along M and y along N."""
+    cx, cy = cluster
+    clusters = _raster(config.tiles_m // cx, config.tiles_n // cy, config.raster, max(1, config.group // cx))
+    return [(r * cx + rank % cx, c * cy + rank // cx) for r, c in clusters for rank in range(cx * cy)]
+
+
+def _raster(tm: int, tn: int, raster: str, group: int) -> list[tuple[int, int]]:
+    if raster == "row":
         return [(u // tn, u % tn) for u in range(tm * tn)]
-    if config.raster == "column":
+    if raster == "column":
         return [(u % tm, u // tm) for u in range(tm * tn)]
     coords = []  # grouped: bands of `group` tile rows, column-major inside a band
-    for band in range(0, tm, config.group):
-        rows = min(config.group, tm - band)
+    for band in range(0, tm, group):
+        rows = min(group, tm - band)
         coords += [(band + local % rows, local // rows) for local in range(rows * tn)]
     return coords
 
@@ -212,31 +234,103 @@ def check(config: GemmConfig, scenario: Scenario) -> None:
     """No rules between this workload and the rest of the scenario beyond what ``plan`` checks."""
 
 
+@dataclass(frozen=True)
+class ClusterSetup:
+    """How the CTAs of a cluster share operands: ``share`` = (CTAs each A box is split among,
+    CTAs each B box is split among); 1 means no multicast of that operand."""
+
+    shape: tuple[int, int]
+    multicast: str
+    share: tuple[int, int]
+    pair: bool = False  # 2-SM MMA: rank 0 (leader) and rank 1 split B and compute one 2·BM x BN tile
+
+    @staticmethod
+    def of(config: GemmConfig, shape: tuple[int, int], mma_cta_group: int = 1) -> ClusterSetup:
+        pair = mma_cta_group == 2
+        # A pair (two CTAs along M) acts as one CTA of a cluster of pairs: B is shared between pairs.
+        among = (shape[0] // 2, shape[1]) if pair else shape
+        multicast = config.multicast if config.multicast is not None else default_multicast(among)
+        check_multicast(multicast, among, shape if pair else None)
+        a = shape[1] if multicast in ("a", "both") else 1
+        b = among[0] if multicast in ("b", "both") else 1
+        return ClusterSetup(shape, multicast, (a, 2 * b if pair else b), pair)
+
+    def masks(self, rank: int) -> tuple[int, int]:
+        """The ranks (bit masks) that receive this CTA's A slice and its B slice. In a pair each
+        CTA holds one half of B: that half is shared with the same half in the other pairs."""
+        cx, cy = self.shape
+        x, y = rank % cx, rank // cx
+        a = sum(1 << (x + j * cx) for j in range(cy)) if self.share[0] > 1 else 0
+        b_group = [i for i in range(cx) if i % 2 == x % 2] if self.pair else range(cx)
+        b = sum(1 << (i + y * cx) for i in b_group) if self.share[1] > (2 if self.pair else 1) else 0
+        return a, b
+
+    def b_slice(self, rank: int) -> int:
+        """Which of the ``share[1]`` slices of the B box this CTA loads."""
+        x = rank % self.shape[0]
+        if not self.pair:
+            return x
+        return (x % 2) * (self.share[1] // 2) + x // 2 if self.share[1] > 2 else x % 2
+
+
 def plan(config: GemmConfig, scenario: Scenario) -> tuple[Plan, Residency]:
     gpu, stages, consumers = scenario.gpu, scenario.pipeline.stages, scenario.pipeline.consumers
     if config.dtype not in gpu.tensor_flops:
         raise ScenarioError("workload.dtype", config.dtype, f"has no tensor-core rate on {gpu.name} "
                             f"(gpu.tensor_flops gives {', '.join(gpu.tensor_flops) or 'none'})")
+    cluster, mma_cta_group = scenario.pipeline.cluster, scenario.pipeline.mma_cta_group
     layout = GemmLayout.of(config)
     epilogue_smem = config.epilogue_smem if config.epilogue_smem is not None else default_epilogue_smem(config)
-    res = residency(gpu, stage_bytes=layout.a.box_bytes + layout.b.box_bytes, stages=stages,
+    setup = ClusterSetup.of(config, cluster, mma_cta_group)
+    b_stage = layout.b.box_bytes // 2 if setup.pair else layout.b.box_bytes  # a pair's CTA holds half of B
+    res = residency(gpu, stage_bytes=layout.a.box_bytes + b_stage, stages=stages,
                     other_smem=epilogue_smem, consumers=consumers, requested_ctas_per_sm=config.ctas_per_sm)
-    coords = tile_coords(config)
-    concurrent = min(len(coords), gpu.sms * res.ctas_per_sm)
+    placement = place(gpu, cluster, res.ctas_per_sm, res.limited_by)
+    _check_grid(config, cluster)
+    size = placement.size
+    coords = tile_coords(config, cluster)
+    slots = min(len(coords) // size, placement.clusters)  # clusters resident at once
+    concurrent = slots * size
     fractions = hbm_fractions(config, coords, concurrent, gpu.l2_fit_size)  # what L2 holds (tmasim.l2)
-    cache: dict[tuple[int, int, float, float], Unit] = {}
+    cache: dict[tuple[int, int, float, float, int], Unit] = {}
     units = []
     for index, ((row, col), (fa, fb)) in enumerate(zip(coords, fractions, strict=True)):
-        key = (_edge(row, config.tiles_m), _edge(col, config.tiles_n), fa, fb)
+        rank = index % size
+        key = (_edge(row, config.tiles_m), _edge(col, config.tiles_n), fa, fb, rank)
         if key not in cache:
-            cache[key] = _unit(config, layout, gpu, row, col, fa, fb)
+            cache[key] = _unit(config, layout, gpu, row, col, fa, fb, setup, rank)
         units.append(Unit(index, cache[key].segments, cache[key].epilogue))
     if config.launch == "persistent":
         programs = [UnitProgram(units[g::concurrent]) for g in range(concurrent)]
     else:
         programs = [UnitProgram([unit]) for unit in units]
-    sms = min(gpu.sms, len(programs))
-    return Plan(programs, config.launch == "persistent", res.ctas_per_sm, sms, flow=True, units=len(units)), res
+    sms = min(gpu.sms - placement.idle_sms, len(programs))
+    info = _cluster_info(setup, placement, slots, gpu) if size > 1 else {}
+    if setup.pair:
+        info["mma_cta_group"] = 2
+    return Plan(programs, config.launch == "persistent", res.ctas_per_sm, sms, flow=True, units=len(units),
+                cluster=size, cluster_slots=slots, info=info), res
+
+
+def _check_grid(config: GemmConfig, cluster: tuple[int, int]) -> None:
+    cx, cy = cluster
+    if config.tiles_m % cx or config.tiles_n % cy:
+        raise ScenarioError("pipeline.cluster", [cx, cy],
+                            f"must divide the grid of output tiles ({config.tiles_m} x {config.tiles_n} tiles of "
+                            f"{config.tile[0]} x {config.tile[1]}): a cluster is launched whole")
+
+
+def _cluster_info(setup: ClusterSetup, placement: ClusterPlacement, slots: int, gpu: GpuSpec) -> dict[str, object]:
+    return {
+        "cluster": f"{setup.shape[0]}x{setup.shape[1]}",  # scalars only: summaries become table rows
+        "multicast": setup.multicast,
+        "clusters_resident": placement.clusters,
+        "clusters_per_gpc": "+".join(map(str, placement.per_gpc)),
+        "idle_sms": placement.idle_sms,
+        "cluster_portable": placement.portable,
+        "cluster_slots_used": slots,
+        "remote_arrive_ns": gpu.cluster_arrive_latency / 1000,
+    }
 
 
 def work_units(config: GemmConfig, plan: Plan) -> int:
@@ -260,20 +354,31 @@ def _edge(index: int, count: int) -> bool:
 
 
 def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, row: int, col: int, fa: float,
-          fb: float) -> Unit:
+          fb: float, setup: ClusterSetup, rank: int) -> Unit:
     bm, bn, bk = config.tile
     rate = gpu.sm_flop_rate(config.dtype)
-    mma = round(2 * bm * bn * bk / rate)
+    mma, tail = round(2 * bm * bn * bk / rate), 0
     rows_in = min(bm, config.m - row * bm)
     cols_in = min(bn, config.n - col * bn)
+    cx = setup.shape[0]
+    (a_parts, b_parts), (a_mask, b_mask) = setup.share, setup.masks(rank)
+    # A CTA issues its slice of each shared box: along N (index y) for A, along M (index x) for B.
+    a_index, b_index = rank // cx, setup.b_slice(rank)
+    expect = layout.a.box_bytes + layout.b.box_bytes if a_mask or b_mask else 0
+    if setup.pair:  # each CTA holds its A box and half of B; the leader's full barrier counts both CTAs'
+        expect = 2 * layout.a.box_bytes + layout.b.box_bytes if rank % 2 == 0 else 0
+        mma, tail = pair_mma.step_times(gpu, config.dtype, bm, bn, bk)
+        rows_in += max(0, min(bm, config.m - (row + 1) * bm))  # the leader's MMA covers the pair's rows
     segments = []
     for first_k, count in _k_segments(config):
         k_in = min(bk, config.k - first_k)
-        a = _copy(gpu, layout.a, (first_k, row * bm), fa)
-        b = _copy(gpu, layout.b, (first_k, col * bn), fb)
-        segments.append(Segment(count, (a, b), mma, 2.0 * rows_in * cols_in * k_in))
+        a = _copy(gpu, layout.a, (first_k, row * bm), fa, a_parts, a_index, a_mask)
+        b = _copy(gpu, layout.b, (first_k, col * bn), fb, b_parts, b_index, b_mask)
+        flops = 0.0 if setup.pair and rank % 2 else 2.0 * rows_in * cols_in * k_in
+        segments.append(Segment(count, (a, b), mma, flops, expect))
     c_bytes = layout.c.box_bytes
     staging = round(c_bytes / gpu.smem_bandwidth) if gpu.smem_bandwidth != float("inf") else 0
+    staging += tail  # the last MMA's result is ready this long after its issue slot
     store = Copy(c_bytes, layout.c.bytes_from_memory((col * bn, row * bm)), 1.0, 0)
     return Unit(-1, tuple(segments), Epilogue(staging, store))
 
@@ -286,10 +391,21 @@ def _k_segments(config: GemmConfig) -> list[tuple[int, int]]:
     return [(0, steps - 1), ((steps - 1) * bk, 1)] if steps > 1 else [(0, 1)]
 
 
-def _copy(gpu: GpuSpec, descriptor: TensorDescriptor, coord: tuple[int, int], hbm_fraction: float) -> Copy:
-    box = descriptor.box_bytes
-    latency = gpu.copy_latency_for(box) + round(hbm_fraction * gpu.hbm_latency)
-    return Copy(box, descriptor.bytes_from_memory(coord), hbm_fraction, latency)
+def _copy(gpu: GpuSpec, descriptor: TensorDescriptor, coord: tuple[int, int], hbm_fraction: float,
+          parts: int = 1, index: int = 0, mask: int = 0) -> Copy:
+    """One TMA load: the whole box, or (multicast) slice ``index`` of ``parts`` of it, delivered
+    to the cluster ranks in ``mask``. The slice is read once from L2; the wave's HBM misses
+    for the panel are spread over ``parts`` times fewer reads, so HBM bytes do not change."""
+    smem = _part(descriptor.box_bytes, index, parts)
+    memory = _part(descriptor.bytes_from_memory(coord), index, parts)
+    fraction = min(1.0, hbm_fraction * parts)
+    latency = gpu.copy_latency_for(smem) + round(fraction * gpu.hbm_latency)
+    return Copy(smem, memory, fraction, latency, multicast=mask)
+
+
+def _part(nbytes: int, index: int, parts: int) -> int:
+    """Slice ``index`` of ``parts`` near-equal whole-byte slices; the slices add up to ``nbytes``."""
+    return nbytes * (index + 1) // parts - nbytes * index // parts
 
 
 def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict[str, object]:
@@ -312,7 +428,8 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
             for seg in unit.segments:
                 step_bytes = sum(c.memory_bytes for c in seg.copies)
                 compute[sm] += seg.steps * seg.compute
-                nbytes[sm] += seg.steps * step_bytes
+                # A multicast slice crosses the port of every CTA it lands in (its peers' slices, ours).
+                nbytes[sm] += seg.steps * sum(c.memory_bytes * max(1, c.multicast.bit_count()) for c in seg.copies)
                 serial[sm] += seg.steps * slot_round_trip(gpu, seg)
                 hbm += seg.steps * sum(c.memory_bytes * c.hbm_fraction for c in seg.copies)
                 l2 += seg.steps * step_bytes
@@ -349,7 +466,8 @@ def slot_round_trip(gpu: GpuSpec, seg: Segment) -> float:
     total = sum(c.memory_bytes for c in seg.copies)
     landing = max(min(c.latency for c in seg.copies) + total / port,
                   max(c.latency + c.memory_bytes / port for c in seg.copies))
-    return gpu.tma_issue + landing + gpu.barrier_wake + seg.compute + gpu.barrier_wake
+    remote = gpu.cluster_arrive_latency if any(c.multicast for c in seg.copies) else 0
+    return gpu.tma_issue + landing + gpu.barrier_wake + seg.compute + remote + gpu.barrier_wake
 
 
 def _busiest_slot(program: UnitProgram, gpu: GpuSpec, stages: int) -> float:
@@ -391,7 +509,23 @@ def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str
         ("bounds", bounds),
         ("no-overlap time", f"{t(stats['serial_ns'])} on the busiest SM"),
         *chip_rows(stats, scenario),
+        *(_cluster_rows(stats, scenario) if "cluster" in stats else []),
     ]
+
+
+def _cluster_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
+    from tmasim.summary import cluster_rows
+
+    cx, cy = scenario.pipeline.cluster
+    config = scenario.workload
+    assert isinstance(config, GemmConfig)
+    chosen = "set" if config.multicast is not None else "default: what the shape allows"
+    shares = {"none": "no operand shared", "a": f"A split over the {cy} CTAs of a cluster row",
+              "b": f"B split over the {cx} CTAs of a cluster column", "both": "A over each row, B over each column"}
+    if stats.get("mma_cta_group") == 2:
+        chosen = "2-SM MMA"
+        shares["none"] = "each CTA of the pair loads its A box and half of B; the leader's MMA reads both"
+    return cluster_rows(stats, f"multicast {stats['multicast']} ({chosen}; {shares[stats['multicast']]})")
 
 
 def explain(stats: Mapping[str, Any]) -> str:
@@ -429,7 +563,6 @@ def _explain_link(s: Mapping[str, Any], binding: str) -> str:
             f"{fmt.amount(nbytes)} takes at least {t(s[f'{binding}_bound_ns'])}.")
 
 
-    s = stats
 def _link_bytes(s: Mapping[str, Any], link: str) -> float:
     """What the bound moved over the link: carried bytes where recorded, else the model's count."""
     for key in ((f"{link}_carried_bytes", "memory_bytes") if link == "l2" else ("model_hbm_bytes", "hbm_bytes")):
