@@ -7,6 +7,9 @@ Targets (issue 3, on the 2-core development machine): <= 2 s aggregated, <= 10 s
 Both runs must give the same makespan: aggregation is exact. It also prints the SimPy events
 processed per simulated k-step (ring step), a machine-independent cost figure (issue 10: the
 MMA model must not raise it by more than 10 %; 12.1 before it).
+
+Then the same GEMM with 2x1 clusters multicasting B (scenarios/gemm-h100-cluster.toml),
+aggregated by cluster, and the SimPy events each simulated k-step costs in both.
 """
 
 from __future__ import annotations
@@ -18,8 +21,33 @@ from unittest import mock
 import simpy
 
 from tmasim import format as fmt
+from tmasim.engine.chip import Chip
 from tmasim.scenario import load
-from tmasim.simulation import simulate
+from tmasim.simulation import _sync, plan_scenario, simulate
+
+
+class SchedulingEnvironment(simpy.Environment):
+    """Counts the events scheduled (SimPy's own work)."""
+
+    scheduled = 0
+
+    def schedule(self, event, priority=1, delay=0):  # type: ignore[no-untyped-def]
+        self.scheduled += 1
+        super().schedule(event, priority, delay)
+
+
+def events_per_k_step(name: str) -> tuple[float, int, float]:
+    """(events per simulated k-step, k-steps simulated, wall seconds) of an aggregated run."""
+    scenario = load(name, ["run.records=false"])
+    env = SchedulingEnvironment()
+    plan, _ = plan_scenario(scenario)
+    start = time.perf_counter()
+    chip = Chip(env, scenario.gpu, plan, _sync(scenario), None, aggregate=True)
+    env.run()
+    wall = time.perf_counter() - start
+    steps = sum(cta.program.steps for cta in chip.ctas)
+    return env.scheduled / steps, steps, wall
+
 
 DRIFT = 'run.drift={start = "1 us", latency_cv = 0.15}'
 
@@ -86,6 +114,14 @@ def main() -> None:
     print(f"  the run reaches {fmt.percent(agg['efficiency'])} of the binding bound; "
           f"HBM {fmt.amount(agg['hbm_bytes'])} ({fmt.percent(agg['hbm_utilization'])} busy), "
           f"L2 {fmt.amount(agg['memory_bytes'])} ({fmt.percent(agg['l2_utilization'])} busy)")
+    cluster = simulate(load("gemm-h100-cluster", ["run.records=false"])).stats
+    print("gemm-h100-cluster: the same GEMM, 2x1 clusters multicasting B")
+    print(f"  predicted: {fmt.time_ns(cluster['makespan_ns'])}, {fmt.flop_rate(cluster['achieved_flops_per_s'])}, "
+          f"L2 {fmt.amount(cluster['memory_bytes'])} (no clusters: {fmt.amount(agg['memory_bytes'])}); "
+          f"aggregation {cluster['aggregation']}, {cluster['cluster_classes']} cluster slot(s)")
+    for name in ("gemm-h100", "gemm-h100-cluster"):
+        per_step, steps, wall = events_per_k_step(name)
+        print(f"  {name:<18} {per_step:5.2f} SimPy events per simulated k-step ({steps} k-steps, {wall:.2f} s)")
 
 
 if __name__ == "__main__":

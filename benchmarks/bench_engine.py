@@ -12,6 +12,7 @@ summary-only run in a child process reports its peak memory (max RSS).
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import subprocess
 import sys
@@ -66,7 +67,9 @@ def best_rate(fn, tiles: int, stages: int, repeat: int) -> tuple[float, int]:  #
 
 
 def peak_memory_mb(tiles: int, stages: int) -> float:
-    code = (f"import resource, sys; sys.path[:0] = {sys.path[:1]!r}; from bench_engine import tmasim_pipeline; "
+    here = os.path.dirname(os.path.abspath(__file__))  # this checkout's tmasim, not an installed one
+    code = (f"import resource, sys; sys.path[:0] = {[here, os.path.dirname(here)]!r}; "
+            "from bench_engine import tmasim_pipeline; "
             f"tmasim_pipeline({tiles}, {stages}); "
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,

@@ -69,6 +69,15 @@ def gemm_chip_gantt() -> Path:
     return plots.save(fig, HERE / "gemm-chip-gantt.png")[0]
 
 
+def gemm_cluster_gantt() -> Path:
+    result = simulate(load("gemm-h100-cluster", ["run.records=true", "run.aggregate=false", "workload.m=1024",
+                                                 "workload.n=1024", "workload.k=512", "pipeline.cluster=[2, 2]",
+                                                 "workload.multicast=both"]))
+    title = "gemm-h100-cluster with 2×2 clusters multicasting A and B: the first cluster's 4 CTAs (first 8 k-steps)"
+    fig = plots.gantt(result.spans, result.events, title=title, tiles=8, max_ctas=4)
+    return plots.save(fig, HERE / "gemm-cluster-gantt.png")[0]
+
+
 def stream_bandwidth() -> Path:
     result = simulate(load("stream-h100", ["run.records=true", "workload.shape=[4096, 4096]", "pipeline.stages=2"]),
                       record_bandwidth=True)
@@ -78,7 +87,8 @@ def stream_bandwidth() -> Path:
 
 
 FIGURES: tuple[Callable[[], Path], ...] = (reference_gantt, latency_hidden_stages, latency_hidden_stalls,
-                                           gemm_stages, stream_stages, gemm_chip_gantt, stream_bandwidth)
+                                           gemm_stages, stream_stages, gemm_chip_gantt, gemm_cluster_gantt,
+                                           stream_bandwidth)
 
 
 def main() -> None:

@@ -235,3 +235,13 @@ def test_parameters_that_only_add_up_are_reported(measured: Path) -> None:
     cal = calibrate(measured, ["copy_latency", "hbm_latency"], holdout=0.0, max_evals=12)
     assert any("copy_latency and hbm_latency change the predictions alike" in note for note in cal.notes)
     assert "note: copy_latency and hbm_latency" in cal.text()
+
+
+def test_a_size_parameter_is_written_as_a_size_everywhere() -> None:
+    from tmasim.validation.calibration import Parameter
+
+    p = Parameter("l2_fit_size", "size", 40 * 2**20)
+    assert p.override(42.6 * 2**20) == f"{round(42.6 * 2**20)} B"   # a scenario value, to the byte
+    assert p.preset_value(42.64 * 2**20) == "42.64 MiB"
+    gpu = load_gpu({"preset": "h200", "l2_fit_size": p.preset_value(42.64 * 2**20)})
+    assert gpu.l2_fit_size == round(42.64 * 2**20)

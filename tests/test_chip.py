@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from tmasim.descriptor import TensorDescriptor
@@ -246,3 +248,35 @@ def test_random_gemms_aggregate_exactly_conserve_flops_and_respect_bounds(case):
     m, n, k = case["m"], case["n"], case["k"]
     assert full["achieved_flops_per_s"] * full["makespan_ps"] / 1e12 == pytest.approx(2 * m * n * k, rel=1e-9)
     assert full["makespan_ns"] >= full["bound_ns"] * (1 - 1e-9)
+
+
+# --- the L2 capacity model (tmasim.l2) and the stream's data_set ----------------------------------
+
+def test_l2_miss_fraction_is_zero_up_to_the_fit_size_then_rises_as_stated():
+    from tmasim import l2
+
+    gpu = load_gpu({"preset": "h200", "l2_fit_size": "40 MiB", "l2_miss_scale": "10 MiB"})
+    assert l2.miss_fraction(gpu, 40 * 2**20) == 0.0
+    assert l2.miss_fraction(gpu, 50 * 2**20) == pytest.approx(1 - math.exp(-1))
+    assert l2.miss_fraction(gpu, 10**12) == pytest.approx(1.0)
+
+
+def test_stream_data_set_in_l2_is_bound_by_l2_and_past_it_by_hbm():
+    gpu = {"preset": "h200", "l2_bandwidth": "10 TB/s", "hbm_bandwidth": "4 TB/s", "l2_fit_size": "40 MiB",
+           "l2_miss_scale": "10 MiB"}
+    fits = stream(stages=8, shape=(16384, 8192), box=(128, 64), gpu=gpu, data_set="8 MiB").stats
+    spills = stream(stages=8, shape=(16384, 8192), box=(128, 64), gpu=gpu, data_set="50 MiB").stats
+    once = stream(stages=8, shape=(16384, 8192), box=(128, 64), gpu=gpu).stats
+    assert fits["hbm_bytes"] == 0 and fits["littles_law_binding"] == "L2"
+    miss = 1 - math.exp(-1)
+    assert spills["hbm_bytes"] == pytest.approx(miss * spills["memory_bytes"])
+    assert spills["littles_law_bytes_per_s"] == pytest.approx(4e12 / miss)   # HBM / miss share
+    assert once["hbm_bytes"] == once["memory_bytes"]                         # read once: all from HBM
+    assert once["achieved_bytes_per_s"] < spills["achieved_bytes_per_s"] < fits["achieved_bytes_per_s"] <= 10e12
+
+
+def test_stream_data_set_must_be_a_positive_size():
+    with pytest.raises(ScenarioError, match="workload.data_set"):
+        stream(data_set="0 B")
+    with pytest.raises(ScenarioError, match="workload.data_set"):
+        stream(data_set="3 us")

@@ -122,7 +122,7 @@ def test_presets_lists_every_gpu_with_key_figures():
     assert lines[0].split()[:3] == ["name", "SMs", "SMEM/SM"]
     rows = {line.split()[0]: line for line in lines[1:]}
     assert set(rows) == {"b200", "h100-sxm", "h200", "ideal"}
-    assert "3.35 TB/s" in rows["h100-sxm"] and "4.8 TB/s" in rows["h200"] and "148" in rows["b200"]
+    assert "3.35 TB/s" in rows["h100-sxm"] and "3.913 TB/s" in rows["h200"] and "148" in rows["b200"]
 
 
 def test_presets_shows_each_value_with_its_source():

@@ -20,3 +20,8 @@ def test_data_files_are_declared():
     assert "*.toml" in data["tmasim.presets"] and "*.toml" in data["tmasim.scenarios"]
     assert "*.cu" in data["tmasim.gpu"] and list((REPO / "tmasim" / "gpu").glob("*.cu"))
     assert "units.txt" in data["tmasim"]
+
+
+def test_lesson_scenarios_ship():
+    assert "lessons/*.toml" in CONFIG["package-data"]["tmasim.scenarios"]
+    assert len(list((REPO / "scenarios" / "lessons").glob("*.toml"))) == 8

@@ -67,7 +67,8 @@ def test_a_perturbed_copy_shows_the_known_error_at_every_point(backend: Path, tm
     v = validate(path)
     assert np.allclose(v.table["error_pct"], 100 * errors, atol=1e-9)
     assert v.mape == pytest.approx(100 * np.abs(errors).mean())
-    assert "worst: point 4, -30.0%" in v.text()
+    # points 4, 9 and 14 all miss by -30 %: which one rounding makes the worst is not the point
+    assert any(f"worst: point {i}, -30.0%" in v.text() for i in (4, 9, 14))
 
 
 def test_repeats_are_one_point_compared_through_their_median(backend: Path, tmp_path: Path) -> None:
@@ -284,3 +285,34 @@ def test_a_point_the_simulator_refuses_is_a_row_with_its_reason(backend: Path, t
         "error"].iloc[0]
     assert v.mape == pytest.approx(0.0, abs=1e-9) and len(v.ok) == len(runs) - 1
     assert "1 point(s) could not be simulated (point 3: workload.ctas_per_sm: 40" in v.text()
+
+
+@pytest.mark.parametrize(("column", "value", "message"), [
+    ("consumer_warps", 0, "consumer_warps: 0 must be >= 1"),
+    ("stages", 1.5, "stages: 1.5 must be a whole number"),
+    ("ctas", float("inf"), "ctas: inf must be a whole number"),
+])
+def test_a_measured_cell_that_is_not_a_count_is_a_row_with_its_reason(backend: Path, tmp_path: Path, column: str,
+                                                                      value: object, message: str) -> None:
+    runs = pd.read_csv(backend / "measured_runs.csv")
+    runs[column] = runs[column].astype(float) if column in runs else 4.0
+    runs.loc[2, column] = value
+    path = copy_backend(backend, tmp_path / "bad")
+    runs.to_csv(path, index=False)
+    v = validate(path)
+    bad = v.table[v.table["status"] != "ok"]
+    assert len(bad) >= 1 and message in bad["error"].iloc[0]
+
+
+def test_an_infinite_mapped_value_is_refused_in_one_line() -> None:
+    with pytest.raises(ScenarioError, match="--map load: inf must be a finite number"):
+        ColumnMap("load", "workload.load", "us").value(float("inf"))
+
+
+def test_tiles_of_the_wrong_kind_are_refused_in_one_line(backend: Path, tmp_path: Path) -> None:
+    wrong = tmp_path / "wrong.csv"
+    pd.DataFrame({"x": [1, 2]}).to_csv(wrong, index=False)
+    proc = tmasim("validate", str(backend / "measured_runs.csv"), "--tiles", str(wrong), "--out",
+                  str(tmp_path / "v"), "--quiet", module="tmasim.cli")
+    assert proc.returncode == 2 and "is not the backend's per-tile table" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

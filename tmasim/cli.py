@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tmasim import format as fmt
-from tmasim.errors import TmasimError
+from tmasim.errors import ModelError, TmasimError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,6 +68,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--trace", type=Path, metavar="FILE.json",
                      help="write the timeline as a Chrome trace for ui.perfetto.dev or chrome://tracing "
                           "(gzip-compressed if FILE ends in .gz)")
+    run.add_argument("--explain", action="store_true",
+                     help="then explain the run in words: the closed form, what binds, stalls, what-ifs")
     run.set_defaults(handler=_run)
 
     scenarios = sub.add_parser("scenarios", help="list the bundled scenarios, or print one as TOML",
@@ -86,6 +88,9 @@ def _parser() -> argparse.ArgumentParser:
     from tmasim.review import plot_cli
 
     plot_cli.register(sub)
+    from tmasim import teach
+
+    teach.register(sub)
     return parser
 
 
@@ -94,12 +99,19 @@ def _run(args: argparse.Namespace) -> int:
     from tmasim.simulation import simulate
 
     scenario = scenarios.load(args.scenario, args.overrides)
-    if args.out is not None and args.out.exists() and not args.out.is_dir():
-        raise TmasimError(f"--out: {str(args.out)!r} exists and is not a directory")
+    if args.out is not None:
+        _check_out_dir(args.out)
     if args.trace is not None and not scenario.run.records:
         raise TmasimError("--trace: this scenario keeps no per-event records (run.records = false); "
                           "add --set run.records=true")
-    result = simulate(scenario, record_bandwidth=args.out is not None or args.trace is not None)
+    try:
+        result = simulate(scenario, record_bandwidth=args.out is not None or args.trace is not None)
+    except ModelError as err:
+        if args.explain:
+            from tmasim.teach.explain import explain_failure
+
+            print(explain_failure(scenario, err))
+        raise
     if args.json:
         print(result.to_json())
     else:
@@ -108,6 +120,10 @@ def _run(args: argparse.Namespace) -> int:
         print(describe(result.stats, scenario))
     if result.races:
         _warn_races(result)
+    if args.explain:
+        from tmasim.teach.explain import explain_result
+
+        print("\n" + explain_result(result, base_dir=scenarios.read_raw(args.scenario)[1]))
     if args.out is not None:
         _write_outputs(result, args.out)
     if args.trace is not None:
@@ -127,7 +143,23 @@ def _write_trace(result: Any, path: Path) -> None:
         raise TmasimError(f"--trace: cannot write {str(path)!r}: {err.strerror}") from None
 
 
+def _check_out_dir(out: Path) -> None:
+    """Refused before the run: a file where the folder should be, a name the OS refuses."""
+    try:
+        if out.exists() and not out.is_dir():
+            raise TmasimError(f"--out: {str(out)!r} exists and is not a directory")
+    except OSError as err:
+        raise TmasimError(f"--out: {str(out)[:100]!r} cannot be used ({err.strerror or err})") from None
+
+
 def _write_outputs(result: Any, out: Path) -> None:
+    try:
+        _write_tables_and_chart(result, out)
+    except OSError as err:
+        raise TmasimError(f"--out: cannot write {str(out)[:100]!r} ({err.strerror or err})") from None
+
+
+def _write_tables_and_chart(result: Any, out: Path) -> None:
     from tmasim.review import plots
     from tmasim.summary import plural
 
@@ -139,8 +171,9 @@ def _write_outputs(result: Any, out: Path) -> None:
         stats = result.stats
         serial = stats.get("serial_ns")
         no_overlap = f" (no overlap: {fmt.time_ns(serial, unicode=True)})" if serial is not None else ""
-        title = (f"{stats['scenario']}: {fmt.time(result.makespan_ps, unicode=True)} with "
-                 f"{plural(stats['stages'], 'stage')}{no_overlap} on {stats['gpu']}")
+        took = (("INVALID RUN (races)", "") if stats.get("valid") is False
+                else (fmt.time(result.makespan_ps, unicode=True), no_overlap))
+        title = f"{stats['scenario']}: {took[0]} with {plural(stats['stages'], 'stage')}{took[1]} on {stats['gpu']}"
         gantt = plots.gantt(result.spans, result.events, title=title, tiles=plots.suggested_tiles(result.spans),
                             note=plots.representatives_note(stats))
         written += plots.save(gantt, out / "gantt.png")

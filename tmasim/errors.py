@@ -22,7 +22,7 @@ class ScenarioError(TmasimError, ValueError):
         self.field = field
         self.value = value
         self.rule = rule
-        super().__init__(f"{field}: {_show(value)} {rule}")
+        super().__init__(f"{_name(field)}: {_show(value)} {rule}")
 
 
 class UnitError(ScenarioError):
@@ -41,6 +41,7 @@ class ModelError(TmasimError):
     """The modelled program cannot run to completion: deadlock or synchronization misuse."""
 
     exit_code = 3
+    records: Any = None  # the run's Recorder up to the failure, where it kept one
 
 
 class DeadlockError(ModelError):
@@ -51,7 +52,14 @@ class BarrierError(ModelError):
     """An mbarrier used against its rules: tx-count underflow, more arrivals than expected."""
 
 
+def _name(field: str) -> str:
+    """A field's name as given, unless it would break the one-line message (a key with a newline)."""
+    text = field if isinstance(field, str) and field.isprintable() else repr(field)
+    return text if len(text) <= 120 else f"{text[:100]}... ({len(text)} characters)"
+
+
 def _show(value: Any) -> str:
-    if isinstance(value, str):
-        return repr(value)
-    return repr(value) if not isinstance(value, (int, float)) else str(value)
+    text = str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else repr(value)
+    if len(text) > 120:  # a message stays one readable line, whatever was given
+        text = f"{text[:100]}... ({len(text)} characters)"
+    return text

@@ -7,6 +7,8 @@ returns the engine's representation (integer picoseconds, bytes, ...) or raises
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,12 +17,21 @@ from tmasim import units
 from tmasim.errors import ScenarioError
 from tmasim.suggest import did_you_mean
 
+# Upper bounds that keep every engine count inside 64 bits and every run inside memory:
+# no copy, tile, latency or cost on a GPU is anywhere near a second, and no buffer near a PiB.
+MAX_TIME_PS = units.PS_PER_S
+MAX_SIZE_BYTES = 2**50
 
-def integer(field: str, value: Any, *, minimum: int | None = None) -> int:
+
+def integer(field: str, value: Any, *, minimum: int | None = None, maximum: int | None = None,
+            why: str = "") -> int:
+    """A whole number (``3``, never ``3.0``, ``1.5`` or ``true``) within the given bounds."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ScenarioError(field, value, "must be a whole number")
     if minimum is not None and value < minimum:
         raise ScenarioError(field, value, f"must be >= {minimum}")
+    if maximum is not None and value > maximum:
+        raise ScenarioError(field, value, f"must be <= {maximum:,}{why}")
     return value
 
 
@@ -44,35 +55,99 @@ def choice(field: str, value: Any, options: tuple[str, ...]) -> str:
 
 def time(field: str, value: Any, *, positive: bool = True) -> int:
     """A time in integer picoseconds; ``positive`` refuses zero, else only negatives are refused."""
-    ps = units.time_ps(value, field)
+    return checked_time(field, units.time_ps(value, field), positive=positive, shown=value)
+
+
+def checked_time(field: str, ps: Any, *, positive: bool = True, shown: Any = None) -> int:
+    """An engine time (integer ps) within the rules; ``shown`` is what the user wrote."""
+    shown = ps if shown is None else shown
+    if isinstance(ps, bool) or not isinstance(ps, int):
+        raise ScenarioError(field, shown, "must be a whole number of picoseconds")
     if positive and ps <= 0:
-        raise ScenarioError(field, value, "must be > 0")
+        raise ScenarioError(field, shown, "must be > 0")
     if ps < 0:
-        raise ScenarioError(field, value, "must be >= 0")
+        raise ScenarioError(field, shown, "must be >= 0")
+    if ps > MAX_TIME_PS:
+        raise ScenarioError(field, shown, "must be at most 1 s (the engine counts picoseconds in 64 bits)")
     return ps
 
 
 def size(field: str, value: Any, *, positive: bool = True) -> int:
-    nbytes = units.size_bytes(value, field)
+    return checked_size(field, units.size_bytes(value, field), positive=positive, shown=value)
+
+
+def checked_size(field: str, nbytes: Any, *, positive: bool = True, shown: Any = None) -> int:
+    """An engine size (integer bytes) within the rules; ``shown`` is what the user wrote."""
+    shown = nbytes if shown is None else shown
+    if isinstance(nbytes, bool) or not isinstance(nbytes, int):
+        raise ScenarioError(field, shown, "must be a whole number of bytes")
     if positive and nbytes <= 0:
-        raise ScenarioError(field, value, "must be > 0")
+        raise ScenarioError(field, shown, "must be > 0")
     if nbytes < 0:
-        raise ScenarioError(field, value, "must be >= 0")
+        raise ScenarioError(field, shown, "must be >= 0")
+    if nbytes > MAX_SIZE_BYTES:
+        raise ScenarioError(field, shown, "must be at most 1 PiB")
     return nbytes
 
 
 def quantity(field: str, value: Any, kind: str, *, positive: bool = True) -> float:
     """A quantity of ``kind`` (see :mod:`tmasim.units`) in engine units, as a float."""
-    amount = units.parse(value, kind, field)
+    return checked_quantity(field, units.parse(value, kind, field), positive=positive, shown=value)
+
+
+def checked_quantity(field: str, amount: Any, *, positive: bool = True, shown: Any = None) -> float:
+    """An engine quantity (a float in engine units): finite, and > 0 or >= 0."""
+    shown = amount if shown is None else shown
+    if isinstance(amount, bool) or not isinstance(amount, (int, float)) or not math.isfinite(amount):
+        raise ScenarioError(field, shown, "must be a finite number")
     if positive and amount <= 0:
-        raise ScenarioError(field, value, "must be > 0")
-    return amount
+        raise ScenarioError(field, shown, "must be > 0")
+    if amount < 0:
+        raise ScenarioError(field, shown, "must be >= 0")
+    return float(amount)
 
 
 def table(field: str, value: Any) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise ScenarioError(field, value, "must be a table")
     return value
+
+
+def toml_text(field: str, where: str, text: str) -> dict[str, Any]:
+    """TOML text as a table; a UTF-8 byte-order mark is accepted, nesting too deep for the
+    parser is an error like any other."""
+    import tomllib
+
+    try:
+        return tomllib.loads(text.removeprefix("\ufeff"))
+    except tomllib.TOMLDecodeError as err:
+        raise ScenarioError(field, where, f"is not valid TOML ({err})") from None
+    except RecursionError:
+        raise ScenarioError(field, where, "is not valid TOML (nested too deeply)") from None
+
+
+def is_file(path: Any) -> bool:
+    """``Path.is_file`` that says False, rather than raising, for names the OS refuses."""
+    from pathlib import Path
+
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def toml_file(field: str, path: Any) -> dict[str, Any]:
+    """A TOML file as a table: unreadable files and bytes that are not UTF-8 are errors naming it."""
+    from pathlib import Path
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ScenarioError(field, str(path), f"is not UTF-8 text ({err.reason} at byte {err.start})") from None
+    except (OSError, ValueError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise ScenarioError(field, str(path), f"cannot be read: {reason}") from None
+    return toml_text(field, str(path), text)
 
 
 def reject_unknown(section: str, raw: Mapping[str, Any], known: tuple[str, ...]) -> None:
@@ -102,6 +177,21 @@ class Distribution:
     kind: str
     params: tuple[tuple[str, int], ...]
     seed: int | None = None
+    where: str = dataclasses.field(default="workload", compare=False)  # the field, for messages
+
+    def __post_init__(self) -> None:
+        names = DISTRIBUTIONS.get(self.kind)
+        if names is None:
+            raise ScenarioError(f"{self.where}.dist", self.kind, f"must be one of {', '.join(DISTRIBUTIONS)}")
+        given = tuple(name for name, _ in self.params)
+        if given != names:
+            raise ScenarioError(self.where, dict(self.params), f"must give {', '.join(names)} for dist = {self.kind!r}")
+        for name, ps in self.params:
+            checked_time(f"{self.where}.{name}", ps, positive=name not in ("std", "low"))
+        if self.kind == "uniform" and self.params[1][1] < self.params[0][1]:
+            raise ScenarioError(f"{self.where}.high", self.params[1][1], f"must be >= low ({self.params[0][1]} ps)")
+        if self.seed is not None:
+            integer(f"{self.where}.seed", self.seed, minimum=0)
 
     def param(self, name: str) -> int:
         return dict(self.params)[name]
@@ -141,4 +231,18 @@ def distribution(field: str, raw: Mapping[str, Any]) -> Distribution:
     if kind == "uniform" and params[1][1] < params[0][1]:
         raise ScenarioError(f"{field}.high", raw["high"], f"must be >= low ({raw['low']})")
     seed = integer(f"{field}.seed", raw["seed"], minimum=0) if "seed" in raw else None
-    return Distribution(kind, tuple(params), seed)
+    return Distribution(kind, tuple(params), seed, field)
+
+
+def check_time_spec(field: str, spec: Any, *, positive: bool = True) -> None:
+    """A parsed :data:`TimeSpec` (as a config holds it) within the rules: for configs that
+    validate themselves, so that one edited with ``dataclasses.replace`` is checked too."""
+    if isinstance(spec, Distribution):
+        return
+    if isinstance(spec, tuple):
+        if not spec:
+            raise ScenarioError(field, list(spec), "must not be an empty list")
+        for i, ps in enumerate(spec):
+            checked_time(f"{field}[{i}]", ps, positive=positive)
+        return
+    checked_time(field, spec, positive=positive)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -43,6 +42,8 @@ class GpuSpec:
     max_ctas_per_sm: int
     max_threads_per_sm: int
     l2_size: int
+    l2_fit_size: int
+    l2_miss_scale: int
     hbm_bandwidth: float
     l2_bandwidth: float
     sm_port_bandwidth: float
@@ -55,8 +56,30 @@ class GpuSpec:
     tma_max_bytes_in_flight: int
     barrier_wake: int
     tensor_flops: Mapping[str, float]
+    gpc_sms: tuple[int, ...] = ()  # SMs in each GPC; () = one GPC of all SMs
+    max_cluster_size: int = 8
+    max_cluster_size_opt_in: int = 8
+    cluster_arrive_latency: int = 0
+    max_mma_cta_group: int = 1
     mma: MmaSpec | None = None  # instruction table; None: a flat tensor_flops rate (ideal machine)
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        """Every value within its rules, on every construction (``dataclasses.replace`` included)."""
+        for key, (kind, _) in _FIELDS.items():
+            attr = "clock_hz" if key == "clock" else key
+            _check(f"gpu.{key}", kind, getattr(self, attr))
+        if self.smem_per_cta > self.smem_per_sm:
+            raise ScenarioError("gpu.smem_per_cta", fmt.size(self.smem_per_cta),
+                                f"must be <= gpu.smem_per_sm ({fmt.size(self.smem_per_sm)}): "
+                                "a CTA cannot use more shared memory than its SM has")
+        if self.mma is not None and not isinstance(self.mma, MmaSpec):
+            raise ScenarioError("gpu.mma", self.mma, "must be an MMA instruction table (tmasim.mma.MmaSpec)")
+
+    @property
+    def gpcs(self) -> tuple[int, ...]:
+        """SMs per GPC (a cluster is scheduled inside one GPC)."""
+        return self.gpc_sms or (self.sms,)
 
     def sm_flop_rate(self, dtype: str) -> float:
         """Dense tensor-core FLOP per picosecond of one SM for ``dtype``."""
@@ -84,6 +107,8 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "max_ctas_per_sm": ("int", "resident CTAs per SM"),
     "max_threads_per_sm": ("int", "resident threads per SM"),
     "l2_size": ("size", "L2 cache capacity"),
+    "l2_fit_size": ("size", "largest data set that stays in L2 under repeated reads (tmasim.l2)"),
+    "l2_miss_scale": ("size", "past l2_fit_size, the L2 miss share rises as 1 - exp(-excess / this)"),
     "hbm_bandwidth": ("bandwidth", "HBM bandwidth"),
     "l2_bandwidth": ("bandwidth", "L2 bandwidth (chip)"),
     "sm_port_bandwidth": ("bandwidth", "ingest bandwidth of one SM from L2"),
@@ -97,8 +122,16 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "barrier_wake": ("time", "from an mbarrier phase flip until its waiters run"),
     "tensor_flops": ("flop_rates", "dense tensor-core rate per dtype (chip); with an [mma] table, the peak "
                                    "its II gives (the table wins)"),
+    "gpc_sms": ("int_list", "SMs in each GPC (a thread-block cluster runs inside one GPC)"),
+    "max_cluster_size": ("int", "CTAs per cluster, portable limit"),
+    "max_cluster_size_opt_in": ("int", "CTAs per cluster with the kernel's non-portable opt-in"),
+    "cluster_arrive_latency": ("time", "a remote mbarrier arrival across the cluster (DSMEM)"),
+    "max_mma_cta_group": ("int", "SMs one MMA instruction can span (2: Blackwell's cta_group::2)"),
 }
 MMA = "mma"  # optional section: the MMA instruction table (tmasim.mma)
+# Optional fields (a preset written before clusters were modelled still loads): their defaults.
+_OPTIONAL: dict[str, Any] = {"gpc_sms": None, "max_cluster_size": 8, "max_cluster_size_opt_in": None,
+                             "cluster_arrive_latency": "0 ns", "max_mma_cta_group": 1}
 
 
 
@@ -122,7 +155,14 @@ def load_gpu(spec: Any, base_dir: Path | None = None, field_name: str = "gpu") -
                             f"instructions' II (set {field_name}.mma or {field_name}.clock instead)")
     merged = {**base, **{k: v if k == MMA else {"value": v, "source": "scenario override"}
                          for k, v in overrides.items()}}
+    regroup = "sms" in overrides and "gpc_sms" not in overrides and "gpc_sms" in base
+    if regroup:
+        del merged["gpc_sms"]
     gpu = _from_raw(merged, field_name)
+    if regroup:
+        # Fewer (or more) SMs of the same kind: GPCs of the preset's largest GPC size, the last one smaller.
+        size = max(_from_raw(base, field_name).gpcs)
+        gpu = dataclasses.replace(gpu, gpc_sms=tuple(min(size, gpu.sms - s) for s in range(0, gpu.sms, size)))
     if "sms" in overrides and "tensor_flops" not in overrides and gpu.mma is None:
         # tensor_flops is a chip rate: fewer SMs of the same kind have proportionally less of it.
         base_sms = _from_raw(base, field_name).sms
@@ -139,20 +179,15 @@ def raw_preset(name: str) -> dict[str, Any]:
 def _read_preset(name: str, base_dir: Path | None, field_name: str) -> dict[str, Any]:
     if name.endswith(".toml") or "/" in name:
         path = Path(name)
-        if not path.is_absolute() and base_dir is not None and not path.exists():
+        if not path.is_absolute() and base_dir is not None and not read.is_file(path):
             path = base_dir / path
-        if not path.is_file():
+        if not read.is_file(path):
             raise ScenarioError(field_name, name, "is not a preset file that exists")
-        data = path.read_text()
-    else:
-        resource = resources.files("tmasim").joinpath("presets", f"{name}.toml")
-        if not resource.is_file():
-            raise ScenarioError(field_name, name, f"is not a known GPU preset (known: {', '.join(preset_names())})")
-        data = resource.read_text()
-    try:
-        return tomllib.loads(data)
-    except tomllib.TOMLDecodeError as err:
-        raise ScenarioError(field_name, name, f"is not valid TOML: {err}") from None
+        return read.toml_file(field_name, path)
+    resource = resources.files("tmasim").joinpath("presets", f"{name}.toml") if len(name) < 200 else None
+    if resource is None or not resource.is_file():
+        raise ScenarioError(field_name, name, f"is not a known GPU preset (known: {', '.join(preset_names())})")
+    return read.toml_text(field_name, name, resource.read_text(encoding="utf-8"))
 
 
 def _from_raw(raw: Mapping[str, Any], where: str) -> GpuSpec:
@@ -163,6 +198,9 @@ def _from_raw(raw: Mapping[str, Any], where: str) -> GpuSpec:
     for key in _FIELDS:
         if key == "tensor_flops" and mma is not None and key not in raw:
             continue
+        if key in _OPTIONAL and key not in raw:
+            values[key] = _OPTIONAL[key]
+            continue
         entry = read.required(where, raw, key, " in a GPU preset")
         if isinstance(entry, Mapping) and "value" in entry:
             sources[key] = str(entry.get("source", ""))
@@ -170,8 +208,10 @@ def _from_raw(raw: Mapping[str, Any], where: str) -> GpuSpec:
         values[key] = entry
     clock_hz = read.quantity(f"{where}.clock", values["clock"], "frequency")
     parsed = {key: _parse(f"{where}.{key}", kind, values[key], clock_hz) for key, (kind, _) in _FIELDS.items()
-              if key in values}
+              if key in values and values[key] is not None}
     parsed["clock_hz"] = parsed.pop("clock")
+    parsed.setdefault("max_cluster_size_opt_in", parsed["max_cluster_size"])
+    _check_gpcs(where, parsed)
     if mma is not None:
         # The table wins over a stated rate: the peak is what the instructions' II allow.
         parsed["tensor_flops"] = {d: mma.peak_per_cycle(d) * parsed["sms"] * clock_hz / units.PS_PER_S
@@ -180,11 +220,53 @@ def _from_raw(raw: Mapping[str, Any], where: str) -> GpuSpec:
     return GpuSpec(**parsed, mma=mma, sources=sources)
 
 
+# Bounds of the whole-number fields: far above any GPU, low enough to keep the engine in memory.
+_INT_LIMITS = {"sms": (1, 4096), "max_ctas_per_sm": (1, 1024), "max_threads_per_sm": (1, 2**16),
+               "tma_max_in_flight": (0, 2**20), "max_cluster_size": (1, 64), "max_cluster_size_opt_in": (1, 64),
+               "max_mma_cta_group": (1, 2)}
+
+
+def _check(name: str, kind: str, value: Any) -> None:
+    """A parsed value (engine units) within the rules of its kind."""
+    if kind == "text":
+        read.text(name, value)
+    elif kind == "int":
+        low, high = _INT_LIMITS[name.rpartition(".")[2]]
+        read.integer(name, value, minimum=low, maximum=high)
+    elif kind == "size":
+        read.checked_size(name, value, positive=False)
+    elif kind == "time":
+        read.checked_time(name, value, positive=False)
+    elif kind == "frequency":
+        read.checked_quantity(name, value)
+    elif kind == "bandwidth":
+        if value != math.inf:
+            read.checked_quantity(name, value)
+    elif kind == "int_list":
+        for i, v in enumerate(value):
+            read.integer(f"{name}[{i}]", v, minimum=1, maximum=_INT_LIMITS["sms"][1])
+    elif kind == "flop_rates":
+        read.reject_unknown(name, read.table(name, value), DTYPES)
+        for dtype, rate in value.items():
+            read.checked_quantity(f"{name}.{dtype}", rate)
+
+
+def _check_gpcs(where: str, parsed: Mapping[str, Any]) -> None:
+    gpcs = parsed.get("gpc_sms", ())
+    if gpcs and sum(gpcs) != parsed["sms"]:
+        raise ScenarioError(f"{where}.gpc_sms", list(gpcs), f"adds up to {sum(gpcs)} SMs, not the preset's "
+                                                            f"sms = {parsed['sms']}")
+    if parsed["max_cluster_size_opt_in"] < parsed["max_cluster_size"]:
+        raise ScenarioError(f"{where}.max_cluster_size_opt_in", parsed["max_cluster_size_opt_in"],
+                            f"must be at least max_cluster_size = {parsed['max_cluster_size']}")
+
+
 def _parse(name: str, kind: str, value: Any, clock_hz: float) -> Any:
     if kind == "text":
         return read.text(name, value)
     if kind == "int":
-        return read.integer(name, value, minimum=0 if name.endswith("tma_max_in_flight") else 1)
+        low, high = _INT_LIMITS[name.rpartition(".")[2]]
+        return read.integer(name, value, minimum=low, maximum=high)
     if kind == "size":
         return read.size(name, value, positive=False)
     if kind == "frequency":
@@ -193,6 +275,10 @@ def _parse(name: str, kind: str, value: Any, clock_hz: float) -> Any:
         return math.inf if value == UNLIMITED else read.quantity(name, value, "bandwidth")
     if kind == "time":
         return _time_or_cycles(name, value, clock_hz)
+    if kind == "int_list":
+        if not isinstance(value, list) or not value:
+            raise ScenarioError(name, value, "must be a non-empty list of whole numbers")
+        return tuple(read.integer(f"{name}[{i}]", v, minimum=1) for i, v in enumerate(value))
     if kind == "flop_rates":
         rates = read.table(name, value)
         read.reject_unknown(name, rates, DTYPES)
@@ -203,10 +289,8 @@ def _parse(name: str, kind: str, value: Any, clock_hz: float) -> Any:
 def _time_or_cycles(name: str, value: Any, clock_hz: float) -> int:
     """Latencies are often measured in cycles: ``"690 cycles"`` is converted at the preset's clock."""
     if isinstance(value, str) and "cycle" in value:
-        cycles = units.parse(value, "cycles", name)
-        if cycles < 0:
-            raise ScenarioError(name, value, "must be >= 0")
-        return round(cycles / clock_hz * units.PS_PER_S)
+        cycles = read.checked_quantity(name, units.parse(value, "cycles", name), positive=False, shown=value)
+        return read.checked_time(name, round(cycles / clock_hz * units.PS_PER_S), positive=False, shown=value)
     return read.time(name, value, positive=False)
 
 

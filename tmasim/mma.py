@@ -40,6 +40,10 @@ class MmaShape:
     latency: float  # cycles, issue to result
     ii: float  # cycles between back-to-back instructions on the SM's tensor cores
 
+    def __post_init__(self) -> None:
+        """Every value within its rules, on every construction (as the other config dataclasses)."""
+        _check_shape("gpu.mma.shape", self)
+
     @property
     def flops(self) -> int:
         return 2 * self.m * self.n * self.k
@@ -58,6 +62,23 @@ class MmaSpec:
     register_overhead: int  # registers per consumer thread besides the accumulator
     tmem_lanes: int  # 0: no Tensor Memory
     tmem_columns: int
+
+    def __post_init__(self) -> None:
+        """Every value within its rules, on every construction (``dataclasses.replace`` included)."""
+        where = "gpu.mma"
+        read.choice(f"{where}.instruction", self.instruction, INSTRUCTIONS)
+        if not isinstance(self.shapes, tuple) or not self.shapes:
+            raise ScenarioError(f"{where}.shapes", self.shapes, "must be a non-empty list of shapes")
+        for i, shape in enumerate(self.shapes):
+            if not isinstance(shape, MmaShape):
+                raise ScenarioError(f"{where}.shapes[{i}]", shape, "must be [dtype, SMs, M, N, K, latency, II]")
+            self.check_shape(f"{where}.shapes[{i}]", shape.dtype, shape.m, shape.n, shape.sms)
+        read.text(f"{where}.source", self.source)
+        for dtype, text in self.sources.items():
+            read.choice(f"{where}.sources", dtype, tuple(K_OF))
+            read.text(f"{where}.sources.{dtype}", text)
+        for name, low, high in _LIMITS:
+            read.integer(f"{where}.{name}", getattr(self, name), minimum=low, maximum=high)
 
     def timing(self, where: str, dtype: str, m: int, n: int, sms: int = 1) -> tuple[float, float]:
         """(latency, II) in cycles of the instruction ``dtype`` M x N x K_of[dtype] on ``sms`` SMs,
@@ -106,6 +127,27 @@ class MmaSpec:
 
     def dtypes(self) -> tuple[str, ...]:
         return tuple(d for d in K_OF if any(s.dtype == d for s in self.shapes))
+
+
+# Whole-number fields: (name, minimum, maximum), far above any GPU.
+_LIMITS = (("registers_per_sm", 1, 2**24), ("registers_per_thread", 1, 2**16), ("register_overhead", 0, 2**16),
+           ("tmem_lanes", 0, 2**16), ("tmem_columns", 0, 2**20))
+
+
+def _check_shape(where: str, shape: MmaShape) -> None:
+    read.choice(f"{where}.dtype", shape.dtype, tuple(K_OF))
+    read.integer(f"{where}.sms", shape.sms, minimum=1, maximum=2, why=" (SMs one MMA spans)")
+    for name in ("m", "n", "k"):
+        read.integer(f"{where}.{name}", getattr(shape, name), minimum=1, maximum=1024)
+    if shape.k != K_OF[shape.dtype]:
+        raise ScenarioError(f"{where}.k", shape.k, f"must be {K_OF[shape.dtype]} for {shape.dtype} "
+                                                   "(K of one MMA instruction)")
+    read.checked_quantity(f"{where}.latency", shape.latency)
+    read.checked_quantity(f"{where}.ii", shape.ii)
+    if shape.latency < shape.ii:
+        raise ScenarioError(f"{where}.latency", shape.latency,
+                            f"must be >= the II ({shape.ii} cycles): an instruction completes no sooner than "
+                            "the next one may issue")
 
 
 def parse(where: str, raw: Any) -> MmaSpec:

@@ -80,6 +80,11 @@ def residency(gpu: GpuSpec, *, stage_bytes: int, stages: int, other_smem: int = 
             limits["tensor memory"] = gpu.mma.tmem_columns // accumulator.tmem_columns
     limited_by = min(limits, key=lambda k: limits[k])
     fits = limits[limited_by]
+    if fits < 1:
+        raise ResidencyError(
+            "pipeline.stages", stages,
+            f"makes a CTA of {fmt.size(smem)} + {fmt.size(gpu.smem_reserved_per_cta)} reserved that does "
+            f"not fit in the {fmt.size(gpu.smem_per_sm)} of shared memory of an SM of {gpu.name}")
     if requested_ctas_per_sm is not None:
         if requested_ctas_per_sm > fits:
             raise ResidencyError("workload.ctas_per_sm", requested_ctas_per_sm,

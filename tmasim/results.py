@@ -1,6 +1,6 @@
 """What a run returns: the summary, per-interval spans, per-instant events, and the scenario.
 
-Tables are built lazily from the engine's tuples (pandas is imported here, not in the
+Tables are built lazily from the engine's record columns (pandas is imported here, not in the
 engine). Every file written by :meth:`Result.save` sits beside ``scenario.json``, the scenario
 that produced it.
 """
@@ -42,8 +42,8 @@ class Result:
         """One row per interval: start_ps, end_ps, sm, cta, lane, kind, tile, stage, bytes."""
         import pandas as pd
 
-        rows = self.recorder.spans if self.recorder is not None else []
-        frame = pd.DataFrame(rows, columns=list(SPAN_COLUMNS))
+        columns = self.recorder.span_columns() if self.recorder is not None else {}
+        frame = pd.DataFrame(columns, columns=list(SPAN_COLUMNS))
         frame = frame.sort_values(["start_ps", "sm", "cta", "lane", "tile"], kind="stable", ignore_index=True)
         frame["duration_ps"] = frame["end_ps"] - frame["start_ps"]
         return frame
@@ -53,8 +53,8 @@ class Result:
         """One row per instant: time_ps, sm, cta, kind, name, tile, stage, phase."""
         import pandas as pd
 
-        rows = self.recorder.events if self.recorder is not None else []
-        return pd.DataFrame(rows, columns=list(EVENT_COLUMNS)).sort_values(
+        columns = self.recorder.event_columns() if self.recorder is not None else {}
+        return pd.DataFrame(columns, columns=list(EVENT_COLUMNS)).sort_values(
             ["time_ps", "sm", "cta"], kind="stable", ignore_index=True)
 
     @cached_property
@@ -80,7 +80,9 @@ class Result:
         return int(self.stats["makespan_ps"])
 
     def to_json(self) -> str:
-        return json.dumps(self.stats, default=_jsonable)
+        """The stats as one JSON object, ``valid`` and ``invalid_reason`` first."""
+        first = {k: self.stats[k] for k in ("valid", "invalid_reason") if k in self.stats}
+        return json.dumps({**first, **self.stats}, default=_jsonable)
 
     def save(self, out_dir: Path) -> list[Path]:
         """Write summary, spans, events (and races, if any) as CSV beside scenario.json."""

@@ -21,10 +21,18 @@ from tmasim.engine.drift import NO_DRIFT, Drift
 from tmasim.errors import ScenarioError
 from tmasim.hardware import GpuSpec, load_gpu
 from tmasim.suggest import did_you_mean
-from tmasim.workloads import WorkloadConfig, parse_workload
+from tmasim.workloads import WORKLOADS, WorkloadConfig, parse_workload
 
 TOP_LEVEL = ("name", "description", "gpu", "workload", "pipeline", "run")
 REFERENCE = "reference"
+CONSUMER_MODES = ("cooperative", "pingpong")
+# Far above any real kernel (shared memory and 1024 threads per CTA bind long before), low
+# enough that a typo cannot make the engine build millions of barriers.
+MAX_STAGES = 4096
+MAX_CONSUMERS = 64
+MAX_ARRIVALS = 2**20
+
+MAX_CLUSTER_DIM = 1024  # a sanity bound; the GPU's own limit is checked where the cluster is placed
 
 
 @dataclass(frozen=True)
@@ -43,7 +51,34 @@ class Pipeline:
     full_arrivals: int | None = None
     empty_arrivals: int | None = None
     expect_tx: int | None = None
+    cluster: tuple[int, int] = (1, 1)  # CTAs per thread-block cluster along M and along N
+    mma_cta_group: int = 1  # 2: Blackwell's 2-SM MMA, a CTA pair along M computes one 2·BM x BN tile
     registers: tuple[int | None, int | None] = (None, None)  # setmaxnreg: (producer, consumer) per thread
+
+    def __post_init__(self) -> None:
+        """Checked on every construction, ``dataclasses.replace`` included."""
+        read.integer("pipeline.stages", self.stages, minimum=1, maximum=MAX_STAGES)
+        read.integer("pipeline.consumers", self.consumers, minimum=1, maximum=MAX_CONSUMERS,
+                     why=" (consumer warpgroups of 128 threads in one CTA)")
+        read.choice("pipeline.consumer_mode", self.consumer_mode, CONSUMER_MODES)
+        read.boolean("pipeline.consumer_waits_full", self.consumer_waits_full)
+        for name in ("full_arrivals", "empty_arrivals"):
+            if getattr(self, name) is not None:
+                read.integer(f"pipeline.{name}", getattr(self, name), minimum=1, maximum=MAX_ARRIVALS)
+        if self.expect_tx is not None:
+            read.checked_size("pipeline.expect_tx", self.expect_tx)
+        if not isinstance(self.cluster, tuple) or len(self.cluster) != 2:
+            raise ScenarioError("pipeline.cluster", self.cluster,
+                                "must be two whole numbers [CX, CY] (CTAs along M, along N)")
+        for i, v in enumerate(self.cluster):
+            read.integer(f"pipeline.cluster[{i}]", v, minimum=1, maximum=MAX_CLUSTER_DIM)
+        read.integer("pipeline.mma_cta_group", self.mma_cta_group, minimum=1, maximum=2)
+        if not isinstance(self.registers, tuple) or len(self.registers) != 2:
+            raise ScenarioError("pipeline.registers", self.registers,
+                                "must be (producer, consumer) per-thread register counts (None: the default)")
+        for role, count in zip(("producer", "consumer"), self.registers, strict=True):
+            if count is not None:
+                _check_registers(f"pipeline.registers.{role}", count)
 
 
 @dataclass(frozen=True)
@@ -52,6 +87,13 @@ class RunOptions:
     records: bool = True
     aggregate: bool = True
     drift: Drift = NO_DRIFT  # SM drift (tmasim.engine.drift): off unless set
+
+    def __post_init__(self) -> None:
+        read.integer("run.seed", self.seed, minimum=0, maximum=2**63 - 1)
+        read.boolean("run.records", self.records)
+        read.boolean("run.aggregate", self.aggregate)
+        if not isinstance(self.drift, Drift):
+            raise ScenarioError("run.drift", self.drift, "must be a table {start, latency_cv}")
 
 
 @dataclass(frozen=True)
@@ -67,13 +109,39 @@ class Scenario:
     # compares against, so that it never repeats what an override made untrue.
     origin: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
+    def __post_init__(self) -> None:
+        read.text("name", self.name)
+        read.text("description", self.description)
+        for name, kind in (("gpu", GpuSpec), ("pipeline", Pipeline), ("run", RunOptions)):
+            if not isinstance(getattr(self, name), kind):
+                _unchecked(name, getattr(self, name))
+        if not dataclasses.is_dataclass(self.workload) or not isinstance(getattr(self.workload, "kind", None), str):
+            _unchecked("workload", self.workload)
+        check = getattr(WORKLOADS.get(self.workload.kind), "check", None)  # optional for a new workload
+        if check is not None:
+            check(self.workload, self)
+
+    def validate(self) -> None:
+        """Check every part again (``simulate`` calls this): one rule, wherever a scenario came from."""
+        for part in (self.gpu, self.workload, self.pipeline, self.run, self):
+            check = getattr(part, "__post_init__", None)
+            if check is not None:
+                check()
+
     def to_dict(self) -> dict[str, Any]:
         """The scenario as TOML-shaped data (after overrides): what result files carry."""
         return copy.deepcopy(dict(self.raw))
 
 
-def load(source: str | Path | None = None, overrides: Iterable[str] = ()) -> Scenario:
-    """Read a scenario file (or a bundled scenario by name; the reference one if ``None``)."""
+def _unchecked(name: str, value: Any) -> None:
+    raise ScenarioError(name, type(value).__name__, "is not a checked configuration (build it with "
+                        "tmasim.load_scenario or tmasim's configuration dataclasses)")
+
+
+def load(source: str | Path | None = None, overrides: Iterable[str] | Mapping[str, Any] = ()) -> Scenario:
+    """Read a scenario file (or a bundled scenario by name, ``reference`` or ``reference.toml``;
+    the reference one if ``None``), with overrides: ``["pipeline.stages=3"]`` or
+    ``{"pipeline.stages": 3}``."""
     raw, base_dir = read_raw(source)
     scenario = from_dict(apply_overrides(raw, overrides), base_dir)
     return dataclasses.replace(scenario, origin=raw)
@@ -82,21 +150,27 @@ def load(source: str | Path | None = None, overrides: Iterable[str] = ()) -> Sce
 def read_raw(source: str | Path | None) -> tuple[dict[str, Any], Path | None]:
     if source is None:
         source = REFERENCE
-    path = Path(source)
-    if not path.exists() and path.suffix != ".toml" and "/" not in str(source):
-        bundled = resources.files("tmasim").joinpath("scenarios", f"{source}.toml")
-        if bundled.is_file():
-            return _parse_toml(bundled.read_text(), str(source)), None
-    if not path.is_file():
+    if not isinstance(source, (str, Path)):
+        raise ScenarioError("scenario", source, "must be a file path or the name of a bundled scenario")
+    text = str(source)
+    bundled = _bundled(text)
+    if bundled is not None and not read.is_file(text):
+        return read.toml_text("scenario", text, bundled.read_text(encoding="utf-8")), None
+    if not read.is_file(text):
         names = bundled_names()
-        hint = did_you_mean(str(source), names)
-        raise ScenarioError("scenario", str(source), f"is not a file or a bundled scenario{hint} "
-                                                     f"(bundled: {', '.join(names)})")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise ScenarioError("scenario", str(source), f"cannot be read: {err}") from None
-    return _parse_toml(text, str(source)), path.parent
+        raise ScenarioError("scenario", text, f"is not a file or a bundled scenario{did_you_mean(text, names)} "
+                                              f"(bundled: {', '.join(names)})")
+    return read.toml_file("scenario", text), Path(text).parent
+
+
+def _bundled(name: str) -> Any:
+    """The bundled scenario ``name`` (``reference``, ``reference.toml``, ``lessons/01-overlap``), or None."""
+    parts = name.split("/")
+    if "\\" in name or not name or len(name) > 200 or any(part in ("", ".", "..") for part in parts):
+        return None
+    parts[-1] = parts[-1] if parts[-1].endswith(".toml") else f"{parts[-1]}.toml"
+    resource = resources.files("tmasim").joinpath("scenarios", *parts)
+    return resource if resource.is_file() else None
 
 
 def bundled_text(name: str) -> str:
@@ -114,17 +188,23 @@ def bundled_names() -> list[str]:
     return sorted(p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml"))
 
 
-def _parse_toml(text: str, where: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ScenarioError("scenario", where, f"is not valid TOML ({err})") from None
-
-
-def apply_overrides(raw: Mapping[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
-    """Apply ``FIELD=VALUE`` settings; VALUE is read as TOML, else taken as a plain string."""
+def apply_overrides(raw: Mapping[str, Any], overrides: Iterable[str] | Mapping[str, Any]) -> dict[str, Any]:
+    """Apply ``FIELD=VALUE`` settings (VALUE read as TOML, else taken as a plain string), or a
+    dict ``{FIELD: value}`` whose values are taken as they are. One string is refused: it is
+    not a list of settings (iterating it would set one field per character)."""
     result = copy.deepcopy(dict(raw))
+    if isinstance(overrides, (str, bytes)):
+        raise ScenarioError("overrides", overrides, "must be a list of 'FIELD=VALUE' strings or a dict "
+                            "{FIELD: value}, not one string (write [\"pipeline.stages=3\"])")
+    if isinstance(overrides, Mapping):
+        for name, value in overrides.items():
+            if not isinstance(name, str) or not name.strip():
+                raise ScenarioError("overrides", name, "must be a field name like 'pipeline.stages'")
+            set_field(result, name.strip(), value)
+        return result
     for item in overrides:
+        if not isinstance(item, str):
+            raise ScenarioError("--set", item, "must be a string FIELD=VALUE (e.g. pipeline.stages=3)")
         name, sep, text = item.partition("=")
         name = name.strip()
         if not sep or not name:
@@ -138,6 +218,8 @@ def parse_value(text: str) -> Any:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
+    except RecursionError:
+        raise ScenarioError("--set", text[:60], "is nested too deeply to read as TOML") from None
 
 
 def set_field(raw: dict[str, Any], dotted: str, value: Any) -> None:
@@ -161,10 +243,12 @@ def from_dict(raw: Mapping[str, Any], base_dir: Path | None = None) -> Scenario:
     read.reject_unknown("", raw, TOP_LEVEL)
     workload = parse_workload(read.table("workload", read.required("", raw, "workload")))
     pipeline = _pipeline(read.table("pipeline", raw.get("pipeline", {})))
+    gpu = load_gpu(raw.get("gpu", "ideal"), base_dir)
+    _check_cluster(pipeline, gpu, workload)
     return Scenario(
         name=read.text("name", raw.get("name", "unnamed")),
         description=read.text("description", raw.get("description", "")),
-        gpu=load_gpu(raw.get("gpu", "ideal"), base_dir),
+        gpu=gpu,
         workload=workload,
         pipeline=pipeline,
         run=_run(read.table("run", raw.get("run", {}))),
@@ -174,20 +258,55 @@ def from_dict(raw: Mapping[str, Any], base_dir: Path | None = None) -> Scenario:
 
 def _pipeline(raw: Mapping[str, Any]) -> Pipeline:
     known = ("stages", "consumers", "consumer_mode", "consumer_waits_full", "full_arrivals", "empty_arrivals",
-             "expect_tx", "registers")
+             "expect_tx", "cluster", "mma_cta_group", "registers")
     read.reject_unknown("pipeline", raw, known)
-    optional = {k: read.integer(f"pipeline.{k}", raw[k], minimum=1)
-                for k in ("full_arrivals", "empty_arrivals") if k in raw}
-    return Pipeline(
-        stages=read.integer("pipeline.stages", raw.get("stages", 2), minimum=1),
-        consumers=read.integer("pipeline.consumers", raw.get("consumers", 1), minimum=1),
-        consumer_mode=read.choice("pipeline.consumer_mode", raw.get("consumer_mode", "cooperative"),
-                                  ("cooperative", "pingpong")),
-        consumer_waits_full=read.boolean("pipeline.consumer_waits_full", raw.get("consumer_waits_full", True)),
-        expect_tx=read.size("pipeline.expect_tx", raw["expect_tx"]) if "expect_tx" in raw else None,
-        registers=_registers(raw.get("registers", {})),
-        **optional,
-    )
+    # checked by Pipeline
+    values = {k: raw[k] for k in known if k in raw and k not in ("expect_tx", "cluster", "registers")}
+    if "expect_tx" in raw:
+        values["expect_tx"] = read.size("pipeline.expect_tx", raw["expect_tx"])
+    if "cluster" in raw:
+        values["cluster"] = _cluster_shape(raw["cluster"])
+    if "registers" in raw:
+        values["registers"] = _registers(raw["registers"])
+    return Pipeline(**values)
+
+
+def _cluster_shape(value: Any) -> tuple[int, int]:
+    if not isinstance(value, list) or len(value) != 2:
+        raise ScenarioError("pipeline.cluster", value, "must be a list of two whole numbers [CX, CY] (CTAs along M, "
+                                                       "along N)")
+    cx, cy = (read.integer(f"pipeline.cluster[{i}]", v, minimum=1) for i, v in enumerate(value))
+    return cx, cy
+
+
+def _check_cluster(pipeline: Pipeline, gpu: GpuSpec, workload: WorkloadConfig) -> None:
+    """What the GPU or the workload rules out, whatever the rest of the scenario."""
+    group = pipeline.mma_cta_group
+    if group > gpu.max_mma_cta_group:
+        raise ScenarioError("pipeline.mma_cta_group", group,
+                            f"is not available on {gpu.name}: its MMA spans at most {gpu.max_mma_cta_group} SM(s) "
+                            "(the 2-SM MMA, tcgen05.mma.cta_group::2, is Blackwell's; Hopper has none)")
+    if group == 2 and pipeline.cluster[0] % 2:
+        raise ScenarioError("pipeline.mma_cta_group", group, f"pairs CTAs along M, so pipeline.cluster[0] must be "
+                                                             f"even (it is {pipeline.cluster[0]})")
+    if pipeline.cluster != (1, 1) and workload.kind != "gemm":
+        raise ScenarioError("pipeline.cluster", list(pipeline.cluster),
+                            f"is modelled for the gemm workload only (this one is {workload.kind!r})")
+
+
+def _registers(raw: Any) -> tuple[int | None, int | None]:
+    """``registers = {producer = 40, consumer = 232}``: setmaxnreg's per-thread counts, each a
+    multiple of 8 from 24 to 256 (PTX ISA); unset ones take the defaults (see residency).
+    Checked by Pipeline."""
+    table = read.table("pipeline.registers", raw)
+    read.reject_unknown("pipeline.registers", table, ("producer", "consumer"))
+    return table.get("producer"), table.get("consumer")
+
+
+def _check_registers(name: str, count: Any) -> None:
+    read.integer(name, count, minimum=24, maximum=256, why=" (setmaxnreg)")
+    if count % 8:
+        raise ScenarioError(name, count, "must be a multiple of 8 from 24 to 256 (setmaxnreg)")
 
 
 def _registers(raw: Any) -> tuple[int | None, int | None]:
@@ -210,21 +329,17 @@ def _registers(raw: Any) -> tuple[int | None, int | None]:
 
 def _run(raw: Mapping[str, Any]) -> RunOptions:
     read.reject_unknown("run", raw, ("seed", "records", "aggregate", "drift"))
-    return RunOptions(
-        seed=read.integer("run.seed", raw.get("seed", 0), minimum=0),
-        records=read.boolean("run.records", raw.get("records", True)),
-        aggregate=read.boolean("run.aggregate", raw.get("aggregate", True)),
-        drift=_drift(raw["drift"]) if "drift" in raw else NO_DRIFT,
-    )
+    values = {k: v for k, v in raw.items() if k != "drift"}
+    if "drift" in raw:
+        values["drift"] = _drift(raw["drift"])
+    return RunOptions(**values)  # checked by RunOptions itself
 
 
 def _drift(raw: Any) -> Drift:
     """``drift = { start = "200 ns", latency_cv = 0.05 }``: per-SM start skew U(0, start) and
-    per-copy latency x Gamma(mean 1, CV latency_cv); either may be left out (0: off)."""
+    per-copy latency x Gamma(mean 1, CV latency_cv); either may be left out (0: off). Checked
+    by Drift."""
     table = read.table("run.drift", raw)
     read.reject_unknown("run.drift", table, ("start", "latency_cv"))
-    cv = table.get("latency_cv", 0)
-    if isinstance(cv, bool) or not isinstance(cv, (int, float)) or not 0 <= cv <= 1:
-        raise ScenarioError("run.drift.latency_cv", cv, "must be a number from 0 to 1 (a coefficient of variation)")
     start = read.time("run.drift.start", table["start"], positive=False) if "start" in table else 0
-    return Drift(start, float(cv))
+    return Drift(start, table.get("latency_cv", 0.0))

@@ -15,7 +15,7 @@ from tmasim import format as fmt
 from tmasim.engine.chip import Chip, Plan
 from tmasim.engine.cta import Cta, Sync
 from tmasim.engine.recorder import Recorder
-from tmasim.errors import BarrierError, DeadlockError
+from tmasim.errors import BarrierError, DeadlockError, ModelError, ScenarioError
 from tmasim.residency import Residency
 from tmasim.results import Result
 from tmasim.scenario import Scenario
@@ -25,26 +25,42 @@ from tmasim.workloads import workload_of
 
 def simulate(scenario: Scenario, *, record_bandwidth: bool = False) -> Result:
     """Run one scenario. ``record_bandwidth`` keeps each link's load over time (for plots)."""
+    scenario.validate()
     env = simpy.Environment()
     recorder = Recorder() if scenario.run.records else None
     plan, res = plan_scenario(scenario)
+    _check_plan(scenario, plan)
     drift = scenario.run.drift
     chip = Chip(env, scenario.gpu, plan, _sync(scenario), recorder, aggregate=scenario.run.aggregate and not drift.on,
                 record_bandwidth=record_bandwidth, drift=drift, seed=scenario.run.seed)
-    _run_events(env, scenario, chip.ctas)
-    _check_finished(chip.ctas, env.now)
+    try:
+        _run_events(env, scenario, chip.ctas)
+        _check_finished(chip.ctas, env.now)
+    except ModelError as err:
+        err.records = recorder  # what happened up to the failure: a Gantt or trace of the bug
+        raise
     races = [race for cta in chip.ctas for race in cta.races()]
     makespan = int(max(cta.finished_at or 0 for cta in chip.ctas))
     workload = workload_of(scenario.workload)
     stats = {**_common_stats(scenario, chip, res, makespan),
              **workload.stats(scenario.workload, scenario, chip.plan, res, makespan)}
     stats["races"] = len(races)
+    stats["valid"], stats["invalid_reason"] = _validity(scenario, races)
     links = chip.fabric.link_stats() if chip.fabric is not None else {}
     for name in ("L2", "HBM"):
         if name in links:
             stats[f"{name.lower()}_carried_bytes"] = links[name].bytes_carried
     bandwidth = _bandwidth_table(links) if record_bandwidth else None
     return Result(scenario, stats, races, recorder, bandwidth)
+
+
+def _validity(scenario: Scenario, races: list[Any]) -> tuple[bool, str | None]:
+    """A run whose consumers read before the data landed is not a kernel's timing: invalid."""
+    if not races:
+        return True, None
+    skipped = " (pipeline.consumer_waits_full = false)" if not scenario.pipeline.consumer_waits_full else ""
+    return False, (f"{len(races)} read(s) before data landed{skipped}: the barriers were broken, "
+                   "so its times are not a kernel's")
 
 
 def _bandwidth_table(links: dict[str, Any]) -> list[tuple[int, str, float, float]]:
@@ -58,6 +74,18 @@ def _bandwidth_table(links: dict[str, Any]) -> list[tuple[int, str, float, float
 
 def plan_scenario(scenario: Scenario) -> tuple[Plan, Residency]:
     return workload_of(scenario.workload).plan(scenario.workload, scenario)
+
+
+def _check_plan(scenario: Scenario, plan: Plan) -> None:
+    """Rules between the GPU and the work: a per-SM byte cap below one copy would never let
+    that copy share the TMA unit, so it is refused rather than silently serialized."""
+    cap = scenario.gpu.tma_max_bytes_in_flight
+    if cap and plan.programs and plan.programs[0].steps:
+        largest = max(c.smem_bytes for c in plan.programs[0].copies(0))
+        if largest > cap:
+            raise ScenarioError("gpu.tma_max_bytes_in_flight", fmt.size(cap),
+                                f"is below one copy ({fmt.size(largest)}): must be 0 (unlimited) or at least "
+                                "one copy's bytes")
 
 
 def _run_events(env: simpy.Environment, scenario: Scenario, ctas: list[Cta]) -> None:
@@ -83,6 +111,7 @@ def _sync(scenario: Scenario) -> Sync:
         expect_tx=p.expect_tx,
         wake=scenario.gpu.barrier_wake,
         mode=p.consumer_mode,
+        mma_pair=p.mma_cta_group == 2,
     )
 
 
@@ -150,6 +179,7 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
         "drift_start_ns": scenario.run.drift.start / 1000,
         "drift_latency_cv": scenario.run.drift.latency_cv,
         "simulated_steps": sum(cta.program.steps for cta in chip.ctas),  # ring steps the engine ran
+        **_cluster_stats(chip),
     }
 
 
@@ -164,6 +194,15 @@ def _accumulator_stats(res: Residency) -> dict[str, Any]:
         "registers_per_cta": acc.registers_per_cta if acc and acc.registers_per_cta else None,
         "tmem_columns_per_cta": acc.tmem_columns if acc and acc.tmem_columns else None,
     }
+
+
+def _cluster_stats(chip: Chip) -> dict[str, Any]:
+    """Placement of clusters, and whether aggregation stayed on for them (exact) or went off."""
+    if chip.plan.cluster == 1:
+        return {}
+    return {**chip.plan.info, "cluster_classes": chip.cluster_classes,
+            "aggregation": "on (exact: one representative per class of identical clusters)" if chip.aggregated
+            else (chip.aggregation_note or "on (every cluster differs: none to merge)")}
 
 
 def _utilization(nbytes: float, bandwidth: float, makespan: float) -> float | None:

@@ -150,6 +150,10 @@ def describe(stats: Mapping[str, Any], scenario: Scenario) -> str:
     """The human summary of a run: what ran, how long it took, and why."""
     from tmasim.workloads import workload_of
 
+    if not stats.get("valid", True):
+        first, *rest = header(scenario)
+        return "\n".join([first, f"  INVALID RUN: {stats['invalid_reason']}", *rest,
+                          "  no time is reported: a run with broken barriers is not a kernel's timing"])
     rows = workload_of(scenario.workload).summary_rows(stats, scenario) + stall_rows(stats)
     width = max(len(name) for name, _ in rows)
     return "\n".join([*header(scenario), *(f"  {name:<{width}}  {value}" for name, value in rows)])
@@ -197,7 +201,7 @@ def chip_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, s
         rows.append(("drift", f"SM start skew U(0, {t(stats['drift_start_ns'])}), copy latency x Gamma(mean 1, "
                               f"CV {fmt.percent(stats['drift_latency_cv'])}); all {stats['sms_used']} SMs simulated, "
                               "not aggregated (drifting SMs are not identical)"))
-    if stats["sm_classes"] < stats["sms_used"]:
+    if "aggregation" not in stats and stats["sm_classes"] < stats["sms_used"]:  # clusters: cluster_rows says it
         rows.append(("aggregation", f"{stats['sms_used']} SMs simulated as {plural(stats['sm_classes'], 'class')} "
                                     "of identical SMs (run.aggregate = false to simulate each)"))
     return rows
@@ -205,3 +209,15 @@ def chip_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, s
 
 def _busy(utilization: float | None) -> str:
     return "" if utilization is None else f" ({fmt.percent(utilization)} busy)"
+
+
+def cluster_rows(stats: Mapping[str, Any], shares: str) -> list[tuple[str, str]]:
+    """A clustered run's rows: the cluster and what its CTAs share (``shares``, the workload's
+    words), where the clusters went, and whether aggregation stayed exact."""
+    portable = "" if stats["cluster_portable"] else " (non-portable size: needs the opt-in)"
+    return [
+        ("cluster", f"{stats['cluster']} CTAs{portable}; {shares}; remote arrival {t(stats['remote_arrive_ns'])}"),
+        ("placement", f"{stats['clusters_resident']} clusters resident at once ({stats['clusters_per_gpc']} per "
+                      f"GPC), {stats['idle_sms']} SM(s) idle"),
+        ("aggregation", f"{stats['aggregation']}; {stats['cluster_classes']} cluster slot(s) simulated"),
+    ]

@@ -5,11 +5,19 @@ Strings such as ``"3 us"``, ``"5 µs"``, ``"4.8 TB/s"``, ``"228 KiB"`` or ``"1.9
 parsed with pint (over a small registry of our own, ``units.txt``, so that bytes are a
 dimension of their own rather than pint's dimensionless ``byte``) and rounded to the nearest
 integer unit, never truncated: ``"5 us"`` is 5 000 000 ps, not 4 999 999.
+
+A quantity is exactly a finite number and a unit, nothing else: ``"3 us"``, ``"3us"``,
+``"1e3 ns"``, ``"4.8 TB/s"``. The text is checked against :data:`QUANTITY` before pint sees it,
+so pint only converts a unit: arithmetic (``"3 us * 2"``, ``"2**10 us"``), a bare unit
+(``"us"``), a trailing number (``"3 us 4"``), ``nan``, ``inf`` and numbers too big for a
+float (``"1e400 us"``) are refused with a message naming the field.
 """
 
 from __future__ import annotations
 
 import functools
+import math
+import re
 from importlib import resources
 from typing import Any
 
@@ -30,6 +38,8 @@ _KINDS: dict[str, tuple[str, str]] = {
     "flop_rate": ("[arithmetic] / [time]", "FLOP/ps"),
     "cycles": ("[clock]", "cycle"),
 }
+_NOUNS = {"time": "time", "size": "size", "bandwidth": "bandwidth", "frequency": "frequency",
+          "flops": "FLOP count", "flop_rate": "FLOP rate", "cycles": "cycle count"}
 _EXAMPLES = {
     "time": "'3 us'",
     "size": "'228 KiB'",
@@ -39,6 +49,15 @@ _EXAMPLES = {
     "flop_rate": "'989 TFLOP/s'",
     "cycles": "'690 cycles'",
 }
+
+
+# A number (decimal or scientific, optionally signed), optional spaces, then a unit: words of
+# letters (µ and μ included) joined by at most one "/" (``TB/s``, ``FLOP/s``, ``B/clk``).
+QUANTITY = re.compile(
+    r"[ \t]*(?P<number>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)"
+    r"[ \t]*(?P<unit>[A-Za-zµμ]+(?:[ \t]*/[ \t]*[A-Za-zµμ]+)?)[ \t]*")
+BARE_NUMBER = re.compile(r"[ \t]*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?[ \t]*")
+RULE = "a finite number and a unit, nothing else"
 
 
 @functools.cache
@@ -58,15 +77,27 @@ def parse(text: Any, kind: str, field: str) -> float:
     """
     dimensionality, unit = _KINDS[kind]
     if not isinstance(text, str):
-        raise UnitError(field, text, f"is not a {kind}: give a string with a unit, like {_EXAMPLES[kind]}")
+        raise UnitError(field, text, f"is not a {_NOUNS[kind]}: give a string with a unit, like {_EXAMPLES[kind]}")
+    match = QUANTITY.fullmatch(text)
+    if match is None:
+        if BARE_NUMBER.fullmatch(text):
+            raise UnitError(field, text, f"is not a {_NOUNS[kind]}: it has no unit; give one, like {_EXAMPLES[kind]}")
+        raise UnitError(field, text, f"is not a quantity: expected {RULE}, like {_EXAMPLES[kind]}")
+    number = float(match["number"])
+    if not math.isfinite(number):
+        raise UnitError(field, text, f"is not a finite number: expected {RULE}, like {_EXAMPLES[kind]}")
     ureg = _registry()
     try:
-        quantity = ureg.Quantity(text.strip())
+        unit_of_text = ureg.parse_units(re.sub(r"[ \t]", "", match["unit"]))
     except Exception:
-        raise UnitError(field, text, f"is not a quantity: expected a {kind} like {_EXAMPLES[kind]}") from None
-    if not isinstance(quantity, ureg.Quantity) or quantity.dimensionality != ureg.get_dimensionality(dimensionality):
-        raise UnitError(field, text, f"is not a {kind}: expected a quantity like {_EXAMPLES[kind]}")
-    return float(quantity.to(unit).magnitude)
+        raise UnitError(field, text, f"is not a quantity: {match['unit']!r} is not a unit; expected {RULE}, "
+                                     f"like {_EXAMPLES[kind]}") from None
+    if unit_of_text.dimensionality != ureg.get_dimensionality(dimensionality):
+        raise UnitError(field, text, f"is not a {_NOUNS[kind]}: expected a quantity like {_EXAMPLES[kind]}")
+    value = float(ureg.Quantity(number, unit_of_text).to(unit).magnitude)
+    if not math.isfinite(value):
+        raise UnitError(field, text, f"is too large: expected {RULE}, like {_EXAMPLES[kind]}")
+    return value
 
 
 def parse_int(text: Any, kind: str, field: str) -> int:

@@ -6,6 +6,11 @@ producer announces bytes with ``arrive_expect_tx``; the copy engine retires them
 ``complete_tx`` as they land. Starting a copy never makes its destination ready: only the
 phase flip does.
 
+A barrier that receives multicast copies (``signed_tx``) lets its transaction count go below
+zero while an arrival is still pending, as the hardware's does: a peer's slice can land before
+this CTA's producer announced the stage's bytes. Once every arrival is in, a negative count is
+an underflow.
+
 ``wake`` models the barrier's round trip: a completed phase becomes visible to waiters that
 many picoseconds after it flips (a waiter that arrives later passes at once). This keeps the
 timing a max-plus system: visible = max(arrival at the wait, flip + wake).
@@ -26,16 +31,17 @@ FlipHook = Callable[["Mbarrier", int], None]
 class Mbarrier:
     """One mbarrier object in shared memory, named by its scope (``sm0.cta1.full[2]``)."""
 
-    __slots__ = ("env", "name", "arrivals", "wake", "phase", "flipped_at", "_pending", "_tx", "_current", "_last",
-                 "_on_flip", "_ready_at")
+    __slots__ = ("env", "name", "arrivals", "wake", "phase", "signed_tx", "flipped_at", "_pending", "_tx", "_current",
+                 "_last", "_on_flip", "_ready_at")
 
     def __init__(self, env: simpy.Environment, name: str, arrivals: int, wake: int = 0,
-                 on_flip: FlipHook | None = None) -> None:
+                 on_flip: FlipHook | None = None, *, signed_tx: bool = False) -> None:
         self.env = env
         self.name = name
         self.arrivals = arrivals
         self.wake = wake
         self.phase = 0  # phases completed so far; the phase in progress has this number
+        self.signed_tx = signed_tx
         self.flipped_at: float = 0  # when the last phase completed (its arrivals' effective times)
         self._ready_at: float = 0  # the latest effective arrival time of the phase in progress
         self._pending = arrivals
@@ -79,6 +85,12 @@ class Mbarrier:
             self._ready_at = self.env.now + delay
         self._maybe_flip()
 
+    def expect_arrivals(self, count: int) -> None:
+        """Set the arrival count before first use (when it depends on the cluster's wiring)."""
+        if self.phase or self._pending != self.arrivals:
+            raise BarrierError(f"{self.name}: its arrival count can change only before first use")
+        self.arrivals = self._pending = count
+
     def expect_tx(self, nbytes: int) -> None:
         self._tx += nbytes
 
@@ -100,7 +112,7 @@ class Mbarrier:
             "the slot is reused before it was released")
 
     def complete_tx(self, nbytes: int, who: str = "") -> None:
-        if nbytes > self._tx:
+        if nbytes > self._tx and not (self.signed_tx and self._pending):
             raise BarrierError(
                 f"{self.name}: {who or 'a copy'} completes {nbytes} bytes at {fmt.time(self.env.now)} "
                 f"but phase {self.phase} expects only {self._tx} more (transaction-count underflow: "
@@ -110,6 +122,10 @@ class Mbarrier:
 
     def _maybe_flip(self) -> None:
         if self._pending or self._tx:
+            if self._tx < 0 and not self._pending:
+                raise BarrierError(
+                    f"{self.name}: phase {self.phase} received {-self._tx} bytes more than expect_tx announced "
+                    f"by {fmt.time(self.env.now)} (transaction-count underflow)")
             return
         done = self._current
         now = self.env.now

@@ -17,8 +17,8 @@ work, and otherwise every SM is simulated (exact, slower).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Generator, Sequence
-from dataclasses import dataclass
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import simpy
 
@@ -41,6 +41,9 @@ class Plan:
     sms: int
     flow: bool  # copies flow through the fabric (False: fixed busy times, no fabric)
     units: int = 1  # work units (output tiles) across all programs
+    cluster: int = 1  # CTAs per thread-block cluster: programs g, g+1, ... g+cluster-1 form one
+    cluster_slots: int = 0  # clusters resident at once (grid launch: each slot runs clusters in turn)
+    info: Mapping[str, object] = field(default_factory=dict)  # placement facts for the summary
 
 
 @dataclass
@@ -70,6 +73,10 @@ class Chip:
             self.fabric = Fabric(env, record_series=record_bandwidth)
             self.l2 = self.fabric.add_link("L2", gpu.l2_bandwidth)
             self.hbm = self.fabric.add_link("HBM", gpu.hbm_bandwidth)
+        self.aggregation_note = ""
+        if plan.cluster > 1:
+            self._place_clusters(aggregate)
+            return
         assignment = _round_robin(plan)
         exact = plan.persistent or _uniform_before_last_wave(plan)
         classes = _classes(assignment) if aggregate and exact else [[s] for s in range(plan.sms)]
@@ -113,6 +120,66 @@ class Chip:
         cta.multiplicity = sm.multiplicity
         self.ctas.append(cta)
         return cta
+
+    # ---- clusters -----------------------------------------------------------------------------
+
+    def _place_clusters(self, aggregate: bool) -> None:
+        """Clusters of ``plan.cluster`` CTAs in ``plan.cluster_slots`` resident slots. Slot q's
+        CTA r sits on SM (q·C + r) mod #SMs, so a cluster's CTAs are on distinct SMs. A grid
+        launch runs a slot's clusters one after another, the next when all CTAs of the last exit.
+
+        Aggregation is by cluster: slots whose clusters do identical work stay identical, so one
+        representative slot per class stands for the others, exactly as for single SMs. It needs
+        each slot to own its SMs (one CTA per SM); otherwise every SM is simulated."""
+        plan, size, slots = self.plan, self.plan.cluster, self.plan.cluster_slots
+        clusters = [list(range(j * size, (j + 1) * size)) for j in range(len(plan.programs) // size)]
+        per_slot = [clusters[q::slots] for q in range(slots)]
+        exclusive = plan.ctas_per_sm == 1 and slots * size <= plan.sms
+        signatures = [tuple(_signature(plan.programs[g]) for g in cluster) for cluster in clusters]
+        exact = plan.persistent or len(set(signatures[: (len(clusters) - 1) // slots * slots])) <= 1
+        if aggregate and exclusive and exact:
+            groups: dict[tuple[object, ...], list[int]] = {}
+            for q in range(slots):
+                groups.setdefault(tuple(signatures[q::slots]), []).append(q)
+            classes = list(groups.values())
+        else:
+            classes = [[q] for q in range(slots)]
+            self.aggregation_note = ("off: several CTAs per SM share SMs across clusters" if not exclusive
+                                     else "off: the grid's clusters differ before its last wave" if not exact
+                                     else "off: SM drift (drifting SMs are not identical)" if self.drift.on
+                                     else "off (run.aggregate = false)")
+        self.cluster_classes = len(classes)
+        sms: dict[int, Sm] = {}
+        for members in classes:
+            q = members[0]
+            for r in range(size):
+                index = (q * size + r) % plan.sms
+                if index not in sms:
+                    sms[index] = self._make_sm(index, len(members), [])
+        self.sms = [sms[i] for i in sorted(sms)]
+        self.aggregated = len(classes) < slots
+        shared = deque(clusters)
+        skews = self.drift.start_skews(plan.sms, self.seed)
+        for members in classes:
+            q = members[0]
+            slot_sms = [sms[(q * size + r) % plan.sms] for r in range(size)]
+            queue = deque(per_slot[q]) if (plan.persistent or self.aggregated) else shared
+            self.env.process(self._cluster_slot(slot_sms, queue, skews[slot_sms[0].index]))
+
+    def _cluster_slot(self, slot_sms: list[Sm], queue: deque[list[int]],
+                      skew: int = 0) -> Generator[simpy.Event, object, None]:
+        """One resident cluster slot; with drift, its clusters (launched whole) start ``skew``
+        ps late (the skew of the slot's first SM)."""
+        if skew:
+            yield self.env.timeout(skew)
+        while queue:
+            cluster = queue.popleft()
+            ctas = [self._start(sm, g, self.plan.programs[g]) for sm, g in zip(slot_sms, cluster, strict=True)]
+            index = cluster[0] // self.plan.cluster
+            for rank, cta in enumerate(ctas):
+                cta.join_cluster(index, rank, ctas, self.gpu.cluster_arrive_latency)
+            if not self.plan.persistent:
+                yield self.env.all_of([cta.finished for cta in ctas])
 
     def waves(self) -> int:
         """Work units over resident CTA slots, rounded up: a grid's waves, or how many units

@@ -33,8 +33,28 @@ from tmasim.engine.recorder import Recorder
 if TYPE_CHECKING:
     from tmasim.engine.fabric import Fabric, Link
 
-# What a landed copy notifies: a load's mbarrier (complete_tx), or a store's callback.
-Target = Mbarrier | Callable[[float], None]
+
+
+class Multicast:
+    """Where a multicast load lands: the same slot's full barrier in every receiving CTA of the
+    cluster, through each receiver's SM port. The copy is read once from L2 (and HBM)."""
+
+    __slots__ = ("barriers", "ports", "ctas")
+
+    def __init__(self, barriers: tuple[Mbarrier, ...], ports: tuple[Link, ...],
+                 ctas: tuple[tuple[int, int], ...]) -> None:
+        self.barriers = barriers
+        self.ports = ports
+        self.ctas = ctas  # (sm, cta) of each receiver, for the records
+
+    def complete_tx(self, nbytes: int, who: str = "") -> None:
+        for barrier in self.barriers:
+            barrier.complete_tx(nbytes, who)
+
+
+# What a landed copy notifies: a load's mbarrier (complete_tx), the barriers of a multicast, or a
+# store's callback.
+Target = Mbarrier | Multicast | Callable[[float], None]
 
 
 @dataclass(frozen=True)
@@ -68,7 +88,7 @@ class CopyEngine:
         self.latency_noise = latency_noise  # SM drift: scales each copy's latency
         self._accept_free: float = 0  # SimPy's clock is typed float; it holds ints here
         self._transfer_free: float = 0
-        self._route_cache: dict[tuple[float, bool], tuple[tuple[Link, float], ...]] = {}
+        self._route_cache: dict[tuple[float, object], tuple[tuple[Link, float], ...]] = {}
         self._pending: deque[tuple[Copy, Target, int, int, int]] = deque()
         # Flow copies by the time their latency ends: (ready, sequence, copy, target, cta, tile, stage).
         self._ready: list[tuple[float, int, Copy, Target, int, int, int]] = []
@@ -92,7 +112,7 @@ class CopyEngine:
         self._accept_free = accepted + self.issue
         return accepted
 
-    def load(self, copy: Copy, barrier: Mbarrier, cta: int, tile: int, stage: int) -> None:
+    def load(self, copy: Copy, barrier: Mbarrier | Multicast, cta: int, tile: int, stage: int) -> None:
         """Copy ``copy`` into shared memory; retire its bytes on ``barrier`` when they land."""
         if (self.max_copies or self.max_bytes) and self._full(copy):
             self._pending.append((copy, barrier, cta, tile, stage))
@@ -160,16 +180,18 @@ class CopyEngine:
         start = self.env.now
         self._busy_since = start
         self._transferring = 1
-        flow = self.routes.fabric.start_flow(self._route(copy.hbm_fraction, stage < 0), copy.memory_bytes)
+        ports = done.ports if type(done) is Multicast else None
+        flow = self.routes.fabric.start_flow(self._route(copy.hbm_fraction, stage < 0, ports), copy.memory_bytes)
         flow.done.callbacks.append(lambda _: self._land(copy, done, start, cta, tile, stage))
 
-    def _route(self, hbm_fraction: float, is_store: bool) -> tuple[tuple[Link, float], ...]:
-        key = (hbm_fraction, is_store)
+    def _route(self, hbm_fraction: float, is_store: bool,
+               ports: tuple[Link, ...] | None = None) -> tuple[tuple[Link, float], ...]:
+        key = (hbm_fraction, ports or is_store)
         route = self._route_cache.get(key)
         if route is None:
             assert self.routes is not None
             r, m = self.routes, float(self.multiplicity)
-            hops = [] if is_store else [(r.port, 1.0)]  # stores leave through the SM's egress, not modeled
+            hops = [] if is_store else [(port, 1.0) for port in ports or (r.port,)]  # stores: egress, not modeled
             hops.append((r.l2, m))
             if hbm_fraction > 0:
                 hops.append((r.hbm, m * hbm_fraction))
@@ -184,8 +206,9 @@ class CopyEngine:
             self.busy_ps += now - self._busy_since
         self.in_flight -= 1
         self.bytes_in_flight -= copy.smem_bytes
+        multicast = type(done) is Multicast
         if stage >= 0:
-            self.bytes += copy.smem_bytes
+            self.bytes += copy.smem_bytes * (len(done.barriers) if multicast else 1)  # type: ignore[union-attr]
             self.memory_bytes += copy.memory_bytes
             self.hbm_bytes += copy.memory_bytes * copy.hbm_fraction
             self.copies += 1
@@ -196,6 +219,9 @@ class CopyEngine:
             self.recorder.span(start, now, self.sm, cta, "tma", kind, tile, stage, copy.memory_bytes)
             if stage >= 0:
                 self.recorder.event(now, self.sm, cta, "landed", self.name, tile, stage)
+            if multicast:  # one record per receiver: where the bytes went (and from whom)
+                for sm, receiver in done.ctas:  # type: ignore[union-attr]
+                    self.recorder.event(now, sm, receiver, "multicast", f"sm{self.sm}.cta{cta}", tile, stage)
         if stage >= 0:
             done.complete_tx(copy.smem_bytes, self.name)  # type: ignore[union-attr]
         else:

@@ -17,13 +17,13 @@ bug); every read of a slot whose copy had not landed is reported as a race.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
 
 import simpy
 
 from tmasim.engine.barrier import Mbarrier
-from tmasim.engine.copy_engine import CopyEngine
+from tmasim.engine.copy_engine import CopyEngine, Multicast
 from tmasim.engine.program import Copy, Program
 from tmasim.engine.recorder import Recorder
 from tmasim.engine.stages import StageRing
@@ -44,6 +44,7 @@ class Sync:
     expect_tx: int | None
     wake: int
     mode: str = COOPERATIVE
+    mma_pair: bool = False  # 2-SM MMA: cluster rank 2i leads a pair with rank 2i + 1
 
 
 @dataclass(frozen=True)
@@ -70,11 +71,28 @@ class Cta:
         self.tensor_core = tensor_core
         self.recorder = recorder
         self.multiplicity = 1  # identical SMs this CTA's SM stands for (aggregation)
+        # Cluster: the ranks this CTA multicasts into are, by symmetry, those that multicast into
+        # it; each one's consumers must release a slot before its producers refill it.
+        self.mask = _multicast_mask(program)
+        self.cluster = -1
+        self.rank = 0
+        self.peers: list[Cta] = [self]
+        self._targets: list[dict[int, Multicast]] = []
+        self._release: list[Cta] | None = None
+        self._arrive_latency = 0
+        self.released = [0] * sync.stages  # uses of each slot its consumers released (deadlock reports)
+        self.issued = 0  # steps the producer issued (deadlock reports)
         watch = recorder is not None or not sync.waits_full
+        writers = self.mask.bit_count() or 1
         self.ring = StageRing(env, self.scope, sync.stages, full_arrivals=sync.full_arrivals,
-                              empty_arrivals=sync.empty_arrivals, wake=sync.wake,
+                              empty_arrivals=sync.empty_arrivals * writers, wake=sync.wake,
                               on_full_flip=self._on_full_flip if watch else None,
-                              on_empty_flip=self._on_empty_flip if recorder is not None else None)
+                              on_empty_flip=self._on_empty_flip if recorder is not None else None,
+                              multicast=bool(self.mask) or sync.mma_pair)
+        self.leader: Cta | None = None  # 2-SM MMA follower: the CTA whose MMA reads our half
+        self.follower: Cta | None = None  # 2-SM MMA leader: the CTA holding the other half
+        self._unit_done: list[simpy.Event] = []
+        self._unit_left: list[int] = []
         self.wait_full_ps: float = 0  # SimPy's clock is typed float; it holds ints here
         self.wait_empty_ps: float = 0
         self.slot_cycle_ps: float = 0  # summed over steps: a slot's release to its next release
@@ -94,12 +112,76 @@ class Cta:
         self.processes = [env.process(self.producer())]
         self.processes += [env.process(self.consumer(w)) for w in range(sync.consumers)]
 
+    def join_cluster(self, cluster: int, rank: int, peers: list[Cta], arrive_latency: int) -> None:
+        """Wire this CTA to its cluster (``peers`` by rank): its copies land in the slots of the
+        ranks in their masks, and the CTA whose MMA reads a slot releases it in every CTA that
+        writes into it. The MMA's owner is the CTA itself, or with the 2-SM MMA the pair's
+        leader (the even rank): the follower's bytes complete on the leader's full barrier."""
+        self.cluster, self.rank, self.peers, self._arrive_latency = cluster, rank, peers, arrive_latency
+        if self.recorder is not None:  # which CTAs form a cluster: for the Gantt chart and the trace
+            self.recorder.event(self.env.now, self.sm, self.index, "cluster", f"cluster {cluster}", -1, rank)
+        pair = self.sync.mma_pair
+        if not self.mask and not pair:
+            return
+        owner = _pair_owner if pair else _self_owner
+        receivers = [_ranks(peer.mask) or [q] for q, peer in enumerate(peers)]
+        if owner(rank) == rank:
+            self._release = [peers[q] for q in range(len(peers)) if rank in {owner(r) for r in receivers[q]}]
+        writers = len({owner(r) for r in receivers[rank]})
+        for barrier in self.ring.empty:
+            barrier.expect_arrivals(self.sync.empty_arrivals * writers)
+        keys = {c.multicast or (1 << rank if pair else 0) for c in _all_copies(self.program)} - {0}
+        self._targets = [{key: _multicast(peers, key, slot, owner) for key in keys} for slot in range(self.sync.stages)]
+        if pair:
+            self._join_pair(peers)
+
+    def _join_pair(self, peers: list[Cta]) -> None:
+        """2-SM MMA: the leader's MMA keeps both SMs' tensor cores busy and hands each finished
+        accumulator half to the follower's epilogue."""
+        if self.rank % 2:
+            self.leader = peers[self.rank - 1]
+            return
+        self.follower = peers[self.rank + 1]
+        units = self.program.unit_of(self.program.steps - 1) + 1 if self.program.steps else 0
+        share = self.sync.consumers if self.sync.mode == COOPERATIVE else 1
+        self._unit_done = [self.env.event() for _ in range(units)]
+        self._unit_left = [share] * units
+
+    def _accumulator_ready(self, unit: int) -> None:
+        """One consumer finished its part of the unit's last MMA; when all have, the follower's
+        half of the accumulator is ready for its epilogue."""
+        self._unit_left[unit] -= 1
+        if not self._unit_left[unit]:
+            self._unit_done[unit].succeed()
+
+    def _follower_epilogues(self, warpgroup: int) -> Generator[simpy.Event, object, None]:
+        """A pair follower's consumers run no MMA: they wait for each accumulator half, then
+        write it out."""
+        assert self.leader is not None
+        prog = self.program
+        for i in self._steps_of(warpgroup):
+            epilogue = prog.epilogue(i)
+            if epilogue is None:
+                continue
+            done = self.leader._unit_done[prog.unit_of(i)]
+            if done.callbacks is not None:
+                slot, parity = i % self.sync.stages, (i // self.sync.stages) & 1
+                self._waiting[f"consumer{warpgroup}"] = (self.leader.ring.full[slot], parity)
+                yield done
+                del self._waiting[f"consumer{warpgroup}"]
+            yield from self._epilogue(warpgroup, i, epilogue.duration, epilogue.store)
+        self._consumers_left -= 1
+        self._maybe_finish()
+
     # The two loops below are the engine's hot path: they keep what they use in locals, and
     # test `event.callbacks is not None` (SimPy's "not yet processed") inline.
 
     def producer(self) -> Generator[simpy.Event, object, None]:
         env, ring, prog, rec, engine = self.env, self.ring, self.program, self.recorder, self.copy_engine
-        expect_tx = self.sync.expect_tx
+        expect_tx, targets = self.sync.expect_tx, self._targets
+        expects = bool(targets)  # the full barrier counts peers' bytes too
+        follower = self.leader is not None
+        solo = 1 << self.rank if self.sync.mma_pair else 0  # a pair's own copy: to the leader's barrier
         who = f"{self.scope}.producer"
         stages, fulls, empties, copies_of = ring.stages, ring.full, ring.empty, prog.copies
         for i in range(prog.steps):
@@ -118,23 +200,39 @@ class Cta:
                         rec.span(t0, env.now, self.sm, self.index, "producer", "wait_empty", i, slot)
             full = fulls[slot]
             copies = copies_of(i)
-            if len(copies) == 1:
-                announced = copies[0].smem_bytes if expect_tx is None else expect_tx
+            if follower:  # 2-SM MMA: our half completes on the leader's full barrier
+                self.issued = i + 1
+                for copy in copies:
+                    engine.load(copy, targets[slot][copy.multicast or solo], self.index, i, slot)
+                continue
+            if expect_tx is not None:
+                announced = expect_tx
+            elif expects:
+                announced = prog.expected(i)  # type: ignore[attr-defined]
+            elif len(copies) == 1:
+                announced = copies[0].smem_bytes
             else:
-                announced = sum(c.smem_bytes for c in copies) if expect_tx is None else expect_tx
+                announced = sum(c.smem_bytes for c in copies)
             full.arrive_expect_tx(announced, who, use)
             self._issued_at[slot] = env.now
+            self.issued = i + 1
             for copy in copies:
-                engine.load(copy, full, self.index, i, slot)
+                key = copy.multicast or solo
+                engine.load(copy, targets[slot][key] if key else full, self.index, i, slot)
 
     def consumer(self, warpgroup: int) -> Generator[simpy.Event, object, None]:
+        if self.leader is not None:
+            yield from self._follower_epilogues(warpgroup)
+            return
         env, ring, prog, rec, tc = self.env, self.ring, self.program, self.recorder, self.tensor_core
+        pair = self.follower.tensor_core if self.follower is not None else None
         role = f"consumer{warpgroup}"
         who = f"{self.scope}.{role}"
         share = self.sync.consumers if self.sync.mode == COOPERATIVE else 1
         ordered = share == 1 and self.sync.consumers > 1
         waits_full, counts_cycles = self.sync.waits_full, warpgroup == 0 or share == 1
         stages, fulls, empties, released = ring.stages, ring.full, ring.empty, self._released_at
+        release = self._release
         compute_of, flops_of, tail_of, epilogue_of = prog.compute, prog.flops, prog.tail, prog.epilogue
         for i in self._steps_of(warpgroup):
             use, slot = divmod(i, stages)
@@ -165,13 +263,21 @@ class Cta:
             tail = tail_of(i)
             wait = tail if epilogue is not None else 0
             if share == 1:
-                start, done = tc.run(compute_of(i), flops_of(i), wait)
+                work, flops = compute_of(i), flops_of(i)
             else:
                 whole, extra = divmod(compute_of(i), share)
-                start, done = tc.run(whole + (warpgroup < extra), flops_of(i) / share, wait)
+                work, flops = whole + (warpgroup < extra), flops_of(i) / share
+            # A 2-SM MMA needs both SMs' tensor cores at once.
+            if pair is None:
+                start, done = tc.run(work, flops, wait)
+            else:
+                start, done = tc.run_with(pair, work, flops, wait)
             yield done
             late = tail - wait
-            empties[slot].arrive(who, phase=use, delay=late)
+            if release is None:
+                empties[slot].arrive(who, phase=use, delay=late)
+            else:
+                self._release_slot(slot, use, who, late)
             if counts_cycles:
                 now = env.now + late
                 self.slot_cycle_ps += now - released[slot]
@@ -179,13 +285,34 @@ class Cta:
                 self.slot_cycles += 1
             if rec is not None:
                 rec.span(start, env.now - wait, self.sm, self.index, "consumer", "compute", i, slot)
+                if self.follower is not None:  # the pair's MMA runs on the follower's tensor cores too
+                    rec.span(start, env.now - wait, self.follower.sm, self.follower.index, "consumer", "compute",
+                             i, slot)
                 rec.span(start, env.now + late, self.sm, self.index, "slot", "use", i, slot)
+            if pair is not None and epilogue is not None:
+                self._accumulator_ready(prog.unit_of(i))
             if ordered and (i + 1 == prog.steps or prog.unit_of(i + 1) != prog.unit_of(i)):
                 self._pass_turn()
             if epilogue is not None:
                 yield from self._epilogue(warpgroup, i, epilogue.duration, epilogue.store)
         self._consumers_left -= 1
         self._maybe_finish()
+
+    def _release_slot(self, slot: int, use: int, who: str, late: int = 0) -> None:
+        """Arrive on the empty barrier of every CTA that writes into this slot: at once on our
+        own, after the cluster's remote-arrival latency on a peer's. ``late``: the slot's last
+        MMA completes that much later (the arrival takes effect then)."""
+        self.released[slot] = use + 1
+        latency = self._arrive_latency
+        for peer in self._release or ():
+            barrier = peer.ring.empty[slot]
+            if peer is self or not latency:
+                barrier.arrive(who, phase=use, delay=late)
+            else:
+                self.env.timeout(latency).callbacks.append(_arrival(barrier, who, use, late))
+            if peer is not self and self.recorder is not None:
+                self.recorder.event(self.env.now + (latency or 0) + late, peer.sm, peer.index, "remote_arrive",
+                                    f"{self.scope}.{who.rsplit('.', 1)[-1]}", -1, slot, use)
 
     def _pass_turn(self) -> None:
         """Ping-pong order barrier: this mainloop is done, the next unit's may start."""
@@ -254,10 +381,72 @@ class Cta:
         self.recorder.event(barrier.flipped_at, self.sm, self.index, "flip_empty", barrier.name, step, slot, phase)
 
     def waiting(self) -> list[str]:
-        """Who in this CTA is blocked, on what (for deadlock reports)."""
-        return [f"{self.scope}.{role} waits on {barrier.describe_wait(parity)}"
-                for role, (barrier, parity) in self._waiting.items()]
+        """Who in this CTA is blocked, on what (for deadlock reports); in a cluster, which peers
+        it waits for."""
+        if self.cluster < 0:
+            return [f"{self.scope}.{role} waits on {barrier.describe_wait(parity)}"
+                    for role, (barrier, parity) in self._waiting.items()]
+        return [self._cluster_wait(role, barrier, parity) for role, (barrier, parity) in self._waiting.items()]
+
+    def _cluster_wait(self, role: str, barrier: Mbarrier, parity: int) -> str:
+        slot = int(barrier.name.rsplit("[", 1)[1].rstrip("]"))
+        kind = barrier.name.rsplit(".", 1)[1].split("[")[0]
+        use = barrier.phase
+        if kind == "empty":  # phase `use` completes when every writer's consumers released use `use`
+            late = [p for p in self._release or [self] if p.released[slot] <= use]
+            whose = "the consumers' release by"
+        else:
+            step = use * self.sync.stages + slot
+            late = [p for p in self._release or [self] if p.issued <= step]
+            whose = "the multicast slice of"
+        names = ", ".join(f"CTA {p.rank}" + (f" ({p.scope})" if p is not self else "") for p in late)
+        cause = f" for {whose} {names}" if late else ""
+        return (f"CTA {self.rank} of cluster {self.cluster} ({self.scope}).{role} waits on {kind}[{slot}] of CTA "
+                f"{self.rank}{cause}: {barrier.describe_wait(parity)}")
 
     @property
     def done(self) -> bool:
         return self.finished_at is not None and all(not p.is_alive for p in self.processes)
+
+
+def _all_copies(program: Program) -> Iterable[Copy]:
+    units = getattr(program, "units", None)
+    if units is not None:  # a UnitProgram: its segments, not every step
+        return {c for unit in units for seg in unit.segments for c in seg.copies}
+    return (c for i in range(program.steps) for c in program.copies(i))
+
+
+def _multicast_mask(program: Program) -> int:
+    """The cluster ranks this CTA's copies land in (0: no multicast)."""
+    mask = 0
+    for copy in _all_copies(program):
+        mask |= copy.multicast
+    return mask
+
+
+def _ranks(mask: int) -> list[int]:
+    return [r for r in range(mask.bit_length()) if mask >> r & 1]
+
+
+def _self_owner(rank: int) -> int:
+    return rank
+
+
+def _pair_owner(rank: int) -> int:
+    """With the 2-SM MMA, the pair's leader (the even rank) issues the MMA and owns the barriers."""
+    return rank - rank % 2
+
+
+def _multicast(peers: list[Cta], mask: int, slot: int, owner: Callable[[int], int]) -> Multicast:
+    """A copy landing in the SMEM of the ranks in ``mask``, completing on the full barrier of
+    the CTA whose MMA reads each of them."""
+    receivers = [peers[r] for r in _ranks(mask)]
+    ports = tuple(p.copy_engine.routes.port for p in receivers if p.copy_engine.routes is not None)
+    barriers = tuple(peers[owner(r)].ring.full[slot] for r in _ranks(mask))
+    return Multicast(barriers, ports, tuple((p.sm, p.index) for p in receivers))
+
+
+def _arrival(barrier: Mbarrier, who: str, use: int, late: int = 0) -> Callable[[simpy.Event], None]:
+    """A remote arrival, delivered when the cluster's arrival latency has passed (taking effect
+    ``late`` after that, when the MMAs it commits complete)."""
+    return lambda _: barrier.arrive(who, phase=use, delay=late)

@@ -17,6 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tmasim import fields as read
+from tmasim.errors import ScenarioError
+
 START_STREAM, LATENCY_STREAM = 100, 101  # spawn keys, apart from the tiles workload's streams
 _BATCH = 4096
 
@@ -25,6 +28,13 @@ _BATCH = 4096
 class Drift:
     start: int  # ps: start skews are uniform on [0, start)
     latency_cv: float  # coefficient of variation of each copy's latency
+
+    def __post_init__(self) -> None:
+        """Checked on every construction (as the other config dataclasses)."""
+        read.checked_time("run.drift.start", self.start, positive=False)
+        cv = self.latency_cv
+        if isinstance(cv, bool) or not isinstance(cv, (int, float)) or not 0 <= cv <= 1:
+            raise ScenarioError("run.drift.latency_cv", cv, "must be a number from 0 to 1 (a coefficient of variation)")
 
     @property
     def on(self) -> bool:

@@ -8,9 +8,10 @@ step the consumer runs the unit's epilogue (store the tile).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+import itertools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple, Protocol, overload
 
 FLOW = -1  # a copy's ``busy``: no fixed time, its bytes flow through the fabric
 
@@ -26,6 +27,7 @@ class Copy(NamedTuple):
     hbm_fraction: float
     latency: int
     busy: int = FLOW
+    multicast: int = 0  # cluster ranks (a bit mask) whose SMEM receives the bytes; 0: this CTA's only
 
 
 class Epilogue(NamedTuple):
@@ -52,6 +54,42 @@ class Program(Protocol):
     def unit_of(self, step: int) -> int: ...
 
 
+class Repeat(Sequence[int]):
+    """One value for every step, without a list of them: 10^8 equal tiles need no 800 MB list."""
+
+    __slots__ = ("value", "size")
+
+    def __init__(self, value: int, count: int) -> None:
+        self.value, self.size = value, count
+
+    def __len__(self) -> int:
+        return self.size
+
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[int]: ...
+
+    def __getitem__(self, index: int | slice) -> int | Sequence[int]:
+        if isinstance(index, slice):
+            return Repeat(self.value, len(range(*index.indices(self.size))))
+        if not -self.size <= index < self.size:
+            raise IndexError(index)
+        return self.value
+
+    def __iter__(self) -> Iterator[int]:
+        return itertools.repeat(self.value, self.size)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and len(other) == self.size and all(v == self.value for v in other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Repeat({self.value}, {self.size})"
+
+
 @dataclass(frozen=True)
 class TimedProgram:
     """Steps with times given directly (the ``tiles`` workload): one copy per step that keeps
@@ -61,15 +99,29 @@ class TimedProgram:
     compute_ps: Sequence[int]
     latency: Sequence[int]
     tile_bytes: int
+    # Equal tiles (:class:`Repeat`) share one copy and one compute time: no per-step lookups.
+    _same_copies: tuple[Copy, ...] | None = field(default=None, init=False, repr=False, compare=False)
+    _same_compute: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.load, Repeat) and isinstance(self.latency, Repeat):
+            copy = Copy(self.tile_bytes, self.tile_bytes, 1.0, self.latency.value, self.load.value)
+            object.__setattr__(self, "_same_copies", (copy,))
+        if isinstance(self.compute_ps, Repeat):
+            object.__setattr__(self, "_same_compute", self.compute_ps.value)
 
     @property
     def steps(self) -> int:
         return len(self.load)
 
     def copies(self, step: int) -> tuple[Copy, ...]:
+        if self._same_copies is not None:
+            return self._same_copies
         return (Copy(self.tile_bytes, self.tile_bytes, 1.0, self.latency[step], self.load[step]),)
 
     def compute(self, step: int) -> int:
+        if self._same_compute is not None:
+            return self._same_compute
         return self.compute_ps[step]
 
     def flops(self, step: int) -> float:
@@ -96,6 +148,7 @@ class Segment:
     compute: int
     flops: float
     tail: int = 0
+    expect: int = 0  # bytes each step's full barrier expects; 0: the sum of this CTA's own copies
 
 
 @dataclass(frozen=True)
@@ -140,6 +193,12 @@ class UnitProgram:
 
     def tail(self, step: int) -> int:
         return self._segment_of_step[step].tail
+
+    def expected(self, step: int) -> int:
+        """Bytes the step's full barrier expects (a multicast stage: the whole stage, most of
+        it delivered by peers' slices)."""
+        segment = self._segment_of_step[step]
+        return segment.expect or sum(c.smem_bytes for c in segment.copies)
 
     def epilogue(self, step: int) -> Epilogue | None:
         return self._last_step.get(step)

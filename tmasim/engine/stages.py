@@ -21,9 +21,10 @@ class StageRing:
 
     def __init__(self, env: simpy.Environment, scope: str, stages: int, *, full_arrivals: int,
                  empty_arrivals: int, wake: int, on_full_flip: SlotHook | None = None,
-                 on_empty_flip: SlotHook | None = None) -> None:
+                 on_empty_flip: SlotHook | None = None, multicast: bool = False) -> None:
         self.stages = stages
-        self.full = [Mbarrier(env, f"{scope}.full[{s}]", full_arrivals, wake, _bind(on_full_flip, s))
+        self.full = [Mbarrier(env, f"{scope}.full[{s}]", full_arrivals, wake, _bind(on_full_flip, s),
+                              signed_tx=multicast)
                      for s in range(stages)]
         self.empty = [Mbarrier(env, f"{scope}.empty[{s}]", empty_arrivals, wake, _bind(on_empty_flip, s))
                       for s in range(stages)]

@@ -28,3 +28,16 @@ class TensorCore:
         self.busy_ps += duration
         self.flops += flops
         return start, self.env.timeout(self._free_at + wait - now)
+
+    def run_with(self, other: TensorCore, duration: int, flops: float = 0.0,
+                 wait: int = 0) -> tuple[float, simpy.Timeout]:
+        """Work that needs this SM's tensor cores and ``other``'s at once (Blackwell's 2-SM MMA):
+        it starts when both are free and keeps both busy; the FLOPs are counted here. ``wait``
+        as in :meth:`run`."""
+        now = self.env.now
+        start = max(now, self._free_at, other._free_at)
+        self._free_at = other._free_at = start + duration
+        self.busy_ps += duration
+        other.busy_ps += duration
+        self.flops += flops
+        return start, self.env.timeout(self._free_at + wait - now)

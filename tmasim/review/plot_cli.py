@@ -99,13 +99,19 @@ class LoadedResult:
 
 
 def handle_plot(args: argparse.Namespace) -> int:
+    out = args.out
+    if out is not None and out.suffix.lower() not in ("", ".png", ".svg"):
+        raise TmasimError(f"--out: {str(out)!r} must end in .png or .svg (or have no suffix: .png is added)")
     result = load_result(args.result)
     check_kind(args.kind, result)
     fig = build_figure(args, result)
     from tmasim.review import plots
 
-    out = args.out if args.out is not None else default_out(result, args.kind)
-    written = plots.save(fig, out, svg=args.svg)
+    out = out if out is not None else default_out(result, args.kind)
+    try:
+        written = plots.save(fig, out, svg=args.svg)
+    except OSError as err:
+        raise TmasimError(f"--out: cannot write {str(out)!r} ({err.strerror or err})") from None
     print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
     return 0
 
@@ -119,8 +125,11 @@ def load_result(path: Path) -> LoadedResult:
         if not summary.exists():
             raise TmasimError(f"RESULT: {str(path)!r} is a folder without summary.csv; give a `tmasim run --out` "
                               "folder or a sweep file")
-        return LoadedResult(path, False, pd.read_csv(summary), _optional_csv(path / "spans.csv"),
-                            _optional_csv(path / "events.csv"), _optional_csv(path / "bandwidth.csv"))
+        try:
+            return LoadedResult(path, False, pd.read_csv(summary), _optional_csv(path / "spans.csv"),
+                                _optional_csv(path / "events.csv"), _optional_csv(path / "bandwidth.csv"))
+        except (OSError, ValueError) as err:
+            raise TmasimError(f"RESULT: {str(path)!r} cannot be read ({' '.join(str(err).split())})") from None
     if not path.exists():
         raise TmasimError(f"RESULT: {str(path)!r} does not exist")
     suffix = path.suffix.lower()
@@ -133,8 +142,13 @@ def load_result(path: Path) -> LoadedResult:
     for column in table.columns:  # list columns come back as arrays: tuples group and label
         if "." in column and table[column].map(lambda v: getattr(v, "ndim", 0) > 0).any():
             table[column] = table[column].map(lambda v: tuple(v.tolist()) if getattr(v, "ndim", 0) > 0 else v)
-    if "status" not in table.columns or "makespan_ns" not in table.columns:
-        raise TmasimError(f"RESULT: {str(path)!r} is not a tmasim sweep table (no status or makespan_ns column)")
+    if "status" not in table.columns:
+        raise TmasimError(f"RESULT: {str(path)!r} is not a tmasim sweep table (no status column)")
+    if not (table["status"] == "ok").any():
+        counts = ", ".join(f"{n} {status}" for status, n in table["status"].value_counts().items()) or "no points"
+        raise TmasimError(f"RESULT: no point of {str(path)!r} ran ({counts}); there is nothing to plot")
+    if "makespan_ns" not in table.columns:
+        raise TmasimError(f"RESULT: {str(path)!r} is not a tmasim sweep table (no makespan_ns column)")
     return LoadedResult(path, True, table)
 
 
@@ -172,15 +186,34 @@ def build_figure(args: argparse.Namespace, result: LoadedResult) -> Figure:
     table = result.table
     try:
         if args.kind == "stage-sweep":
-            return plots.stage_sweep(table, x=args.x or "pipeline.stages", y=args.y or "makespan_ns", title=args.title)
+            y = args.y or "makespan_ns"
+            _numeric(table, y, "--y")
+            return plots.stage_sweep(table, x=args.x or "pipeline.stages", y=y, title=args.title)
         if args.kind == "heatmap":
             x, y = _heatmap_axes(table, args.x, args.y)
+            _numeric(table, args.value, "--value")
             return plots.heatmap(table, x, y, args.value, title=args.title)
         if args.kind == "stalls":
             return plots.stall_breakdown(table, title=args.title, shares=args.shares)
         return _timeline(args, result)
     except KeyError as err:
         raise TmasimError(f"--kind {args.kind}: {err.args[0] if err.args else err}") from None
+    except (ValueError, TypeError) as err:  # a column of the wrong kind in a hand-edited file
+        raise TmasimError(f"--kind {args.kind}: cannot draw {str(result.path)!r} "
+                          f"({' '.join(str(err).split())[:200]})") from None
+
+
+def _numeric(table: pd.DataFrame, column: str, option: str) -> None:
+    """A plotted value must be a number: ``--y status`` is refused, naming numeric columns."""
+    import pandas as pd
+
+    if column in table.columns and not pd.api.types.is_numeric_dtype(table[column].dtype) \
+            or column in table.columns and pd.api.types.is_bool_dtype(table[column].dtype):
+        numeric = [c for c in table.columns if pd.api.types.is_numeric_dtype(table[c].dtype)
+                   and not pd.api.types.is_bool_dtype(table[c].dtype) and c.endswith(("_ns", "_per_s"))]
+        raise TmasimError(f"{option}: column {column!r} is not numeric (it holds "
+                          f"{', '.join(map(str, table[column].dropna().unique()[:3]))}); "
+                          f"choose one of {', '.join(numeric[:6])}")
 
 
 def _heatmap_axes(table: pd.DataFrame, x: str | None, y: str | None) -> tuple[str, str]:

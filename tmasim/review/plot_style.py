@@ -24,6 +24,7 @@ COLORS = {
     "flip": "#333333",
     "race": "#C44E52",
     "capacity": "#555555",
+    "remote": "#937860",
 }
 # Colour-blind-safe series colours (seaborn "deep"), in the order lines are drawn.
 SERIES = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974",

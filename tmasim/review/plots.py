@@ -31,6 +31,7 @@ __all__ = ["COLORS", "SERIES", "STYLE", "bandwidth", "first_tiles_window", "gant
 
 _DENSE = 150  # more bars than this in a row: no white separators
 _LABELLED = 32  # tile numbers on the bars only when this few tiles are in view
+_MAX_ARROWS = 80  # multicast arrows drawn at most (the first ones in the window)
 _MAX_FLIPS = 300  # more phase flips than this in a CTA's row merge into a black line: left out
 
 
@@ -230,7 +231,8 @@ def _chip_gantt(spans: pd.DataFrame, events: pd.DataFrame, title: str, window: t
             same_sm = shown[row][0] == shown[row - 1][0]
             ax.axhline(row - 0.5, color="#999999" if not same_sm else "#CCCCCC", linewidth=1.0 if not same_sm else 0.6,
                        linestyle=":" if same_sm else "-")
-        ax.set_yticks(range(len(shown)), [f"SM {sm} · CTA {cta}" for sm, cta in shown])
+        _cluster_marks(ax, events, shown, lo, hi, scale)
+        ax.set_yticks(range(len(shown)), _row_labels(events, shown))
         ax.set_ylim(len(shown) - 0.5, -0.5)
         _band_key(ax, len(shown))
         ax.set_xlim(lo / scale, (hi + (hi - lo) * 0.01) / scale)
@@ -241,6 +243,43 @@ def _chip_gantt(spans: pd.DataFrame, events: pd.DataFrame, title: str, window: t
         ax.legend(handles=_chip_legend(view, flips), loc="upper center", bbox_to_anchor=(0.5, -0.09 - 0.5 / (
             len(shown) + 2)), ncols=4, fontsize=9, frameon=False)
     return fig
+
+
+def _row_labels(events: pd.DataFrame, shown: Sequence[tuple[int, int]]) -> list[str]:
+    """"SM s · CTA c", and the CTA's cluster and rank in it when it ran in a cluster."""
+    joined = events[events["kind"] == "cluster"] if not events.empty else events
+    ranks = {(int(r.sm), int(r.cta)): (str(r.name).removeprefix("cluster "), int(r.stage))
+             for r in joined.itertuples()}
+    return [f"SM {sm} · CTA {cta}" + (f"\ncluster {ranks[sm, cta][0]}, rank {ranks[sm, cta][1]}"
+                                      if (sm, cta) in ranks else "") for sm, cta in shown]
+
+
+def _cluster_marks(ax: Axes, events: pd.DataFrame, shown: Sequence[tuple[int, int]], lo: float, hi: float,
+                   scale: float) -> None:
+    """A multicast copy is drawn once, on its issuer's copies band, with an arrow to each other
+    CTA it landed in; a peer's remote arrival on an empty barrier is a diamond on the waits band."""
+    if events.empty:
+        return
+    rows = {key: row for row, key in enumerate(shown)}
+    mine = events[events["time_ps"].between(lo, hi)]
+    casts = mine[mine["kind"] == "multicast"]
+    sources = casts["name"].str.extract(r"sm(\d+)\.cta(\d+)").astype(float)
+    arrows = 0
+    for (sm, cta, t), (src_sm, src_cta) in zip(casts[["sm", "cta", "time_ps"]].itertuples(index=False),
+                                                sources.itertuples(index=False), strict=True):
+        src, dst = rows.get((int(src_sm), int(src_cta))), rows.get((int(sm), int(cta)))
+        if src is None or dst is None or src == dst or arrows >= _MAX_ARROWS:
+            continue
+        arrows += 1
+        y0, y1 = src + _BANDS["copies"][0], dst + _BANDS["copies"][0]
+        ax.annotate("", xy=(t / scale, y1 + (0.12 if y1 < y0 else -0.12)), xytext=(t / scale, y0),
+                    arrowprops={"arrowstyle": "-|>", "color": COLORS["transfer"], "lw": 0.8, "alpha": 0.8})
+    remote = mine[mine["kind"] == "remote_arrive"]
+    for (sm, cta), times in remote.groupby(["sm", "cta"])["time_ps"]:
+        row = rows.get((int(sm), int(cta)))
+        if row is not None:
+            ax.plot(times / scale, [row + _BANDS["wait_empty"][0]] * len(times), "D", color=COLORS["remote"],
+                    markersize=3, linestyle="none")
 
 
 def _cta_row(ax: Axes, part: pd.DataFrame, row: int, scale: float) -> None:
@@ -305,6 +344,12 @@ def _chip_legend(spans: pd.DataFrame, events: pd.DataFrame) -> list[Any]:
     if (events["kind"] == "race").any():
         handles.append(Line2D([], [], marker="x", linestyle="none", color=COLORS["race"], markeredgewidth=2,
                               label="race: read before data landed"))
+    if (events["kind"] == "multicast").any():
+        handles.append(Line2D([], [], marker=">", color=COLORS["transfer"], lw=0.8,
+                              label="multicast slice to a peer CTA"))
+    if (events["kind"] == "remote_arrive").any():
+        handles.append(Line2D([], [], marker="D", linestyle="none", color=COLORS["remote"], markersize=4,
+                              label="remote arrival (peer released a slot)"))
     return handles
 
 
@@ -517,6 +562,8 @@ def save(fig: Figure, path: Path, *, svg: bool = False) -> list[Path]:
     the figure."""
     plt = pyplot()
     path = Path(path)
+    if not path.suffix:  # what matplotlib would write: say so
+        path = path.with_name(path.name + ".png")
     path.parent.mkdir(parents=True, exist_ok=True)
     written = [path]
     if path.suffix.lower() == ".svg":

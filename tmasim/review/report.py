@@ -10,7 +10,8 @@ be mailed as one attachment; the same PNGs and the tables (CSV) are written besi
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Mapping, Sequence
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -30,7 +31,8 @@ KEY_FIGURES = ("makespan_ns", "serial_ns", "closed_form_ns", "bound_ns", "interv
                "littles_law_bytes_per_s", "littles_law_binding", "achieved_flops_per_s", "achieved_bytes_per_s",
                "efficiency", "consumer_wait_full_ns", "producer_wait_empty_ns", "copy_utilization",
                "compute_utilization", "hbm_utilization", "l2_utilization", "smem_per_cta_bytes", "ctas_per_sm",
-               "residency_limit", "ctas", "sms_used", "waves", "races")
+               "residency_limit", "ctas", "sms_used", "waves", "races", "cluster", "multicast", "clusters_resident",
+               "idle_sms", "aggregation")
 SWEEP_COLUMNS = ("status", "makespan_ns", "binding", "bound_ns", "interval_bound_ns", "achieved_flops_per_s",
                  "achieved_bytes_per_s", "smem_per_cta_bytes", "ctas_per_sm", "error")
 
@@ -86,19 +88,33 @@ def build_report(scenario: str | Path | None, overrides: Sequence[str] = (), var
     from tmasim.simulation import simulate
 
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise TmasimError(f"--out: {str(out)!r} exists and is not a directory")
+    try:
+        if out.exists() and not out.is_dir():
+            raise TmasimError(f"--out: {str(out)!r} exists and is not a directory")
+    except OSError as err:
+        raise TmasimError(f"--out: {str(out)[:100]!r} cannot be used ({err.strerror or err})") from None
     shown = scenarios.load(scenario, overrides)
     result = simulate(scenarios.load(scenario, [*overrides, "run.records=true"]), record_bandwidth=True)
     table = _sweep(scenario, overrides, vary, jobs) if vary else None
-    (out / "figures").mkdir(parents=True, exist_ok=True)
     page = Page(title=f"{shown.name}: design review", description=_description(shown),
                 verdict=_verdict(result.stats), scenario_text=scenario_toml(shown.to_dict()),
                 summary_rows=summary_rows(result.stats), command=_command(scenario, overrides, vary))
+    with _staging(out) as stage:
+        _write_report(page, result, table, stage, first_tiles)
+    return out / "index.html"
+
+
+def _write_report(page: Page, result: Result, table: pd.DataFrame | None, out: Path,
+                  first_tiles: int | None) -> None:
+    (out / "figures").mkdir(parents=True, exist_ok=True)
     result.summary.to_csv(out / "summary.csv", index=False)
     if table is not None:
         table.to_csv(out / "sweep.csv", index=False)
-        page.figures += _sweep_figures(table, out)
+        if (table["status"] == "ok").any():
+            page.figures += _sweep_figures(table, out)
+        else:
+            counts = ", ".join(f"{n} {status}" for status, n in table["status"].value_counts().items())
+            page.verdict += f" No point of the sweep ran ({counts}): the table below says why, point by point."
         page.table, page.table_file = sweep_table(table), "sweep.csv"
         said = explain(result.stats)  # the verdict says it already: not twice
         page.answer = [line for line in _answer(table) if line != f"what binds there: {said}"]
@@ -109,9 +125,36 @@ def build_report(scenario: str | Path | None, overrides: Sequence[str] = (), var
         page.table = Table([], [[k, v] for k, v in every], [True] * len(every), "summary")
         page.table_file = "summary.csv"
     page.figures += _timeline_figures(result, out, first_tiles)
-    index = out / "index.html"
-    index.write_text(render(page), encoding="utf-8")
-    return index
+    (out / "index.html").write_text(render(page), encoding="utf-8")
+
+
+@contextlib.contextmanager
+def _staging(out: Path) -> Iterator[Path]:
+    """Write into a hidden folder beside ``out``, then move the files in: a report that fails
+    half-way leaves ``out`` as it was, never a folder without index.html."""
+    import os
+    import shutil
+    import tempfile
+
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    except OSError as err:
+        raise TmasimError(f"--out: cannot write in {str(out.parent)!r} ({err.strerror or err})") from None
+    try:
+        yield stage
+        out.mkdir(exist_ok=True)
+        for path in sorted(stage.rglob("*"), key=lambda p: len(p.parts)):
+            target = out / path.relative_to(stage)
+            if path.is_dir():
+                target.mkdir(exist_ok=True)
+            elif path.name != "index.html":
+                os.replace(path, target)
+        os.replace(stage / "index.html", out / "index.html")  # last: its presence means the rest is there
+    except OSError as err:
+        raise TmasimError(f"--out: cannot write {str(out)!r} ({err.strerror or err})") from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 def _sweep(scenario: str | Path | None, overrides: Sequence[str], vary: Sequence[str], jobs: int) -> pd.DataFrame:
@@ -137,6 +180,8 @@ def _answer(table: pd.DataFrame) -> list[str]:
 
 
 def _verdict(stats: Mapping[str, Any]) -> str:
+    if stats.get("valid") is False:
+        return f"INVALID RUN: {stats['invalid_reason']}. No time is reported for it; the timeline shows the races."
     races = f" It has {stats['races']} read(s) of a slot before its data landed: a race." if stats.get("races") else ""
     return f"Takes {_t(stats['makespan_ns'])}. {explain(stats)}{races}"
 
@@ -189,7 +234,8 @@ def _timeline_figures(result: Result, out: Path, first_tiles: int | None) -> lis
     tiles = first_tiles if first_tiles is not None else plots.suggested_tiles(spans)
     zoom = f" (zoomed to the first {tiles} tiles of each CTA; the run has {per_cta})" if tiles else ""
     stats = result.stats
-    title = f"{stats['scenario']}: {_t(stats['makespan_ns'])} with {stats['stages']} stage(s) on {stats['gpu']}"
+    took = "INVALID RUN (races)" if stats.get("valid") is False else _t(stats["makespan_ns"])
+    title = f"{stats['scenario']}: {took} with {stats['stages']} stage(s) on {stats['gpu']}"
     figures = [("Timeline of the base scenario", f"Gantt chart{zoom}: copies, compute, barrier waits and phase "
                                                  "flips.", _save(plots.gantt(spans, events, title, tiles=tiles,
                                                                                   note=plots.representatives_note(stats)),
@@ -218,7 +264,14 @@ def summary_rows(stats: Mapping[str, Any], *, every: bool = False) -> list[tuple
     workload without FLOPs), or every figure."""
     names = list(stats) if every else [k for k in KEY_FIGURES if stats.get(k) is not None and not (
         k.endswith("_per_s") and stats[k] == 0)]
+    if stats.get("valid") is False:  # broken barriers: its times are not a kernel's, so none is shown
+        names = ["valid", "invalid_reason", *(n for n in names if n not in ("valid", "invalid_reason")
+                                              and not _is_timing(n))]
     return [(figure_label(name), figure_text(name, stats[name])) for name in names]
+
+
+def _is_timing(name: str) -> bool:
+    return name.endswith(("_ns", "_ps", "_per_s", "utilization")) or name in ("speedup", "efficiency")
 
 
 def sweep_table(table: pd.DataFrame) -> Table:

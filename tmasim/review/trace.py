@@ -267,32 +267,50 @@ def _spread_overlaps(slices: list[_Slice]) -> None:
                 item.key = _ThreadKey(key.sm, key.cta, key.rank, key.sub, key.label, row)
 
 
-def _link_flows(slices: list[_Slice]) -> int:
+def _link_flows(slices: list[_Slice], events: pd.DataFrame | None = None) -> int:
     """Bind each copy's transfer to the computes its landing released; returns the flow count.
 
     Per (sm, cta, tile) the transfer that landed last completed the full barrier. Every
     consumer compute of that tile that started at or after the landing gets the flow (one
-    arrow per consumer warpgroup); one that started earlier read before the data landed.
+    arrow per consumer warpgroup); one that started earlier read before the data landed. A
+    multicast transfer (cluster runs: ``multicast`` events name its issuer) lands in several
+    CTAs: it is drawn once, on its issuer, with arrows to the computes it released in each.
     """
+    receivers = _multicast_receivers(events)
     landed: dict[tuple[int, int, int], _Slice] = {}
     computes: dict[tuple[int, int, int], list[_Slice]] = defaultdict(list)
     for item in slices:
-        tile_key = (item.sm, item.cta, item.tile)
         if item.lane == "tma" and item.kind == "transfer":
-            if tile_key not in landed or item.end_ps > landed[tile_key].end_ps:
-                landed[tile_key] = item
+            into = receivers.get((item.sm, item.cta, item.tile, item.end_ps), [(item.sm, item.cta)])
+            for sm, cta in into:
+                tile_key = (sm, cta, item.tile)
+                if tile_key not in landed or item.end_ps > landed[tile_key].end_ps:
+                    landed[tile_key] = item
         elif item.lane == "consumer" and item.kind == "compute":
-            computes[tile_key].append(item)
-    flows = 0
+            computes[(item.sm, item.cta, item.tile)].append(item)
+    released_by: dict[int, tuple[_Slice, list[_Slice]]] = {}
     for tile_key, source in sorted(landed.items(), key=lambda kv: (kv[1].start_ps, kv[0])):
         released = [c for c in computes.get(tile_key, []) if c.start_ps >= source.end_ps]
-        if not released:
-            continue
-        flows += 1
+        if released:
+            released_by.setdefault(id(source), (source, []))[1].extend(released)
+    for flows, (source, released) in enumerate(released_by.values(), start=1):
         source.event |= {"bind_id": flows, "flow_out": True}
         for compute in released:
             compute.event |= {"bind_id": flows, "flow_in": True}
-    return flows
+    return len(released_by)
+
+
+def _multicast_receivers(events: pd.DataFrame | None) -> dict[tuple[int, int, int, int], list[tuple[int, int]]]:
+    """(issuer sm, issuer cta, tile, landing ps) -> the CTAs a multicast copy landed in."""
+    if events is None or events.empty or "multicast" not in set(events["kind"]):
+        return {}
+    casts = events[events["kind"] == "multicast"]
+    issuers = casts["name"].str.extract(r"sm(\d+)\.cta(\d+)").astype(int)
+    out: dict[tuple[int, int, int, int], list[tuple[int, int]]] = defaultdict(list)
+    for (sm, cta, tile, t), (src_sm, src_cta) in zip(casts[["sm", "cta", "tile", "time_ps"]].itertuples(index=False),
+                                                      issuers.itertuples(index=False), strict=True):
+        out[(int(src_sm), int(src_cta), int(tile), int(t))].append((int(sm), int(cta)))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -326,6 +344,10 @@ def _instant_place(sm: int, cta: int, kind: str, name: str, stage: int) -> tuple
         return _role(sm, cta, "slot", stage), f"{short} flip", {"barrier": name}
     if kind == "race":
         return _role(sm, cta, "consumer", stage), "race", {"reader": name, "what": "read before its copy landed"}
+    if kind == "cluster":
+        return _ThreadKey(sm, cta, _EVENTS_RANK, 0, "events"), f"{name}, rank {stage}", {"cluster": name}
+    if kind == "remote_arrive" and stage >= 0:
+        return _role(sm, cta, "slot", stage), "remote arrival", {"from": name}
     return _ThreadKey(sm, cta, _EVENTS_RANK, 0, "events"), kind, {"name": name}
 
 
@@ -414,7 +436,7 @@ def chrome_trace(spans: pd.DataFrame, events: pd.DataFrame, *, stats: Mapping[st
     name, e.g. bandwidth per link.
     """
     slices = _slices(spans)
-    flows = _link_flows(slices)
+    flows = _link_flows(slices, events)
     placed = [(s.key, s.event) for s in slices] + _instants(events)
     known = {key for key, _ in placed}
     placed += _counter_threads(_slot_counters(spans) + _external_counters(counters), known)

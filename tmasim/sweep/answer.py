@@ -41,6 +41,8 @@ def valid_rows(frame: pd.DataFrame) -> pd.DataFrame:
         rows = rows[rows["valid"].fillna(False).astype(bool)]
     elif "races" in rows.columns:
         rows = rows[rows["races"].fillna(0) == 0]
+    if "makespan_ns" not in rows.columns:  # no point ran (all invalid or error): no time column at all
+        return rows.iloc[0:0]
     return rows[rows["makespan_ns"].notna()]
 
 
@@ -135,7 +137,12 @@ def _next_step(knee: dict[str, Any], step: dict[str, Any] | None, fields: tuple[
 def table_lines(frame: pd.DataFrame) -> list[str]:
     """A short table: the varied fields, time, what binds and the resources, best first when long."""
     fields = [c for c in frame.columns if "." in c]
-    rows = frame if len(frame) <= TABLE_ROWS else frame.sort_values("makespan_ns").head(TABLE_ROWS - 2)
+    if len(frame) <= TABLE_ROWS:
+        rows = frame
+    elif "makespan_ns" in frame.columns:
+        rows = frame.sort_values("makespan_ns").head(TABLE_ROWS - 2)
+    else:  # no point ran: the first ones, each with its status
+        rows = frame.head(TABLE_ROWS - 2)
     header = [*fields, "time", "binds", "SMEM/CTA", "CTAs/SM", "status"]
     body = [[*(_value(r[f]) for f in fields), _time_cell(r), _binds(r), fmt.size(r.get("smem_per_cta_bytes")),
              _count(r.get("ctas_per_sm")), str(r.get("status", "ok"))] for r in rows.to_dict("records")]
@@ -143,7 +150,8 @@ def table_lines(frame: pd.DataFrame) -> list[str]:
     text = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
     text += ["  ".join(c.ljust(w) for c, w in zip(b, widths, strict=True)).rstrip() for b in body]
     if len(rows) < len(frame):
-        text.append(f"({len(frame) - len(rows)} more points in the file; the fastest shown)")
+        shown = "the fastest shown" if "makespan_ns" in frame.columns else "the first shown"
+        text.append(f"({len(frame) - len(rows)} more points in the file; {shown})")
     return text
 
 

@@ -16,7 +16,9 @@ EPILOG = """examples:
   tmasim sweep jitter --vary run.seed=1,2,3,4 --jobs 2 --out jitter.csv
   tmasim sweep reference --zip --vary workload.tiles=2,3 --vary 'workload.load=["3 us","3 us"],["3 us","3 us","3 us"]'
 
-Running the same command again resumes: finished points are read from --out, not recomputed."""
+Running the same command again resumes: finished points are read from --out, not recomputed.
+A second sweep on the same --out while one runs is refused (FILE.lock holds the owner's pid)."""
+BIG_SWEEP = 10_000
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
@@ -36,6 +38,9 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     sweep.add_argument("--scheduler", metavar="ADDRESS",
                        help="Dask scheduler address (default: start a local Dask cluster)")
     sweep.add_argument("--quiet", action="store_true", help="no progress bar")
+    sweep.add_argument("--yes", action="store_true",
+                       help=f"run a sweep of more than {BIG_SWEEP:,} points (without it, such a sweep is refused "
+                            "with an estimate of its time)")
     sweep.set_defaults(handler=handle)
     return sweep
 
@@ -47,7 +52,8 @@ def handle(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     try:
         frame = run_sweep(args.scenario, args.overrides, args.vary, zip_=args.zip, jobs=args.jobs, out=out,
-                          executor=args.executor, scheduler=args.scheduler, progress=not args.quiet)
+                          executor=args.executor, scheduler=args.scheduler, progress=not args.quiet,
+                          max_points=None if args.yes else BIG_SWEEP)
     except KeyboardInterrupt:
         if out.exists():
             print(f"tmasim: finished points are in {out}; run the same command again to resume", file=sys.stderr)
@@ -72,6 +78,11 @@ def summary(frame: Any, seconds: float) -> str:
     lines = [f"sweep of {info.get('source')}: {len(frame)} points ({by_status}) in {seconds:.1f} s"]
     if info.get("resumed"):
         lines.append(f"  {info['resumed']} read from an earlier run, {info['computed']} computed now")
+    skipped = info.get("journal_lines_skipped") or []
+    if skipped:
+        shown = ", ".join(map(str, skipped[:5])) + (", ..." if len(skipped) > 5 else "")
+        lines.append(f"  {len(skipped)} journal line(s) did not parse and were skipped (line {shown}); "
+                     "their points ran again")
     failed = frame[frame["status"] != "ok"]
     if len(failed):
         first = failed.iloc[0]

@@ -14,6 +14,7 @@ import logging
 import signal
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from tmasim.errors import TmasimError
@@ -49,9 +50,18 @@ def _process_pool(task: Task, points: Sequence[Point], jobs: int) -> Iterator[Ch
     pool = ProcessPoolExecutor(max_workers=jobs, initializer=_leave_ctrl_c_to_the_parent)
     try:
         futures = [pool.submit(evaluate_chunk, task, chunk) for chunk in chunked(points, jobs)]
-        yield (future.result() for future in as_completed(futures))
+        yield (_result(future) for future in as_completed(futures))
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _result(future: Any) -> list[Outcome]:
+    """A chunk's outcomes; a worker that died (killed, out of memory) ends the sweep in one line."""
+    try:
+        return list(future.result())
+    except BrokenProcessPool:
+        raise TmasimError("--jobs: a worker process died (killed, or out of memory); the points finished so far "
+                          "are kept: run the same command again to resume") from None
 
 
 def _leave_ctrl_c_to_the_parent() -> None:

@@ -3,8 +3,9 @@
 Everything a worker needs travels in a :class:`Task` (plain data, picklable) so that the same
 function serves the in-process loop, a process pool and a Dask cluster. A point that cannot run
 is an outcome too: ``invalid`` for input a user can fix (a value out of range, a CTA that does
-not fit), ``error`` for a model that cannot finish (deadlock, mbarrier misuse). Anything else is
-a bug in tmasim and propagates, stopping the sweep (finished points are kept, see ``store``).
+not fit, a run whose barriers were broken on purpose), ``error`` for a model that cannot finish
+(deadlock, mbarrier misuse) and for anything else a point raises (a bug in tmasim, recorded
+with its type and message): one point never stops the sweep.
 """
 
 from __future__ import annotations
@@ -46,7 +47,16 @@ class Outcome:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Outcome:
-        return cls(int(data["point"]), data["seed"], str(data["status"]), data["error"], dict(data["stats"]))
+        """An outcome from a journal line; ``ValueError`` if the line is not one."""
+        try:
+            status, stats = data["status"], data["stats"]
+            if status not in (OK, INVALID, ERROR) or not isinstance(stats, Mapping):
+                raise ValueError("not an outcome")
+            error = data["error"]
+            return cls(int(data["point"]), data["seed"], str(status), None if error is None else str(error),
+                       dict(stats))
+        except (KeyError, TypeError) as err:
+            raise ValueError(f"not an outcome ({err})") from None
 
 
 def evaluate_chunk(task: Task, chunk: Sequence[Point]) -> list[Outcome]:
@@ -62,11 +72,19 @@ def evaluate(task: Task, point: Point) -> Outcome:
         scenario = from_dict(raw, task.base_dir)
         seed = scenario.run.seed
         stats = simulate(scenario).stats
+        if not stats.get("valid", True):  # broken barriers: never recorded as a time
+            return Outcome(point.id, seed, INVALID, str(stats["invalid_reason"]))
     except ModelError as err:
         return Outcome(point.id, seed, ERROR, str(err))
     except TmasimError as err:
         return Outcome(point.id, seed, INVALID, str(err))
+    except Exception as err:  # noqa: BLE001 (recorded, never lost: the point's row says what happened)
+        return Outcome(point.id, seed, ERROR, _one_line(f"{type(err).__name__}: {err}"))
     return Outcome(point.id, seed, OK, None, {k: _plain(v) for k, v in stats.items()})
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:500]
 
 
 def _raw_seed(raw: Mapping[str, Any]) -> int | None:

@@ -5,15 +5,16 @@ from __future__ import annotations
 import contextlib
 import re
 import sys
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tmasim import scenario as scenarios
 from tmasim.errors import TmasimError
-from tmasim.sweep import table
+from tmasim.sweep import lock, table
 from tmasim.sweep.executors import EXECUTORS, started
-from tmasim.sweep.points import Outcome, Task
+from tmasim.sweep.points import Outcome, Task, evaluate
 from tmasim.sweep.spec import Point, SweepPlan, plan_sweep, read_base, scenario_name
 from tmasim.sweep.store import SweepStore
 
@@ -26,7 +27,7 @@ Vary = Sequence[str] | Mapping[str, Iterable[Any]]
 
 def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip_: bool = False, jobs: int = 1,
               out: str | Path | None = None, executor: str = "local", scheduler: str | None = None,
-              progress: bool = True) -> pd.DataFrame:
+              progress: bool = True, max_points: int | None = None) -> pd.DataFrame:
     """Simulate every point of a sweep and return its table (one row per point, in point order).
 
     ``base`` is a scenario file, a bundled scenario's name or a raw scenario dict; ``overrides``
@@ -34,6 +35,10 @@ def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip
     ``out``, finished points are journalled as they come and written to ``out`` (Parquet, or
     CSV if it ends in ``.csv``) at the end or on interruption; running the same sweep again
     computes only what is missing. ``frame.attrs["sweep"]`` says what produced the table.
+
+    With ``max_points``, a sweep with more points left to run is refused before any runs,
+    with an estimate of its time (the command line's ``--yes`` lifts it). A second sweep on
+    the same ``out`` while one runs is refused (see :mod:`tmasim.sweep.lock`).
 
     ``executor="dask"`` without ``scheduler`` starts a local Dask cluster whose workers are
     spawned processes: a script that calls this must guard its entry point with
@@ -44,21 +49,36 @@ def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip
     store = SweepStore(Path(out), plan) if out is not None else None
     if store is not None:
         store.check_writable()
-    finished = store.load_finished() if store is not None else {}
-    resumed = len(finished)
-    journalled = store is not None and store.journal_path.exists()
-    todo = [point for point in plan.points if point.id not in finished]
-    written = False
-    try:
-        _run_points(plan, todo, finished, store, jobs=jobs, executor=executor, scheduler=scheduler,
-                    progress=progress)
-    finally:
-        if store is not None:
-            written = _save_if_changed(store, finished, changed=journalled or len(finished) > resumed)
+    with lock.held(store.lock_path, store.out) if store is not None else contextlib.nullcontext():
+        finished = store.load_finished() if store is not None else {}
+        resumed = len(finished)
+        journalled = store is not None and store.journal_path.exists()
+        todo = [point for point in plan.points if point.id not in finished]
+        if max_points is not None and len(todo) > max_points:
+            raise TmasimError(_too_big(plan, todo, jobs, max_points))
+        written = False
+        try:
+            _run_points(plan, todo, finished, store, jobs=jobs, executor=executor, scheduler=scheduler,
+                        progress=progress)
+        finally:
+            if store is not None:
+                written = _save_if_changed(store, finished, changed=journalled or len(finished) > resumed)
     frame = table.build(plan, finished)
     frame.attrs["sweep"] = {**_provenance(plan, store), "computed": len(finished) - resumed, "resumed": resumed,
-                            "written": written}
+                            "written": written,
+                            "journal_lines_skipped": list(store.skipped_lines) if store is not None else []}
     return frame
+
+
+def _too_big(plan: SweepPlan, todo: Sequence[Point], jobs: int, limit: int) -> str:
+    """The refusal of a big grid, with the time it would take (from one point, timed here)."""
+    start = time.perf_counter()
+    evaluate(Task(plan.base_raw, plan.base_dir), todo[0])
+    seconds = (time.perf_counter() - start) * len(todo) / jobs
+    estimate = f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min" if seconds >= 60 \
+        else f"{seconds:.0f} s" if seconds >= 1 else "under 1 s"
+    return (f"sweep: {len(todo):,} points to run, over {limit:,}: about {estimate} with --jobs {jobs} "
+            f"(from one point timed now); add --yes to run them")
 
 
 def _check_options(jobs: int, executor: str, scheduler: str | None) -> None:

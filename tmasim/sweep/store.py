@@ -40,18 +40,32 @@ class SweepStore:
 
     def __init__(self, out: Path, plan: SweepPlan) -> None:
         self.out = Path(out)
+        if not self.out.name or str(out) in (".", ".."):
+            raise TmasimError(f"--out: {str(out)!r} is not a file name; give one ending in .parquet or .csv")
         self.plan = plan
         self.csv = self.out.suffix.lower() == ".csv"
         self.journal_path = self.out.with_name(self.out.name + ".partial.jsonl")
         self.sidecar = self.out.with_name(self.out.name + ".meta.json")
+        self.lock_path = self.out.with_name(self.out.name + ".lock")
+        self.skipped_lines: list[int] = []  # journal lines that did not parse (1-based)
         self._fingerprint = _normalized(plan.fingerprint())
         self._journal_extended = False
 
     def check_writable(self) -> None:
-        if self.out.is_dir():
-            raise TmasimError(f"--out: {str(self.out)!r} is a directory; give a file name (.parquet or .csv)")
-        if not self.out.parent.is_dir():
-            raise TmasimError(f"--out: folder {str(self.out.parent)!r} does not exist")
+        """Refused before any point runs: a folder, a missing folder, a file or folder we cannot write."""
+        name = str(self.out)
+        try:
+            if self.out.is_dir():
+                raise TmasimError(f"--out: {name!r} is a directory; give a file name (.parquet or .csv)")
+            if not self.out.parent.is_dir():
+                raise TmasimError(f"--out: folder {str(self.out.parent)!r} does not exist")
+        except OSError as err:
+            raise TmasimError(f"--out: {name[:100]!r} cannot be used ({err.strerror})") from None
+        if not os.access(self.out.parent, os.W_OK | os.X_OK):
+            raise TmasimError(f"--out: folder {str(self.out.parent)!r} is not writable")
+        for path in (self.out, self.journal_path, self.sidecar):
+            if path.exists() and not os.access(path, os.W_OK):
+                raise TmasimError(f"--out: {str(path)!r} exists and is read-only")
 
     def load_finished(self) -> dict[int, Outcome]:
         """Points finished by earlier runs of this same sweep (FILE, then the journal)."""
@@ -119,17 +133,29 @@ class SweepStore:
                               "choose another --out or remove it") from None
 
     def _read_journal(self) -> dict[int, Outcome]:
-        """Lines a killed process tore in half are skipped: those points simply run again."""
-        lines = self.journal_path.read_bytes().decode("utf-8", errors="replace").splitlines()
-        records = [r for r in (_json_or_none(line) for line in lines) if r is not None]
-        if not records:  # killed while writing the header: nothing had finished
+        """Lines that do not parse (one torn by a kill, or damaged) are skipped and counted in
+        ``skipped_lines``: those points simply run again. A journal whose first line is not a
+        tmasim header is refused, never deleted; one with nothing but a torn header is removed."""
+        data = self.journal_path.read_bytes()
+        lines = data.decode("utf-8", errors="replace").splitlines()
+        parsed = [_json_or_none(line) for line in lines]
+        if not any(parsed) and _torn_header(data):  # killed while writing the header: nothing had finished
             self.journal_path.unlink()
             return {}
-        if "fingerprint" not in records[0]:
-            raise TmasimError(f"--out: {str(self.journal_path)!r} is not a tmasim sweep journal; remove it")
-        mapping = self._check_same_sweep(records[0]["fingerprint"], str(self.journal_path))
+        if not parsed or parsed[0] is None or "fingerprint" not in parsed[0]:
+            raise TmasimError(f"--out: {str(self.journal_path)!r} is not a tmasim sweep journal (its first line "
+                              "is not a tmasim header); move it away or remove it")
+        mapping = self._check_same_sweep(parsed[0]["fingerprint"], str(self.journal_path))
         self._journal_extended = mapping is not None
-        return renumbered({o.point: o for o in (Outcome.from_json(r) for r in records[1:] if _is_outcome(r))}, mapping)
+        outcomes: dict[int, Outcome] = {}
+        for number, record in enumerate(parsed[1:], start=2):
+            outcome = _outcome_or_none(record)
+            if outcome is None:
+                if lines[number - 1].strip():
+                    self.skipped_lines.append(number)
+                continue
+            outcomes[outcome.point] = outcome
+        return renumbered(outcomes, mapping)
 
     def _check_same_sweep(self, theirs: Mapping[str, Any], where: str) -> dict[int, int] | None:
         """None for the same sweep; old -> new point ids for a sweep this one extends."""
@@ -252,8 +278,19 @@ def _json_or_none(line: str) -> Any:
     return record if isinstance(record, dict) else None
 
 
-def _is_outcome(record: Mapping[str, Any]) -> bool:
-    return {"point", "seed", "status", "error", "stats"} <= record.keys() and isinstance(record["point"], int)
+def _outcome_or_none(record: Any) -> Outcome | None:
+    if record is None or not isinstance(record.get("point"), int) or isinstance(record.get("point"), bool):
+        return None
+    try:
+        return Outcome.from_json(record)
+    except ValueError:
+        return None
+
+
+def _torn_header(data: bytes) -> bool:
+    """Nothing but the start of a header line: what a kill during the very first write leaves."""
+    text = data.strip()
+    return not text or (b"\n" not in text and b'{"format": "tmasim-sweep/1"'.startswith(text[:27]))
 
 
 def _jsonable(value: Any) -> Any:

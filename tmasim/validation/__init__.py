@@ -9,7 +9,7 @@
 Modules: ``mapping`` (--map, the backend's map, units), ``measured`` (tables, provenance,
 repeats), ``study`` (base scenario + mapping = one scenario per point), ``runner`` (parallel,
 deduplicated, resumable simulation), ``compare`` (:func:`validate`), ``fit``
-(Levenberg-Marquardt), ``calibration`` (:func:`calibrate`), ``preset`` (writing a preset),
+(scipy least squares), ``calibration`` (:func:`calibrate`), ``preset`` (writing a preset),
 ``timeline`` and ``figures``, ``synthetic`` (backend files from the simulator, for tests),
 ``command`` (the subcommands). Heavy modules load on first use, so that registering the
 subcommands keeps ``tmasim --help`` fast.

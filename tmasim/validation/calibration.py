@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 # GPU fields a calibration may fit: the continuous ones (times and bandwidths).
 GPU_FIELDS = {"copy_latency": "time", "copy_latency_per_kib": "time", "hbm_latency": "time", "tma_issue": "time",
               "barrier_wake": "time", "hbm_bandwidth": "bandwidth", "l2_bandwidth": "bandwidth",
-              "sm_port_bandwidth": "bandwidth", "smem_bandwidth": "bandwidth"}
+              "sm_port_bandwidth": "bandwidth", "smem_bandwidth": "bandwidth", "l2_fit_size": "size",
+              "l2_miss_scale": "size"}
 MAPPING_FIELDS = ("ps_per_iter_byte",)
 Say = Callable[[str], None]
 
@@ -48,21 +49,27 @@ class Parameter:
     """One fitted quantity, in the engine's units (ps, or bytes per ps), and where it starts."""
 
     name: str
-    kind: str      # "time", "bandwidth" or "mapping" (ps per FMA iteration per byte)
+    kind: str      # "time", "bandwidth", "size" (bytes) or "mapping" (ps per FMA iteration per byte)
     start: float
 
     def override(self, value: float) -> str:
         """As a scenario value."""
+        if self.kind == "size":
+            return f"{round(value)} B"
         return f"{value * units.PS_PER_S!r} B/s" if self.kind == "bandwidth" else f"{value!r} ps"
 
     def preset_value(self, value: float) -> str:
         """As a preset file writes it: ns to the picosecond, GB/s to 6 digits."""
         if self.kind == "bandwidth":
             return f"{value * 1000:.6g} GB/s"
+        if self.kind == "size":
+            return f"{value / 2**20:.4g} MiB"
         ns = f"{round(value) / 1000:.3f}".rstrip("0").rstrip(".")
         return f"{ns} ns"
 
     def show(self, value: float) -> str:
+        if self.kind == "size":
+            return fmt.size(round(value))
         if self.kind == "bandwidth":
             return fmt.rate(value * units.PS_PER_S)
         return f"{value:.4g} ps" if self.kind == "mapping" else fmt.time(value, 5)

@@ -45,10 +45,11 @@ CALIBRATE_EPILOG = f"""examples:
   then: tmasim validate out/measured_runs.csv --set gpu=my-h100.toml
 
 fittable: copy_latency, copy_latency_per_kib, hbm_latency, tma_issue, barrier_wake,
-hbm_bandwidth, l2_bandwidth, sm_port_bandwidth, smem_bandwidth (GPU preset fields) and
+hbm_bandwidth, l2_bandwidth, sm_port_bandwidth, smem_bandwidth, l2_fit_size, l2_miss_scale
+(GPU preset fields) and
 ps_per_iter_byte (the backend map's compute constant). Each is fitted as its logarithm, to
 minimize the squared log ratio of predicted to measured (a relative error), by
-Levenberg-Marquardt; one evaluation simulates every training point, a Jacobian takes one
+scipy's least_squares (trust region); one evaluation simulates every training point, a Jacobian takes one
 per fitted field. An interrupted calibration resumes from OUT.simulations.jsonl.
 
 {MAP_HELP}"""

@@ -228,6 +228,11 @@ def _add_timeline(result: Validation, tiles: str | Path | None, run: int | None)
         result.notes.append("no measured_tiles.csv beside the runs: no timeline overlay")
         return
     frame = read_table(path)
+    needed = ("run_id", "cta", "tile", "t_issue_ns", "t_ready_ns", "t_compute_start_ns", "t_compute_end_ns")
+    missing = [c for c in needed if c not in frame.columns]
+    if missing:
+        raise TmasimError(f"--tiles: {str(path)!r} is not the backend's per-tile table (measured_tiles.csv): "
+                          f"no {', '.join(missing[:3])} column{'s' if len(missing) > 1 else ''}")
     runs = timeline.candidate_runs(frame, result.table, result.study.keys)
     if run is None:
         run = timeline.default_run(runs, result.table)

@@ -57,6 +57,8 @@ class ColumnMap:
         cell = _plain(cell)
         if isinstance(cell, float) and math.isnan(cell):
             raise ScenarioError(f"--map {self.column}", "(empty)", "has no value in this row")
+        if isinstance(cell, float) and not math.isfinite(cell):
+            raise ScenarioError(f"--map {self.column}", cell, "must be a finite number")
         if self.unit is not None:
             return f"{cell!r} {self.unit}" if isinstance(cell, float) else f"{cell} {self.unit}"
         if isinstance(cell, float) and cell.is_integer():
@@ -113,22 +115,37 @@ class BackendMap:
     ps_per_iter_byte: float = DEFAULT_PS_PER_ITER_BYTE
 
     def overrides(self, row: Mapping[str, Any]) -> tuple[Override, ...]:
-        tile_bytes, ctas = int(row["tile_bytes"]), int(row["ctas"])
+        tile_bytes, ctas = whole(row, "tile_bytes", 1), whole(row, "ctas", 1)
         if tile_bytes % ROW_BYTES:
             raise ScenarioError("tile_bytes", tile_bytes, f"must be a multiple of {ROW_BYTES} (rows of 64 float32)")
         rows = tile_bytes // ROW_BYTES
         workload = {
             "kind": "stream", "dtype": "fp32",
-            "shape": [ctas * int(row["tiles_per_cta"]) * rows, ROW_ELEMS], "box": [rows, ROW_ELEMS],
+            "shape": [ctas * whole(row, "tiles_per_cta", 1) * rows, ROW_ELEMS], "box": [rows, ROW_ELEMS],
             "compute_per_byte": f"{self.compute_per_byte(row)!r} ps",
             "launch": "persistent", "ctas": ctas, "ctas_per_sm": -(-ctas // self.sms),
         }
-        return (("workload", workload), ("pipeline.stages", int(row["stages"])))
+        return (("workload", workload), ("pipeline.stages", whole(row, "stages", 1)))
 
     def compute_per_byte(self, row: Mapping[str, Any]) -> float:
         """Picoseconds per byte: linear in the FMA iterations, inverse in the consumer warps."""
-        warps = int(row.get("consumer_warps", KERNEL_CONSUMER_WARPS))
-        return float(row["compute_iters"]) * self.ps_per_iter_byte * KERNEL_CONSUMER_WARPS / warps
+        warps = whole(row, "consumer_warps", 1) if "consumer_warps" in row else KERNEL_CONSUMER_WARPS
+        iters = _plain(row["compute_iters"])
+        if isinstance(iters, bool) or not isinstance(iters, (int, float)) or not math.isfinite(iters) or iters < 0:
+            raise ScenarioError("compute_iters", iters, "must be a finite number >= 0")
+        return float(iters) * self.ps_per_iter_byte * KERNEL_CONSUMER_WARPS / warps
+
+
+def whole(row: Mapping[str, Any], column: str, minimum: int) -> int:
+    """A measured cell that must be a whole number: ``1.5`` stages is an error, never 1."""
+    value = _plain(row[column])
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ScenarioError(column, value, "must be a whole number")
+    if value < minimum:
+        raise ScenarioError(column, value, f"must be >= {minimum}")
+    return value
 
 
 def preset_for_device(name: str | None) -> str | None:

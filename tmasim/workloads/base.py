@@ -26,6 +26,10 @@ class Workload(Protocol):
     def parse(self, raw: Mapping[str, Any]) -> Any:
         """The checked config from the scenario's ``[workload]`` table (ScenarioError if wrong)."""
 
+    def check(self, config: Any, scenario: Scenario) -> None:
+        """Rules between this workload and the rest of the scenario (ScenarioError if broken);
+        ``Scenario`` calls it on every construction (optional: a module without it has none)."""
+
     def plan(self, config: Any, scenario: Scenario) -> tuple[Plan, Residency]:
         """The CTAs' programs and their placement, and the residency that bounds it."""
 

@@ -13,11 +13,23 @@ L2 reuse model (documented simplification, not an LRU). CTAs that run at the sam
 k-loops nearly in step, so when several of them need the same A row-panel or B column-panel
 box, the first request misses to HBM and the others hit in L2. Per wave and per operand the
 HBM fraction of a box is therefore (distinct panels in the wave) / (tiles in the wave). If A
-and B together fit in L2, a panel is fetched from HBM only the first time any wave needs it.
+and B together fit in what L2 holds under repeated reads (the preset's ``l2_fit_size``, see
+:mod:`tmasim.l2`), a panel is fetched from HBM only the first time any wave needs it.
 Limits: it assumes the CTAs of a wave stay within L2's capacity of each other (true for
 lockstep k-loops; false if they drift far apart), ignores reuse across waves when the operands
 do not fit, and spreads a wave's misses evenly over its tiles (which keeps identical SMs
 identical, so aggregation stays exact).
+
+Clusters (``pipeline.cluster = [CX, CY]``): the raster walks CX x CY blocks of output tiles,
+one per cluster (a grouped band still spans ``group`` tile rows); the CTA of rank x + y·CX
+computes tile (x, y) of its block. With multicast (``workload.multicast``) the CY CTAs of a
+cluster row each load 1/CY of the shared A box and deliver it to all of them (B likewise over
+the CX CTAs of a column); a slice is read from L2 once, and carries the panel's HBM misses for
+all its receivers, so multicast cuts L2 bytes and leaves HBM bytes as they were. With
+``pipeline.mma_cta_group = 2`` CTAs 2i and 2i + 1 along M are a pair: each loads its A box and
+half of B (shared with the same half of the cluster's other pairs along M when B is
+multicast), and the leader's MMA computes both tiles (timed by the 2-SM rows of the preset's
+MMA table, tmasim.mma).
 """
 
 from __future__ import annotations
@@ -28,6 +40,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tmasim import fields as read
+from tmasim.cluster import MULTICAST, ClusterPlacement, check_multicast, default_multicast, place
 from tmasim.descriptor import TensorDescriptor
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Copy, Epilogue, Segment, Unit, UnitProgram
@@ -41,8 +54,11 @@ if TYPE_CHECKING:
 
 KIND = "gemm"
 FIELDS = ("kind", "m", "n", "k", "dtype", "out_dtype", "tile", "raster", "group", "launch", "ctas_per_sm",
-          "epilogue_smem", "l2_reuse")
+          "epilogue_smem", "l2_reuse", "multicast")
 OUT_DTYPES = ("bf16", "fp16", "fp32")
+RASTERS = ("row", "column", "grouped")
+MAX_DIM = 2**32      # a tensor map's largest global dimension
+MAX_UNITS = 10**7    # output tiles: each is a work unit the engine builds and simulates
 _OUT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 
 
@@ -61,6 +77,30 @@ class GemmConfig:
     ctas_per_sm: int | None = None
     epilogue_smem: int | None = None
     l2_reuse: bool = True
+    multicast: str | None = None  # None: what the cluster shape allows (tmasim.cluster.default_multicast)
+
+    def __post_init__(self) -> None:
+        """Checked on every construction, ``dataclasses.replace`` included."""
+        for d in ("m", "n", "k"):
+            read.integer(f"workload.{d}", getattr(self, d), minimum=1, maximum=MAX_DIM)
+        read.choice("workload.dtype", self.dtype, DTYPES)
+        read.choice("workload.out_dtype", self.out_dtype, OUT_DTYPES)
+        if not isinstance(self.tile, tuple) or len(self.tile) != 3:
+            raise ScenarioError("workload.tile", self.tile, "must be a list of three whole numbers [BM, BN, BK]")
+        for i, v in enumerate(self.tile):
+            read.integer(f"workload.tile[{i}]", v, minimum=1, maximum=MAX_DIM)
+        if self.units > MAX_UNITS:
+            raise ScenarioError("workload.tile", list(self.tile),
+                                f"makes {self.units:,} output tiles of {self.m}x{self.n}, over the {MAX_UNITS:,} "
+                                "the engine simulates (each is a work unit); use bigger tiles or a smaller GEMM")
+        read.choice("workload.raster", self.raster, RASTERS)
+        read.integer("workload.group", self.group, minimum=1, maximum=MAX_UNITS)
+        read.choice("workload.launch", self.launch, ("persistent", "grid"))
+        if self.ctas_per_sm is not None:
+            read.integer("workload.ctas_per_sm", self.ctas_per_sm, minimum=1, maximum=1024)
+        if self.epilogue_smem is not None:
+            read.checked_size("workload.epilogue_smem", self.epilogue_smem, positive=False)
+        read.boolean("workload.l2_reuse", self.l2_reuse)
 
     @property
     def tiles_m(self) -> int:
@@ -85,8 +125,8 @@ class GemmConfig:
 
 def parse(raw: Mapping[str, Any]) -> GemmConfig:
     read.reject_unknown("workload", raw, FIELDS)
-    dims = {d: read.integer(f"workload.{d}", read.required("workload", raw, d, " for kind 'gemm'"), minimum=1)
-            for d in ("m", "n", "k")}
+    dims = {d: read.integer(f"workload.{d}", read.required("workload", raw, d, " for kind 'gemm'"), minimum=1,
+                            maximum=MAX_DIM) for d in ("m", "n", "k")}
     dtype = read.choice("workload.dtype", raw.get("dtype", "bf16"), DTYPES)
     out_dtype = read.choice("workload.out_dtype", raw.get("out_dtype", "fp32" if dtype == "tf32" else "bf16"),
                             OUT_DTYPES)
@@ -97,11 +137,13 @@ def parse(raw: Mapping[str, Any]) -> GemmConfig:
     optional: dict[str, Any] = {}
     if "ctas_per_sm" in raw:
         optional["ctas_per_sm"] = read.integer("workload.ctas_per_sm", raw["ctas_per_sm"], minimum=1)
+    if "multicast" in raw:
+        optional["multicast"] = read.choice("workload.multicast", raw["multicast"], MULTICAST)
     if "epilogue_smem" in raw:
         optional["epilogue_smem"] = read.size("workload.epilogue_smem", raw["epilogue_smem"], positive=False)
     return GemmConfig(
         **dims, dtype=dtype, out_dtype=out_dtype, tile=(tile[0], tile[1], tile[2]),
-        raster=read.choice("workload.raster", raw.get("raster", "grouped"), ("row", "column", "grouped")),
+        raster=read.choice("workload.raster", raw.get("raster", "grouped"), RASTERS),
         group=read.integer("workload.group", raw.get("group", 8), minimum=1),
         launch=read.choice("workload.launch", raw.get("launch", "persistent"), ("persistent", "grid")),
         l2_reuse=read.boolean("workload.l2_reuse", raw.get("l2_reuse", True)),
@@ -147,16 +189,23 @@ def default_epilogue_smem(config: GemmConfig) -> int:
     return 2 * config.tile[0] * min(config.tile[1], 32) * _OUT_BYTES[config.out_dtype]
 
 
-def tile_coords(config: GemmConfig) -> list[tuple[int, int]]:
-    """(tile row, tile column) of each output tile, in launch (raster) order."""
-    tm, tn = config.tiles_m, config.tiles_n
-    if config.raster == "row":
+def tile_coords(config: GemmConfig, cluster: tuple[int, int] = (1, 1)) -> list[tuple[int, int]]:
+    """(tile row, tile column) of each output tile, in launch (raster) order. With clusters the
+    raster walks clusters (a band keeps ``group`` tile rows, rounded down to whole clusters), and
+    each cluster's CTAs follow in rank order, rank = x + y·CX for the CTA x along M and y along N."""
+    cx, cy = cluster
+    clusters = _raster(config.tiles_m // cx, config.tiles_n // cy, config.raster, max(1, config.group // cx))
+    return [(r * cx + rank % cx, c * cy + rank // cx) for r, c in clusters for rank in range(cx * cy)]
+
+
+def _raster(tm: int, tn: int, raster: str, group: int) -> list[tuple[int, int]]:
+    if raster == "row":
         return [(u // tn, u % tn) for u in range(tm * tn)]
-    if config.raster == "column":
+    if raster == "column":
         return [(u % tm, u // tm) for u in range(tm * tn)]
     coords = []  # grouped: bands of `group` tile rows, column-major inside a band
-    for band in range(0, tm, config.group):
-        rows = min(config.group, tm - band)
+    for band in range(0, tm, group):
+        rows = min(group, tm - band)
         coords += [(band + local % rows, local // rows) for local in range(rows * tn)]
     return coords
 
@@ -195,14 +244,15 @@ class MmaStep:
     tail: int
 
 
-def mma_step(config: GemmConfig, gpu: GpuSpec, consumers: int, mode: str) -> MmaStep:
+def mma_step(config: GemmConfig, gpu: GpuSpec, consumers: int, mode: str, pair: bool = False) -> MmaStep:
     """Map a k-step onto MMA instructions as CUTLASS does. Hopper: each consumer warpgroup
     issues wgmma m64nBNk16 over its rows (BM / consumers cooperative, all BM in ping-pong);
-    Blackwell: one thread issues tcgen05.mma M = BM, N = BN. Either way BK / K instructions
-    deep. The SM's tensor cores take them one after another: occupancy = count x II."""
+    Blackwell: one thread issues tcgen05.mma M = BM, N = BN (a CTA pair's leader: M = 2·BM on
+    both SMs, cta_group::2, the table's 2-SM rows). Either way BK / K instructions deep. The
+    SM's tensor cores take them one after another: occupancy = count x II."""
     bm, bn, bk = config.tile
     table = gpu.mma
-    if table is None:
+    if table is None:  # a pair computes twice the rows on twice the tensor cores: the same time
         return MmaStep(None, 0, round(2 * bm * bn * bk / gpu.sm_flop_rate(config.dtype)), 0)
     k = K_OF[config.dtype]
     if bk % k:
@@ -223,8 +273,14 @@ def mma_step(config: GemmConfig, gpu: GpuSpec, consumers: int, mode: str) -> Mma
             n, count = bn // split, count * split
     else:
         m, count = bm, bk // k
-    latency, ii = table.timing("workload.tile", config.dtype, m, n)
-    return MmaStep(table.name(config.dtype, m, n), count, gpu.cycles_ps(count * ii), gpu.cycles_ps(latency - ii))
+    sms = 1
+    if pair:
+        if table.instruction != "tcgen05":
+            raise ScenarioError("pipeline.mma_cta_group", 2, f"needs a 2-SM MMA; {table.instruction} runs on one SM")
+        m, sms = 2 * bm, 2
+    latency, ii = table.timing("workload.tile", config.dtype, m, n, sms)
+    return MmaStep(table.name(config.dtype, m, n, sms), count, gpu.cycles_ps(count * ii),
+                   gpu.cycles_ps(latency - ii))
 
 
 PRODUCER_REGISTERS, CONSUMER_REGISTERS = 40, 232  # CUTLASS's setmaxnreg split for warp-specialized kernels
@@ -280,32 +336,111 @@ def _default_consumer(per_sm: int, producer: int, consumers: int) -> int:
     return min(CONSUMER_REGISTERS, fits)
 
 
+def check(config: GemmConfig, scenario: Scenario) -> None:
+    """No rules between this workload and the rest of the scenario beyond what ``plan`` checks."""
+
+
+@dataclass(frozen=True)
+class ClusterSetup:
+    """How the CTAs of a cluster share operands: ``share`` = (CTAs each A box is split among,
+    CTAs each B box is split among); 1 means no multicast of that operand."""
+
+    shape: tuple[int, int]
+    multicast: str
+    share: tuple[int, int]
+    pair: bool = False  # 2-SM MMA: rank 0 (leader) and rank 1 split B and compute one 2·BM x BN tile
+
+    @staticmethod
+    def of(config: GemmConfig, shape: tuple[int, int], mma_cta_group: int = 1) -> ClusterSetup:
+        pair = mma_cta_group == 2
+        # A pair (two CTAs along M) acts as one CTA of a cluster of pairs: B is shared between pairs.
+        among = (shape[0] // 2, shape[1]) if pair else shape
+        multicast = config.multicast if config.multicast is not None else default_multicast(among)
+        check_multicast(multicast, among, shape if pair else None)
+        a = shape[1] if multicast in ("a", "both") else 1
+        b = among[0] if multicast in ("b", "both") else 1
+        return ClusterSetup(shape, multicast, (a, 2 * b if pair else b), pair)
+
+    def masks(self, rank: int) -> tuple[int, int]:
+        """The ranks (bit masks) that receive this CTA's A slice and its B slice. In a pair each
+        CTA holds one half of B: that half is shared with the same half in the other pairs."""
+        cx, cy = self.shape
+        x, y = rank % cx, rank // cx
+        a = sum(1 << (x + j * cx) for j in range(cy)) if self.share[0] > 1 else 0
+        b_group = [i for i in range(cx) if i % 2 == x % 2] if self.pair else range(cx)
+        b = sum(1 << (i + y * cx) for i in b_group) if self.share[1] > (2 if self.pair else 1) else 0
+        return a, b
+
+    def b_slice(self, rank: int) -> int:
+        """Which of the ``share[1]`` slices of the B box this CTA loads."""
+        x = rank % self.shape[0]
+        if not self.pair:
+            return x
+        return (x % 2) * (self.share[1] // 2) + x // 2 if self.share[1] > 2 else x % 2
+
+
 def plan(config: GemmConfig, scenario: Scenario) -> tuple[Plan, Residency]:
     gpu, p = scenario.gpu, scenario.pipeline
     stages, consumers, mode, registers = p.stages, p.consumers, p.consumer_mode, p.registers
+    if config.dtype not in gpu.tensor_flops:
+        raise ScenarioError("workload.dtype", config.dtype, f"has no tensor-core rate on {gpu.name} "
+                            f"(gpu.tensor_flops gives {', '.join(gpu.tensor_flops) or 'none'})")
+    cluster, mma_cta_group = p.cluster, p.mma_cta_group
+    setup = ClusterSetup.of(config, cluster, mma_cta_group)
     layout = GemmLayout.of(config)
-    step = mma_step(config, gpu, consumers, mode)
+    step = mma_step(config, gpu, consumers, mode, setup.pair)
     acc = accumulator(config, gpu, consumers, mode, registers)
     epilogue_smem = config.epilogue_smem if config.epilogue_smem is not None else default_epilogue_smem(config)
-    res = residency(gpu, stage_bytes=layout.a.box_bytes + layout.b.box_bytes, stages=stages,
+    b_stage = layout.b.box_bytes // 2 if setup.pair else layout.b.box_bytes  # a pair's CTA holds half of B
+    res = residency(gpu, stage_bytes=layout.a.box_bytes + b_stage, stages=stages,
                     other_smem=epilogue_smem, consumers=consumers, requested_ctas_per_sm=config.ctas_per_sm,
                     accumulator=acc)
-    coords = tile_coords(config)
-    concurrent = min(len(coords), gpu.sms * res.ctas_per_sm)
-    fractions = hbm_fractions(config, coords, concurrent, gpu.l2_size)
-    cache: dict[tuple[int, int, float, float], Unit] = {}
+    placement = place(gpu, cluster, res.ctas_per_sm, res.limited_by)
+    _check_grid(config, cluster)
+    size = placement.size
+    coords = tile_coords(config, cluster)
+    slots = min(len(coords) // size, placement.clusters)  # clusters resident at once
+    concurrent = slots * size
+    fractions = hbm_fractions(config, coords, concurrent, gpu.l2_fit_size)  # what L2 holds (tmasim.l2)
+    cache: dict[tuple[int, int, float, float, int], Unit] = {}
     units = []
     for index, ((row, col), (fa, fb)) in enumerate(zip(coords, fractions, strict=True)):
-        key = (_edge(row, config.tiles_m), _edge(col, config.tiles_n), fa, fb)
+        rank = index % size
+        key = (_edge(row, config.tiles_m), _edge(col, config.tiles_n), fa, fb, rank)
         if key not in cache:
-            cache[key] = _unit(config, layout, gpu, step, row, col, fa, fb)
+            cache[key] = _unit(config, layout, gpu, step, row, col, fa, fb, setup, rank)
         units.append(Unit(index, cache[key].segments, cache[key].epilogue))
     if config.launch == "persistent":
         programs = [UnitProgram(units[g::concurrent]) for g in range(concurrent)]
     else:
         programs = [UnitProgram([unit]) for unit in units]
-    sms = min(gpu.sms, len(programs))
-    return Plan(programs, config.launch == "persistent", res.ctas_per_sm, sms, flow=True, units=len(units)), res
+    sms = min(gpu.sms - placement.idle_sms, len(programs))
+    info = _cluster_info(setup, placement, slots, gpu) if size > 1 else {}
+    if setup.pair:
+        info["mma_cta_group"] = 2
+    return Plan(programs, config.launch == "persistent", res.ctas_per_sm, sms, flow=True, units=len(units),
+                cluster=size, cluster_slots=slots, info=info), res
+
+
+def _check_grid(config: GemmConfig, cluster: tuple[int, int]) -> None:
+    cx, cy = cluster
+    if config.tiles_m % cx or config.tiles_n % cy:
+        raise ScenarioError("pipeline.cluster", [cx, cy],
+                            f"must divide the grid of output tiles ({config.tiles_m} x {config.tiles_n} tiles of "
+                            f"{config.tile[0]} x {config.tile[1]}): a cluster is launched whole")
+
+
+def _cluster_info(setup: ClusterSetup, placement: ClusterPlacement, slots: int, gpu: GpuSpec) -> dict[str, object]:
+    return {
+        "cluster": f"{setup.shape[0]}x{setup.shape[1]}",  # scalars only: summaries become table rows
+        "multicast": setup.multicast,
+        "clusters_resident": placement.clusters,
+        "clusters_per_gpc": "+".join(map(str, placement.per_gpc)),
+        "idle_sms": placement.idle_sms,
+        "cluster_portable": placement.portable,
+        "cluster_slots_used": slots,
+        "remote_arrive_ns": gpu.cluster_arrive_latency / 1000,
+    }
 
 
 def work_units(config: GemmConfig, plan: Plan) -> int:
@@ -320,7 +455,8 @@ def describe(config: GemmConfig) -> str:
 def stats(config: GemmConfig, scenario: Scenario, plan: Plan, res: Residency, makespan: int) -> dict[str, Any]:
     """The bounds (see :func:`breakdown`) and how close the run comes to the one that binds."""
     extra: dict[str, Any] = breakdown(config, scenario.gpu, plan, scenario.pipeline.stages)
-    step = mma_step(config, scenario.gpu, scenario.pipeline.consumers, scenario.pipeline.consumer_mode)
+    step = mma_step(config, scenario.gpu, scenario.pipeline.consumers, scenario.pipeline.consumer_mode,
+                    scenario.pipeline.mma_cta_group == 2)
     extra.update(mma_instruction=step.instruction, mma_per_k_step=step.count if step.instruction else None,
                  mma_k_step_ns=step.occupancy / 1000, mma_completion_ns=step.tail / 1000)
     extra["efficiency"] = extra["bound_ns"] * 1000 / makespan if makespan else None
@@ -332,16 +468,25 @@ def _edge(index: int, count: int) -> bool:
 
 
 def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, row: int, col: int, fa: float,
-          fb: float) -> Unit:
+          fb: float, setup: ClusterSetup, rank: int) -> Unit:
     bm, bn, bk = config.tile
     rows_in = min(bm, config.m - row * bm)
     cols_in = min(bn, config.n - col * bn)
+    cx = setup.shape[0]
+    (a_parts, b_parts), (a_mask, b_mask) = setup.share, setup.masks(rank)
+    # A CTA issues its slice of each shared box: along N (index y) for A, along M (index x) for B.
+    a_index, b_index = rank // cx, setup.b_slice(rank)
+    expect = layout.a.box_bytes + layout.b.box_bytes if a_mask or b_mask else 0
+    if setup.pair:  # each CTA holds its A box and half of B; the leader's full barrier counts both CTAs'
+        expect = 2 * layout.a.box_bytes + layout.b.box_bytes if rank % 2 == 0 else 0
+        rows_in += max(0, min(bm, config.m - (row + 1) * bm))  # the leader's MMA covers the pair's rows
     segments = []
     for first_k, count in _k_segments(config):
         k_in = min(bk, config.k - first_k)
-        a = _copy(gpu, layout.a, (first_k, row * bm), fa)
-        b = _copy(gpu, layout.b, (first_k, col * bn), fb)
-        segments.append(Segment(count, (a, b), step.occupancy, 2.0 * rows_in * cols_in * k_in, step.tail))
+        a = _copy(gpu, layout.a, (first_k, row * bm), fa, a_parts, a_index, a_mask)
+        b = _copy(gpu, layout.b, (first_k, col * bn), fb, b_parts, b_index, b_mask)
+        flops = 0.0 if setup.pair and rank % 2 else 2.0 * rows_in * cols_in * k_in
+        segments.append(Segment(count, (a, b), step.occupancy, flops, step.tail, expect))
     c_bytes = layout.c.box_bytes
     staging = round(c_bytes / gpu.smem_bandwidth) if gpu.smem_bandwidth != float("inf") else 0
     store = Copy(c_bytes, layout.c.bytes_from_memory((col * bn, row * bm)), 1.0, 0)
@@ -356,10 +501,21 @@ def _k_segments(config: GemmConfig) -> list[tuple[int, int]]:
     return [(0, steps - 1), ((steps - 1) * bk, 1)] if steps > 1 else [(0, 1)]
 
 
-def _copy(gpu: GpuSpec, descriptor: TensorDescriptor, coord: tuple[int, int], hbm_fraction: float) -> Copy:
-    box = descriptor.box_bytes
-    latency = gpu.copy_latency_for(box) + round(hbm_fraction * gpu.hbm_latency)
-    return Copy(box, descriptor.bytes_from_memory(coord), hbm_fraction, latency)
+def _copy(gpu: GpuSpec, descriptor: TensorDescriptor, coord: tuple[int, int], hbm_fraction: float,
+          parts: int = 1, index: int = 0, mask: int = 0) -> Copy:
+    """One TMA load: the whole box, or (multicast) slice ``index`` of ``parts`` of it, delivered
+    to the cluster ranks in ``mask``. The slice is read once from L2; the wave's HBM misses
+    for the panel are spread over ``parts`` times fewer reads, so HBM bytes do not change."""
+    smem = _part(descriptor.box_bytes, index, parts)
+    memory = _part(descriptor.bytes_from_memory(coord), index, parts)
+    fraction = min(1.0, hbm_fraction * parts)
+    latency = gpu.copy_latency_for(smem) + round(fraction * gpu.hbm_latency)
+    return Copy(smem, memory, fraction, latency, multicast=mask)
+
+
+def _part(nbytes: int, index: int, parts: int) -> int:
+    """Slice ``index`` of ``parts`` near-equal whole-byte slices; the slices add up to ``nbytes``."""
+    return nbytes * (index + 1) // parts - nbytes * index // parts
 
 
 def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict[str, object]:
@@ -382,7 +538,8 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
             for seg in unit.segments:
                 step_bytes = sum(c.memory_bytes for c in seg.copies)
                 compute[sm] += seg.steps * seg.compute
-                nbytes[sm] += seg.steps * step_bytes
+                # A multicast slice crosses the port of every CTA it lands in (its peers' slices, ours).
+                nbytes[sm] += seg.steps * sum(c.memory_bytes * max(1, c.multicast.bit_count()) for c in seg.copies)
                 serial[sm] += seg.steps * slot_round_trip(gpu, seg)
                 hbm += seg.steps * sum(c.memory_bytes * c.hbm_fraction for c in seg.copies)
                 l2 += seg.steps * step_bytes
@@ -419,7 +576,8 @@ def slot_round_trip(gpu: GpuSpec, seg: Segment) -> float:
     total = sum(c.memory_bytes for c in seg.copies)
     landing = max(min(c.latency for c in seg.copies) + total / port,
                   max(c.latency + c.memory_bytes / port for c in seg.copies))
-    return gpu.tma_issue + landing + gpu.barrier_wake + seg.compute + seg.tail + gpu.barrier_wake
+    remote = gpu.cluster_arrive_latency if any(c.multicast for c in seg.copies) else 0
+    return gpu.tma_issue + landing + gpu.barrier_wake + seg.compute + seg.tail + remote + gpu.barrier_wake
 
 
 def _busiest_slot(program: UnitProgram, gpu: GpuSpec, stages: int) -> float:
@@ -461,6 +619,7 @@ def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str
         ("bounds", bounds),
         ("no-overlap time", f"{t(stats['serial_ns'])} on the busiest SM"),
         *_with_mma_rows(chip_rows(stats, scenario), stats, scenario),
+        *(_cluster_rows(stats, scenario) if "cluster" in stats else []),
     ]
 
 
@@ -488,6 +647,19 @@ def _with_mma_rows(rows: list[tuple[str, str]], stats: Mapping[str, Any],
                                  f"of {mma.tmem_columns} ({fmt.size(mma.tmem_columns * lanes * 4)}) per SM"))
     at = [name for name, _ in rows].index("residency") + 1
     return rows[:at] + mma_rows + rows[at:]
+def _cluster_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
+    from tmasim.summary import cluster_rows
+
+    cx, cy = scenario.pipeline.cluster
+    config = scenario.workload
+    assert isinstance(config, GemmConfig)
+    chosen = "set" if config.multicast is not None else "default: what the shape allows"
+    shares = {"none": "no operand shared", "a": f"A split over the {cy} CTAs of a cluster row",
+              "b": f"B split over the {cx} CTAs of a cluster column", "both": "A over each row, B over each column"}
+    if stats.get("mma_cta_group") == 2:
+        chosen = "2-SM MMA"
+        shares["none"] = "each CTA of the pair loads its A box and half of B; the leader's MMA reads both"
+    return cluster_rows(stats, f"multicast {stats['multicast']} ({chosen}; {shares[stats['multicast']]})")
 
 
 def explain(stats: Mapping[str, Any]) -> str:
@@ -525,7 +697,6 @@ def _explain_link(s: Mapping[str, Any], binding: str) -> str:
             f"{fmt.amount(nbytes)} takes at least {t(s[f'{binding}_bound_ns'])}.")
 
 
-    s = stats
 def _link_bytes(s: Mapping[str, Any], link: str) -> float:
     """What the bound moved over the link: carried bytes where recorded, else the model's count."""
     for key in ((f"{link}_carried_bytes", "memory_bytes") if link == "l2" else ("model_hbm_bytes", "hbm_bytes")):

@@ -9,16 +9,22 @@ bandwidth is bytes in flight / round trip until a link saturates:
 
 (see :func:`littles_law` for the round trip).
 
-Every byte is read once, so all of it comes from HBM.
+By default every byte is read once, so all of it comes from HBM. With ``data_set`` the boxes
+walk a data set of that many bytes again and again (the tensor is the total read, the data
+set the distinct bytes, as an L2 bandwidth benchmark reads them; the run stands for a window
+of the steady state, so the data set may be larger than what the run reads); the share of each
+box that misses in L2 then follows the preset's L2 model (:mod:`tmasim.l2`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tmasim import fields as read
+from tmasim import l2
 from tmasim.descriptor import ELEMENT_BYTES, TensorDescriptor
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Copy, Segment, Unit, UnitProgram
@@ -31,8 +37,10 @@ if TYPE_CHECKING:
     from tmasim.scenario import Scenario
 
 KIND = "stream"
-FIELDS = ("kind", "dtype", "shape", "box", "compute_per_byte", "launch", "ctas", "ctas_per_sm")
+FIELDS = ("kind", "dtype", "shape", "box", "compute_per_byte", "launch", "ctas", "ctas_per_sm", "data_set")
 ELEMENT_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp64")
+MAX_BOXES = 10**7  # each box is a work unit the engine builds and simulates
+MAX_DIM = 2**32    # a tensor map's largest global dimension
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,36 @@ class StreamConfig:
     launch: str = "persistent"
     ctas: int | None = None        # persistent grid size (default: as many as are resident)
     ctas_per_sm: int | None = None
+    data_set: int | None = None    # distinct bytes read again and again (None: the tensor, read once)
+
+    def hbm_fraction(self, gpu: GpuSpec) -> float:
+        """The share of each box's bytes that comes from HBM: all of it when read once."""
+        return 1.0 if self.data_set is None else l2.miss_fraction(gpu, self.data_set)
+
+    def __post_init__(self) -> None:
+        """Checked on every construction, ``dataclasses.replace`` included."""
+        read.choice("workload.dtype", self.dtype, ELEMENT_DTYPES)
+        for name in ("shape", "box"):
+            value = getattr(self, name)
+            if not isinstance(value, tuple) or not value:
+                raise ScenarioError(f"workload.{name}", value, "must be a non-empty list of whole numbers")
+            for i, v in enumerate(value):
+                read.integer(f"workload.{name}[{i}]", v, minimum=1, maximum=MAX_DIM)
+        if len(self.box) != len(self.shape):
+            raise ScenarioError("workload.box", list(self.box),
+                                f"must have one entry per dimension of shape ({len(self.shape)})")
+        boxes = math.prod(-(-s // b) for s, b in zip(self.shape, self.box, strict=True))
+        if boxes > MAX_BOXES:
+            raise ScenarioError("workload.shape", list(self.shape),
+                                f"makes {boxes:,} boxes of {list(self.box)}, over the {MAX_BOXES:,} the engine "
+                                "simulates (each box is a work unit); use bigger boxes or a smaller tensor")
+        read.checked_quantity("workload.compute_per_byte", self.compute_per_byte, positive=False)
+        if self.compute_per_byte > read.MAX_TIME_PS:
+            raise ScenarioError("workload.compute_per_byte", self.compute_per_byte, "must be at most 1 s per byte")
+        read.choice("workload.launch", self.launch, ("persistent", "grid"))
+        for name in ("ctas", "ctas_per_sm"):
+            if getattr(self, name) is not None:
+                read.integer(f"workload.{name}", getattr(self, name), minimum=1, maximum=MAX_BOXES)
 
     def descriptor(self) -> TensorDescriptor:
         """Row-major, innermost dim last in ``shape``; the descriptor wants innermost first."""
@@ -64,7 +102,10 @@ def parse(raw: Mapping[str, Any]) -> StreamConfig:
     if len(box) != len(shape):
         raise ScenarioError("workload.box", list(box), f"must have one entry per dimension of shape ({len(shape)})")
     per_byte = raw.get("compute_per_byte", "0 ps")
-    optional = {k: read.integer(f"workload.{k}", raw[k], minimum=1) for k in ("ctas", "ctas_per_sm") if k in raw}
+    optional: dict[str, Any] = {k: read.integer(f"workload.{k}", raw[k], minimum=1)
+                                for k in ("ctas", "ctas_per_sm") if k in raw}
+    if "data_set" in raw:
+        optional["data_set"] = read.size("workload.data_set", raw["data_set"])
     config = StreamConfig(
         dtype=read.choice("workload.dtype", raw.get("dtype", "bf16"), ELEMENT_DTYPES),
         shape=shape, box=box,
@@ -79,7 +120,11 @@ def parse(raw: Mapping[str, Any]) -> StreamConfig:
 def _int_list(field: str, value: Any) -> tuple[int, ...]:
     if not isinstance(value, list) or not value:
         raise ScenarioError(field, value, "must be a non-empty list of whole numbers")
-    return tuple(read.integer(f"{field}[{i}]", v, minimum=1) for i, v in enumerate(value))
+    return tuple(read.integer(f"{field}[{i}]", v, minimum=1, maximum=MAX_DIM) for i, v in enumerate(value))
+
+
+def check(config: StreamConfig, scenario: Scenario) -> None:
+    """No rules between this workload and the rest of the scenario beyond what ``plan`` checks."""
 
 
 def plan(config: StreamConfig, scenario: Scenario) -> tuple[Plan, Residency]:
@@ -87,9 +132,10 @@ def plan(config: StreamConfig, scenario: Scenario) -> tuple[Plan, Residency]:
     descriptor = config.descriptor()
     res = residency(gpu, stage_bytes=descriptor.box_bytes, stages=p.stages, consumers=p.consumers,
                     requested_ctas_per_sm=config.ctas_per_sm)
-    latency = gpu.copy_latency_for(descriptor.box_bytes) + gpu.hbm_latency
+    hbm = config.hbm_fraction(gpu)
+    latency = gpu.copy_latency_for(descriptor.box_bytes) + round(hbm * gpu.hbm_latency)
     compute = round(config.compute_per_byte * descriptor.box_bytes)
-    steps = [_unit(i, descriptor, coord, latency, compute) for i, coord in enumerate(descriptor.boxes())]
+    steps = _units(descriptor, latency, compute, hbm)
     if config.launch == "persistent":
         grid = min(len(steps), config.ctas or gpu.sms * res.ctas_per_sm)
         programs = [UnitProgram(steps[g::grid]) for g in range(grid)]
@@ -112,9 +158,22 @@ def stats(config: StreamConfig, scenario: Scenario, plan: Plan, res: Residency, 
     return {"serial_ns": None, "closed_form_ns": None, **law}
 
 
-def _unit(index: int, descriptor: TensorDescriptor, coord: tuple[int, ...], latency: int, compute: int) -> Unit:
-    copy = Copy(descriptor.box_bytes, descriptor.bytes_from_memory(coord), 1.0, latency)
-    return Unit(index, (Segment(1, (copy,), compute, 0.0),), None)
+def _units(descriptor: TensorDescriptor, latency: int, compute: int, hbm_fraction: float) -> list[Unit]:
+    """One unit per box. Boxes inside the tensor share one segment (only edge boxes read fewer
+    bytes), which keeps planning a stream of many boxes cheap."""
+    segments: dict[int, Segment] = {}
+    edges = tuple(zip(descriptor.global_dims, descriptor.box_dims, strict=True))
+    box = descriptor.box_bytes
+    units = []
+    for index, coord in enumerate(descriptor.boxes()):
+        inside = all(c + b <= d for c, (d, b) in zip(coord, edges, strict=True))
+        nbytes = box if inside else descriptor.bytes_from_memory(coord)
+        segment = segments.get(nbytes)
+        if segment is None:
+            copy = Copy(box, nbytes, hbm_fraction, latency)
+            segment = segments[nbytes] = Segment(1, (copy,), compute, 0.0)
+        units.append(Unit(index, (segment,), None))
+    return units
 
 
 def littles_law(config: StreamConfig, gpu: GpuSpec, stages: int, ctas_per_sm: int, sms: int) -> dict[str, object]:
@@ -128,11 +187,12 @@ def littles_law(config: StreamConfig, gpu: GpuSpec, stages: int, ctas_per_sm: in
     (``slot_round_trip_ns``) satisfies Little's law itself: bandwidth = bytes in flight / it."""
     box = config.descriptor().box_bytes
     in_flight = stages * box * ctas_per_sm
-    latency = gpu.copy_latency_for(box) + gpu.hbm_latency
+    hbm = config.hbm_fraction(gpu)
+    latency = gpu.copy_latency_for(box) + round(hbm * gpu.hbm_latency)
     round_trip = (gpu.tma_issue + latency + box / gpu.sm_port_bandwidth
                   + config.compute_per_byte * box + 2 * gpu.barrier_wake)
     limits = {
-        "HBM": gpu.hbm_bandwidth,
+        "HBM": gpu.hbm_bandwidth / hbm if hbm > 0 else float("inf"),
         "L2": gpu.l2_bandwidth,
         "SM ports": sms * gpu.sm_port_bandwidth,
         "bytes in flight": sms * in_flight / round_trip if round_trip else float("inf"),

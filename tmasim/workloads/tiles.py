@@ -9,8 +9,9 @@ drawn from its own random stream of the run's seed.
 
 from __future__ import annotations
 
+import array
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -19,7 +20,7 @@ import numpy as np
 from tmasim import analytic
 from tmasim import fields as read
 from tmasim.engine.chip import Plan
-from tmasim.engine.program import TimedProgram
+from tmasim.engine.program import Repeat, TimedProgram
 from tmasim.errors import ScenarioError
 from tmasim.fields import Distribution, TimeSpec
 from tmasim.residency import Residency, residency
@@ -31,6 +32,11 @@ KIND = "tiles"
 FIELDS = ("kind", "tiles", "load", "compute", "latency", "tile_bytes")
 # One fixed stream index per random source, so that adding a source never reshuffles another.
 STREAMS = {"load": 0, "compute": 1, "latency": 2}
+# The engine's memory and time grow with the tile count (about 0.3 KiB of records and a few
+# microseconds of CPU per tile): 10^8 tiles run in about half an hour without records.
+MAX_TILES = 10**8
+MAX_RECORDED_TILES = 10**7
+TILES_WHY = " (every tile is simulated, one after another; see the README's limits)"
 
 
 @dataclass(frozen=True)
@@ -42,11 +48,22 @@ class TilesConfig:
     latency: TimeSpec = 0
     tile_bytes: int = 16384
 
+    def __post_init__(self) -> None:
+        """Checked on every construction, ``dataclasses.replace`` included."""
+        read.integer("workload.tiles", self.tiles, minimum=1, maximum=MAX_TILES, why=TILES_WHY)
+        for name in ("load", "compute", "latency"):
+            spec = getattr(self, name)
+            read.check_time_spec(f"workload.{name}", spec, positive=name != "latency")
+            if isinstance(spec, tuple) and len(spec) != self.tiles:
+                raise ScenarioError(f"workload.{name}", f"{len(spec)} entries",
+                                    f"must have one entry per tile (workload.tiles = {self.tiles})")
+        read.checked_size("workload.tile_bytes", self.tile_bytes)
+
 
 def parse(raw: Mapping[str, Any]) -> TilesConfig:
     read.reject_unknown("workload", raw, FIELDS)
     tiles = read.integer("workload.tiles", read.required("workload", raw, "tiles", " for kind 'tiles'"),
-                         minimum=1)
+                         minimum=1, maximum=MAX_TILES, why=TILES_WHY)
     specs = {}
     for name in ("load", "compute", "latency"):
         if name == "latency" and name not in raw:
@@ -61,16 +78,16 @@ def parse(raw: Mapping[str, Any]) -> TilesConfig:
     return TilesConfig(tiles=tiles, tile_bytes=tile_bytes, **specs)
 
 
-def per_tile(spec: TimeSpec, tiles: int, seed: int, stream: int) -> list[int]:
-    """The spec's value for each tile, in integer picoseconds."""
+def per_tile(spec: TimeSpec, tiles: int, seed: int, stream: int) -> Sequence[int]:
+    """The spec's value for each tile, in integer picoseconds (compact: see :class:`Repeat`)."""
     if isinstance(spec, int):
-        return [spec] * tiles
+        return Repeat(spec, tiles)
     if isinstance(spec, tuple):
         return list(spec)
-    return draw(spec, tiles, seed, stream)
+    return array.array("q", draw(spec, tiles, seed, stream).astype(np.int64).tobytes())
 
 
-def draw(dist: Distribution, count: int, seed: int, stream: int) -> list[int]:
+def draw(dist: Distribution, count: int, seed: int, stream: int) -> np.ndarray:
     """Positive draws, rounded to whole picoseconds; non-positive draws are redrawn."""
     entropy = dist.seed if dist.seed is not None else seed
     rng = np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=(stream,)))
@@ -79,7 +96,7 @@ def draw(dist: Distribution, count: int, seed: int, stream: int) -> list[int]:
         batch = np.rint(_sample(rng, dist, count)).astype(np.int64)
         values = np.concatenate([values, batch[batch > 0]])
         if values.size >= count:
-            return values[:count].tolist()
+            return values[:count]
     raise ScenarioError("workload", dist.kind, "distribution almost never draws a positive time")
 
 
@@ -97,7 +114,7 @@ def _sample(rng: np.random.Generator, dist: Distribution, count: int) -> np.ndar
     return rng.lognormal(np.log(mean) - sigma2 / 2, np.sqrt(sigma2), count)
 
 
-def times(config: TilesConfig, seed: int) -> dict[str, list[int]]:
+def times(config: TilesConfig, seed: int) -> dict[str, Sequence[int]]:
     """Per-tile load, compute and latency, in ps."""
     return {name: per_tile(getattr(config, name), config.tiles, seed, stream) for name, stream in STREAMS.items()}
 
@@ -105,6 +122,13 @@ def times(config: TilesConfig, seed: int) -> dict[str, list[int]]:
 def build(config: TilesConfig, seed: int) -> TimedProgram:
     t = times(config, seed)
     return TimedProgram(load=t["load"], compute_ps=t["compute"], latency=t["latency"], tile_bytes=config.tile_bytes)
+
+
+def check(config: TilesConfig, scenario: Scenario) -> None:
+    """Per-event records are kept only for runs small enough to hold them."""
+    if scenario.run.records and config.tiles > MAX_RECORDED_TILES:
+        raise ScenarioError("run.records", True, f"keeps per-event records, at most for {MAX_RECORDED_TILES:,} "
+                            f"tiles (workload.tiles = {config.tiles:,}); set run.records=false for bigger runs")
 
 
 def plan(config: TilesConfig, scenario: Scenario) -> tuple[Plan, Residency]:

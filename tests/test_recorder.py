@@ -1,0 +1,73 @@
+"""Records as compact columns: what goes in comes out, whatever the values' size."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tmasim.engine import recorder as rec
+from tmasim.engine.program import Repeat, TimedProgram
+from tmasim.engine.recorder import Recorder
+from tmasim.errors import TmasimError
+
+
+def spans_in(recorder: Recorder, rows: list[tuple]) -> None:
+    for row in rows:
+        recorder.span(*row)
+
+
+def test_spans_and_events_come_back_as_they_went_in_across_chunks(monkeypatch):
+    monkeypatch.setattr(rec, "CHUNK", 3)  # several chunks, the last one partial
+    recorder = Recorder()
+    rows = [(t * 10, t * 10 + 7, 0, 1, "slot" if t % 2 else "tma", "fill", t, t % 2, 16384) for t in range(8)]
+    spans_in(recorder, rows)
+    for t in range(7):
+        recorder.event(t * 5, 0, 1, "flip_full", f"sm0.cta1.full[{t % 2}]", t, t % 2, t // 2)
+    spans = recorder.span_columns()
+    assert [tuple(spans[c][i] for c in rec.SPAN_COLUMNS) for i in range(8)] == rows
+    events = recorder.event_columns()
+    assert events["name"].tolist() == [f"sm0.cta1.full[{t % 2}]" for t in range(7)]
+    assert events["phase"].tolist() == [t // 2 for t in range(7)]
+    assert (recorder.span_count, recorder.event_count) == (8, 7)
+
+
+def test_a_chunk_whose_values_do_not_fit_the_narrow_layout_keeps_them_exactly(monkeypatch):
+    monkeypatch.setattr(rec, "CHUNK", 2)
+    recorder = Recorder()
+    big = 2**40
+    rows = [(0, 5, 0, 0, "tma", "transfer", 0, 0, 1),  # with the next row: a 64-bit chunk
+            (5, big, 70_000, 40_000, "tma", "transfer", 3_000_000_000, -1, 2**33),
+            (big, big + 1, 1, 1, "slot", "use", 1, 1, 0),  # a narrow chunk that starts far from 0
+            (big - 10, big + 2, 1, 1, "slot", "use", 2, 1, 0)]
+    spans_in(recorder, rows)
+    spans = recorder.span_columns()
+    assert [tuple(spans[c][i] for c in rec.SPAN_COLUMNS) for i in range(4)] == rows
+    assert [chunk.narrow for chunk in recorder._spans.chunks] == [False, True]
+
+
+def test_a_time_beyond_64_bits_is_an_error_not_a_wrapped_number():
+    recorder = Recorder()
+    recorder.event(2**64, 0, 0, "issue", "sm0.tma")
+    with pytest.raises(TmasimError, match="run.records"):
+        recorder.event_columns()
+
+
+def test_repeat_is_a_sequence_of_one_value():
+    r = Repeat(7, 4)
+    assert len(r) == 4 and list(r) == [7, 7, 7, 7] and r[3] == 7 and r[-4] == 7 and r == [7] * 4
+    assert list(r[1:3]) == [7, 7] and r != [7, 7, 7] and r != [7, 7, 7, 8]
+    with pytest.raises(IndexError):
+        r[4]
+
+
+def test_a_timed_program_of_equal_tiles_shares_one_copy():
+    program = TimedProgram(Repeat(3, 5), Repeat(5, 5), Repeat(0, 5), 128)
+    assert program.copies(0) is program.copies(4) and program.compute(2) == 5
+    varied = TimedProgram([1, 2], Repeat(5, 2), Repeat(0, 2), 128)
+    assert [c[0].busy for c in map(varied.copies, range(2))] == [1, 2]
+
+
+def test_numpy_columns_are_int64_for_the_tables():
+    recorder = Recorder()
+    recorder.span(0, 3, 0, 0, "tma", "transfer", 0, 0, 16)
+    assert all(v.dtype == np.int64 for k, v in recorder.span_columns().items() if k not in ("lane", "kind"))

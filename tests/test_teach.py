@@ -1,0 +1,284 @@
+"""Teaching: explain, the eight lessons (numbers against the closed forms) and the glossary."""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tmasim import analytic, cli
+from tmasim.scenario import load
+from tmasim.teach import explain, lessons
+from tmasim.teach.glossary import TERMS, glossary
+
+REPO = Path(__file__).resolve().parents[1]
+US = 10**6
+
+
+def explain_text(name: str, *overrides: str, what_ifs: bool = True) -> str:
+    return explain.explain(load(name, overrides), what_ifs=what_ifs)
+
+
+def test_explain_reference_substitutes_the_closed_form():
+    text = explain_text("reference")
+    assert "T = l + c + (N - 1) x max(l, c) = 3 + 5 + 3 x max(3, 5) = 23 µs" in text
+    assert "T = N x (l + c) = 4 x (3 + 5) = 32 µs" in text
+    assert "compute binds" in text
+    # the workload's own one-sentence account (the protocol's explain) closes the story
+    assert "In short: The tensor core binds" in text
+    # what-ifs were simulated: a third stage does not help, halving compute saves 8.5 µs
+    assert "a third stage: 23 µs, no change" in text
+    assert "halving the compute time: 14.5 µs, saves 8.5 µs" in text
+    assert max(len(line) for line in text.splitlines()) <= 100
+
+
+def test_explain_load_bound_names_the_copy():
+    text = explain_text("load-bound", what_ifs=False)
+    assert "6 + 2 + 7 x max(6, 2) = 50 µs" in text and "copy binds" in text
+
+
+def test_explain_missing_wait_is_invalid_first():
+    text = explain_text("bug-missing-wait")
+    first = text.splitlines()[0]
+    assert first.startswith("INVALID") and "race" in first
+    assert "takes 23 µs: that is the valid time" in text.replace("\n", " ")
+    assert "pipelined" not in text.lower().split("invalid", 1)[0]
+
+
+def test_validity_prefers_the_run_keys():
+    assert explain.validity({"valid": False, "invalid_reason": "broken", "races": 0}) == (False, "broken")
+    assert explain.validity({"races": 0})[0] is True
+    assert explain.validity({"races": 3})[0] is False
+
+
+def test_explain_deadlock_exits_3_with_who_waits(capsys: Any):
+    assert cli.main(["explain", "bug-arrival-count"]) == 3
+    out = capsys.readouterr().out
+    assert out.startswith("INVALID: this run cannot finish (deadlock)")
+    assert "empty barriers expect 2 arrivals per phase but 1 consumer" in out
+
+
+def test_explain_chip_gives_demand_against_capacity():
+    text = explain_text("contention", what_ifs=False)
+    assert "HBM binds" in text
+    assert "its capacity is 3.35 TB/s" in text.replace("\n", " ")
+    assert "In short: HBM bandwidth binds" in text
+
+
+def test_run_explain_flag(capsys: Any):
+    assert cli.main(["run", "--explain", "--set", "pipeline.stages=1"]) == 0
+    out = capsys.readouterr().out
+    assert "pipelined time       32 µs" in out and "Serial (no overlap, one slot)" in out
+
+
+# --------------------------------------------------------------------------- lessons
+
+PREDICTIONS = {1: "23 us", 2: "40", 3: "62.5%", 4: "5", 5: "4", 6: "21", 7: "20", 8: "256"}
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> dict[int, Any]:
+    """Every lesson run once, through the command line as a script would run it."""
+    found: dict[int, Any] = {}
+    real = lessons.teach
+
+    def spy(number: int, predicted: Any, out: Any = None) -> Any:
+        text, outcome = real(number, predicted, out)
+        found[number] = (text, outcome)
+        return text, outcome
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(lessons, "teach", spy)
+    try:
+        for number, guess in PREDICTIONS.items():
+            assert cli.main(["learn", str(number), "--predict", guess]) == 0
+    finally:
+        mp.undo()
+    return found
+
+
+def test_learn_lists_eight_lessons():
+    proc = subprocess.run([sys.executable, "-m", "tmasim.cli", "learn"], capture_output=True, text=True, cwd=REPO,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert sum(1 for line in proc.stdout.splitlines() if line.strip()[:2].rstrip(".").isdigit()) == 8
+
+
+def test_every_lesson_scores_the_prediction(outcomes: dict[int, Any]):
+    assert set(outcomes) == set(range(1, 9))
+    for number, (text, _) in outcomes.items():
+        assert "the run gives" in text, number
+        assert max(len(line) for line in text.splitlines()) <= 100, number
+    assert "right (within 5%)" in outcomes[1][0]
+    assert "too low" in outcomes[2][0]
+
+
+def anchor_us(n: int, load: float, comp: float, stages: int = 2) -> float:
+    return analytic.anchor_time(n, round(load * US), round(comp * US), stages) / US
+
+
+def test_lesson_1_2_against_the_anchor(outcomes: dict[int, Any]):
+    one = outcomes[1][1].values
+    assert one["pipelined_us"] == anchor_us(4, 3, 5) == 23
+    assert one["serial_us"] == anchor_us(4, 3, 5, 1) == 32
+    two = outcomes[2][1].values
+    assert two["base_us"] == anchor_us(8, 5, 3) == anchor_us(8, 3, 5)
+    assert two["slower_plus_1_us"] == anchor_us(8, 6, 3) - anchor_us(8, 5, 3) == 8
+    assert two["faster_plus_1_us"] == anchor_us(8, 5, 4) - anchor_us(8, 5, 3) == 1
+
+
+def test_lesson_3_ratio_tends_to_max_over_sum(outcomes: dict[int, Any]):
+    values = outcomes[3][1].values
+    for n in (1, 2, 4, 16, 256):
+        assert values[f"ratio_{n}"] == pytest.approx(anchor_us(n, 3, 5) / (8 * n), abs=1e-12)
+    assert values["ratio_1"] == 1 and values["ratio_256"] - 5 / 8 < 0.002
+
+
+def test_lesson_4_stages_hide_latency_until_the_copy_binds(outcomes: dict[int, Any]):
+    values = outcomes[4][1].values
+    assert values["stages_needed"] == math.ceil((6 + 2 + 1.5) / 2)
+    assert values["time_1_us"] == 32 * (6 + 2 + 1.5)
+    assert values["time_8_us"] == values["time_5_us"] >= 32 * 2
+
+
+def test_lesson_5_fourth_stage_costs_a_cta(outcomes: dict[int, Any]):
+    values = outcomes[5][1].values
+    kib = 1024
+    for stages in range(2, 7):
+        cta = stages * 32 * kib + 16 * kib + 16 * stages + kib   # stages, epilogue, barriers, reserved
+        assert values[f"ctas_{stages}"] == 228 * kib // cta
+    assert values["stage_that_loses_a_cta"] == 4
+
+
+def test_lesson_6_contention_is_hbm_bound(outcomes: dict[int, Any]):
+    values = outcomes[6][1].values
+    assert values["hbm_bound_us"] <= values["full_us"] <= 1.05 * values["hbm_bound_us"]
+    assert values["alone_us"] >= 64 * 0.2048 and values["alone_us"] < values["full_us"]
+    assert values["eight_stages_us"] == values["full_us"]
+    # below the break-even SM count compute binds (time ~ one SM's); above it HBM does
+    assert values["break_even_sms"] == pytest.approx(3.35e12 * 204.8e-9 / 8192)
+    assert values["alone_us"] < values["sms_66_us"] <= 1.15 * values["alone_us"]
+    assert values["sms_66_us"] < values["sms_100_us"] < values["full_us"]
+
+
+def test_lesson_7_breaks_sync_three_ways(outcomes: dict[int, Any], tmp_path: Path):
+    text, outcome = outcomes[7]
+    assert outcome.values["racy_us"] == 20 and outcome.values["correct_us"] == 23
+    assert outcome.values["races"] == 2
+    assert "INVALID" in text and "deadlock at 13 µs" in text and "transaction-count underflow" in text
+    assert "deadlock at 6 µs" in text
+    _, with_figures = lessons.teach(7, None, tmp_path)
+    names = sorted(p.name for p in with_figures.figures)
+    assert names == ["lesson7-deadlock.png", "lesson7-missing-wait.png", "lesson7-never.png",
+                     "lesson7-underflow.png"]
+    assert all(p.stat().st_size > 10_000 for p in with_figures.figures)
+
+
+def test_lesson_8_tmem_and_registers(outcomes: dict[int, Any]):
+    values = outcomes[8][1].values
+    assert values["tmem_columns"] == 256 and values["registers_per_thread"] == 128 * 256 / (128 * 2)
+    assert values["b200_us"] < values["h100_us"]
+
+
+def test_predictions_parse_and_refuse():
+    assert lessons.parse_prediction("23 us", "us") == 23
+    assert lessons.parse_prediction("23000 ns", "us") == pytest.approx(23)
+    assert lessons.parse_prediction("62.5%", "%") == 62.5
+    with pytest.raises(Exception, match="--predict"):
+        lessons.parse_prediction("many", "stages")
+    assert cli.main(["learn", "9"]) == 2
+
+
+def test_glossary_defines_the_lesson_terms():
+    for term in ("mbarrier", "phase", "parity", "expect_tx", "stage", "slot", "residency", "warpgroup", "TMA",
+                 "TMEM"):
+        assert term in TERMS
+    assert max(len(line) for line in glossary().splitlines()) <= 100
+
+
+# --------------------------------------------------------------------------- quiz
+
+
+def test_quiz_answers_come_from_the_simulator():
+    from tmasim.teach import quiz
+
+    qs = quiz.questions(seed=3, count=10)
+    assert len(qs) == 11 and qs[0].answer == "b" and len(qs[0].choices) == 4
+    assert len({q.text for q in qs[1:]}) == 10
+    assert quiz.questions(seed=3, count=10) == qs   # same seed, same quiz
+    for q in qs[1:]:
+        assert q.check(f"{q.answer}") and not q.check(f"{q.answer * 1.1 + 1}")
+    for q in qs[1::5]:   # the two-stage questions: the simulator meets the anchor formula
+        n, load, compute = map(int, re.match(r"(\d+) tiles, each copied in (\d+) us and computed in (\d+) us",
+                                             q.text).groups())
+        assert q.answer == analytic.anchor_time(n, load, compute, 2)
+
+
+def test_quiz_scores_and_explains(capsys: Any):
+    from tmasim.teach import quiz
+
+    qs = quiz.questions(seed=0, count=10)
+    answers = ["b"] + [f"{q.answer:.6g}" for q in qs[1:]]
+    answers[2] = "1"
+    assert cli.main(["quiz", "--answers", ",".join(answers)]) == 0
+    out = capsys.readouterr().out
+    assert "Score: 10 / 11" in out
+    assert " 3. wrong: you said 1" in out and "N x (l + c)" in out
+    assert cli.main(["quiz", "--answers", "b,1"]) == 2
+    assert "has 2 answers; the quiz has 11 questions" in capsys.readouterr().err
+    assert cli.main(["quiz", "--answers", "c," + ",".join(answers[1:])]) == 0
+    out = capsys.readouterr().out
+    assert " 1. wrong: you said c; the answer is b." in out and "nothing to do with" in out.replace("\n", " ")
+
+
+def test_interactive_prompts_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch, capsys: Any):
+    import io
+
+    answers = iter(["23"])
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    monkeypatch.setattr("builtins.input", lambda prompt="": next(answers))
+    assert cli.main(["learn", "1"]) == 0
+    assert "You predicted 23 µs; the run gives 23 µs: right" in capsys.readouterr().out
+    replies = iter(["b"] + ["1"] * 3)
+    monkeypatch.setattr("builtins.input", lambda prompt="": next(replies))
+    assert cli.main(["quiz", "--count", "3"]) == 0
+    assert " 1. right: you said b" in capsys.readouterr().out
+
+
+def test_interactive_prompt_asks_again_and_stops_at_end_of_input(monkeypatch: pytest.MonkeyPatch, capsys: Any):
+    import io
+
+    def replies(*items: str) -> Any:
+        it = iter(items)
+
+        def reply(prompt: str = "") -> str:
+            try:
+                return next(it)
+            except StopIteration:
+                raise EOFError from None
+        return reply
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    monkeypatch.setattr("builtins.input", replies("lots", "32"))
+    assert cli.main(["learn", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "must be a number" in out or "is not a quantity" in out
+    assert "You predicted 32 µs; the run gives 23 µs: too high" in out
+    monkeypatch.setattr("builtins.input", replies("b"))
+    assert cli.main(["quiz", "--count", "2"]) == 0
+    out = capsys.readouterr().out
+    assert " 1. right: you said b" in out and " 2. wrong: you said (nothing)" in out
+
+
+def test_run_explain_on_a_deadlock(capsys: Any):
+    assert cli.main(["run", "bug-arrival-count", "--explain"]) == 3
+    captured = capsys.readouterr()
+    assert captured.out.startswith("INVALID: this run cannot finish (deadlock)")
+    assert captured.err.startswith("tmasim: error: deadlock at 13 µs")

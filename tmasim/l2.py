@@ -1,0 +1,32 @@
+"""What fraction of a repeatedly read data set misses in L2: the capacity side of the L2 model.
+
+A kernel that reads a data set of D bytes again and again (an L2 bandwidth benchmark, a GEMM's
+operands re-read by many CTAs) finds it in L2 while it fits, and in HBM once it does not. On
+Hopper the fall is not a cliff at the L2's nominal size: the L2 is two partitions, the hash
+that places lines is not perfect, and data sets from about 80% of the nominal size on start to
+evict each other. Measured bandwidth (validation/public/h200/l2_bandwidth.csv) falls from the
+L2 plateau to HBM's over 40-80 MB on a 50 MB part. The model, with two preset fields:
+
+    miss(D) = 0                                      for D <= l2_fit_size
+    miss(D) = 1 - exp(-(D - l2_fit_size) / l2_miss_scale)   above it
+
+The missed share of each copy's bytes crosses HBM (and pays ``hbm_latency``); all bytes cross
+L2. First-touch (cold) misses are not counted: the model describes the steady state of
+repeated reads, as the benchmarks measure it.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tmasim.hardware import GpuSpec
+
+
+def miss_fraction(gpu: GpuSpec, data_set: int) -> float:
+    """The steady-state share of a repeatedly read ``data_set`` (bytes) that comes from HBM."""
+    over = data_set - gpu.l2_fit_size
+    if over <= 0:
+        return 0.0
+    if gpu.l2_miss_scale <= 0:
+        return 1.0
+    return 1.0 - math.exp(-over / gpu.l2_miss_scale)

@@ -1,0 +1,178 @@
+"""The teaching subcommands: ``explain``, ``learn``, ``quiz`` and ``animate``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+SET_HELP = "override a field; VALUE is read as TOML (3, \"3 us\", [1, 2]) or else as a plain string"
+
+
+def register(sub: Any) -> None:
+    explain = sub.add_parser("explain", help="simulate a scenario and explain the run in words, with what-ifs")
+    explain.add_argument("scenario", nargs="?", help="a scenario file or bundled name (default: reference)")
+    explain.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
+                         help=SET_HELP)
+    explain.add_argument("--no-what-if", dest="what_ifs", action="store_false",
+                         help="skip the what-ifs (each one is another simulation)")
+    explain.set_defaults(handler=_explain)
+    register_learn(sub)
+    register_animate(sub)
+    register_quiz(sub)
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from tmasim import scenario as scenarios
+    from tmasim.teach.explain import explain
+
+    raw, base_dir = scenarios.read_raw(args.scenario)
+    scenario = scenarios.from_dict(scenarios.apply_overrides(raw, args.overrides), base_dir)
+    text = explain(scenario, base_dir=base_dir, what_ifs=args.what_ifs, overrides=args.overrides)
+    print(text)
+    return 3 if text.startswith("INVALID: this run cannot finish") else 0
+
+
+def base_dir_of(source: str | None) -> Path | None:
+    from tmasim import scenario as scenarios
+
+    return scenarios.read_raw(source)[1]
+
+
+def register_learn(sub: Any) -> None:
+    learn = sub.add_parser("learn", help="lessons on TMA pipelining: list them, or run lesson N")
+    learn.add_argument("number", nargs="?", type=int, help="the lesson to run (omit to list them)")
+    learn.add_argument("--predict", metavar="VALUE", help="your prediction (non-interactive); otherwise asked "
+                                                          "on a terminal")
+    learn.add_argument("--out", type=Path, metavar="DIR", help="write the lesson's figures here")
+    learn.add_argument("--glossary", action="store_true", help="define every term the lessons use")
+    learn.set_defaults(handler=_learn)
+
+
+def _learn(args: argparse.Namespace) -> int:
+    import sys
+
+    from tmasim.errors import TmasimError
+    from tmasim.teach import glossary, lessons
+
+    if args.glossary:
+        print(glossary.glossary())
+        return 0
+    if args.number is None:
+        print(lessons.listing())
+        return 0
+    item = lessons.lesson(args.number)
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise TmasimError(f"--out: {str(args.out)!r} exists and is not a directory")
+    predicted = None if args.predict is None else lessons.parse_prediction(args.predict, item.unit)
+    print(lessons.header(args.number))
+    if predicted is None and sys.stdin.isatty():
+        predicted = _ask_prediction(item.unit)
+    print()
+    text, _ = lessons.teach(args.number, predicted, args.out)
+    print(text)
+    return 0
+
+
+def _ask_prediction(unit: str) -> float | None:
+    """Ask on the terminal until the answer is a number (empty or end of input: no prediction)."""
+    from tmasim.errors import ScenarioError
+    from tmasim.teach import lessons
+
+    while True:
+        try:
+            answer = input(f"Your prediction ({unit}): ").strip()
+        except EOFError:
+            return None
+        if not answer:
+            return None
+        try:
+            return lessons.parse_prediction(answer, unit)
+        except ScenarioError as err:
+            print(f"  {err}")
+
+
+def register_animate(sub: Any) -> None:
+    anim = sub.add_parser("animate", help="animate one CTA's pipeline: slots, barriers, copy engine, tensor core")
+    anim.add_argument("scenario", nargs="?", help="a scenario file or bundled name (default: reference)")
+    anim.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
+                      help=SET_HELP)
+    anim.add_argument("--out", type=Path, required=True, metavar="FILE",
+                      help="FILE.gif, FILE.mp4 (needs ffmpeg) or FILE.html (a self-contained player with a slider)")
+    anim.add_argument("--fps", type=int, default=8, help="frames per second (default 8)")
+    anim.set_defaults(handler=_animate)
+
+
+def _animate(args: argparse.Namespace) -> int:
+    import sys
+
+    from tmasim import scenario as scenarios
+    from tmasim.errors import DeadlockError, ModelError, TmasimError
+    from tmasim.results import Result
+    from tmasim.review.animate import FORMATS, animate
+    from tmasim.simulation import simulate
+
+    if args.out.suffix.lower() not in FORMATS:
+        raise TmasimError(f"--out: {str(args.out)!r} must end in .gif, .mp4 or .html")
+    if not 1 <= args.fps <= 60:
+        raise TmasimError(f"--fps: {args.fps} must be between 1 and 60")
+    scenario = scenarios.load(args.scenario, args.overrides)
+    if not scenario.run.records:
+        raise TmasimError(f"animate: {scenario.name} keeps no per-event records (run.records = false); add "
+                          "--set run.records=true and shrink the problem first")
+    try:
+        result = simulate(scenario)
+    except ModelError as err:   # a run that cannot finish: animate it up to the failure, then report
+        if err.records is None or not err.records.span_count:
+            raise
+        partial = Result(scenario, {"scenario": scenario.name, "stages": scenario.pipeline.stages}, [], err.records)
+        kind = "deadlock" if isinstance(err, DeadlockError) else "mbarrier misuse"
+        title = f"{scenario.name}: stuck ({kind}), never finishes"
+        print(f"wrote {animate(partial, args.out, fps=args.fps, title=title)}", file=sys.stderr)
+        raise
+    print(f"wrote {animate(result, args.out, fps=args.fps)}", file=sys.stderr)
+    return 0
+
+
+def register_quiz(sub: Any) -> None:
+    quiz = sub.add_parser("quiz", help="check your understanding: one conceptual and ten numeric questions")
+    quiz.add_argument("--answers", metavar="A,B,...", help="your answers, comma-separated, in order (for scripts); "
+                                                           "otherwise asked on a terminal")
+    quiz.add_argument("--seed", type=int, default=0, help="which numeric questions (default 0)")
+    quiz.add_argument("--count", type=int, default=10, help="how many numeric questions (default 10)")
+    quiz.set_defaults(handler=_quiz)
+
+
+def _quiz(args: argparse.Namespace) -> int:
+    import sys
+
+    from tmasim.errors import ScenarioError
+    from tmasim.teach import quiz
+
+    if args.count < 1 or args.count > 50:
+        raise ScenarioError("--count", args.count, "must be between 1 and 50")
+    if args.seed < 0:
+        raise ScenarioError("--seed", args.seed, "must be 0 or more")
+    given = None if args.answers is None else [a.strip() for a in args.answers.split(",")]
+    if given is not None and len(given) != args.count + 1:
+        quiz.parse_answers(args.answers, args.count + 1)   # raises the one-line error
+    qs = quiz.questions(args.seed, args.count)
+    interactive = given is None and sys.stdin.isatty()
+    answers = []
+    for number, question in enumerate(qs, start=1):
+        print(quiz.show(number, question))
+        if interactive:
+            try:
+                answers.append(input("   your answer: ").strip())
+            except EOFError:
+                interactive = False
+                answers += [""] * (len(qs) - len(answers))
+                break
+        print()
+    if given is None and not answers:
+        print(f"Answer with: tmasim quiz --seed {args.seed} --answers b,23,... "
+              f"({len(qs)} answers, comma-separated)")
+        return 0
+    score, report = quiz.grade(qs, given if given is not None else answers)
+    print(report)
+    return 0

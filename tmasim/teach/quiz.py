@@ -1,0 +1,156 @@
+"""``tmasim quiz``: check your understanding. One conceptual question, then numeric ones.
+
+The numeric questions are drawn from a seeded random generator (``--seed``); their answers are
+computed by simulating each question's scenario here, never read from a table, and each
+explanation shows the closed form or bound with the question's numbers beside the simulated one.
+A numeric answer within :data:`TOLERANCE` of the simulated value counts as right.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tmasim.errors import ScenarioError
+from tmasim.scenario import from_dict
+from tmasim.teach.explain import bullet, paragraph
+
+TOLERANCE = 0.02   # a numeric answer within 2 % of the simulated value is right
+US = 10**6
+
+
+@dataclass(frozen=True)
+class Question:
+    text: str
+    answer: float | str          # a number (in ``unit``) or a choice letter
+    why: str
+    unit: str = ""
+    choices: tuple[str, ...] = ()
+
+    def check(self, given: str) -> bool:
+        if self.choices:
+            return given.strip().lower() == str(self.answer)
+        try:
+            value = float(given.strip().removesuffix(self.unit).strip())
+        except ValueError:
+            return False
+        assert isinstance(self.answer, float)
+        return abs(value - self.answer) <= TOLERANCE * abs(self.answer)
+
+
+CONCEPT = Question(
+    "How does a pipelined kernel benefit from TMA?",
+    "b",
+    "The TMA copies asynchronously: the producer issues the copy of a future tile into a free stage and "
+    "the tensor cores keep computing on the current one, so copy time hides under compute. It does not "
+    "remove HBM or shared memory (it moves data from one to the other), and it has nothing to do with "
+    "matrix dimensions.",
+    choices=("It eliminates the need for HBM or shared memory.",
+             "It can prepare a future tile (copy it into shared memory) while computing on the current one.",
+             "It makes every model use the same matrix dimensions.",
+             "It makes each copy instantaneous, so no barrier is needed."),
+)
+
+
+def tiles_run(n: int, load: int, compute: int, stages: int, latency: int = 0) -> int:
+    """Simulate the question's scenario; its makespan in ps."""
+    from tmasim.simulation import simulate
+
+    workload: dict[str, Any] = {"kind": "tiles", "tiles": n, "load": f"{load} us", "compute": f"{compute} us"}
+    if latency:
+        workload["latency"] = f"{latency} us"
+    raw = {"name": "quiz", "gpu": "ideal", "workload": workload, "pipeline": {"stages": stages},
+           "run": {"records": False}}
+    return simulate(from_dict(raw)).makespan_ps
+
+
+def _pipelined(rng: np.random.Generator) -> Question:
+    n, ld, c = int(rng.integers(3, 13)), int(rng.integers(1, 9)), int(rng.integers(1, 9))
+    t = tiles_run(n, ld, c, 2) / US
+    return Question(f"{n} tiles, each copied in {ld} us and computed in {c} us, with two stages (slots): "
+                    "how long does the pipeline take (us)?", t,
+                    f"T = l + c + (N - 1) x max(l, c) = {ld} + {c} + {n - 1} x {max(ld, c)} = "
+                    f"{ld + c + (n - 1) * max(ld, c)} us; the simulator gives {t:g} us.", "us")
+
+
+def _serial(rng: np.random.Generator) -> Question:
+    n, ld, c = int(rng.integers(2, 11)), int(rng.integers(1, 9)), int(rng.integers(1, 9))
+    t = tiles_run(n, ld, c, 1) / US
+    return Question(f"{n} tiles, copy {ld} us, compute {c} us, one stage (no overlap): how long (us)?", t,
+                    f"With one slot every tile pays its copy and then its compute: N x (l + c) = {n} x "
+                    f"({ld} + {c}) = {n * (ld + c)} us; the simulator gives {t:g} us.", "us")
+
+
+def _saving(rng: np.random.Generator) -> Question:
+    n, ld, c = int(rng.integers(4, 13)), int(rng.integers(1, 9)), int(rng.integers(1, 9))
+    faster = int(rng.integers(1, 9))
+    base, cut = tiles_run(n, ld, c, 2), tiles_run(n, faster, c, 2)
+    saved = (base - cut) / US
+    return Question(f"{n} tiles, copy {ld} us, compute {c} us, two stages. The copy time changes to {faster} "
+                    "us. How many us does the run save (negative if it takes longer)?", saved,
+                    f"Only max(l, c) repeats N - 1 times; the faster stage counts once. Before: {ld} + {c} + "
+                    f"{n - 1} x {max(ld, c)} = {base / US:g} us; after: {faster} + {c} + {n - 1} x "
+                    f"{max(faster, c)} = {cut / US:g} us; the simulator's difference is {saved:g} us.", "us")
+
+
+def _latency(rng: np.random.Generator) -> Question:
+    n, lat = int(rng.integers(8, 17)), int(rng.integers(2, 9))
+    ld, c, s = int(rng.integers(1, 4)), int(rng.integers(1, 4)), int(rng.integers(1, 5))
+    t = tiles_run(n, ld, c, s, lat) / US
+    bound = max(ld, c, (lat + ld + c) / s)
+    return Question(f"{n} tiles; each copy waits {lat} us of latency before a {ld} us transfer; compute {c} "
+                    f"us; {s} stage(s). How long does the run take (us)?", t,
+                    f"A slot's round trip is latency + copy + compute = {lat + ld + c} us, so {s} slot(s) finish "
+                    f"a tile every max({ld}, {c}, {lat + ld + c}/{s}) = {bound:.4g} us at best, plus filling and "
+                    f"draining: the simulator gives {t:g} us.", "us")
+
+
+def _ratio(rng: np.random.Generator) -> Question:
+    n, ld, c = int(rng.integers(2, 33)), int(rng.integers(1, 9)), int(rng.integers(1, 9))
+    piped, serial = tiles_run(n, ld, c, 2), tiles_run(n, ld, c, 1)
+    pct = 100 * piped / serial
+    return Question(f"{n} tiles, copy {ld} us, compute {c} us: the two-stage time is what percentage of "
+                    "the one-stage time (%)?", pct,
+                    f"({ld} + {c} + {n - 1} x {max(ld, c)}) / ({n} x {ld + c}) = {pct:.4g}%, approaching "
+                    f"max(l, c) / (l + c) = {100 * max(ld, c) / (ld + c):.3g}% as N grows (simulated).", "%")
+
+
+GENERATORS: tuple[Callable[[np.random.Generator], Question], ...] = (_pipelined, _serial, _saving, _latency, _ratio)
+
+
+def questions(seed: int = 0, count: int = 10) -> list[Question]:
+    """The conceptual question, then ``count`` numeric ones from the seed's random stream."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    return [CONCEPT] + [GENERATORS[i % len(GENERATORS)](rng) for i in range(count)]
+
+
+def show(number: int, question: Question) -> str:
+    lines = [paragraph(f"{number}. {question.text}")]
+    for letter, choice in zip("abcd", question.choices, strict=False):
+        lines.append(f"   {letter}) {choice}")
+    return "\n".join(lines)
+
+
+def parse_answers(text: str, count: int) -> list[str]:
+    answers = [a.strip() for a in text.split(",")]
+    if len(answers) != count:
+        raise ScenarioError("--answers", text, f"has {len(answers)} answers; the quiz has {count} questions "
+                                               "(comma-separated, in order)")
+    return answers
+
+
+def grade(qs: Sequence[Question], answers: Sequence[str]) -> tuple[int, str]:
+    """The score and a line per question: right or wrong, the answer and why."""
+    lines, score = [], 0
+    for number, (q, given) in enumerate(zip(qs, answers, strict=True), start=1):
+        right = q.check(given)
+        score += right
+        shown = q.answer if q.choices else f"{q.answer:.4g} {q.unit}"
+        lines.append(f"{number:>2}. {'right' if right else 'wrong'}: you said {given or '(nothing)'}; "
+                     f"the answer is {shown}.")
+        lines.append(bullet(f"Why: {q.why}"))
+    lines.append(f"Score: {score} / {len(qs)} (numeric answers within {TOLERANCE:.0%} count as right)")
+    return score, "\n".join(lines)

@@ -1,0 +1,153 @@
+"""Calibration against public microbenchmarks of single mechanisms (``validation/public/``).
+
+Each :class:`Source` is one published table, a scenario family that reproduces the
+benchmark's setup (``validation/public/<gpu>/<name>.toml`` plus one column map per varied
+field), the preset fields it determines, and the rule that picks its rows. :func:`run` turns
+the table into calibration points (derived columns such as a box's shape), fits the fields
+with :func:`tmasim.validation.calibration.calibrate` on half of the points (a seeded split)
+and reports the error on the other half. The presets' fitted values cite the table and the
+held-out error; ``tests/test_public_calibration.py`` re-fits every source and fails if a
+shipped preset departs from its data. Whole kernels (GEMM or attention TFLOP/s) are never a
+source here: they judge the model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tmasim.validation.calibration import Calibration, calibrate
+from tmasim.validation.study import Options
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+HOLDOUT = 0.5   # at most half of a source's points are fitted
+SEED = 0
+B200_SMS = 148
+BOXES_PER_SM = 32
+
+
+@dataclass(frozen=True)
+class Source:
+    """One public table and how tmasim reproduces its benchmark."""
+
+    name: str
+    gpu: str
+    table: str                  # under validation/public/
+    scenario: str               # under validation/public/
+    device: str
+    maps: tuple[str, ...]
+    measure: str
+    predict: str
+    fit: tuple[str, ...]
+    x: str                      # the swept column, for the figure
+    x_label: str
+    rows: str                   # which rows are used, in words
+    points: Callable[[pd.DataFrame], pd.DataFrame]
+    bound_pct: float            # the shipped preset's held-out MAPE must stay under this
+    start: tuple[str, ...] = ()  # --set overrides the fit starts from (default: the shipped preset)
+    log_x: bool = True
+
+
+def _l2_points(frame: pd.DataFrame) -> pd.DataFrame:
+    rows = frame[(frame["data_set_kib"] >= 4096) & (frame["data_set_kib"] <= 262144)]
+    return rows.reset_index(drop=True)
+
+
+H100_PCIE_GHZ = 1.755
+
+
+def _latency_chase_points(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows past L1; latency from the cycles column at the benchmark's 1.755 GHz (its ns column
+    is not a per-load latency in its last rows, where the chase runs more than one pass)."""
+    rows = frame[frame["data_set_kib"] > 256].reset_index(drop=True)
+    return rows.assign(latency_from_cycles_ns=rows["latency_cycles"] / H100_PCIE_GHZ)
+
+
+def _box_columns(frame: pd.DataFrame, boxes_per_sm: int, sms: int) -> pd.DataFrame:
+    """A fp32 box of SmemWidth x SmemHeight elements; the tensor holds boxes_per_sm per SM."""
+    out = frame.copy()
+    out["box"] = [f"[{h}, {w}]" for h, w in zip(out["SmemHeight"], out["SmemWidth"], strict=True)]
+    out["shape"] = [f"[{h * boxes_per_sm * sms}, {w}]" for h, w in zip(out["SmemHeight"], out["SmemWidth"],
+                                                                         strict=True)]
+    return out
+
+
+def _throughput_points(frame: pd.DataFrame) -> pd.DataFrame:
+    return _box_columns(frame, BOXES_PER_SM, B200_SMS)
+
+
+def _latency_points(frame: pd.DataFrame) -> pd.DataFrame:
+    return _box_columns(frame, 1, 1)
+
+
+SOURCES: dict[str, Source] = {s.name: s for s in (
+    Source("h200-l2-bandwidth", "h200", "h200/l2_bandwidth.csv", "h200/l2_bandwidth.toml", "NVIDIA H200",
+           ("data_set_kib=workload.data_set:KiB",), "bandwidth_gbps:GB/s", "achieved_bytes_per_s",
+           ("l2_bandwidth", "hbm_bandwidth", "l2_fit_size", "l2_miss_scale"), "data_set_kib", "data set (KiB)",
+           "data sets of 4 MiB to 256 MiB (below 4 MiB the benchmark's authors see L1 hits across thread "
+           "blocks, which TMA bypasses; above 256 MiB the rows repeat the HBM plateau)", _l2_points, 10.0),
+    Source("b200-tma-throughput", "b200", "b200/tma_throughput.csv", "b200/tma_throughput.toml", "NVIDIA B200",
+           ("box=workload.box", "shape=workload.shape", "NumStages=pipeline.stages"), "DRAMBandwidthBps:B/s",
+           "achieved_bytes_per_s", ("copy_latency", "copy_latency_per_kib", "hbm_bandwidth"),
+           "BytesInFlightPerSM", "bytes in flight per SM", "all 24 rows", _throughput_points, 10.0),
+    Source("b200-tma-latency", "b200", "b200/tma_latency.csv", "b200/tma_latency.toml", "NVIDIA B200",
+           ("box=workload.box", "shape=workload.shape"), "LatencyNsMedian:ns", "makespan_ns",
+           ("copy_latency", "copy_latency_per_kib"), "TileBytes", "box bytes", "all 9 rows", _latency_points,
+           65.0, ("gpu.copy_latency=520 cycles", "gpu.copy_latency_per_kib=1 ns")),
+    Source("h100-pcie-latency", "h100-sxm", "h100-pcie/latency.csv", "h100-pcie/latency.toml", "NVIDIA H100 PCIe",
+           ("data_set_kib=workload.data_set:KiB",), "latency_from_cycles_ns:ns", "makespan_ns",
+           ("copy_latency", "hbm_latency"),
+           "data_set_kib", "data set (KiB)",
+           "data sets above 256 KiB (smaller ones hit in L1, which TMA bypasses)", _latency_chase_points, 10.0),
+)}
+
+
+def points_file(source: Source, root: Path, out: Path, every: int = 1) -> Path:
+    """The source's calibration points (every ``every``-th: tests thin them) as a CSV in ``out``,
+    with a meta.json naming the device."""
+    import pandas as pd
+
+    frame = source.points(pd.read_csv(root / source.table)).iloc[::every]
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{source.name}.csv"
+    frame.to_csv(path, index=False)
+    (out / "meta.json").write_text(json.dumps({"device": {"name": source.device}}))
+    return path
+
+
+def run(source: Source, root: Path, out: Path, *, fit: tuple[str, ...] | None = None, max_evals: int = 30,
+        overrides: tuple[str, ...] = (), jobs: int = 1, every: int = 1) -> Calibration:
+    """Fit ``fit`` (default: the source's fields) on half the points; the rest are held out."""
+    options = Options(scenario=root / source.scenario, maps=source.maps, measure=source.measure,
+                      predict=source.predict, overrides=overrides)
+    points = points_file(source, root, out / source.name, every)
+    return calibrate(points, fit or source.fit, options, holdout=HOLDOUT, seed=SEED, max_evals=max_evals,
+                     jobs=jobs)
+
+
+def points_table(source: Source, root: Path, cal: Calibration) -> pd.DataFrame:
+    """The calibration's point table with the source's swept column (for figures and README)."""
+    import pandas as pd
+
+    frame = source.points(pd.read_csv(root / source.table))
+    keys = [k for k in cal.study.keys if k in frame.columns]
+    extra = frame[[*keys, source.x]].drop_duplicates(keys)
+    table = cal.table.copy()
+    for key in keys:  # the study reads mapped cells as text or numbers; compare them as text
+        table[key], extra[key] = table[key].astype(str), extra[key].astype(str)
+    if source.x not in keys:
+        table = table.merge(extra, on=keys, how="left")
+    table[source.x] = pd.to_numeric(table[source.x])
+    return table
+
+
+def source_text(source: Source, cal: Calibration) -> str:
+    """What a fitted preset value's ``source`` says."""
+    counts = cal.table["split"].value_counts()
+    return (f"fitted: validation/public/{source.table} ({source.rows}; {counts.get('train', 0)} fitted, "
+            f"{counts.get('holdout', 0)} held out, seed {SEED}), held-out MAPE {cal.holdout_mape:.1f}%")

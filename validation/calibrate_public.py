@@ -1,0 +1,83 @@
+"""Regenerate the public-microbenchmark calibration: per source, the fit, the point table, the
+predicted-against-measured figure, and the preset values with their sources.
+
+    python validation/calibrate_public.py                 # every source, about 5 minutes on 2 cores
+    python validation/calibrate_public.py h200-l2-bandwidth
+
+Writes validation/public/results/<source>.csv and .png, and results/summary.md (the README's
+Validation table); prints each fitted value as a preset line to paste into tmasim/presets/.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent / "public"
+sys.path.insert(0, str(ROOT.parent.parent))
+
+from tmasim.validation import public  # noqa: E402
+from tmasim.validation.figures import _pyplot  # noqa: E402
+
+
+def figure(source: public.Source, table, path: Path, text: str) -> None:  # noqa: ANN001 (a DataFrame)
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.2, 4.6), layout="constrained")
+    scale, unit = (1e12, "TB/s") if source.predict.endswith("bytes_per_s") else (1.0, "ns")
+    rows = table.sort_values(source.x)
+    ax.scatter(rows[source.x], rows["predicted"] / scale, marker="x", s=30, color="#4C72B0", zorder=4,
+               label="tmasim with the fitted values (every point)")
+    for split, marker in (("train", "o"), ("holdout", "s")):
+        part = rows[rows["split"] == split]
+        ax.scatter(part[source.x], part["measured"] / scale, marker=marker, s=26, zorder=3,
+                   facecolors="#DD8452" if split == "train" else "white", edgecolors="#DD8452",
+                   label=f"measured, {'fitted' if split == 'train' else 'held out'} ({len(part)})")
+    if source.log_x:
+        ax.set_xscale("log", base=2)
+    ax.set_xlabel(source.x_label)
+    ax.set_ylabel(f"{'bandwidth' if unit == 'TB/s' else 'latency'} ({unit})")
+    ax.set_title(f"{source.name}: {text}", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(names: list[str]) -> None:
+    out = ROOT / "results"
+    work = Path(tempfile.mkdtemp(prefix="tmasim-public-"))  # the derived point tables, not kept
+    lines = ["| source | GPU | rows fitted | rows held out | fitted | held-out MAPE | shipped preset's MAPE |",
+             "|---|---|---|---|---|---|---|"]
+    for name in names or list(public.SOURCES):
+        source = public.SOURCES[name]
+        cal = public.run(source, ROOT, work, overrides=source.start)
+        print(cal.text())
+        table = public.points_table(source, ROOT, cal)
+        table.to_csv(out / f"{name}.csv", index=False)
+        counts = table["split"].value_counts()
+        fitted = ", ".join(f"{p.name} {p.show(cal.fitted[p.name])}" for p in cal.parameters)
+        shipped = cal.split_mape("holdout", "start_error_pct")
+        if source.start:  # the fit started elsewhere: the shipped preset's error, on the same split
+            check = public.run(source, ROOT, work, fit=source.fit[:1], max_evals=3)
+            shipped = check.split_mape("holdout", "start_error_pct")
+        figure(source, table, out / f"{name}.png",
+               f"held-out MAPE {cal.holdout_mape:.1f}% ({counts.get('holdout', 0)} of {len(table)} points)")
+        lines.append(f"| `{source.table}` | {source.gpu} | {counts.get('train', 0)} | {counts.get('holdout', 0)} | "
+                     f"{fitted} | {cal.holdout_mape:.1f}% | {shipped:.1f}% |")
+        for p in cal.parameters:
+            print(f'{p.name} = {{ value = "{p.preset_value(cal.fitted[p.name])}", '
+                  f'source = "{public.source_text(source, cal)}" }}')
+    summary = out / "summary.md"
+    if names and summary.is_file():  # a subset: keep the other sources' rows
+        mine = {line.split("|")[1] for line in lines[2:]}
+        kept = [line for line in summary.read_text().splitlines()[2:] if line.split("|")[1] not in mine]
+        order = [f" `{s.table}` " for s in public.SOURCES.values()]
+        rows = sorted(kept + lines[2:], key=lambda line: order.index(line.split("|")[1]))
+        lines = lines[:2] + rows
+    summary.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
