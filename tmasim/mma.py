@@ -1,4 +1,4 @@
-"""MMA instructions and where their accumulators live (DESIGN.md section 8).
+"""MMA instructions and where their accumulators live (docs/design.md, section 8).
 
 A preset's ``[mma]`` table lists the tensor-core instructions of its architecture, one row per
 shape: ``[dtype, SMs, M, N, K, latency, II]``, latency and initiation interval (II) in cycles

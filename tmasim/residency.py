@@ -23,7 +23,7 @@ MAX_THREADS_PER_CTA = 1024
 
 @dataclass(frozen=True)
 class Accumulator:
-    """Where a CTA's MMA accumulators live and what they take (DESIGN.md section 8).
+    """Where a CTA's MMA accumulators live and what they take (docs/design.md, section 8).
 
     Hopper: registers. Each thread of the producer warpgroup holds ``producer`` registers and
     each consumer thread ``consumer`` (``setmaxnreg`` moves registers between them), so the CTA
