@@ -22,13 +22,14 @@ import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 import simpy
 
 from tmasim.engine.barrier import Mbarrier
 from tmasim.engine.program import Copy
-from tmasim.engine.recorder import Recorder
+from tmasim.engine.recorder import ISSUE, STORE, STORE_SPAN, Recorder
 
 if TYPE_CHECKING:
     from tmasim.engine.fabric import Fabric, Link
@@ -71,7 +72,7 @@ class CopyEngine:
     __slots__ = ("env", "name", "sm", "issue", "recorder", "routes", "multiplicity", "max_copies", "max_bytes",
                  "_accept_free", "_transfer_free", "_route_cache", "_pending", "_ready", "_wake_at", "_requests",
                  "in_flight", "bytes_in_flight", "_transferring", "_busy_since", "busy_ps", "bytes", "memory_bytes",
-                 "hbm_bytes", "copies", "store_bytes", "latency_noise")
+                 "hbm_bytes", "copies", "store_bytes", "latency_noise", "_code")
 
     def __init__(self, env: simpy.Environment, name: str, sm: int, issue: int, recorder: Recorder | None, *,
                  routes: Routes | None = None, multiplicity: int = 1, max_copies: int = 0,
@@ -81,6 +82,7 @@ class CopyEngine:
         self.sm = sm
         self.issue = issue
         self.recorder = recorder
+        self._code = recorder.name(name) if recorder is not None else 0  # the name, as the records keep it
         self.routes = routes
         self.multiplicity = multiplicity
         self.max_copies = max_copies
@@ -135,7 +137,7 @@ class CopyEngine:
         self.bytes_in_flight += copy.smem_bytes
         accepted = self._accept()
         if self.recorder is not None:
-            self.recorder.event(accepted, self.sm, cta, "issue" if stage >= 0 else "store", self.name, tile, stage)
+            self.recorder.instant(ISSUE if stage >= 0 else STORE, accepted, self.sm, cta, self._code, tile, stage)
         latency = copy.latency if self.latency_noise is None else self.latency_noise(copy.latency)
         ready = accepted + self.issue + latency
         if copy.busy >= 0:
@@ -152,7 +154,7 @@ class CopyEngine:
         end = start + copy.busy
         self._transfer_free = end
         self.busy_ps += copy.busy
-        self.env.timeout(end - self.env.now).callbacks.append(lambda _: self._land(copy, done, start, cta, tile, stage))
+        self.env.timeout(end - self.env.now).callbacks.append(partial(self._land, copy, done, start, cta, tile, stage))
 
     def _pump(self) -> None:
         """If the engine is free, stream the copy that became ready first; if that copy is still
@@ -182,7 +184,7 @@ class CopyEngine:
         self._transferring = 1
         ports = done.ports if type(done) is Multicast else None
         flow = self.routes.fabric.start_flow(self._route(copy.hbm_fraction, stage < 0, ports), copy.memory_bytes)
-        flow.done.callbacks.append(lambda _: self._land(copy, done, start, cta, tile, stage))
+        flow.done.callbacks.append(partial(self._land, copy, done, start, cta, tile, stage))
 
     def _route(self, hbm_fraction: float, is_store: bool,
                ports: tuple[Link, ...] | None = None) -> tuple[tuple[Link, float], ...]:
@@ -198,8 +200,8 @@ class CopyEngine:
             route = self._route_cache[key] = tuple(hops)
         return route
 
-    def _land(self, copy: Copy, done: Target, start: float, cta: int, tile: int,
-              stage: int) -> None:
+    def _land(self, copy: Copy, done: Target, start: float, cta: int, tile: int, stage: int,
+              _: simpy.Event | None = None) -> None:
         now = self.env.now
         if copy.busy < 0:
             self._transferring = 0
@@ -214,11 +216,11 @@ class CopyEngine:
             self.copies += 1
         else:
             self.store_bytes += copy.memory_bytes
-        if self.recorder is not None:
-            kind = "transfer" if stage >= 0 else "store"
-            self.recorder.span(start, now, self.sm, cta, "tma", kind, tile, stage, copy.memory_bytes)
+        if self.recorder is not None:  # a load: its transfer span and landed event in one record
             if stage >= 0:
-                self.recorder.event(now, self.sm, cta, "landed", self.name, tile, stage)
+                self.recorder.copy(start, now, self.sm, cta, tile, stage, copy.memory_bytes, self._code)
+            else:
+                self.recorder.spanned(STORE_SPAN, start, now, self.sm, cta, tile, stage, copy.memory_bytes)
             if multicast:  # one record per receiver: where the bytes went (and from whom)
                 for sm, receiver in done.ctas:  # type: ignore[union-attr]
                     self.recorder.event(now, sm, receiver, "multicast", f"sm{self.sm}.cta{cta}", tile, stage)
