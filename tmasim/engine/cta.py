@@ -282,17 +282,17 @@ class Cta:
                 empty.arrive(who, phase=use, delay=late)
             else:
                 self._release_slot(slot, use, who, late)
+            now = env.now
+            freed = now + late
             if counts_cycles:
-                now = env.now + late
-                self.slot_cycle_ps += now - released[slot]
-                released[slot] = now
+                self.slot_cycle_ps += freed - released[slot]
+                released[slot] = freed
                 self.slot_cycles += 1
             if rec is not None and release is None:  # the compute and use spans, the empty flip if any
-                end = env.now - wait
                 if empty.phase == use:
-                    rec.compute(start, end, env.now + late, self.sm, self.index, i, slot)
+                    rec.compute(start, now - wait, freed, self.sm, self.index, i, slot)
                 else:
-                    rec.compute_flip(start, end, env.now + late, self.sm, self.index, i, slot, use,
+                    rec.compute_flip(start, now - wait, freed, self.sm, self.index, i, slot, use,
                                      empty.flipped_at, self._names[stages + slot])
             elif rec is not None:
                 rec.span(start, env.now - wait, self.sm, self.index, "consumer", "compute", i, slot)
@@ -376,15 +376,15 @@ class Cta:
 
     def _on_full_flip(self, slot: int, barrier: Mbarrier, phase: int) -> None:
         """A slot's data landed: the step it holds is ready."""
-        step = phase * self.sync.stages + slot
-        now = self.env.now
+        step = phase * self.ring.stages + slot
         if self._landed:
-            self._landed[step] = now
-        if self.recorder is not None:  # the fill span and the flip in one record
+            self._landed[step] = self.env.now
+        rec = self.recorder
+        if rec is not None:  # the fill span and the flip in one record
             copies = self.program.copies(step)
             nbytes = copies[0].smem_bytes if len(copies) == 1 else sum(c.smem_bytes for c in copies)
-            self.recorder.fill(self._issued_at[slot], now, self.sm, self.index, step, slot, nbytes, phase,
-                               self._names[slot])
+            rec.fill(self._issued_at[slot], self.env.now, self.sm, self.index, step, slot, nbytes, phase,
+                     self._names[slot])
 
     def _on_empty_flip(self, slot: int, barrier: Mbarrier, phase: int) -> None:
         """A slot's release completed (in a cluster: a peer's consumer may complete it)."""
