@@ -104,8 +104,8 @@ def main() -> None:
     rss = peak_memory_mb(args.memory_tiles, args.stages)
     print(f"tiles workload, {args.tiles} tiles, {args.stages} stages, best of {args.repeat} (CPU time):")
     print(f"  minimal SimPy pipeline  {base_rate:12,.0f} tiles/s")
-    print(f"  tmasim (no records)     {ours_rate:12,.0f} tiles/s   ratio {ours_rate / base_rate:5.2f}   (target >= 0.5)")
-    print(f"  tmasim (records)        {rec_rate:12,.0f} tiles/s   ratio {rec_rate / base_rate:5.2f}   (target >= 0.8)")
+    print(f"  tmasim (no records)     {ours_rate:12,.0f} tiles/s  ratio {ours_rate / base_rate:5.2f}   (target >= 0.5)")
+    print(f"  tmasim (records)        {rec_rate:12,.0f} tiles/s  ratio {rec_rate / base_rate:5.2f}   (target >= 0.8)")
     print(f"  peak memory, {args.memory_tiles:,} tiles, no records: {rss:.0f} MB   (target < 300 MB)")
     print(f"  (this process's own peak so far: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB)")
 
