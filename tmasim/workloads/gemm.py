@@ -47,6 +47,7 @@ from tmasim.engine.program import Copy, Epilogue, Segment, Unit, UnitProgram
 from tmasim.errors import ResidencyError, ScenarioError
 from tmasim.hardware import DTYPES, GpuSpec
 from tmasim.mma import K_OF
+from tmasim.operands import DEFAULT_SOURCE, check_source, k_step_smem_bytes, k_step_smem_hold, operand_timing
 from tmasim.residency import Accumulator, Residency, residency
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
 
 KIND = "gemm"
 FIELDS = ("kind", "m", "n", "k", "dtype", "out_dtype", "tile", "raster", "group", "launch", "ctas_per_sm",
-          "epilogue_smem", "l2_reuse", "multicast")
+          "epilogue_smem", "l2_reuse", "multicast", "operands")
 OUT_DTYPES = ("bf16", "fp16", "fp32")
 RASTERS = ("row", "column", "grouped")
 MAX_DIM = 2**32      # a tensor map's largest global dimension
@@ -78,6 +79,7 @@ class GemmConfig:
     epilogue_smem: int | None = None
     l2_reuse: bool = True
     multicast: str | None = None  # None: what the cluster shape allows (tmasim.cluster.default_multicast)
+    operands: str = DEFAULT_SOURCE  # where the MMA reads A from (tmasim.operands); B is always in SMEM
 
     def __post_init__(self) -> None:
         """Checked on every construction, ``dataclasses.replace`` included."""
@@ -101,6 +103,7 @@ class GemmConfig:
         if self.epilogue_smem is not None:
             read.checked_size("workload.epilogue_smem", self.epilogue_smem, positive=False)
         read.boolean("workload.l2_reuse", self.l2_reuse)
+        read.choice("workload.operands", self.operands, ("SS", "TS", "RS"))
 
     @property
     def tiles_m(self) -> int:
@@ -147,6 +150,7 @@ def parse(raw: Mapping[str, Any]) -> GemmConfig:
         group=read.integer("workload.group", raw.get("group", 8), minimum=1),
         launch=read.choice("workload.launch", raw.get("launch", "persistent"), ("persistent", "grid")),
         l2_reuse=read.boolean("workload.l2_reuse", raw.get("l2_reuse", True)),
+        operands=read.choice("workload.operands", raw.get("operands", DEFAULT_SOURCE), ("SS", "TS", "RS")),
         **optional,
     )
 
@@ -242,6 +246,8 @@ class MmaStep:
     count: int
     occupancy: int
     tail: int
+    smem_reads: float = 0.0  # bytes the step's MMAs read from one SM's shared memory
+    smem_bound: bool = False  # those reads, not the tensor cores, set the instructions' pace
 
 
 def mma_step(config: GemmConfig, gpu: GpuSpec, consumers: int, mode: str, pair: bool = False) -> MmaStep:
@@ -279,8 +285,11 @@ def mma_step(config: GemmConfig, gpu: GpuSpec, consumers: int, mode: str, pair: 
             raise ScenarioError("pipeline.mma_cta_group", 2, f"needs a 2-SM MMA; {table.instruction} runs on one SM")
         m, sms = 2 * bm, 2
     latency, ii = table.timing("workload.tile", config.dtype, m, n, sms)
-    return MmaStep(table.name(config.dtype, m, n, sms), count, gpu.cycles_ps(count * ii),
-                   gpu.cycles_ps(latency - ii))
+    source = check_source("workload.operands", table.instruction, config.operands)
+    per_cycle = gpu.smem_bandwidth * gpu.cycles_ps(1e6) / 1e6  # bytes per cycle of one SM's SMEM
+    op = operand_timing(latency, ii, m, n, sms, source, per_cycle, table.operands)
+    return MmaStep(table.name(config.dtype, m, n, sms), count, gpu.cycles_ps(count * op.ii),
+                   gpu.cycles_ps(op.latency - op.ii), count * op.smem_bytes, op.smem_bound)
 
 
 PRODUCER_REGISTERS, CONSUMER_REGISTERS = 40, 232  # CUTLASS's setmaxnreg split for warp-specialized kernels
@@ -459,6 +468,10 @@ def stats(config: GemmConfig, scenario: Scenario, plan: Plan, res: Residency, ma
                     scenario.pipeline.mma_cta_group == 2)
     extra.update(mma_instruction=step.instruction, mma_per_k_step=step.count if step.instruction else None,
                  mma_k_step_ns=step.occupancy / 1000, mma_completion_ns=step.tail / 1000)
+    writes, a_once = _k_step_smem_traffic(config, GemmLayout.of(config), scenario.pipeline.mma_cta_group == 2)
+    extra.update(operands=config.operands, smem_mma_read_bytes=step.smem_reads, smem_tma_write_bytes=writes,
+                 smem_a_copy_bytes=a_once, smem_bytes_per_k_step=k_step_smem_bytes(step.smem_reads, writes, a_once),
+                 mma_smem_bound=step.smem_bound)
     extra["efficiency"] = extra["bound_ns"] * 1000 / makespan if makespan else None
     return extra
 
@@ -480,17 +493,26 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, r
     if setup.pair:  # each CTA holds its A box and half of B; the leader's full barrier counts both CTAs'
         expect = 2 * layout.a.box_bytes + layout.b.box_bytes if rank % 2 == 0 else 0
         rows_in += max(0, min(bm, config.m - (row + 1) * bm))  # the leader's MMA covers the pair's rows
+    smem = k_step_smem_bytes(step.smem_reads, *_k_step_smem_traffic(config, layout, setup.pair))
+    hold = k_step_smem_hold(smem, step.occupancy, gpu.smem_bandwidth)
     segments = []
     for first_k, count in _k_segments(config):
         k_in = min(bk, config.k - first_k)
         a = _copy(gpu, layout.a, (first_k, row * bm), fa, a_parts, a_index, a_mask)
         b = _copy(gpu, layout.b, (first_k, col * bn), fb, b_parts, b_index, b_mask)
         flops = 0.0 if setup.pair and rank % 2 else 2.0 * rows_in * cols_in * k_in
-        segments.append(Segment(count, (a, b), step.occupancy, flops, step.tail, expect))
+        segments.append(Segment(count, (a, b), step.occupancy, flops, step.tail, expect, hold))
     c_bytes = layout.c.box_bytes
     staging = round(c_bytes / gpu.smem_bandwidth) if gpu.smem_bandwidth != float("inf") else 0
     store = Copy(c_bytes, layout.c.bytes_from_memory((col * bn, row * bm)), 1.0, 0)
     return Unit(-1, tuple(segments), Epilogue(staging, store))
+
+
+def _k_step_smem_traffic(config: GemmConfig, layout: GemmLayout, pair: bool) -> tuple[int, int]:
+    """(TMA bytes written into one SM's SMEM per k-step, bytes of A read once into TMEM or
+    registers when the MMA does not read A from SMEM itself)."""
+    writes = layout.a.box_bytes + (layout.b.box_bytes // 2 if pair else layout.b.box_bytes)
+    return writes, 0 if config.operands == "SS" else layout.a.box_bytes
 
 
 def _k_segments(config: GemmConfig) -> list[tuple[int, int]]:
@@ -521,14 +543,16 @@ def _part(nbytes: int, index: int, parts: int) -> int:
 def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict[str, object]:
     """The bounds a GEMM cannot beat, from the plan alone, and the one that binds.
 
-    compute: the busiest SM's tensor-core time (wave quantization included); hbm and l2: all
+    compute: the busiest SM's tensor-core time (wave quantization included); smem: the busiest
+    SM's shared-memory time, its MMAs' operand reads and the TMA's writes at ``smem_bandwidth``
+    (never less than its compute; tmasim.operands); hbm and l2: all
     bytes over each link's bandwidth; port: the busiest SM's bytes over its ingest port;
     latency: the busiest slot of any CTA, whose uses follow one another, each at least one
     round trip (see :func:`slot_round_trip`). ``serial_ns`` is the no-overlap time of the
     busiest SM: every step's copy, then its compute, one after another.
     """
     sms = plan.sms
-    compute, nbytes, serial = ([0.0] * sms for _ in range(3))
+    compute, smem, nbytes, serial = ([0.0] * sms for _ in range(4))
     latency = hbm = l2 = 0.0
     for g, program in enumerate(plan.programs):
         sm = g % sms
@@ -538,6 +562,7 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
             for seg in unit.segments:
                 step_bytes = sum(c.memory_bytes for c in seg.copies)
                 compute[sm] += seg.steps * seg.compute
+                smem[sm] += seg.steps * (seg.compute + seg.hold)  # MMAs, then the SMEM time they left
                 # A multicast slice crosses the port of every CTA it lands in (its peers' slices, ours).
                 nbytes[sm] += seg.steps * sum(c.memory_bytes * max(1, c.multicast.bit_count()) for c in seg.copies)
                 serial[sm] += seg.steps * slot_round_trip(gpu, seg)
@@ -550,6 +575,7 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
                     l2 += unit.epilogue.store.memory_bytes
     bounds = {
         "compute": max(compute),
+        "smem": max(smem),
         "hbm": hbm / gpu.hbm_bandwidth,
         "l2": l2 / gpu.l2_bandwidth,
         "port": max(nbytes) / gpu.sm_port_bandwidth,
@@ -598,7 +624,8 @@ def _busiest_slot(program: UnitProgram, gpu: GpuSpec, stages: int) -> float:
 
 # ------------------------------------------------------------------------------ presentation
 
-BOUND_NAMES = (("compute", "compute"), ("l2", "L2"), ("hbm", "HBM"), ("port", "SM port"), ("latency", "latency"))
+BOUND_NAMES = (("compute", "compute"), ("smem", "shared memory"), ("l2", "L2"), ("hbm", "HBM"), ("port", "SM port"),
+               ("latency", "latency"))
 
 
 def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
@@ -635,6 +662,7 @@ def _with_mma_rows(rows: list[tuple[str, str]], stats: Mapping[str, Any],
         mma_rows.append(("MMA", f"{stats['mma_per_k_step']} x {stats['mma_instruction']} per k-step: tensor cores "
                                 f"busy {t(stats['mma_k_step_ns'])}, the last completes "
                                 f"{t(stats['mma_completion_ns'])} later"))
+        mma_rows.append(("shared memory", _smem_row(stats, scenario)))
     mma = scenario.gpu.mma
     if stats.get("registers_per_cta") and mma is not None:
         mma_rows.append(("registers", f"{stats['registers_per_consumer_thread']} per consumer thread (needs "
@@ -647,6 +675,22 @@ def _with_mma_rows(rows: list[tuple[str, str]], stats: Mapping[str, Any],
                                  f"of {mma.tmem_columns} ({fmt.size(mma.tmem_columns * lanes * 4)}) per SM"))
     at = [name for name, _ in rows].index("residency") + 1
     return rows[:at] + mma_rows + rows[at:]
+_SOURCE_WORDS = {"SS": "A and B from shared memory", "TS": "A from Tensor Memory, B from shared memory",
+                 "RS": "A from registers, B from shared memory"}
+
+
+def _smem_row(stats: Mapping[str, Any], scenario: Scenario) -> str:
+    """What one k-step asks of one SM's shared memory, and at what bandwidth."""
+    from tmasim import format as fmt
+
+    gpu = scenario.gpu
+    a_copy = f" + A copied out {fmt.size(stats['smem_a_copy_bytes'])}" if stats.get("smem_a_copy_bytes") else ""
+    starved = "; the MMAs issue at its pace, not the tensor cores'" if stats.get("mma_smem_bound") else ""
+    return (f"{stats['operands']} ({_SOURCE_WORDS[stats['operands']]}): per k-step MMA reads "
+            f"{fmt.size(stats['smem_mma_read_bytes'])} + TMA writes {fmt.size(stats['smem_tma_write_bytes'])}{a_copy} "
+            f"at {fmt.rate(gpu.smem_bandwidth * 1e12)} per SM{starved}")
+
+
 def _cluster_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
     from tmasim.summary import cluster_rows
 
@@ -674,6 +718,8 @@ def explain(stats: Mapping[str, Any]) -> str:
                 f"needs ({others}).")
     if binding in ("l2", "hbm"):
         return _explain_link(s, binding)
+    if binding == "smem":
+        return _explain_smem(s)
     if binding == "port":
         return (f"The SMs' L2 ports bind: the busiest SM needs {t(s['port_bound_ns'])} just to take in its "
                 f"operands through its one port, more than its {compute} of tensor-core time; bigger tiles "
@@ -681,6 +727,19 @@ def explain(stats: Mapping[str, Any]) -> str:
     return (f"Latency binds: with {s['stages']} stages x {s['ctas_per_sm']} CTA(s) per SM in flight, the busiest "
             f"SM's slot round trips add up to at least {t(s['latency_bound_ns'])}, more than its {compute} of "
             "compute; more stages, if shared memory allows, would hide it.")
+
+
+def _explain_smem(s: Mapping[str, Any]) -> str:
+    from tmasim import format as fmt
+    from tmasim.summary import t
+
+    starved = " (they issue slower than the tensor cores could: SMEM-starved)" if s.get("mma_smem_bound") else ""
+    extra = f" + {fmt.size(s['smem_a_copy_bytes'])} of A copied out once" if s.get("smem_a_copy_bytes") else ""
+    return (f"Shared memory binds: each k-step the MMAs ({s.get('operands')}) read "
+            f"{fmt.size(s['smem_mma_read_bytes'])} of operands{starved} and the TMA writes "
+            f"{fmt.size(s['smem_tma_write_bytes'])}{extra} into one SM's shared memory, so the busiest SM needs "
+            f"{t(s['smem_bound_ns'])} of shared-memory time, more than its {t(s['compute_bound_ns'])} of tensor-core "
+            "time; fewer bytes per FLOP (a larger tile, A in Tensor Memory) would help.")
 
 
 def _explain_link(s: Mapping[str, Any], binding: str) -> str:
