@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import time
 
+import checkout  # noqa: F401  (this checkout's tmasim first on sys.path)
 import simpy
 
 from tmasim.engine.chip import Chip

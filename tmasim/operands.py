@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from tmasim.errors import ScenarioError
 
 SOURCES = {"tcgen05": ("SS", "TS"), "wgmma": ("SS", "RS")}
+SOURCE_NAMES = ("SS", "TS", "RS")
 DEFAULT_SOURCE = "SS"  # CUTLASS's GEMM mainloops: both operands staged in SMEM by TMA
 ROW_BYTES = 32  # bytes of one operand row of one MMA instruction: K x element size, every dtype
 
