@@ -59,14 +59,14 @@ def _with_mma_rows(rows: list[tuple[str, str]], stats: Mapping[str, Any],
                                  f"of {mma.tmem_columns} ({fmt.size(mma.tmem_columns * lanes * 4)}) per SM"))
     at = [name for name, _ in rows].index("residency") + 1
     return rows[:at] + mma_rows + rows[at:]
+
+
 _SOURCE_WORDS = {"SS": "A and B from shared memory", "TS": "A from Tensor Memory, B from shared memory",
                  "RS": "A from registers, B from shared memory"}
 
 
 def _smem_row(stats: Mapping[str, Any], scenario: Scenario) -> str:
     """What one k-step asks of one SM's shared memory, and at what bandwidth."""
-    from tmasim import format as fmt
-
     gpu = scenario.gpu
     a_copy = f" + A copied out {fmt.size(stats['smem_a_copy_bytes'])}" if stats.get("smem_a_copy_bytes") else ""
     starved = "; the MMAs issue at its pace, not the tensor cores'" if stats.get("mma_smem_bound") else ""
@@ -110,9 +110,6 @@ def explain(stats: Mapping[str, Any]) -> str:
 
 
 def _explain_smem(s: Mapping[str, Any]) -> str:
-    from tmasim import format as fmt
-    from tmasim.summary import t
-
     starved = " (they issue slower than the tensor cores could: SMEM-starved)" if s.get("mma_smem_bound") else ""
     extra = f" + {fmt.size(s['smem_a_copy_bytes'])} of A copied out once" if s.get("smem_a_copy_bytes") else ""
     return (f"Shared memory binds: each k-step the MMAs ({s.get('operands')}) read "
