@@ -12,14 +12,16 @@ from tmasim.workloads.gemm_config import GemmConfig
 def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict[str, object]:
     """The bounds a GEMM cannot beat, from the plan alone, and the one that binds.
 
-    compute: the busiest SM's tensor-core time (wave quantization included); hbm and l2: all
+    compute: the busiest SM's tensor-core time (wave quantization included); smem: the busiest
+    SM's shared-memory time, its MMAs' operand reads and the TMA's writes at ``smem_bandwidth``
+    (never less than its compute; tmasim.operands); hbm and l2: all
     bytes over each link's bandwidth; port: the busiest SM's bytes over its ingest port;
     latency: the busiest slot of any CTA, whose uses follow one another, each at least one
     round trip (see :func:`slot_round_trip`). ``serial_ns`` is the no-overlap time of the
     busiest SM: every step's copy, then its compute, one after another.
     """
     sms = plan.sms
-    compute, nbytes, serial = ([0.0] * sms for _ in range(3))
+    compute, smem, nbytes, serial = ([0.0] * sms for _ in range(4))
     latency = hbm = l2 = 0.0
     figures = _SegmentFigures(gpu)
     for g, program in enumerate(plan.programs):
@@ -30,6 +32,7 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
             for seg in unit.segments:
                 trip, step_bytes, port_bytes, hbm_bytes = figures(seg)
                 compute[sm] += seg.steps * seg.compute
+                smem[sm] += seg.steps * (seg.compute + seg.hold)  # MMAs, then the SMEM time they left
                 nbytes[sm] += seg.steps * port_bytes
                 serial[sm] += seg.steps * trip
                 hbm += seg.steps * hbm_bytes
@@ -41,6 +44,7 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
                     l2 += unit.epilogue.store.memory_bytes
     bounds = {
         "compute": max(compute),
+        "smem": max(smem),
         "hbm": hbm / gpu.hbm_bandwidth,
         "l2": l2 / gpu.l2_bandwidth,
         "port": max(nbytes) / gpu.sm_port_bandwidth,
