@@ -69,7 +69,8 @@ def _no_skip(scenario: Scenario, plan: Plan, record_bandwidth: bool) -> str:
                (run.records, "run.records = true keeps every span and event"),
                (record_bandwidth, "link loads are recorded over time"),
                (plan.cluster > 1, "clusters are simulated in full"),
-               (not scenario.pipeline.consumer_waits_full, "reads are checked step by step (consumer_waits_full = false)")]
+               (not scenario.pipeline.consumer_waits_full,
+                "reads are checked step by step (pipeline.consumer_waits_full = false)")]
     return next((why for off, why in reasons if off), "")
 
 

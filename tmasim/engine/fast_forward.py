@@ -7,7 +7,7 @@ stops repeating (a unit's last step, its epilogue). So the run can skip whole pe
 
 *Cuts.* When the reference CTA's producer reaches a step that is a multiple of the stage count,
 the run is *cut*: the fabric's float clocks are rebased to zero and float counters are moved
-into exact accumulators (:class:`fractions.Fraction`), so that equal states hold equal bits.
+into lists summed exactly at the end (:func:`math.fsum`), so that equal states hold equal bits.
 Cuts happen whether or not the skip is on, so a run with ``run.fast_forward = false`` computes
 exactly what the fast-forwarded one does, without the skip.
 
@@ -30,7 +30,6 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Iterable
-from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import simpy
@@ -59,10 +58,10 @@ class Opaque(Exception):
 
 
 class _Cut:
-    __slots__ = ("now", "base", "low", "ints", "exact")
+    __slots__ = ("now", "base", "low", "ints", "cuts")
 
-    def __init__(self, now: int, base: list[int], low: list[int], ints: list[Any], exact: list[Fraction]) -> None:
-        self.now, self.base, self.low, self.ints, self.exact = now, base, low, ints, exact
+    def __init__(self, now: int, base: list[int], low: list[int], ints: list[Any], cuts: int) -> None:
+        self.now, self.base, self.low, self.ints, self.cuts = now, base, low, ints, cuts
 
 
 class FastForward:
@@ -81,13 +80,15 @@ class FastForward:
         self.links = list(self.fabric._links.values()) if self.fabric is not None else []
         floats = [(o, a) for o in (*self.cores, *self.engines, *self.links) for a in FLOAT_COUNTERS[type(o).__name__]]
         self.floats = floats
-        self.exact = [Fraction(0)] * len(floats)
+        self.parts: list[list[float]] = [[] for _ in floats]  # each float counter's value at each cut
+        self.cuts = 0
         self.seen: dict[tuple[Any, ...], _Cut] = {}
         self.run: tuple[int, int] | None = None
         self.shifts: list[tuple[int, set[int]]] = []  # (k·Δ, ids of CTAs finished before the skip)
         self.skipped_steps = 0
         self.jumps = 0
         self.opaque = ""
+        self._fixed: tuple[int, dict[int, Any]] | None = None
         self.repeats = False  # whether the reference CTA ever had a run of identical steps
         chip.on_cta = self.adopt
 
@@ -137,7 +138,7 @@ class FastForward:
     def _normalize(self) -> None:
         """Value-preserving canonical form at a cut (done with the skip off too): fabric clocks
         rebased to zero, busy intervals split at now, float counters moved to exact sums."""
-        now = self.env.now
+        now: int = self.env.now  # type: ignore[assignment]
         if self.fabric is not None:
             _rebase(self.fabric)
         for engine in self.engines:
@@ -148,16 +149,16 @@ class FastForward:
             if link._classes:
                 link._busy_ps += now - link._busy_since
                 link._busy_since = now
-        for n, (owner, attr) in enumerate(self.floats):
-            value = getattr(owner, attr)
-            if value:
-                self.exact[n] += Fraction(value)
-                setattr(owner, attr, 0.0)
+        for (owner, attr), parts in zip(self.floats, self.parts, strict=True):
+            parts.append(getattr(owner, attr))
+            setattr(owner, attr, 0.0)
+        self.cuts += 1
 
     def _cut(self) -> _Cut:
         base = [c.issued for c in self.ctas]
-        low = [min([b, *(_step(p) for p in c.processes[1:] if p.is_alive)]) for c, b in zip(self.ctas, base)]
-        return _Cut(self.env.now, base, low, self._ints(), list(self.exact))  # type: ignore[arg-type]
+        low = [min([b, *(_step(p) for p in c.processes[1:] if p.is_alive)])
+               for c, b in zip(self.ctas, base, strict=True)]
+        return _Cut(self.env.now, base, low, self._ints(), self.cuts)  # type: ignore[arg-type]
 
     def _ints(self) -> list[Any]:
         values: list[Any] = [getattr(c, a) for c in self.ctas for a in CTA_COUNTERS]
@@ -186,11 +187,11 @@ class FastForward:
     def _jump(self, i: _Cut, j: _Cut) -> bool:
         """Skip k periods if every CTA's steps stay identical through them."""
         delta = j.now - i.now
-        moves = [bj - bi for bi, bj in zip(i.base, j.base)]
+        moves = [bj - bi for bi, bj in zip(i.base, j.base, strict=True)]
         if delta <= 0 or any(p < 0 or p % self.stages for p in moves) or not any(moves):
             return False
         k = math.inf
-        for cta, p, low, base in zip(self.ctas, moves, i.low, j.base):
+        for cta, p, low, base in zip(self.ctas, moves, i.low, j.base, strict=True):
             if p:
                 first, end = cta.program.run_of(low, self.units_matter)  # type: ignore[attr-defined]
                 # A producer waiting at ``base`` is inside that step's loop body: after the jump it
@@ -200,11 +201,13 @@ class FastForward:
         if not k or k == math.inf:
             return False
         k = int(k)
-        for cta, p, base in zip(self.ctas, moves, j.base):
+        for cta, p, base in zip(self.ctas, moves, j.base, strict=True):
             if p:
                 cta.program.drop_steps(base, k * p, self.units_matter)  # type: ignore[attr-defined]
-        self._set_ints([v + k * (v - w) for v, w in zip(j.ints, i.ints)])
-        self.exact = [e + k * (b - a) for e, a, b in zip(self.exact, i.exact, j.exact)]
+        self._set_ints([v + k * (v - w) for v, w in zip(j.ints, i.ints, strict=True)])
+        for parts in self.parts:  # the period's float increments, k more times
+            parts.extend(parts[i.cuts : j.cuts] * k)
+        self.cuts += (j.cuts - i.cuts) * k  # the length of every list in parts
         self.shifts.append((k * delta, {id(c) for c in self.ctas if c.finished_at is not None}))
         self.skipped_steps += k * sum(moves)
         self.jumps += 1
@@ -217,8 +220,8 @@ class FastForward:
             for cta in self.ctas:
                 if id(cta) not in finished and cta.finished_at is not None:
                     cta.finished_at += shift
-        for (owner, attr), total in zip(self.floats, self.exact):
-            setattr(owner, attr, float(total))
+        for (owner, attr), parts in zip(self.floats, self.parts, strict=True):
+            setattr(owner, attr, math.fsum(parts))
 
     def summary(self) -> str:
         if not self.skip:
@@ -235,8 +238,8 @@ class FastForward:
     # ---- the state, relative to now ---------------------------------------------------------
 
     def _state(self) -> tuple[Any, ...]:
-        now = self.env.now
-        queue = sorted(self.env._queue)  # type: ignore[attr-defined]
+        now: int = self.env.now  # type: ignore[assignment]
+        queue = sorted(self.env._queue)
         events = {id(entry[3]): n for n, entry in enumerate(queue)}
         names = self._names()
         describe = _Describer(names, events)
@@ -250,22 +253,30 @@ class FastForward:
         return tuple(parts)
 
     def _names(self) -> dict[int, Any]:
-        names: dict[int, Any] = {}
+        """Names of the objects a state refers to: fixed ones (kept while the CTAs are the
+        same) and the barriers' current and last phase events."""
+        if self._fixed is None or self._fixed[0] != len(self.ctas):
+            names: dict[int, Any] = {}
+            for n, cta in enumerate(self.ctas):
+                names[id(cta)] = ("cta", n)
+                names[id(cta.finished)] = ("finished", n)
+                for r, proc in enumerate(cta.processes):
+                    names[id(proc)] = ("proc", n, r)
+                for kind, ring in (("full", cta.ring.full), ("empty", cta.ring.empty)):
+                    for s, barrier in enumerate(ring):
+                        names[id(barrier)] = (kind, n, s)
+            for n, engine in enumerate(self.engines):
+                names[id(engine)] = ("engine", n)
+            if self.fabric is not None:
+                names[id(self.fabric)] = ("fabric",)
+            self._fixed = (len(self.ctas), names)
+        names = dict(self._fixed[1])
         for n, cta in enumerate(self.ctas):
-            names[id(cta)] = ("cta", n)
-            names[id(cta.finished)] = ("finished", n)
             names[id(cta._turn_changed)] = ("turn", n)
-            for r, proc in enumerate(cta.processes):
-                names[id(proc)] = ("proc", n, r)
             for kind, ring in (("full", cta.ring.full), ("empty", cta.ring.empty)):
                 for s, barrier in enumerate(ring):
-                    names[id(barrier)] = (kind, n, s)
                     names[id(barrier._current)] = (kind, n, s, "current")
                     names[id(barrier._last)] = (kind, n, s, "last")
-        for n, engine in enumerate(self.engines):
-            names[id(engine)] = ("engine", n)
-        if self.fabric is not None:
-            names[id(self.fabric)] = ("fabric",)
         return names
 
     def _cta_state(self, cta: Cta, now: int, describe: _Describer) -> tuple[Any, ...]:
@@ -275,8 +286,9 @@ class FastForward:
             raise Opaque("clusters and unchecked reads are not described")
         base = cta.issued
         stages = self.stages
-        procs = []
-        for role, proc in zip(("producer", *(f"consumer{w}" for w in range(len(cta.processes) - 1))), cta.processes):
+        procs: list[tuple[Any, ...] | None] = []
+        roles = ("producer", *(f"consumer{w}" for w in range(len(cta.processes) - 1)))
+        for role, proc in zip(roles, cta.processes, strict=True):
             if not proc.is_alive:
                 procs.append(None)
                 continue
@@ -291,12 +303,14 @@ class FastForward:
                           b._last._value is PENDING, tuple(describe.callbacks(b._current.callbacks)))
                          for ring in (cta.ring.full, cta.ring.empty) for b in ring)
         released = tuple(t - now for t in cta._released_at)
+        exit_waiters = tuple(describe.callbacks(cta.finished.callbacks))
         return (tuple(procs), barriers, released, cta._consumers_left, cta._stores_left, cta._turn,
-                cta.finished_at is not None, tuple(describe.callbacks(cta.finished.callbacks)), tuple(sorted(cta._waiting)))
+                cta.finished_at is not None, exit_waiters, tuple(sorted(cta._waiting)))
 
 
 def _step(proc: Process) -> int:
-    return proc._generator.gi_frame.f_locals.get("i", 0)  # type: ignore[attr-defined, no-any-return]
+    gen: Any = proc._generator
+    return int(gen.gi_frame.f_locals.get("i", 0))
 
 
 def _engine_state(engine: Any, now: int, describe: _Describer) -> tuple[Any, ...]:
@@ -309,11 +323,12 @@ def _engine_state(engine: Any, now: int, describe: _Describer) -> tuple[Any, ...
             wake, ready, pending, engine.latency_noise is None)
 
 
-def _class_name(cls: Any) -> tuple[Any, ...]:
-    return tuple((link.name, w) for link, w in cls.route), cls.cap
-
-
 def _fabric_state(fabric: Fabric, now: int, describe: _Describer) -> tuple[Any, ...]:
+    numbers = {id(c): n for n, c in enumerate(fabric._classes.values())}  # a class's name: its number
+
+    def _class_name(cls: Any) -> int:
+        return numbers[id(cls)]
+
     groups = {id(g): n for n, g in enumerate(fabric._groups)}
     classes = []
     for cls in fabric._active:
@@ -364,7 +379,7 @@ class _Describer:
                 continue
             code, cells = cb.__code__, cb.__closure__ or ()
             described = []
-            for var, cell in zip(code.co_freevars, cells):
+            for var, cell in zip(code.co_freevars, cells, strict=True):
                 value = cell.cell_contents
                 if var in _CELLS_RECORDS:
                     continue
@@ -382,7 +397,7 @@ class _Describer:
         found = self.names.get(id(proc))
         if found is not None:
             return found
-        gen = proc._generator  # type: ignore[attr-defined]
+        gen: Any = proc._generator
         if gen.gi_code.co_name == "_slot" and gen.gi_frame is not None:  # a grid launch's CTA slot
             local = gen.gi_frame.f_locals
             return ("slot", local["sm"].index, len(local["queue"]))
@@ -394,7 +409,8 @@ class _Describer:
         shown = "pending" if value is PENDING else (value if value is None or isinstance(value, (int, str)) else
                                                     type(value).__name__)
         is_timer = getattr(self._fabric_of(event), "_timer", None) is event
-        return (named, type(event).__name__, getattr(event, "_ok", None), shown, is_timer, tuple(self.callbacks(event.callbacks)))
+        ok = getattr(event, "_ok", None)
+        return (named, type(event).__name__, ok, shown, is_timer, tuple(self.callbacks(event.callbacks)))
 
     def _fabric_of(self, event: simpy.Event) -> Any:
         for cb in event.callbacks or ():
