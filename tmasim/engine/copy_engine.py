@@ -22,7 +22,6 @@ import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING
 
 import simpy
@@ -154,7 +153,7 @@ class CopyEngine:
         end = start + copy.busy
         self._transfer_free = end
         self.busy_ps += copy.busy
-        self.env.timeout(end - self.env.now).callbacks.append(partial(self._land, copy, done, start, cta, tile, stage))
+        self.env.timeout(end - self.env.now).callbacks.append(lambda _: self._land(copy, done, start, cta, tile, stage))
 
     def _pump(self) -> None:
         """If the engine is free, stream the copy that became ready first; if that copy is still
@@ -184,7 +183,7 @@ class CopyEngine:
         self._transferring = 1
         ports = done.ports if type(done) is Multicast else None
         flow = self.routes.fabric.start_flow(self._route(copy.hbm_fraction, stage < 0, ports), copy.memory_bytes)
-        flow.done.callbacks.append(partial(self._land, copy, done, start, cta, tile, stage))
+        flow.done.callbacks.append(lambda _: self._land(copy, done, start, cta, tile, stage))
 
     def _route(self, hbm_fraction: float, is_store: bool,
                ports: tuple[Link, ...] | None = None) -> tuple[tuple[Link, float], ...]:
@@ -200,8 +199,7 @@ class CopyEngine:
             route = self._route_cache[key] = tuple(hops)
         return route
 
-    def _land(self, copy: Copy, done: Target, start: float, cta: int, tile: int, stage: int,
-              _: simpy.Event | None = None) -> None:
+    def _land(self, copy: Copy, done: Target, start: float, cta: int, tile: int, stage: int) -> None:
         now = self.env.now
         if copy.busy < 0:
             self._transferring = 0
