@@ -7,6 +7,7 @@ residency) and the references that apply to the workload (closed forms, bounds).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import simpy
@@ -40,6 +41,9 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False) -> Result:
         _run_events(env, scenario, chip.ctas)
         _check_finished(chip.ctas, env.now)
     except ModelError as err:
+        if ff.jumps:  # say when it failed in the full run's times: run it again without the skip
+            return simulate(dataclasses.replace(scenario, run=dataclasses.replace(scenario.run, fast_forward=False)),
+                            record_bandwidth=record_bandwidth)
         err.records = recorder  # what happened up to the failure: a Gantt or trace of the bug
         raise
     ff.finish()
@@ -68,7 +72,7 @@ def _no_skip(scenario: Scenario, plan: Plan, record_bandwidth: bool) -> str:
                (run.drift.on, "SM drift makes durations random"),
                (run.records, "run.records = true keeps every span and event"),
                (record_bandwidth, "link loads are recorded over time"),
-               (plan.cluster > 1, "clusters are simulated in full"),
+               (scenario.pipeline.mma_cta_group == 2, "2-SM MMA pairs are simulated in full"),
                (not scenario.pipeline.consumer_waits_full,
                 "reads are checked step by step (pipeline.consumer_waits_full = false)")]
     return next((why for off, why in reasons if off), "")
@@ -160,6 +164,7 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
     tensor_busy = total("busy_ps", "tensor_core")
     smem_bytes = total("bytes", "copy_engine")
     memory_bytes = total("memory_bytes", "copy_engine")
+    l2_bytes = total("l2_bytes", "copy_engine")  # less than memory_bytes where a cluster's loads coalesce
     hbm_bytes = total("hbm_bytes", "copy_engine") + total("store_bytes", "copy_engine")
     gpu = scenario.gpu
     return {
@@ -181,9 +186,10 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
         "copy_utilization": copy_busy / (sms_used * makespan) if makespan else 0.0,
         "compute_utilization": tensor_busy / (sms_used * makespan) if makespan else 0.0,
         "hbm_utilization": _utilization(hbm_bytes, gpu.hbm_bandwidth, makespan),
-        "l2_utilization": _utilization(memory_bytes + total("store_bytes", "copy_engine"), gpu.l2_bandwidth, makespan),
+        "l2_utilization": _utilization(l2_bytes + total("store_bytes", "copy_engine"), gpu.l2_bandwidth, makespan),
         "bytes": int(smem_bytes),
         "memory_bytes": int(memory_bytes),
+        "l2_bytes": int(round(l2_bytes)),
         "hbm_bytes": int(round(hbm_bytes)),
         "achieved_bytes_per_s": memory_bytes / seconds if seconds else None,
         "achieved_flops_per_s": total("flops", "tensor_core") / seconds if seconds else None,

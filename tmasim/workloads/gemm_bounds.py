@@ -64,9 +64,9 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
 
 
 class _SegmentFigures:
-    """Per segment: its slot round trip, bytes through L2, bytes through the SM ports (a
-    multicast slice crosses the port of every CTA it lands in) and bytes from HBM. Every output
-    tile has its own equal segments, so each distinct one is worked out once."""
+    """Per segment: its slot round trip, the bytes the L2 serves, the bytes through the SM
+    ports (a multicast slice crosses the port of every CTA it lands in) and the bytes from HBM.
+    Every output tile has its own equal segments, so each distinct one is worked out once."""
 
     def __init__(self, gpu: GpuSpec) -> None:
         self.gpu = gpu
@@ -77,7 +77,7 @@ class _SegmentFigures:
         if figures is None:
             copies = seg.copies
             figures = self.known[seg] = (
-                slot_round_trip(self.gpu, seg), sum(c.memory_bytes for c in copies),
+                slot_round_trip(self.gpu, seg), sum(c.memory_bytes * c.l2_fraction for c in copies),
                 sum(c.memory_bytes * max(1, c.multicast.bit_count()) for c in copies),
                 sum(c.memory_bytes * c.hbm_fraction for c in copies))
         return figures
