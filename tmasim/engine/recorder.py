@@ -18,8 +18,8 @@ Records cost little, in time and in memory:
   arrive nearly in time order, so a chunk keeps each record's time as the step from the one
   before (32 bits, signed) and is packed in this narrow layout when its values fit, else (a
   step over 2 ms, a CTA index over 32767, ...) in 64-bit columns, for that chunk only. A
-  1,000,000-tile run (9,000,000 rows from 5,000,000 records) peaks at about 200 MB, the
-  interpreter's 50 included (``benchmarks/bench_memory.py``; 252 MB with a record per row).
+  1,000,000-tile run (9,000,000 rows from 5,000,000 records) peaked at 197 MB, the
+  interpreter's 50 included (``benchmarks/bench_memory.py``; 253 MB with a record per row).
 """
 
 from __future__ import annotations
