@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tmasim import format as fmt
+from tmasim import names
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -159,12 +160,9 @@ def _time_cell(row: dict[str, Any]) -> str:
     return fmt.time_ns(row.get("makespan_ns")) if row.get("status", "ok") == "ok" else "-"
 
 
-_BINDS = {"latency": "round trip", "l2": "L2", "hbm": "HBM", "port": "SM port"}
-
-
 def _binds(row: dict[str, Any]) -> str:
     value = row.get("littles_law_binding") if not fmt.missing(row.get("littles_law_binding")) else row.get("binding")
-    return "-" if fmt.missing(value) else _BINDS.get(str(value), str(value))
+    return "-" if fmt.missing(value) else names.bound(value)
 
 
 def _whole(value: Any) -> int | None:

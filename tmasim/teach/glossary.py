@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tmasim import names
 from tmasim.teach.explain import paragraph
 
 TERMS: dict[str, str] = {
@@ -82,8 +83,15 @@ TERMS: dict[str, str] = {
 
 
 def glossary() -> str:
-    width = max(len(term) for term in TERMS)
-    lines = ["Glossary (terms used by tmasim learn, explain and quiz):", ""]
-    for term, text in TERMS.items():
-        lines.append(paragraph(text, " " * (width + 4), first=f"  {term:<{width}}  "))
+    """The terms, then the bounds and traffic figures under the names every output uses."""
+    sections = (("Glossary (terms used by tmasim learn, explain and quiz):", TERMS),
+                ("Bounds: what can bind a run, as run, explain, sweep, report and figures name them:",
+                 {name.text: name.meaning for name in names.BOUNDS.values()}),
+                ("Traffic: what each byte count of a run counts:",
+                 {name.text: name.meaning for name in names.TRAFFIC.values()}))
+    width = max(len(term) for _, terms in sections for term in terms)
+    lines: list[str] = []
+    for title, terms in sections:
+        lines += [*([""] if lines else []), title, ""]
+        lines += [paragraph(text, " " * (width + 4), first=f"  {term:<{width}}  ") for term, text in terms.items()]
     return "\n".join(lines)

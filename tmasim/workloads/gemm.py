@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tmasim import fields as read
+from tmasim import names
 from tmasim.cluster import MULTICAST, ClusterPlacement, check_multicast, default_multicast, place
 from tmasim.descriptor import TensorDescriptor
 from tmasim.engine.chip import Plan
@@ -564,7 +565,6 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
         **{f"{name}_bound_ns": value / 1000 for name, value in bounds.items()},
         "bound_ns": bounds[binding] / 1000,
         "bound_flops_per_s": config.useful_flops / bounds[binding] * 1e12 if bounds[binding] else None,
-        "model_hbm_bytes": hbm,
     }
 
 
@@ -598,7 +598,7 @@ def _busiest_slot(program: UnitProgram, gpu: GpuSpec, stages: int) -> float:
 
 # ------------------------------------------------------------------------------ presentation
 
-BOUND_NAMES = (("compute", "compute"), ("l2", "L2"), ("hbm", "HBM"), ("port", "SM port"), ("latency", "latency"))
+BOUND_NAMES = tuple((key, names.bound(key)) for key in ("compute", "l2", "hbm", "port", "latency"))
 
 
 def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
@@ -678,9 +678,9 @@ def explain(stats: Mapping[str, Any]) -> str:
         return (f"The SMs' L2 ports bind: the busiest SM needs {t(s['port_bound_ns'])} just to take in its "
                 f"operands through its one port, more than its {compute} of tensor-core time; bigger tiles "
                 "(more reuse per byte) would help.")
-    return (f"Latency binds: with {s['stages']} stages x {s['ctas_per_sm']} CTA(s) per SM in flight, the busiest "
-            f"SM's slot round trips add up to at least {t(s['latency_bound_ns'])}, more than its {compute} of "
-            "compute; more stages, if shared memory allows, would hide it.")
+    return (f"The round trip binds: with {s['stages']} stages x {s['ctas_per_sm']} CTA(s) per SM in flight, "
+            f"the round trips of the busiest SM's busiest slot add up to at least {t(s['latency_bound_ns'])}, "
+            f"more than its {compute} of compute; more stages, if shared memory allows, would hide it.")
 
 
 def _explain_link(s: Mapping[str, Any], binding: str) -> str:
@@ -698,9 +698,6 @@ def _explain_link(s: Mapping[str, Any], binding: str) -> str:
 
 
 def _link_bytes(s: Mapping[str, Any], link: str) -> float:
-    """What the bound moved over the link: carried bytes where recorded, else the model's count."""
-    for key in ((f"{link}_carried_bytes", "memory_bytes") if link == "l2" else ("model_hbm_bytes", "hbm_bytes")):
-        value = s.get(key)
-        if value is not None and not (isinstance(value, float) and math.isnan(value)):
-            return float(value)
-    return 0.0
+    """What the bound moved over the link: the run's L2 or HBM traffic (tmasim.names.TRAFFIC)."""
+    value = s.get(f"{link}_bytes")
+    return 0.0 if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
