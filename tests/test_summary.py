@@ -88,3 +88,18 @@ def test_latency_binding_says_what_it_means():
     assert "binding: round trip" in text
     assert "binding: latency" not in text
     assert "2 stages" not in text.split("the file's description")[0]
+
+
+def test_share_of_peak_is_against_the_peak_of_the_sms_the_run_uses():
+    from tmasim import format as fmt
+
+    one = scenarios.load("mma-b200")  # one CTA on one of 148 SMs
+    stats = simulate(one).stats
+    peak = one.gpu.tensor_flops["bf16"] * 1e12 / 148
+    assert stats["achieved_flops_per_s"] / peak > 0.99  # the UMMA benchmark reaches one SM's peak
+    assert (f"{fmt.percent(stats['achieved_flops_per_s'] / peak)} of the {fmt.flop_rate(peak)} bf16 peak of the "
+            "1 SM it uses, of 148)") in describe(stats, one)
+    full = scenarios.load("gemm-h100", ["workload.m=4096", "workload.n=4096", "workload.k=512", "run.records=false"])
+    stats = simulate(full).stats
+    share = fmt.percent(stats["achieved_flops_per_s"] / (full.gpu.tensor_flops["bf16"] * 1e12))
+    assert f"{share} of the 989.4 TFLOP/s bf16 peak of all 132 SMs)" in describe(stats, full)

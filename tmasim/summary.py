@@ -230,6 +230,16 @@ def describe(stats: Mapping[str, Any], scenario: Scenario) -> str:
     return "\n".join([*header(scenario), *(f"  {name:<{width}}  {value}" for name, value in rows)])
 
 
+def share_of_peak(flops_per_s: float, scenario: Scenario, dtype: str, sms_used: int) -> str:
+    """``81% of the 989.4 TFLOP/s bf16 peak of all 132 SMs``: against the peak of the SMs the run
+    uses (a one-CTA run against one SM's peak), and saying which."""
+    gpu = scenario.gpu
+    sms = min(sms_used, gpu.sms) or gpu.sms
+    peak = gpu.tensor_flops[dtype] * 1e12 * sms / gpu.sms
+    which = f"all {gpu.sms} SMs" if sms == gpu.sms else f"the {plural(sms, 'SM')} it uses, of {gpu.sms}"
+    return f"{fmt.percent(flops_per_s / peak)} of the {fmt.flop_rate(peak)} {dtype} peak of {which}"
+
+
 def t(value_ns: Any, digits: int = fmt.DIGITS, zero: str | None = None) -> str:
     """A summary time (``*_ns``) for the terminal."""
     return fmt.time_ns(value_ns, digits, zero=zero)

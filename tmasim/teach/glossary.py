@@ -70,7 +70,7 @@ TERMS: dict[str, str] = {
     "closed form": "A formula that gives the time exactly, e.g. T = l + c + (N - 1) x max(l, c) for N equal "
                    "tiles with load time l and compute time c and two or more stages.",
     "cadence": "The steady-state interval between tiles once the pipe is full: the slowest of the copy, "
-               "the compute and the slot round trip / S.",
+               "the compute and the round trip / S.",
     "fill and drain": "The start (filling the pipe: nothing to compute yet) and the end (draining: nothing "
                       "left to copy) of a pipeline, where the stages do not overlap.",
     "residency": "How many CTAs fit on one SM at once, limited by shared memory, threads and registers. "

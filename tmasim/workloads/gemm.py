@@ -603,17 +603,16 @@ BOUND_NAMES = tuple((key, names.bound(key)) for key in ("compute", "l2", "hbm", 
 
 def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
     from tmasim import format as fmt
-    from tmasim.summary import chip_rows, t
+    from tmasim.summary import chip_rows, share_of_peak, t
 
     config = scenario.workload
     assert isinstance(config, GemmConfig)
-    peak = scenario.gpu.tensor_flops[config.dtype] * 1e12
     rate = stats["achieved_flops_per_s"]
     bounds = ", ".join(f"{name} {t(stats[f'{key}_bound_ns'], zero='none')}" for key, name in BOUND_NAMES)
     binding = dict(BOUND_NAMES).get(stats["binding"], stats["binding"])
     return [
-        ("predicted time", f"{t(stats['makespan_ns'])}   ({fmt.flop_rate(rate)}, {fmt.percent(rate / peak)} of "
-                           f"the {fmt.flop_rate(peak)} {config.dtype} peak)"),
+        ("predicted time", f"{t(stats['makespan_ns'])}   ({fmt.flop_rate(rate)}, "
+                           f"{share_of_peak(rate, scenario, config.dtype, stats['sms_used'])})"),
         ("bound", f"{t(stats['bound_ns'])}, binding: {binding}   (the run reaches {fmt.percent(stats['efficiency'])} "
                   "of it)"),
         ("bounds", bounds),
