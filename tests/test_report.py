@@ -124,7 +124,7 @@ def test_explain_gemm_l2_bound_in_rates():
     s = {"workload": "gemm", "binding": "l2", "compute_bound_ns": 1000.0, "l2_bound_ns": 2000.0,
          "l2_bytes": 14.4e6}
     assert explain(s) == ("L2 bandwidth binds: to keep the tensor cores busy the SMs together would ask for "
-                          "14.4 TB/s of box data, and L2 supplies 7.2 TB/s, so moving 14.4 MB takes at least 2 µs.")
+                          "14.4 TB/s of L2 traffic, and L2 supplies 7.2 TB/s, so moving 14.4 MB takes at least 2 µs.")
 
 
 @pytest.mark.parametrize(("overrides", "start"), [
