@@ -149,3 +149,15 @@ def test_fabric_carries_exactly_the_l2_and_hbm_traffic():
         per_ps = rows["gbytes_per_s"] / 1000  # bytes per picosecond
         carried = sum(load * (t1 - t0) for load, t0, t1 in zip(per_ps, times, times[1:], strict=False))
         assert carried == pytest.approx(result.stats[key], rel=1e-6), link
+
+
+def test_design_doc_documents_every_name():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "design.md").read_text(encoding="utf-8")
+    for key, name in names.BOUNDS.items():
+        assert f'| `"{key}"` | {name.text} | {name.meaning} |' in doc
+    for key, name in names.TRAFFIC.items():
+        assert f"| `{key}` | {name.text} | {name.meaning} |" in doc
+    for name in names.RESOURCES.values():
+        assert f"| {name.text} | {name.meaning} |" in doc
