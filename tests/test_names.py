@@ -57,6 +57,7 @@ def sweep_table():  # type: ignore[no-untyped-def]
 
 def test_every_output_uses_only_the_canonical_names(sweep_table, tmp_path):  # type: ignore[no-untyped-def]
     from tmasim.review import plots
+    from tmasim.review.plot_cli import build_report
 
     outputs: dict[str, str] = {}
     for stages in (1, 4):
@@ -68,7 +69,7 @@ def test_every_output_uses_only_the_canonical_names(sweep_table, tmp_path):  # t
         outputs[f"report verdict {stages}"] = report.explain(result.stats)
     outputs["sweep"] = answer.summary(sweep_table)
     outputs["report sweep table"] = "\n".join(" ".join(r) for r in report.sweep_table(sweep_table).rows)
-    page = report.build_report("reference", ["pipeline.stages=1"], ["pipeline.stages=1,2"], tmp_path / "r")
+    page = build_report("reference", ["pipeline.stages=1"], ["pipeline.stages=1,2"], tmp_path / "r")
     outputs["report page"] = page.read_text(encoding="utf-8")
     for name, fig in (("stage sweep", plots.stage_sweep(sweep_table)),
                       ("stall breakdown", plots.stall_breakdown(sweep_table))):
