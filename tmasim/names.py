@@ -33,6 +33,8 @@ BOUNDS: dict[str, Name] = {
     "l2": Name("L2", "every byte that crosses L2 (loads and stores) over its bandwidth"),
     "hbm": Name("HBM", "every byte read from or written to HBM over its bandwidth"),
     "port": Name("SM port", "the busiest SM's bytes through its one ingest port from L2"),
+    "smem": Name("shared memory", "the busiest SM's shared-memory traffic (MMA operand reads and TMA writes) "
+                                  "over its shared-memory bandwidth"),
     "latency": Name("round trip", "a slot's round trip (issue, copy latency, transfer, compute, two barrier "
                                   "wake-ups) shared by the S stages: too few bytes in flight (Little's law)"),
 }

@@ -254,6 +254,7 @@ PARTS = {  # part -> (legend text, colour)
     "l2": (f"{names.bound('l2')} bound (bandwidth)", "#64B5CD"),
     "hbm": (f"{names.bound('hbm')} bound (bandwidth)", "#2A4D80"),
     "port": (f"{names.bound('port')} bound", "#7F9FD1"),
+    "smem": (f"{names.bound('smem')} bound (MMA operand reads + TMA writes)", "#937860"),
     "latency": (f"{names.bound('latency')} bound (too few bytes in flight)", COLORS["wait_empty"]),
     "issue": (f"{names.bound('issue')} bound", COLORS["epilogue"]),
     "waits": ("not overlapped: fill, drain, barrier waits", COLORS["wait_full"]),

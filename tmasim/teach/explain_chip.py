@@ -44,6 +44,9 @@ def chip_resources(result: Result) -> list[Resource]:
         bounds = [stats[f"{key}_bound_ns"] * 1000 for key in ("hbm", "l2", "port")]
         links = [Resource(r.name, t, t * r.capacity / per_s if math.isfinite(r.capacity) else 0.0, r.capacity)
                  for r, t in zip(links, bounds, strict=True)]
+        if "smem_bound_ns" in stats:  # the busiest SM's shared memory: MMA operand reads + TMA writes
+            smem = stats["smem_bound_ns"] * 1000
+            links.append(Resource(names.bound("smem"), smem, smem * gpu.smem_bandwidth, gpu.smem_bandwidth * per_s))
     else:
         compute = stats["compute_busy_ns"] * 1000 / sms
         per_sm = stats["memory_bytes"] / sms
@@ -108,7 +111,7 @@ def chip_what_ifs(result: Result, base_dir: Path | None) -> list[str]:
     resources = chip_resources(result)
     binding = max(resources, key=lambda r: r.time_ps)
     field = {names.bound(key): f"{gpu_key}_bandwidth"
-             for key, gpu_key in (("hbm", "hbm"), ("l2", "l2"), ("port", "sm_port"))}
+             for key, gpu_key in (("hbm", "hbm"), ("l2", "l2"), ("port", "sm_port"), ("smem", "smem"))}
     plans: list[tuple[str, dict[str, Any], str]] = [
         (f"{ordinal(stats['stages'] + 1)} stage", {"pipeline.stages": stats["stages"] + 1},
          f"{binding.name} binds, not the number of slots")]
