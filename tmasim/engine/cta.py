@@ -17,7 +17,7 @@ bug); every read of a slot whose copy had not landed is reported as a race.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 
 import simpy
@@ -109,6 +109,7 @@ class Cta:
         self._stores_left = 0
         self._turn = 0  # ping-pong: the unit whose mainloop may run
         self._turn_changed = env.event()
+        self.on_step: Callable[[Cta, int], None] | None = None  # called as the producer reaches each step
         self.processes = [env.process(self.producer())]
         self.processes += [env.process(self.consumer(w)) for w in range(sync.consumers)]
 
@@ -184,7 +185,10 @@ class Cta:
         solo = 1 << self.rank if self.sync.mma_pair else 0  # a pair's own copy: to the leader's barrier
         who = f"{self.scope}.producer"
         stages, fulls, empties, copies_of = ring.stages, ring.full, ring.empty, prog.copies
-        for i in range(prog.steps):
+        on_step = self.on_step
+        for i in live_steps(prog):
+            if on_step is not None:  # fast-forward's cut: may shorten the program (engine/fast_forward.py)
+                on_step(self, i)
             use, slot = divmod(i, stages)
             parity = use & 1
             empty = empties[slot]
@@ -327,9 +331,9 @@ class Cta:
     def _steps_of(self, warpgroup: int) -> Iterable[int]:
         prog = self.program
         if self.sync.mode == COOPERATIVE or self.sync.consumers == 1:
-            return range(prog.steps)
+            return live_steps(prog)
         consumers = self.sync.consumers
-        return (i for i in range(prog.steps) if prog.unit_of(i) % consumers == warpgroup)
+        return (i for i in live_steps(prog) if prog.unit_of(i) % consumers == warpgroup)
 
     def _epilogue(self, warpgroup: int, step: int, duration: int,
                   store: Copy | None) -> Generator[simpy.Event, object, None]:
@@ -411,6 +415,15 @@ class Cta:
     @property
     def done(self) -> bool:
         return self.finished_at is not None and all(not p.is_alive for p in self.processes)
+
+
+def live_steps(program: Program) -> Iterator[int]:
+    """0, 1, ... while below ``program.steps``, read anew each time: fast-forward may drop
+    steps a loop has not reached yet (``range`` would fix the count at the start)."""
+    i = 0
+    while i < program.steps:
+        yield i
+        i += 1
 
 
 def _all_copies(program: Program) -> Iterable[Copy]:
