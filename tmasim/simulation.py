@@ -138,6 +138,8 @@ def _check_finished(ctas: list[Cta], now: float) -> None:
     if unfinished:
         stuck = [line for cta in unfinished for line in cta.waiting()]
         stuck = stuck or [f"{cta.scope} never finished" for cta in unfinished]
+        for cta in unfinished:
+            cta.record_open_waits(now)
         shown = "; ".join(stuck[:4]) + (f"; and {len(stuck) - 4} more" if len(stuck) > 4 else "")
         raise DeadlockError(f"deadlock at {fmt.time(now)}: nothing left to run but {shown}")
 

@@ -104,7 +104,7 @@ class Cta:
         self._reads: list[tuple[int, int, float]] = []
         self._issued_at: list[float] = [0] * sync.stages
         self._released_at: list[float] = [env.now] * sync.stages
-        self._waiting: dict[str, tuple[Mbarrier, int]] = {}
+        self._waiting: dict[str, tuple[Mbarrier, int, float, int]] = {}  # role: barrier, parity, since, step
         self._consumers_left = sync.consumers
         self._stores_left = 0
         self._turn = 0  # ping-pong: the unit whose mainloop may run
@@ -167,7 +167,7 @@ class Cta:
             done = self.leader._unit_done[prog.unit_of(i)]
             if done.callbacks is not None:
                 slot, parity = i % self.sync.stages, (i // self.sync.stages) & 1
-                self._waiting[f"consumer{warpgroup}"] = (self.leader.ring.full[slot], parity)
+                self._waiting[f"consumer{warpgroup}"] = (self.leader.ring.full[slot], parity, self.env.now, i)
                 yield done
                 del self._waiting[f"consumer{warpgroup}"]
             yield from self._epilogue(warpgroup, i, epilogue.duration, epilogue.store)
@@ -195,7 +195,7 @@ class Cta:
             ready = empty.wait(parity ^ 1)
             if ready.callbacks is not None:
                 t0 = env.now
-                self._waiting["producer"] = (empty, parity ^ 1)
+                self._waiting["producer"] = (empty, parity ^ 1, t0, i)
                 yield ready
                 del self._waiting["producer"]
                 if env.now > t0:
@@ -251,7 +251,7 @@ class Cta:
                 ready = full.wait(parity)
                 if ready.callbacks is not None:
                     t0 = env.now
-                    self._waiting[role] = (full, parity)
+                    self._waiting[role] = (full, parity, t0, i)
                     yield ready
                     del self._waiting[role]
                     if env.now > t0:
@@ -393,8 +393,21 @@ class Cta:
         it waits for."""
         if self.cluster < 0:
             return [f"{self.scope}.{role} waits on {barrier.describe_wait(parity)}"
-                    for role, (barrier, parity) in self._waiting.items()]
-        return [self._cluster_wait(role, barrier, parity) for role, (barrier, parity) in self._waiting.items()]
+                    for role, (barrier, parity, _, _) in self._waiting.items()]
+        return [self._cluster_wait(role, barrier, parity) for role, (barrier, parity, _, _) in self._waiting.items()]
+
+    def record_open_waits(self, now: float) -> None:
+        """At a deadlock: the waits still open when the run stopped, recorded as wait spans up to
+        ``now`` with a ``stuck`` event each (the barrier and the phase parity waited for), so that
+        figures and animations draw who was left waiting on what."""
+        rec = self.recorder
+        if rec is None:
+            return
+        for role, (barrier, parity, since, step) in self._waiting.items():
+            lane, kind = ("producer", "wait_empty") if role == "producer" else ("consumer", "wait_full")
+            slot = step % self.sync.stages
+            rec.span(since, now, self.sm, self.index, lane, kind, step, slot)
+            rec.event(now, self.sm, self.index, "stuck", barrier.name, step, slot, parity)
 
     def _cluster_wait(self, role: str, barrier: Mbarrier, parity: int) -> str:
         slot = int(barrier.name.rsplit("[", 1)[1].rstrip("]"))

@@ -68,7 +68,7 @@ def chip_story(result: Result) -> list[str]:
         f"each). The run takes {fmt.time(makespan, 4)}.")]
     busiest = {names.bound("port"): " (the busiest SM)", names.bound("compute"): " (the busiest SM's tensor cores)",
                names.bound("latency"): " (bytes in flight over a slot's round trip)"}
-    rows = [f"  {r.name:<12} {fmt.time(r.time_ps, 4):>10}" + (
+    rows = [f"  {r.name:<13} {fmt.time(r.time_ps, 4, zero='none'):>10}" + (
         f"   {fmt.amount(r.nbytes)} at {fmt.rate(r.capacity)}" if r.capacity else "") + busiest.get(r.name, "")
         for r in resources]
     lines += ["", "Each bound alone would need (the run cannot beat the longest):", *rows]
@@ -100,8 +100,8 @@ def chip_story(result: Result) -> list[str]:
     lines += ["", paragraph(
         f"Residency: {fmt.size(stats['smem_per_cta_bytes'])} of shared memory per CTA, "
         f"{stats['ctas_per_sm']} CTA(s) per SM (limited by {stats['residency_limit']}). Stalls: consumers "
-        f"waited {fmt.time(stats['consumer_wait_full_ns'] * 1000, 4)} on full barriers and producers "
-        f"{fmt.time(stats['producer_wait_empty_ns'] * 1000, 4)} on empty ones, on average.")]
+        f"waited {fmt.time(stats['consumer_wait_full_ns'] * 1000, 4, zero='no time')} on full barriers and producers "
+        f"{fmt.time(stats['producer_wait_empty_ns'] * 1000, 4, zero='no time')} on empty ones, on average.")]
     return lines
 
 
