@@ -34,6 +34,7 @@ def stale_names(text: str) -> list[str]:
     """The old aliases of a canonical name found in ``text`` (none is the goal)."""
     found = [alias for alias in names.STALE if alias in text]
     found += [f"{m.group(0)!r} (lower-case L2)" for m in re.finditer(r"(?<![\w.])l2(?![\w.])", text)]
+    found += [f"{m.group(1)!r} (a table's binds cell)" for m in re.finditer(r" {2}(latency|l2|port)$", text, re.M)]
     return found
 
 
