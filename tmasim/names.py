@@ -54,11 +54,12 @@ RESOURCES: dict[str, Name] = {
 # What each traffic figure of a run counts (JSON key -> name). A byte of a multicast copy
 # crosses L2 once and lands in every receiving CTA's shared memory.
 TRAFFIC: dict[str, Name] = {
-    "l2_bytes": Name("L2 traffic", "bytes that crossed L2: TMA loads (a multicast slice once) plus epilogue "
+    "l2_bytes": Name("L2 traffic", "bytes that crossed L2: the loads it served (a multicast slice once; a "
+                                   "cluster's same-address loads once where they coalesce, B200) plus epilogue "
                                    "stores; the L2 busy share and the L2 bound count these"),
-    "memory_bytes": Name("L2 loads", "of the L2 traffic, the bytes TMA loads read (a box past a tensor's edge "
-                                     "reads only its inside)"),
-    "store_bytes": Name("L2 stores", "of the L2 traffic, the bytes epilogue stores wrote"),
+    "memory_bytes": Name("loads", "bytes TMA loads brought into the SMs through their ports (a box past a "
+                                  "tensor's edge reads only its inside); more than L2 served where loads coalesce"),
+    "store_bytes": Name("stores", "bytes epilogue stores wrote through L2 to HBM"),
     "hbm_bytes": Name("HBM traffic", "bytes read from HBM (loads that missed L2) plus bytes stored to it; the "
                                      "HBM busy share and the HBM bound count these"),
     "bytes": Name("shared-memory bytes", "bytes the copies landed in shared memory: whole boxes, each "

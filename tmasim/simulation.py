@@ -157,6 +157,7 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
     tensor_busy = total("busy_ps", "tensor_core")
     smem_bytes = total("bytes", "copy_engine")
     memory_bytes = total("memory_bytes", "copy_engine")
+    l2_loads = total("l2_bytes", "copy_engine")  # less than memory_bytes where a cluster's same loads coalesce
     store_bytes = total("store_bytes", "copy_engine")
     hbm_bytes = total("hbm_bytes", "copy_engine") + store_bytes
     gpu = scenario.gpu
@@ -179,10 +180,10 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
         "copy_utilization": copy_busy / (sms_used * makespan) if makespan else 0.0,
         "compute_utilization": tensor_busy / (sms_used * makespan) if makespan else 0.0,
         "hbm_utilization": _utilization(hbm_bytes, gpu.hbm_bandwidth, makespan),
-        "l2_utilization": _utilization(memory_bytes + store_bytes, gpu.l2_bandwidth, makespan),
-        # The traffic figures (see tmasim.names.TRAFFIC): L2 = loads + stores; HBM = misses + stores.
+        "l2_utilization": _utilization(l2_loads + store_bytes, gpu.l2_bandwidth, makespan),
+        # The traffic figures (see tmasim.names.TRAFFIC): L2 = loads it served + stores; HBM = misses + stores.
         "bytes": int(smem_bytes),
-        "l2_bytes": int(memory_bytes + store_bytes),
+        "l2_bytes": int(round(l2_loads + store_bytes)),
         "memory_bytes": int(memory_bytes),
         "store_bytes": int(store_bytes),
         "hbm_bytes": int(round(hbm_bytes)),

@@ -48,7 +48,10 @@ def traffic(stats: Mapping[str, Any]) -> str:
     """The run's traffic, as :data:`tmasim.names.TRAFFIC` defines it: L2 (loads and stores, what
     its busy share counts), then HBM (misses and stores)."""
     stores = stats.get("store_bytes") or 0
-    parts = (f"; {fmt.amount(stats['memory_bytes'])} loads + {fmt.amount(stores)} stores" if stores else "")
+    loads = stats["l2_bytes"] - stores   # the loads L2 served
+    parts = f"; {fmt.amount(loads)} loads + {fmt.amount(stores)} stores" if stores else ""
+    if stats["memory_bytes"] > loads * 1.000001:  # a cluster's same loads coalesced in L2 (B200)
+        parts += f"; the SMs took in {fmt.amount(stats['memory_bytes'])}: a cluster's same loads reach L2 once"
     return (f"L2 {fmt.amount(stats['l2_bytes'])}{_busy(stats['l2_utilization'], parts)}, "
             f"HBM {fmt.amount(stats['hbm_bytes'])}{_busy(stats['hbm_utilization'])}")
 
