@@ -179,8 +179,23 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
         "drift_start_ns": scenario.run.drift.start / 1000,
         "drift_latency_cv": scenario.run.drift.latency_cv,
         "simulated_steps": sum(cta.program.steps for cta in chip.ctas),  # ring steps the engine ran
+        **_balance(chip),
         **_cluster_stats(chip),
     }
+
+
+def _balance(chip: Chip) -> dict[str, Any]:
+    """When each SM's last CTA finished: the busiest against the mean (load imbalance)."""
+    last: dict[int, tuple[float, int]] = {}
+    for cta in chip.ctas:
+        end = cta.finished_at or 0
+        if end >= last.get(cta.sm, (0, 0))[0]:
+            last[cta.sm] = (end, cta.multiplicity)
+    if not last:
+        return {}
+    weight = sum(m for _, m in last.values())
+    return {"sm_finish_max_ns": max(end for end, _ in last.values()) / 1000,
+            "sm_finish_mean_ns": sum(end * m for end, m in last.values()) / weight / 1000}
 
 
 def _accumulator_stats(res: Residency) -> dict[str, Any]:
