@@ -192,3 +192,42 @@ def test_warp_specialized_off_is_attention_only_and_costs_time():
     on = simulate(scenario(gpu="h100-sxm", seqlen_q=2048)).stats["makespan_ps"]
     off = simulate(scenario(gpu="h100-sxm", seqlen_q=2048, pipeline={"warp_specialized": False})).stats
     assert off["makespan_ps"] > on
+
+
+def test_gantt_shows_each_warpgroup_on_the_tensor_cores_and_the_softmax_units(tmp_path):
+    from tmasim.review import plots
+    from tmasim.review.attention_gantt import attention_window, is_attention
+
+    s = from_dict({**scenario(gpu="h100-sxm").to_dict(), "run": {"records": True}})
+    result = simulate(s)
+    spans = result.spans
+    assert is_attention(spans)
+    tensor = spans[spans["lane"] == "tensor"].sort_values("start_ps")
+    assert set(tensor["stage"]) == {0, 1}  # both warpgroups' GEMMs
+    assert set(spans.loc[spans["lane"] == "softmax", "kind"]) == {"softmax", "correction"}
+    lo, hi = attention_window(spans, 3)
+    assert lo == 0 and 0 < hi < result.stats["makespan_ps"]
+    fig = plots.gantt(spans, result.events, title="attention")
+    assert "the first 6 K/V blocks" in fig.axes[0].get_title()
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()][:5] == [
+        "TMA copies", "tensor cores", "softmax units", "warpgroup 0", "warpgroup 1"]
+    plots.save(fig, tmp_path / "gantt.png")
+    assert (tmp_path / "gantt.png").stat().st_size > 10_000
+
+
+def test_explain_names_what_binds_and_simulates_pingpong_off():
+    from tmasim.teach.explain import explain
+
+    text = explain(scenario(gpu="h100-sxm", seqlen_q=1024))
+    assert "Each resource alone would need" in text and "exponentials" in text
+    assert "- ping-pong off (cooperative warpgroups in lockstep):" in text
+    assert "- softmax overlap off:" in text
+
+
+@pytest.mark.parametrize("name", ["attention-h100", "attention-h100-causal", "attention-h100-hdim256"])
+def test_bundled_attention_scenarios_plan(name):
+    from tmasim import scenario as scenarios
+
+    s = scenarios.load(name)
+    plan, res = plan_scenario(s)
+    assert plan.units == s.workload.units and res.ctas_per_sm == 1

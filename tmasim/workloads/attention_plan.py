@@ -236,20 +236,22 @@ def _units(config: AttentionConfig, gpu: GpuSpec, shape: Shape, order: Sequence[
         return blocks_cache[key]
 
     epilogue_time = epilogue_ps(config, gpu, shape.rows)
+    runs_cache: dict[tuple[float, int, int], tuple[tuple[KvBlock, int], ...]] = {}
+    last = config.n_blocks - 1
     units = []
     for index, ((_, _, m), fraction) in enumerate(zip(order, fractions, strict=True)):
         rows_in = min(bm, config.seqlen_q - m * bm)
         blocks, full = config.blocks_of(m)
-        runs: list[tuple[KvBlock, int]] = []
-        for j in range(blocks):
-            item = kv(fraction, j >= full, tail_rows if j == config.n_blocks - 1 else bn)
-            if runs and runs[-1][0] is item:
-                runs[-1] = (item, runs[-1][1] + 1)
-            else:
-                runs.append((item, 1))
+        key = (fraction, blocks, full)
+        if key not in runs_cache:
+            # Unmasked blocks, then masked ones; the last K/V block may be cut short by seqlen_kv.
+            cuts = sorted({0, full, blocks, min(blocks, last), min(blocks, last + 1)})
+            runs = [(kv(fraction, lo >= full, tail_rows if lo == last else bn), hi - lo)
+                    for lo, hi in zip(cuts, cuts[1:], strict=False) if hi > lo]
+            runs_cache[key] = tuple(runs)
         q = _copy(gpu, bm * d * e, rows_in * d * e, 1.0)
         store = Copy(bm * dv * OUT_BYTES, rows_in * dv * OUT_BYTES, 1.0, 0)
-        units.append(AttentionUnit(index, q, tuple(runs), Epilogue(epilogue_time, store)))
+        units.append(AttentionUnit(index, q, runs_cache[key], Epilogue(epilogue_time, store)))
     return units
 
 
