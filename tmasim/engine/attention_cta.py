@@ -35,20 +35,20 @@ from collections.abc import Generator
 
 import simpy
 
-from tmasim.engine.attention_program import AttentionProgram, KvBlock, Mma
+from tmasim.engine.attention_program import AttentionProgram, KvBlock, Mma, VectorWork
 from tmasim.engine.barrier import Mbarrier
 from tmasim.engine.copy_engine import CopyEngine
 from tmasim.engine.cta import Race, Sync
 from tmasim.engine.recorder import Recorder
 from tmasim.engine.stages import StageRing
-from tmasim.engine.tensor_core import TensorCore
+from tmasim.engine.tensor_core import TensorCore, VectorUnits
 
 Wait = Generator[simpy.Event, object, None]
 
 
 class AttentionCta:
     def __init__(self, env: simpy.Environment, sm: int, index: int, program: AttentionProgram, sync: Sync,
-                 copy_engine: CopyEngine, tensor_core: TensorCore, vector_units: TensorCore,
+                 copy_engine: CopyEngine, tensor_core: TensorCore, vector_units: VectorUnits,
                  recorder: Recorder | None) -> None:
         self.env, self.sm, self.index = env, sm, index
         self.scope = f"sm{sm}.cta{index}"
@@ -76,6 +76,7 @@ class AttentionCta:
         self._staged = [0] * len(program.units)  # consumers done with each unit's epilogue
         self._turn = 0
         self._turn_changed = env.event()
+        self._rescaled: list[simpy.Event | None] = [None] * consumers  # correction warpgroup's last rescale
         self._next_load = 0  # without a producer: the next block whose copies are to be issued
         self.processes = [env.process(self.producer())] if self.schedule.producer else []
         self.processes += [env.process(self.consumer(w)) for w in range(consumers)]
@@ -192,6 +193,9 @@ class AttentionCta:
             block, previous = prog.block(step), prog.block(step - 1)
             yield from self._full(self.k, step, w)
             yield from self._full(self.v, step - 1, w)
+            rescaled = self._rescaled[w]
+            if rescaled is not None and rescaled.callbacks is not None:
+                yield rescaled  # the correction warpgroup has not finished rescaling O yet
             yield from self._my_turn(w)
             s_done = self._mma(block.qk, w, step, "qk")
             pv_done = self._mma(previous.pv, w, step - 1, "pv")
@@ -204,8 +208,14 @@ class AttentionCta:
             yield pv_done
             self._release(self.v, step - 1, w)
             yield from self._prefetch(w, step + self.sync.stages - 1)
-            yield from self._vector(block.correction, w, step, "correction")
+            if self.schedule.correction_apart:
+                self._rescaled[w] = self._vector_apart(block.correction, w, step)
+            else:
+                yield from self._vector(block.correction, w, step, "correction")
         yield from self._full(self.v, last, w)
+        rescaled, self._rescaled[w] = self._rescaled[w], None
+        if rescaled is not None and rescaled.callbacks is not None:
+            yield rescaled
         yield self._mma(prog.block(last).pv, w, last, "pv")
         self._release(self.v, last, w)
 
@@ -231,14 +241,21 @@ class AttentionCta:
                                step, -1)
         return done
 
-    def _vector(self, duration: int, w: int, step: int, kind: str) -> Wait:
-        if not duration:
-            return
-        start, done = self.vector_units.run(duration)
+    def _vector(self, work: VectorWork, w: int, step: int, kind: str) -> Wait:
+        if work.exp or work.fp32:
+            yield self._vector_apart(work, w, step, kind)
+
+    def _vector_apart(self, work: VectorWork, w: int, step: int, kind: str = "correction") -> simpy.Event | None:
+        """Queue ``work`` on the SM's vector units; its end event (the correction warpgroup's
+        rescale of O is not waited for by the softmax warpgroup)."""
+        if not (work.exp or work.fp32):
+            return None
+        start, end, done = self.vector_units.run(work.exp, work.fp32)
         if self.recorder is not None:
-            self.recorder.span(start, start + duration, self.sm, self.index, "softmax", kind, step, w)
-            self.recorder.span(start, start + duration, self.sm, self.index, f"consumer{w}", kind, step, -1)
-        yield done
+            self.recorder.span(start, end, self.sm, self.index, "softmax", kind, step, w)
+            if kind != "correction" or not self.schedule.correction_apart:
+                self.recorder.span(start, end, self.sm, self.index, f"consumer{w}", kind, step, -1)
+        return done
 
     # ---- ping-pong ----------------------------------------------------------------------------
 

@@ -24,6 +24,23 @@ class Mma:
 
 
 @dataclass(frozen=True)
+class VectorWork:
+    """Work on the SM's vector units: ps on the exponential pipe and on the FP32 pipe (they run
+    side by side, see :class:`~tmasim.engine.tensor_core.VectorUnits`)."""
+
+    exp: int = 0
+    fp32: int = 0
+
+    @property
+    def time(self) -> int:
+        """Alone on idle units: the slower pipe."""
+        return max(self.exp, self.fp32)
+
+    def __add__(self, other: VectorWork) -> VectorWork:
+        return VectorWork(self.exp + other.exp, self.fp32 + other.fp32)
+
+
+@dataclass(frozen=True)
 class KvBlock:
     """One K/V block as one consumer process sees it: S = Q·Kᵀ, the online softmax on the SM's
     vector units (exponentials, row max and sum), O += P·V, and the rescale of O by the change
@@ -32,9 +49,9 @@ class KvBlock:
     k: Copy
     v: Copy
     qk: Mma
-    softmax: int
+    softmax: VectorWork
     pv: Mma
-    correction: int
+    correction: VectorWork
 
 
 @dataclass(frozen=True)
@@ -66,7 +83,9 @@ class AttentionSchedule:
     P·V of block j - 1 is on the tensor cores (FA3's intra-warpgroup pipelining);
     ``producer``: a producer warpgroup issues the copies (False: the first consumer does, in
     its own loop, after waiting for the slot); ``o_in_q``: O is staged in Q's shared memory, so
-    the next Q loads after O's store has read it; ``issue``: a consumer's time to issue a copy."""
+    the next Q loads after O's store has read it; ``issue``: a consumer's time to issue a copy;
+    ``correction_apart``: a correction warpgroup rescales O (FA4), so a softmax warpgroup does
+    not wait for it (the next P·V of its tile does)."""
 
     consumers: int
     pingpong: bool
@@ -74,6 +93,7 @@ class AttentionSchedule:
     producer: bool = True
     o_in_q: bool = False
     issue: int = 0
+    correction_apart: bool = False
 
 
 class AttentionProgram:

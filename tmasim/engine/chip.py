@@ -29,7 +29,7 @@ from tmasim.engine.cta import Cta, Sync
 from tmasim.engine.drift import NO_DRIFT, Drift
 from tmasim.engine.program import Program
 from tmasim.engine.recorder import Recorder
-from tmasim.engine.tensor_core import TensorCore
+from tmasim.engine.tensor_core import TensorCore, VectorUnits
 from tmasim.hardware import GpuSpec
 
 
@@ -55,7 +55,7 @@ class Sm:
     copy_engine: CopyEngine
     tensor_core: TensorCore
     queue: deque[tuple[int, Program]]
-    vector_units: TensorCore | None = None  # FP32 and multi-function units (attention's softmax)
+    vector_units: VectorUnits | None = None  # FP32 and multi-function units (attention's softmax)
 
 
 class Chip:
@@ -102,7 +102,7 @@ class Chip:
                             max_bytes=self.gpu.tma_max_bytes_in_flight,
                             latency_noise=self.drift.latency_noise(index, self.seed))
         return Sm(index, multiplicity, engine, TensorCore(self.env, f"sm{index}.tensor"), deque(work),
-                  TensorCore(self.env, f"sm{index}.vector"))
+                  VectorUnits(self.env, f"sm{index}.vector"))
 
     def _slot(self, sm: Sm, queue: deque[tuple[int, Program]],
               skew: int = 0) -> Generator[simpy.Event, object, None]:

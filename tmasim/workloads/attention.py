@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 KIND = "attention"
 FIELDS = ("kind", "batch", "heads", "kv_heads", "seqlen_q", "seqlen_kv", "head_dim", "head_dim_v", "dtype", "causal",
-          "tile", "launch", "softmax_overlap", "softmax_scale")
+          "tile", "launch", "softmax_overlap", "softmax_scale", "correction_warpgroup")
 HEAD_DIMS = (64, 96, 128, 192, 256)
 DTYPES = ("bf16", "fp16", "fp8")
 LAUNCHES = ("persistent", "grid")
@@ -71,6 +71,7 @@ class AttentionConfig:
     launch: str = "persistent"
     softmax_overlap: bool = True
     softmax_scale: float = 1.0  # what-if: x the softmax's vector-unit time (0: free)
+    correction_warpgroup: bool = False  # FA4: a warpgroup of its own rescales O, off the softmax's path
 
     def __post_init__(self) -> None:
         """Checked on every construction, ``dataclasses.replace`` included."""
@@ -93,6 +94,7 @@ class AttentionConfig:
         read.boolean("workload.causal", self.causal)
         read.choice("workload.launch", self.launch, LAUNCHES)
         read.boolean("workload.softmax_overlap", self.softmax_overlap)
+        read.boolean("workload.correction_warpgroup", self.correction_warpgroup)
         if isinstance(self.softmax_scale, bool) or not isinstance(self.softmax_scale, (int, float)) \
                 or not 0 <= self.softmax_scale <= 1000:
             raise ScenarioError("workload.softmax_scale", self.softmax_scale,

@@ -1,7 +1,7 @@
 """Attention's bounds, summary rows and the sentence on what binds.
 
 Bounds a run cannot beat, from the plan alone: ``compute`` (the busiest SM's tensor-core time,
-both GEMMs), ``exponentials`` (the busiest SM's vector-unit time: softmax, rescale, normalize),
+both GEMMs), ``exponentials`` (the busiest SM's exponential pipe, or its FP32 pipe if busier: softmax and rescale),
 ``smem`` (the MMA operands read from shared memory by the busiest SM at its shared-memory
 bandwidth: per block and warpgroup its rows of Q and all of K, and all of V), ``l2`` and
 ``hbm`` (all bytes over each link), ``port`` (the busiest SM's bytes over its ingest port),
@@ -30,7 +30,7 @@ BOUND_NAMES = (("compute", "compute"), ("exponentials", "exponentials"), ("smem"
 
 def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict[str, Any]:
     sms = plan.sms
-    tensor, vector, smem, port, serial = ([0.0] * sms for _ in range(5))
+    tensor, exp, fp32, smem, port, serial = ([0.0] * sms for _ in range(6))
     hbm = l2 = latency = 0.0
     e = ELEMENT_BYTES[config.dtype]
     bm, bn = config.tile
@@ -45,7 +45,6 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
             port[sm] += q.memory_bytes
             l2 += q.memory_bytes
             hbm += q.memory_bytes * q.hbm_fraction
-            vector[sm] += procs * unit.epilogue.duration
             serial[sm] += procs * unit.epilogue.duration
             if unit.epilogue.store is not None:
                 hbm += unit.epilogue.store.memory_bytes
@@ -53,7 +52,9 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
             for block, count in unit.runs:
                 nbytes = block.k.memory_bytes + block.v.memory_bytes
                 tensor[sm] += count * procs * (block.qk.occupancy + block.pv.occupancy)
-                vector[sm] += count * procs * (block.softmax + block.correction)
+                work = block.softmax + block.correction
+                exp[sm] += count * procs * work.exp
+                fp32[sm] += count * procs * work.fp32
                 smem[sm] += count * operands
                 port[sm] += count * nbytes
                 l2 += count * nbytes
@@ -67,7 +68,7 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
         latency = max(latency, max(trips) - gpu.barrier_wake if step else 0.0)
     bounds = {
         "compute": max(tensor),
-        "exponentials": max(vector),
+        "exponentials": max(max(exp), max(fp32)),
         "smem": max(smem) / gpu.smem_bandwidth,
         "l2": l2 / gpu.l2_bandwidth,
         "hbm": hbm / gpu.hbm_bandwidth,
@@ -91,7 +92,7 @@ def round_trip(gpu: GpuSpec, block: Any) -> float:
     """The least time one use of a K/V slot takes (see the module doc)."""
     k, v = block.k, block.v
     landing = max(k.latency, v.latency) + (k.memory_bytes + v.memory_bytes) / gpu.sm_port_bandwidth
-    work = block.qk.occupancy + block.qk.tail + block.softmax + block.pv.occupancy + block.pv.tail
+    work = block.qk.occupancy + block.qk.tail + block.softmax.time + block.pv.occupancy + block.pv.tail
     return gpu.tma_issue + landing + gpu.barrier_wake + work + gpu.barrier_wake
 
 

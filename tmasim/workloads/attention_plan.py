@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tmasim.engine.attention_program import AttentionProgram, AttentionSchedule, AttentionUnit, KvBlock, Mma
+from tmasim.engine.attention_program import AttentionProgram, AttentionSchedule, AttentionUnit, KvBlock, Mma, VectorWork
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Copy, Epilogue
 from tmasim.errors import ResidencyError, ScenarioError
@@ -66,11 +66,12 @@ def mma_phase(gpu: GpuSpec, dtype: str, rows: int, n: int, k: int, flops: float)
     return Mma(gpu.cycles_ps(count * ii), gpu.cycles_ps(latency - ii), flops)
 
 
-def vector_ps(gpu: GpuSpec, scale: float, exps: float, fp32: float) -> int:
+def vector_work(gpu: GpuSpec, scale: float, exps: float, fp32: float) -> VectorWork:
+    """``exps`` exponentials and ``fp32`` FP32 operations on one SM, x ``scale`` (0: free)."""
     if not scale:
-        return 0
-    cycles = max(exps / gpu.exp_per_clock, fp32 / gpu.fp32_per_clock)
-    return round(scale * cycles / gpu.clock_hz * 1e12)
+        return VectorWork()
+    return VectorWork(round(scale * exps / gpu.exp_per_clock / gpu.clock_hz * 1e12),
+                      round(scale * fp32 / gpu.fp32_per_clock / gpu.clock_hz * 1e12))
 
 
 def block(config: AttentionConfig, gpu: GpuSpec, rows: int, k: Copy, v: Copy, masked: bool) -> KvBlock:
@@ -78,13 +79,13 @@ def block(config: AttentionConfig, gpu: GpuSpec, rows: int, k: Copy, v: Copy, ma
     useful = 0.5 if masked else 1.0
     qk = mma_phase(gpu, config.dtype, rows, bn, d, useful * 2.0 * rows * bn * d)
     pv = mma_phase(gpu, config.dtype, rows, dv, bn, useful * 2.0 * rows * bn * dv)
-    softmax = vector_ps(gpu, scale, rows * bn, FP32_PER_SCORE * rows * bn)
-    correction = vector_ps(gpu, scale, rows, rows * dv)
+    softmax = vector_work(gpu, scale, rows * bn, FP32_PER_SCORE * rows * bn)
+    correction = vector_work(gpu, scale, rows, rows * dv)
     return KvBlock(k, v, qk, softmax, pv, correction)
 
 
 def epilogue_ps(config: AttentionConfig, gpu: GpuSpec, rows: int) -> int:
-    normalize = vector_ps(gpu, config.softmax_scale, 0, rows * config.d_v)
+    normalize = vector_work(gpu, config.softmax_scale, 0, rows * config.d_v).time
     staging = rows * config.d_v * OUT_BYTES / gpu.smem_bandwidth if gpu.smem_bandwidth != float("inf") else 0
     return normalize + round(staging)
 
@@ -120,6 +121,27 @@ def registers(config: AttentionConfig, gpu: GpuSpec, pipeline: Pipeline) -> Accu
                              f"gives a CTA 128 x ({producer} + {pipeline.consumers} x {consumer}) = {per_cta} "
                              f"registers, over the {table.registers_per_sm} of an SM on {gpu.name}")
     return Accumulator(producer, consumer, needed, per_cta)
+
+
+def tensor_memory(config: AttentionConfig, gpu: GpuSpec, shape: Shape) -> Accumulator | None:
+    """Blackwell: each consumer's Q tile keeps S (P overwrites it in 16 bits) and O in Tensor
+    Memory, BN + d_v fp32 columns of its rows' lanes; the CTA allocates a power of two of at
+    least 32 columns, within the SM's 512 (one-line error with the numbers if over)."""
+    table = gpu.mma
+    if table is None or not table.tmem_columns:
+        return None
+    bn = config.tile[1]
+    if shape.rows > table.tmem_lanes:
+        raise ResidencyError("workload.tile", list(config.tile),
+                             f"gives each consumer {shape.rows} query rows, over the {table.tmem_lanes} lanes of "
+                             "Tensor Memory (one row per lane)")
+    columns = shape.processes * (bn + config.d_v)
+    allocated = max(32, 1 << (columns - 1).bit_length())
+    if allocated > table.tmem_columns:
+        raise ResidencyError("workload.tile", list(config.tile),
+                             f"needs {columns} TMEM columns ({shape.processes} Q tile(s) x (S {bn} + O {config.d_v})"
+                             f", fp32), allocated as {allocated}, over the {table.tmem_columns} of an SM on {gpu.name}")
+    return Accumulator(tmem_columns=allocated)
 
 
 def smem_parts(config: AttentionConfig, gpu: GpuSpec, stages: int) -> tuple[int, int, int, bool]:
@@ -196,7 +218,7 @@ def plan(config: AttentionConfig, scenario: Scenario) -> tuple[Plan, Residency]:
         raise ScenarioError("workload.tile", list(config.tile),
                             f"gives each consumer {shape.rows} query rows: must be a multiple of 64 (wgmma's M)")
     stage, q_bytes, o_bytes, o_in_q = smem_parts(config, gpu, p.stages)
-    acc = registers(config, gpu, p)
+    acc = registers(config, gpu, p) or tensor_memory(config, gpu, shape)
     res = residency(gpu, stage_bytes=stage, stages=p.stages, other_smem=q_bytes + o_bytes + 16,
                     consumers=shape.warpgroups, accumulator=acc)
     order = unit_order(config)
@@ -206,7 +228,7 @@ def plan(config: AttentionConfig, scenario: Scenario) -> tuple[Plan, Residency]:
     concurrent = min(slots, len(order))
     fractions = round_fractions(config, order, concurrent)
     schedule = AttentionSchedule(shape.processes, shape.pingpong, config.softmax_overlap, p.warp_specialized,
-                                 o_in_q, gpu.tma_issue)
+                                 o_in_q, gpu.tma_issue, config.correction_warpgroup)
     units = _units(config, gpu, shape, order, fractions)
     if persistent:
         programs = [AttentionProgram([units[i] for i in positions], schedule)
