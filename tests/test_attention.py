@@ -13,7 +13,7 @@ from tmasim.engine.program import Segment, Unit, UnitProgram
 from tmasim.errors import ScenarioError
 from tmasim.scenario import from_dict
 from tmasim.simulation import _sync, plan_scenario, simulate
-from tmasim.workloads.attention import AttentionConfig
+from tmasim.workloads.attention_config import AttentionConfig
 
 # The ideal machine with a copy latency, a finite SM port, issue and barrier costs, and the
 # H100's vector-unit rates: every mechanism of the pipeline costs something, no MMA table.

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tmasim import fields as read
-from tmasim.engine.drift import NO_DRIFT, Drift
+from tmasim.drift import NO_DRIFT, Drift
 from tmasim.errors import ScenarioError
 from tmasim.hardware import GpuSpec, load_gpu
 from tmasim.suggest import did_you_mean
@@ -88,7 +88,7 @@ class RunOptions:
     seed: int = 0
     records: bool = True
     aggregate: bool = True
-    drift: Drift = NO_DRIFT  # SM drift (tmasim.engine.drift): off unless set
+    drift: Drift = NO_DRIFT  # SM drift (tmasim.drift): off unless set
 
     def __post_init__(self) -> None:
         read.integer("run.seed", self.seed, minimum=0, maximum=2**63 - 1)

@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 
 import simpy
 
+from tmasim.drift import NO_DRIFT, Drift
 from tmasim.engine.attention_cta import AttentionCta
 from tmasim.engine.attention_program import AttentionProgram
 from tmasim.engine.copy_engine import CopyEngine, Routes
 from tmasim.engine.cta import Cta, Sync
-from tmasim.engine.drift import NO_DRIFT, Drift
+from tmasim.engine.drift import latency_noise, start_skews
 from tmasim.engine.program import Program
 from tmasim.engine.recorder import Recorder
 from tmasim.engine.tensor_core import TensorCore, VectorUnits
@@ -86,7 +87,7 @@ class Chip:
         self.sms = [self._make_sm(members[0], len(members), assignment[members[0]]) for members in classes]
         self.aggregated = len(self.sms) < plan.sms
         shared: deque[tuple[int, Program]] = deque(enumerate(plan.programs))
-        skews = drift.start_skews(plan.sms, seed)
+        skews = start_skews(drift, plan.sms, seed)
         for _ in range(plan.ctas_per_sm if not plan.persistent else 1):
             for sm in self.sms:
                 queue = sm.queue if (plan.persistent or self.aggregated) else shared
@@ -100,7 +101,7 @@ class Chip:
         engine = CopyEngine(self.env, f"sm{index}.tma", index, self.gpu.tma_issue, self.recorder, routes=routes,
                             multiplicity=multiplicity, max_copies=self.gpu.tma_max_in_flight,
                             max_bytes=self.gpu.tma_max_bytes_in_flight,
-                            latency_noise=self.drift.latency_noise(index, self.seed))
+                            latency_noise=latency_noise(self.drift, index, self.seed))
         return Sm(index, multiplicity, engine, TensorCore(self.env, f"sm{index}.tensor"), deque(work),
                   VectorUnits(self.env, f"sm{index}.vector"))
 
@@ -170,7 +171,7 @@ class Chip:
         self.sms = [sms[i] for i in sorted(sms)]
         self.aggregated = len(classes) < slots
         shared = deque(clusters)
-        skews = self.drift.start_skews(plan.sms, self.seed)
+        skews = start_skews(self.drift, plan.sms, self.seed)
         for members in classes:
             q = members[0]
             slot_sms = [sms[(q * size + r) % plan.sms] for r in range(size)]

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from tmasim.engine.attention_program import AttentionProgram
-from tmasim.workloads.attention import ELEMENT_BYTES, AttentionConfig
+from tmasim.workloads.attention_config import ELEMENT_BYTES, AttentionConfig
 
 if TYPE_CHECKING:
     from tmasim.engine.chip import Plan
@@ -108,7 +108,7 @@ def stats(config: AttentionConfig, scenario: Scenario, plan: Plan, res: Residenc
 
 def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
     from tmasim import format as fmt
-    from tmasim.summary import chip_rows, t
+    from tmasim.summary_rows import chip_rows, t
 
     config = scenario.workload
     assert isinstance(config, AttentionConfig)
@@ -141,7 +141,7 @@ def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str
 
 
 def explain(stats: Mapping[str, Any]) -> str:
-    from tmasim.summary import t
+    from tmasim.summary_rows import t
 
     s = stats
     binding = s["binding"]

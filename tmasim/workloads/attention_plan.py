@@ -24,7 +24,7 @@ from tmasim.errors import ResidencyError, ScenarioError
 from tmasim.hardware import GpuSpec
 from tmasim.mma import K_OF
 from tmasim.residency import Accumulator, Residency, residency
-from tmasim.workloads.attention import ELEMENT_BYTES, AttentionConfig
+from tmasim.workloads.attention_config import ELEMENT_BYTES, AttentionConfig
 
 if TYPE_CHECKING:
     from tmasim.scenario import Pipeline, Scenario

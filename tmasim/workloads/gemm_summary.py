@@ -7,6 +7,8 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from tmasim import format as fmt
+from tmasim.summary_rows import chip_rows, cluster_rows, t
 from tmasim.workloads.gemm_config import GemmConfig
 
 if TYPE_CHECKING:
@@ -16,9 +18,6 @@ BOUND_NAMES = (("compute", "compute"), ("l2", "L2"), ("hbm", "HBM"), ("port", "S
 
 
 def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
-    from tmasim import format as fmt
-    from tmasim.summary import chip_rows, t
-
     config = scenario.workload
     assert isinstance(config, GemmConfig)
     peak = scenario.gpu.tensor_flops[config.dtype] * 1e12
@@ -41,9 +40,6 @@ def _with_mma_rows(rows: list[tuple[str, str]], stats: Mapping[str, Any],
                    scenario: Scenario) -> list[tuple[str, str]]:
     """The MMA instructions of a k-step and where the accumulator lives (registers or TMEM:
     storage, shown beside SMEM right after the residency row, apart from the TMA traffic)."""
-    from tmasim import format as fmt
-    from tmasim.summary import t
-
     mma_rows = []
     if stats.get("mma_instruction"):
         mma_rows.append(("MMA", f"{stats['mma_per_k_step']} x {stats['mma_instruction']} per k-step: tensor cores "
@@ -62,8 +58,6 @@ def _with_mma_rows(rows: list[tuple[str, str]], stats: Mapping[str, Any],
     at = [name for name, _ in rows].index("residency") + 1
     return rows[:at] + mma_rows + rows[at:]
 def _cluster_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
-    from tmasim.summary import cluster_rows
-
     cx, cy = scenario.pipeline.cluster
     config = scenario.workload
     assert isinstance(config, GemmConfig)
@@ -78,8 +72,6 @@ def _cluster_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[st
 
 def explain(stats: Mapping[str, Any]) -> str:
     """The bound that binds, in one sentence a reviewer can repeat."""
-    from tmasim.summary import t
-
     s = stats
     binding, compute = s["binding"], t(s["compute_bound_ns"])
     if binding == "compute":
@@ -98,9 +90,6 @@ def explain(stats: Mapping[str, Any]) -> str:
 
 
 def _explain_link(s: Mapping[str, Any], binding: str) -> str:
-    from tmasim import format as fmt
-    from tmasim.summary import t
-
     link = "HBM" if binding == "hbm" else "L2"
     nbytes = _link_bytes(s, binding)
     supply = nbytes / (float(s[f"{binding}_bound_ns"]) * 1e-9)
