@@ -132,12 +132,33 @@ def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str
         ("no-overlap time", f"{t(stats['serial_ns'])} on the busiest SM"),
         *chip_rows(stats, scenario),
     ]
+    at = [name for name, _ in rows].index("residency") + 1 if "residency" in [n for n, _ in rows] else len(rows)
+    rows[at:at] = _storage_rows(stats, scenario)
     if stats.get("sm_finish_mean_ns"):
         busiest, mean = stats["sm_finish_max_ns"], stats["sm_finish_mean_ns"]
         rows.append(("load balance", f"busiest SM {t(busiest)}, mean {t(mean)} ({fmt.percent(busiest / mean - 1)} "
                                      f"over); units of {stats['units_mean_blocks']:.4g} K/V blocks on average, "
                                      f"at most {stats['units_max_blocks']}"))
     return rows
+
+
+def _storage_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
+    """Where S, P and O live: registers per consumer thread (Hopper) or TMEM columns (Blackwell)."""
+    from tmasim import format as fmt
+
+    mma = scenario.gpu.mma
+    if mma is None:
+        return []
+    if stats.get("registers_per_cta"):
+        return [("registers", f"{stats['registers_per_consumer_thread']} per consumer thread (needs "
+                              f"{stats['registers_needed_per_thread']} for O, S and P), "
+                              f"{stats['registers_per_producer_thread']} per producer thread: "
+                              f"{stats['registers_per_cta']} of {mma.registers_per_sm} per SM")]
+    if stats.get("tmem_columns_per_cta"):
+        columns = stats["tmem_columns_per_cta"]
+        return [("TMEM", f"{columns} columns ({fmt.size(columns * mma.tmem_lanes * 4)}) per CTA for S and O, of "
+                         f"{mma.tmem_columns} per SM")]
+    return []
 
 
 def explain(stats: Mapping[str, Any]) -> str:
