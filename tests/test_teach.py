@@ -191,7 +191,7 @@ def test_predictions_parse_and_refuse():
     assert lessons.parse_prediction("62.5%", "%") == 62.5
     with pytest.raises(Exception, match="--predict"):
         lessons.parse_prediction("many", "stages")
-    assert cli.main(["learn", "9"]) == 2
+    assert cli.main(["learn", "10"]) == 2
 
 
 def test_glossary_defines_the_lesson_terms():

@@ -40,6 +40,9 @@ def chip_resources(result: Result) -> list[Resource]:
         bounds = [stats[f"{key}_bound_ns"] * 1000 for key in ("hbm", "l2", "port")]
         links = [Resource(r.name, t, t * r.capacity / per_s if math.isfinite(r.capacity) else 0.0, r.capacity)
                  for r, t in zip(links, bounds, strict=True)]
+        if "smem_bound_ns" in stats:  # the busiest SM's shared memory: MMA operand reads + TMA writes
+            smem = stats["smem_bound_ns"] * 1000
+            links.append(Resource("shared memory", smem, smem * gpu.smem_bandwidth, gpu.smem_bandwidth * per_s))
     else:
         compute = stats["compute_busy_ns"] * 1000 / sms
         per_sm = stats["memory_bytes"] / sms
@@ -101,7 +104,8 @@ def chip_what_ifs(result: Result, base_dir: Path | None) -> list[str]:
     gpu, base = scenario.gpu, stats["makespan_ps"]
     resources = chip_resources(result)
     binding = max(resources, key=lambda r: r.time_ps)
-    field = {"HBM": "hbm_bandwidth", "L2": "l2_bandwidth", "SM ports": "sm_port_bandwidth"}
+    field = {"HBM": "hbm_bandwidth", "L2": "l2_bandwidth", "SM ports": "sm_port_bandwidth",
+             "shared memory": "smem_bandwidth"}
     plans: list[tuple[str, dict[str, Any], str]] = [
         (f"{ordinal(stats['stages'] + 1)} stage", {"pipeline.stages": stats["stages"] + 1},
          f"{binding.name} binds, not the number of slots")]

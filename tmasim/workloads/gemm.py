@@ -30,10 +30,18 @@ from tmasim.engine.chip import Plan
 from tmasim.engine.program import Copy, Epilogue, Segment, Unit, UnitProgram
 from tmasim.errors import ScenarioError
 from tmasim.hardware import GpuSpec
+from tmasim.operands import k_step_smem_bytes, k_step_smem_hold
 from tmasim.residency import Residency, residency
 from tmasim.workloads.gemm_bounds import breakdown
 from tmasim.workloads.gemm_config import KIND, GemmConfig, parse
-from tmasim.workloads.gemm_layout import ClusterSetup, GemmLayout, default_epilogue_smem, hbm_fractions, tile_coords
+from tmasim.workloads.gemm_layout import (
+    ClusterSetup,
+    GemmLayout,
+    default_epilogue_smem,
+    hbm_fractions,
+    k_step_smem_traffic,
+    tile_coords,
+)
 from tmasim.workloads.gemm_mma import MmaStep, accumulator, mma_step
 from tmasim.workloads.gemm_summary import explain, summary_rows
 
@@ -127,6 +135,10 @@ def stats(config: GemmConfig, scenario: Scenario, plan: Plan, res: Residency, ma
                     scenario.pipeline.mma_cta_group == 2)
     extra.update(mma_instruction=step.instruction, mma_per_k_step=step.count if step.instruction else None,
                  mma_k_step_ns=step.occupancy / 1000, mma_completion_ns=step.tail / 1000)
+    writes, a_once = k_step_smem_traffic(config, GemmLayout.of(config), scenario.pipeline.mma_cta_group == 2)
+    extra.update(operands=config.operands, smem_mma_read_bytes=step.smem_reads, smem_tma_write_bytes=writes,
+                 smem_a_copy_bytes=a_once, smem_bytes_per_k_step=k_step_smem_bytes(step.smem_reads, writes, a_once),
+                 mma_smem_bound=step.smem_bound)
     extra["efficiency"] = extra["bound_ns"] * 1000 / makespan if makespan else None
     return extra
 
@@ -148,13 +160,15 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, r
     if setup.pair:  # each CTA holds its A box and half of B; the leader's full barrier counts both CTAs'
         expect = 2 * layout.a.box_bytes + layout.b.box_bytes if rank % 2 == 0 else 0
         rows_in += max(0, min(bm, config.m - (row + 1) * bm))  # the leader's MMA covers the pair's rows
+    smem = k_step_smem_bytes(step.smem_reads, *k_step_smem_traffic(config, layout, setup.pair))
+    hold = k_step_smem_hold(smem, step.occupancy, gpu.smem_bandwidth)
     segments = []
     for first_k, count in _k_segments(config):
         k_in = min(bk, config.k - first_k)
         a = _copy(gpu, layout.a, (first_k, row * bm), fa, a_parts, a_index, a_mask)
         b = _copy(gpu, layout.b, (first_k, col * bn), fb, b_parts, b_index, b_mask)
         flops = 0.0 if setup.pair and rank % 2 else 2.0 * rows_in * cols_in * k_in
-        segments.append(Segment(count, (a, b), step.occupancy, flops, step.tail, expect))
+        segments.append(Segment(count, (a, b), step.occupancy, flops, step.tail, expect, hold))
     c_bytes = layout.c.box_bytes
     staging = round(c_bytes / gpu.smem_bandwidth) if gpu.smem_bandwidth != float("inf") else 0
     store = Copy(c_bytes, layout.c.bytes_from_memory((col * bn, row * bm)), 1.0, 0)

@@ -12,14 +12,16 @@ from tmasim.workloads.gemm_config import GemmConfig
 def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict[str, object]:
     """The bounds a GEMM cannot beat, from the plan alone, and the one that binds.
 
-    compute: the busiest SM's tensor-core time (wave quantization included); hbm and l2: all
+    compute: the busiest SM's tensor-core time (wave quantization included); smem: the busiest
+    SM's shared-memory time, its MMAs' operand reads and the TMA's writes at ``smem_bandwidth``
+    (never less than its compute; tmasim.operands); hbm and l2: all
     bytes over each link's bandwidth; port: the busiest SM's bytes over its ingest port;
     latency: the busiest slot of any CTA, whose uses follow one another, each at least one
     round trip (see :func:`slot_round_trip`). ``serial_ns`` is the no-overlap time of the
     busiest SM: every step's copy, then its compute, one after another.
     """
     sms = plan.sms
-    compute, nbytes, serial = ([0.0] * sms for _ in range(3))
+    compute, smem, nbytes, serial = ([0.0] * sms for _ in range(4))
     latency = hbm = l2 = 0.0
     for g, program in enumerate(plan.programs):
         sm = g % sms
@@ -29,6 +31,7 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
             for seg in unit.segments:
                 step_bytes = sum(c.memory_bytes for c in seg.copies)
                 compute[sm] += seg.steps * seg.compute
+                smem[sm] += seg.steps * (seg.compute + seg.hold)  # MMAs, then the SMEM time they left
                 # A multicast slice crosses the port of every CTA it lands in (its peers' slices, ours).
                 nbytes[sm] += seg.steps * sum(c.memory_bytes * max(1, c.multicast.bit_count()) for c in seg.copies)
                 serial[sm] += seg.steps * slot_round_trip(gpu, seg)
@@ -41,6 +44,7 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
                     l2 += unit.epilogue.store.memory_bytes
     bounds = {
         "compute": max(compute),
+        "smem": max(smem),
         "hbm": hbm / gpu.hbm_bandwidth,
         "l2": l2 / gpu.l2_bandwidth,
         "port": max(nbytes) / gpu.sm_port_bandwidth,

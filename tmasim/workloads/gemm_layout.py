@@ -144,3 +144,10 @@ class ClusterSetup:
         if not self.pair:
             return x
         return (x % 2) * (self.share[1] // 2) + x // 2 if self.share[1] > 2 else x % 2
+
+
+def k_step_smem_traffic(config: GemmConfig, layout: GemmLayout, pair: bool) -> tuple[int, int]:
+    """(TMA bytes written into one SM's SMEM per k-step, bytes of A read once into TMEM or
+    registers when the MMA does not read A from SMEM itself; tmasim.operands)."""
+    writes = layout.a.box_bytes + (layout.b.box_bytes // 2 if pair else layout.b.box_bytes)
+    return writes, 0 if config.operands == "SS" else layout.a.box_bytes

@@ -14,7 +14,8 @@ from tmasim.workloads.gemm_config import GemmConfig
 if TYPE_CHECKING:
     from tmasim.scenario import Scenario
 
-BOUND_NAMES = (("compute", "compute"), ("l2", "L2"), ("hbm", "HBM"), ("port", "SM port"), ("latency", "latency"))
+BOUND_NAMES = (("compute", "compute"), ("smem", "shared memory"), ("l2", "L2"), ("hbm", "HBM"), ("port", "SM port"),
+               ("latency", "latency"))
 
 
 def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
@@ -45,6 +46,7 @@ def _with_mma_rows(rows: list[tuple[str, str]], stats: Mapping[str, Any],
         mma_rows.append(("MMA", f"{stats['mma_per_k_step']} x {stats['mma_instruction']} per k-step: tensor cores "
                                 f"busy {t(stats['mma_k_step_ns'])}, the last completes "
                                 f"{t(stats['mma_completion_ns'])} later"))
+        mma_rows.append(("shared memory", _smem_row(stats, scenario)))
     mma = scenario.gpu.mma
     if stats.get("registers_per_cta") and mma is not None:
         mma_rows.append(("registers", f"{stats['registers_per_consumer_thread']} per consumer thread (needs "
@@ -57,6 +59,22 @@ def _with_mma_rows(rows: list[tuple[str, str]], stats: Mapping[str, Any],
                                  f"of {mma.tmem_columns} ({fmt.size(mma.tmem_columns * lanes * 4)}) per SM"))
     at = [name for name, _ in rows].index("residency") + 1
     return rows[:at] + mma_rows + rows[at:]
+
+
+_SOURCE_WORDS = {"SS": "A and B from shared memory", "TS": "A from Tensor Memory, B from shared memory",
+                 "RS": "A from registers, B from shared memory"}
+
+
+def _smem_row(stats: Mapping[str, Any], scenario: Scenario) -> str:
+    """What one k-step asks of one SM's shared memory, and at what bandwidth."""
+    gpu = scenario.gpu
+    a_copy = f" + A copied out {fmt.size(stats['smem_a_copy_bytes'])}" if stats.get("smem_a_copy_bytes") else ""
+    starved = "; the MMAs issue at its pace, not the tensor cores'" if stats.get("mma_smem_bound") else ""
+    return (f"{stats['operands']} ({_SOURCE_WORDS[stats['operands']]}): per k-step MMA reads "
+            f"{fmt.size(stats['smem_mma_read_bytes'])} + TMA writes {fmt.size(stats['smem_tma_write_bytes'])}{a_copy} "
+            f"at {fmt.rate(gpu.smem_bandwidth * 1e12)} per SM{starved}")
+
+
 def _cluster_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
     cx, cy = scenario.pipeline.cluster
     config = scenario.workload
@@ -80,6 +98,8 @@ def explain(stats: Mapping[str, Any]) -> str:
                 f"needs ({others}).")
     if binding in ("l2", "hbm"):
         return _explain_link(s, binding)
+    if binding == "smem":
+        return _explain_smem(s)
     if binding == "port":
         return (f"The SMs' L2 ports bind: the busiest SM needs {t(s['port_bound_ns'])} just to take in its "
                 f"operands through its one port, more than its {compute} of tensor-core time; bigger tiles "
@@ -87,6 +107,16 @@ def explain(stats: Mapping[str, Any]) -> str:
     return (f"Latency binds: with {s['stages']} stages x {s['ctas_per_sm']} CTA(s) per SM in flight, the busiest "
             f"SM's slot round trips add up to at least {t(s['latency_bound_ns'])}, more than its {compute} of "
             "compute; more stages, if shared memory allows, would hide it.")
+
+
+def _explain_smem(s: Mapping[str, Any]) -> str:
+    starved = " (they issue slower than the tensor cores could: SMEM-starved)" if s.get("mma_smem_bound") else ""
+    extra = f" + {fmt.size(s['smem_a_copy_bytes'])} of A copied out once" if s.get("smem_a_copy_bytes") else ""
+    return (f"Shared memory binds: each k-step the MMAs ({s.get('operands')}) read "
+            f"{fmt.size(s['smem_mma_read_bytes'])} of operands{starved} and the TMA writes "
+            f"{fmt.size(s['smem_tma_write_bytes'])}{extra} into one SM's shared memory, so the busiest SM needs "
+            f"{t(s['smem_bound_ns'])} of shared-memory time, more than its {t(s['compute_bound_ns'])} of tensor-core "
+            "time; fewer bytes per FLOP (a larger tile, or a 2-SM pair that halves each SM's B) would help.")
 
 
 def _explain_link(s: Mapping[str, Any], binding: str) -> str:
