@@ -213,6 +213,10 @@ def test_gantt_shows_each_warpgroup_on_the_tensor_cores_and_the_softmax_units(tm
         "TMA copies", "tensor cores", "softmax units", "warpgroup 0", "warpgroup 1"]
     plots.save(fig, tmp_path / "gantt.png")
     assert (tmp_path / "gantt.png").stat().st_size > 10_000
+    # Every K and V slot use, from landing to its last release, for the slot-occupancy figure.
+    one = spans[(spans["sm"] == 0) & (spans["cta"] == spans.loc[spans["sm"] == 0, "cta"].min())]
+    blocks = plan_scenario(s)[0].programs[0].steps
+    assert len(one[(one["lane"] == "slot") & (one["kind"] == "use")]) == 2 * blocks
 
 
 def test_explain_names_what_binds_and_simulates_pingpong_off():

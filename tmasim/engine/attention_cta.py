@@ -57,10 +57,14 @@ class AttentionCta:
         self.copy_engine, self.tensor_core, self.vector_units = copy_engine, tensor_core, vector_units
         self.multiplicity = 1
         consumers, wake, stages = self.schedule.consumers, sync.wake, sync.stages
+        watch = recorder is not None
         self.k = StageRing(env, f"{self.scope}.k", stages, full_arrivals=1, empty_arrivals=consumers, wake=wake,
-                           on_full_flip=self._on_full(0) if recorder is not None else None)
+                           on_full_flip=self._on_full(0) if watch else None,
+                           on_empty_flip=self._on_empty(0) if watch else None)
         self.v = StageRing(env, f"{self.scope}.v", stages, full_arrivals=1, empty_arrivals=consumers, wake=wake,
-                           on_full_flip=self._on_full(stages) if recorder is not None else None)
+                           on_full_flip=self._on_full(stages) if watch else None,
+                           on_empty_flip=self._on_empty(stages) if watch else None)
+        self._landed_at = [0.0] * (2 * stages)
         self.q_full = Mbarrier(env, f"{self.scope}.q.full", 1, wake)
         self.q_empty = Mbarrier(env, f"{self.scope}.q.empty", consumers, wake)
         self.wait_full_ps: float = 0
@@ -308,6 +312,18 @@ class AttentionCta:
             self.recorder.span(self._issued_at[offset + slot], self.env.now, self.sm, self.index, "slot", "fill",
                                step, offset + slot, copy.smem_bytes)
             self.recorder.event(self.env.now, self.sm, self.index, "flip_full", barrier.name, step, offset + slot,
+                                phase)
+            self._landed_at[offset + slot] = self.env.now
+        return hook
+
+    def _on_empty(self, offset: int):  # type: ignore[no-untyped-def]
+        def hook(barrier: Mbarrier, phase: int, slot: int) -> None:
+            """Every consumer released the slot: its data was in use from landing until now."""
+            assert self.recorder is not None
+            step = phase * self.sync.stages + slot
+            self.recorder.span(self._landed_at[offset + slot], self.env.now, self.sm, self.index, "slot", "use", step,
+                               offset + slot)
+            self.recorder.event(self.env.now, self.sm, self.index, "flip_empty", barrier.name, step, offset + slot,
                                 phase)
         return hook
 
