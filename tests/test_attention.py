@@ -235,3 +235,12 @@ def test_bundled_attention_scenarios_plan(name):
     s = scenarios.load(name)
     plan, res = plan_scenario(s)
     assert plan.units == s.workload.units and res.ctas_per_sm == 1
+
+
+def test_fast_forward_on_or_off_gives_the_same_run():
+    s = scenario(gpu="h100-sxm", seqlen_q=1024)
+    on = simulate(s).stats
+    off = simulate(from_dict({**s.to_dict(), "run": {"records": False, "fast_forward": False}})).stats
+    for key in ("makespan_ps", "memory_bytes", "hbm_bytes", "achieved_flops_per_s", "sm_finish_mean_ns"):
+        assert on[key] == off[key], key
+    assert on["fast_forward"].startswith("off: this workload's CTA program has no ring steps")
