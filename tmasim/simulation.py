@@ -162,6 +162,7 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
     tensor_busy = total("busy_ps", "tensor_core")
     smem_bytes = total("bytes", "copy_engine")
     memory_bytes = total("memory_bytes", "copy_engine")
+    l2_bytes = total("l2_bytes", "copy_engine")  # less than memory_bytes where a cluster's loads coalesce
     hbm_bytes = total("hbm_bytes", "copy_engine") + total("store_bytes", "copy_engine")
     gpu = scenario.gpu
     return {
@@ -183,9 +184,10 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
         "copy_utilization": copy_busy / (sms_used * makespan) if makespan else 0.0,
         "compute_utilization": tensor_busy / (sms_used * makespan) if makespan else 0.0,
         "hbm_utilization": _utilization(hbm_bytes, gpu.hbm_bandwidth, makespan),
-        "l2_utilization": _utilization(memory_bytes + total("store_bytes", "copy_engine"), gpu.l2_bandwidth, makespan),
+        "l2_utilization": _utilization(l2_bytes + total("store_bytes", "copy_engine"), gpu.l2_bandwidth, makespan),
         "bytes": int(smem_bytes),
         "memory_bytes": int(memory_bytes),
+        "l2_bytes": int(round(l2_bytes)),
         "hbm_bytes": int(round(hbm_bytes)),
         "achieved_bytes_per_s": memory_bytes / seconds if seconds else None,
         "achieved_flops_per_s": total("flops", "tensor_core") / seconds if seconds else None,

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 # increase; floats are kept exactly between cuts (FLOAT_COUNTERS).
 CTA_COUNTERS = ("wait_full_ps", "wait_empty_ps", "slot_cycle_ps", "slot_cycles")
 ENGINE_COUNTERS = ("busy_ps", "bytes", "memory_bytes", "store_bytes", "copies")
-FLOAT_COUNTERS = {"TensorCore": ("flops",), "CopyEngine": ("hbm_bytes",), "Link": ("_bytes_done",)}
+FLOAT_COUNTERS = {"TensorCore": ("flops",), "CopyEngine": ("hbm_bytes", "l2_bytes"), "Link": ("_bytes_done",)}
 # Free variables of the engine's scheduled callbacks, and what they hold. Only records read
 # ``start`` and ``tile``; a variable not listed makes the state opaque.
 _CELLS_EXACT = {"copy", "cta", "stage", "who", "late"}

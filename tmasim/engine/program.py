@@ -28,6 +28,7 @@ class Copy(NamedTuple):
     latency: int
     busy: int = FLOW
     multicast: int = 0  # cluster ranks (a bit mask) whose SMEM receives the bytes; 0: this CTA's only
+    l2_fraction: float = 1.0  # share of the bytes L2 serves; the rest a cluster peer's same load brought
 
 
 class Epilogue(NamedTuple):

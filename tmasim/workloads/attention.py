@@ -36,15 +36,15 @@ from typing import TYPE_CHECKING
 
 from tmasim.errors import ScenarioError
 from tmasim.workloads.attention_bounds import explain, stats, summary_rows
-from tmasim.workloads.attention_config import KIND, AttentionConfig, parse
+from tmasim.workloads.attention_config import FIELDS, KIND, PROBLEM_FIELDS, AttentionConfig, parse
 from tmasim.workloads.attention_plan import plan
 
 if TYPE_CHECKING:
     from tmasim.engine.chip import Plan
     from tmasim.scenario import Scenario
 
-__all__ = ["KIND", "AttentionConfig", "check", "describe", "explain", "parse", "plan", "stats", "summary_rows",
-           "work_units"]
+__all__ = ["FIELDS", "KIND", "PROBLEM_FIELDS", "AttentionConfig", "check", "describe", "explain", "parse", "plan",
+           "stats", "summary_rows", "work_units"]
 
 
 def check(config: AttentionConfig, scenario: Scenario) -> None:

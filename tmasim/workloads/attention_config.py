@@ -13,6 +13,9 @@ from tmasim.errors import ScenarioError
 KIND = "attention"
 FIELDS = ("kind", "batch", "heads", "kv_heads", "seqlen_q", "seqlen_kv", "head_dim", "head_dim_v", "dtype", "causal",
           "tile", "launch", "softmax_overlap", "softmax_scale", "correction_warpgroup")
+# The fields that change the work; the others (tile, launch, softmax_overlap, softmax_scale,
+# correction_warpgroup) are design: how it is done (tmasim.field_roles).
+PROBLEM_FIELDS = ("batch", "heads", "kv_heads", "seqlen_q", "seqlen_kv", "head_dim", "head_dim_v", "dtype", "causal")
 HEAD_DIMS = (64, 96, 128, 192, 256)
 DTYPES = ("bf16", "fp16", "fp8")
 LAUNCHES = ("persistent", "grid")
