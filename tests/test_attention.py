@@ -244,3 +244,22 @@ def test_fast_forward_on_or_off_gives_the_same_run():
     for key in ("makespan_ps", "memory_bytes", "hbm_bytes", "achieved_flops_per_s", "sm_finish_mean_ns"):
         assert on[key] == off[key], key
     assert on["fast_forward"].startswith("off: this workload's CTA program has no ring steps")
+
+
+def test_blackwell_keeps_s_and_o_in_tensor_memory():
+    from tmasim import scenario as scenarios
+
+    s = scenarios.load("attention-b200", ["workload.batch=1", "workload.heads=2", "workload.seqlen_q=1024"])
+    plan, res = plan_scenario(s)
+    assert res.accumulator is not None and res.accumulator.tmem_columns == 2 * (128 + 128)  # two tiles x (S + O)
+    block = plan.programs[0].block(0)
+    table = s.gpu.mma
+    latency, ii = table.timing("t", "bf16", 128, 128)
+    assert block.qk.occupancy == s.gpu.cycles_ps(128 // 16 * ii)  # tcgen05 M = 128, one per K = 16
+    with pytest.raises(ScenarioError) as err:
+        plan_scenario(scenarios.load("attention-b200", ["workload.head_dim=256"]))
+    assert "needs 768 TMEM columns (2 Q tile(s) x (S 128 + O 256), fp32)" in str(err.value)
+    with pytest.raises(ScenarioError, match="over the 128 lanes of Tensor Memory"):
+        plan_scenario(scenarios.load("attention-b200", ["pipeline.consumer_mode=cooperative"]))
+    stats = simulate(s).stats
+    assert stats["binding"] == "exponentials"  # the tensor cores doubled, the exponential units did not
