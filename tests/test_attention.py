@@ -263,3 +263,19 @@ def test_blackwell_keeps_s_and_o_in_tensor_memory():
         plan_scenario(scenarios.load("attention-b200", ["pipeline.consumer_mode=cooperative"]))
     stats = simulate(s).stats
     assert stats["binding"] == "exponentials"  # the tensor cores doubled, the exponential units did not
+
+
+@pytest.mark.parametrize("changes", [{}, {"pipeline.consumer_mode": "cooperative"},
+                                     {"pipeline.consumer_mode": "cooperative", "workload.softmax_overlap": False},
+                                     {"workload.causal": True}, {"pipeline.stages": 3},
+                                     {"pipeline.warp_specialized": False}])
+def test_never_faster_than_any_bound(changes):
+    from tmasim.workloads.attention_bounds import BOUND_NAMES
+
+    raw = scenario(gpu="h100-sxm", seqlen_q=1024).to_dict()
+    for dotted, value in changes.items():
+        section, key = dotted.split(".")
+        raw[section] = {**raw[section], key: value}
+    stats = simulate(from_dict(raw)).stats
+    for key, _ in BOUND_NAMES:
+        assert stats["makespan_ns"] >= stats[f"{key}_bound_ns"], key

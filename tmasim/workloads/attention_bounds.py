@@ -3,11 +3,12 @@
 Bounds a run cannot beat, from the plan alone: ``compute`` (the busiest SM's tensor-core time,
 both GEMMs), ``exponentials`` (the busiest SM's exponential pipe, or its FP32 pipe if busier: softmax and rescale),
 ``smem`` (the MMA operands read from shared memory by the busiest SM at its shared-memory
-bandwidth: per block and warpgroup its rows of Q and all of K, and all of V), ``l2`` and
+bandwidth: per block Q once and, for each warpgroup, all of K and V), ``l2`` and
 ``hbm`` (all bytes over each link), ``port`` (the busiest SM's bytes over its ingest port),
-``latency`` (per CTA, the uses of its busiest K/V slot, each at least a round trip: issue,
-latency, transfer at the port's rate, the full barrier's wake-up, one consumer's S, softmax
-and P·V, the empty barrier's wake-up).
+``latency`` (per CTA, the uses of its busiest K or V slot one after another, each at least a
+round trip: the issue, the copy's latency and transfer at the port's rate, the full barrier's
+wake-up, the MMAs that read the slot (S = Q·Kᵀ of every consumer for K, P·V for V) on the one
+FIFO of tensor cores and the last one's completion, the empty barrier's wake-up).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
     hbm = l2 = latency = 0.0
     e = ELEMENT_BYTES[config.dtype]
     bm, bn = config.tile
-    operands = (bm * config.head_dim + bn * config.head_dim * plan.info.get("warpgroups", 2) + bn * config.d_v) * e
+    readers = plan.info.get("warpgroups", 2)  # each warpgroup (Blackwell: each Q tile's MMA) reads all of K and V
+    operands = (bm * config.head_dim + readers * bn * (config.head_dim + config.d_v)) * e
     for g, program in enumerate(plan.programs):
         assert isinstance(program, AttentionProgram)
         sm, procs = g % sms, program.schedule.consumers
@@ -60,8 +62,8 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
                 l2 += count * nbytes
                 hbm += count * (block.k.memory_bytes * block.k.hbm_fraction + block.v.memory_bytes *
                                 block.v.hbm_fraction)
-                trip = round_trip(gpu, block)
-                serial[sm] += count * (trip - 2 * gpu.barrier_wake)
+                trip = round_trip(gpu, block, procs)
+                serial[sm] += count * no_overlap(gpu, block, procs)
                 for _ in range(count):
                     trips[step % stages] += trip
                     step += 1
@@ -88,12 +90,24 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
     }
 
 
-def round_trip(gpu: GpuSpec, block: Any) -> float:
-    """The least time one use of a K/V slot takes (see the module doc)."""
-    k, v = block.k, block.v
-    landing = max(k.latency, v.latency) + (k.memory_bytes + v.memory_bytes) / gpu.sm_port_bandwidth
-    work = block.qk.occupancy + block.qk.tail + block.softmax.time + block.pv.occupancy + block.pv.tail
-    return gpu.tma_issue + landing + gpu.barrier_wake + work + gpu.barrier_wake
+def round_trip(gpu: GpuSpec, block: Any, consumers: int = 1) -> float:
+    """The least time one use of a K/V slot takes (see the module doc): the longer of K's and V's."""
+    port = gpu.sm_port_bandwidth
+
+    def trip(copy: Any, mma: Any) -> float:
+        return (gpu.tma_issue + copy.latency + copy.memory_bytes / port + gpu.barrier_wake
+                + consumers * mma.occupancy + mma.tail + gpu.barrier_wake)
+
+    return max(trip(block.k, block.qk), trip(block.v, block.pv))
+
+
+def no_overlap(gpu: GpuSpec, block: Any, consumers: int) -> float:
+    """A block with nothing overlapped: K and V land, then each consumer's S, softmax, rescale, P·V."""
+    landing = gpu.tma_issue + max(block.k.latency, block.v.latency) + (
+        block.k.memory_bytes + block.v.memory_bytes) / gpu.sm_port_bandwidth
+    work = (block.qk.occupancy + block.qk.tail + (block.softmax + block.correction).time + block.pv.occupancy
+            + block.pv.tail)
+    return landing + consumers * work
 
 
 def stats(config: AttentionConfig, scenario: Scenario, plan: Plan, res: Residency, makespan: int) -> dict[str, Any]:
