@@ -34,6 +34,8 @@ _NAMES = {
     "ctas": "CTAs", "sms_used": "SMs used", "waves": "units per CTA (persistent) or waves (grid)",
     "races": "reads before data landed", "hbm_bytes": "HBM traffic", "memory_bytes": "L2 traffic",
     "bytes": "bytes into shared memory", "status": "status", "error": "error",
+    "useful_flops_per_s": "useful throughput (FLOP convention)", "sm_finish_max_ns": "busiest SM's finish",
+    "sm_finish_mean_ns": "mean SM finish",
 }
 _ROW_LABELS = {"pipeline.stages": "{} stages", "workload.tile": "tile {}", "workload.box": "box {}",
                "pipeline.consumers": "{} consumers", "run.seed": "seed {}"}
