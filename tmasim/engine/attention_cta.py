@@ -304,7 +304,7 @@ class AttentionCta:
             self.finished.succeed(self)
 
     def _on_full(self, offset: int):  # type: ignore[no-untyped-def]
-        def hook(barrier: Mbarrier, phase: int, slot: int) -> None:
+        def hook(slot: int, barrier: Mbarrier, phase: int) -> None:
             assert self.recorder is not None
             step = phase * self.sync.stages + slot
             block: KvBlock = self.program.block(step)
@@ -317,7 +317,7 @@ class AttentionCta:
         return hook
 
     def _on_empty(self, offset: int):  # type: ignore[no-untyped-def]
-        def hook(barrier: Mbarrier, phase: int, slot: int) -> None:
+        def hook(slot: int, barrier: Mbarrier, phase: int) -> None:
             """Every consumer released the slot: its data was in use from landing until now."""
             assert self.recorder is not None
             step = phase * self.sync.stages + slot
