@@ -38,6 +38,8 @@ _NAMES = {
     **{f"{key}_bound_ns": f"{name.text} bound" for key, name in names.BOUNDS.items()},
     **{f"{key}_term_ns": f"{name.text} term" for key, name in names.BOUNDS.items()},
     "smem_bytes_per_k_step": "shared-memory traffic per k-step", "operands": "MMA operand source",
+    "useful_flops_per_s": "useful throughput (FLOP convention)", "sm_finish_max_ns": "busiest SM's finish",
+    "sm_finish_mean_ns": "mean SM finish",
 }
 _BOUND_COLUMNS = ("binding", "littles_law_binding")  # their values are keys of tmasim.names.BOUNDS
 _ROW_LABELS = {"pipeline.stages": "{} stages", "workload.tile": "tile {}", "workload.box": "box {}",
