@@ -28,6 +28,8 @@ class Name:
 BOUNDS: dict[str, Name] = {
     "compute": Name("compute", "the tensor cores' work alone: the busiest SM's MMA time (per tile for a "
                                "tile pipeline)"),
+    "exponentials": Name("exponentials", "attention's softmax alone: the busiest SM's time on its exp "
+                                         "(multi-function) units or its FP32 units, whichever is longer"),
     "copy": Name("copy", "the copy engine's busy time per tile: loads one after another, nothing else"),
     "issue": Name("TMA issue", "the copy engine's cost of taking each request, one at a time"),
     "l2": Name("L2", "every byte that crosses L2 (loads and stores) over its bandwidth"),
