@@ -304,10 +304,10 @@ class FastForward:
             procs.append((frame.f_lineno, local.get("i", -1) - base, waited, target,
                           None if inner is None or inner.gi_frame is None else inner.gi_frame.f_lineno))
         barriers = tuple((b.phase - base // stages, b._pending, b._tx, max(b._ready_at - now, 0),
-                          b._last._value is PENDING, tuple(describe.callbacks(b._current.callbacks)))
+                          b._last._value is PENDING, describe.callbacks(b._current.callbacks))
                          for ring in (cta.ring.full, cta.ring.empty) for b in ring)
         released = tuple(t - now for t in cta._released_at)
-        exit_waiters = tuple(describe.callbacks(cta.finished.callbacks))
+        exit_waiters = describe.callbacks(cta.finished.callbacks)
         return (tuple(procs), barriers, released, cta._consumers_left, cta._stores_left, cta._turn,
                 cta.finished_at is not None, exit_waiters, tuple(sorted(cta._waiting)))
 
@@ -336,7 +336,7 @@ def _fabric_state(fabric: Fabric, now: int, describe: _Describer) -> tuple[Any, 
     groups = {id(g): n for n, g in enumerate(fabric._groups)}
     classes = []
     for cls in fabric._active:
-        flows = tuple((tag, flow.nbytes, tuple(describe.callbacks(flow.done.callbacks)))
+        flows = tuple((tag, flow.nbytes, describe.callbacks(flow.done.callbacks))
                       for tag, _, flow in sorted(cls.heap, key=lambda e: e[:2]))
         group = None if cls.group is None else groups[id(cls.group)]
         classes.append((_class_name(cls), cls.n, cls.offset, cls.start_sum, group, flows))
@@ -376,8 +376,12 @@ class _Describer:
             return (done.__func__.__name__, self.name(done.__self__))
         raise Opaque(f"a copy target {type(done).__name__}")
 
-    def callbacks(self, callbacks: Iterable[Any] | None) -> Iterable[Any]:
-        for cb in callbacks or ():
+    def callbacks(self, callbacks: list[Any] | None) -> tuple[Any, ...]:
+        """What an event will call, by owner (most events have no callback: the fast path)."""
+        return tuple(self._callbacks(callbacks)) if callbacks else ()
+
+    def _callbacks(self, callbacks: list[Any]) -> Iterable[Any]:
+        for cb in callbacks:
             owner = getattr(cb, "__self__", None)
             if owner is not None:
                 if isinstance(owner, Process):
@@ -425,7 +429,7 @@ class _Describer:
                                                     type(value).__name__)
         is_timer = getattr(self._fabric_of(event), "_timer", None) is event
         ok = getattr(event, "_ok", None)
-        return (named, type(event).__name__, ok, shown, is_timer, tuple(self.callbacks(event.callbacks)))
+        return (named, type(event).__name__, ok, shown, is_timer, self.callbacks(event.callbacks))
 
     def _fabric_of(self, event: simpy.Event) -> Any:
         for cb in event.callbacks or ():
