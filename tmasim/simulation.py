@@ -16,7 +16,6 @@ from tmasim import format as fmt
 from tmasim.engine.chip import Chip, Plan
 from tmasim.engine.cta import Cta, Sync
 from tmasim.engine.fast_forward import FastForward
-from tmasim.engine.program import TimedProgram
 from tmasim.engine.recorder import Recorder
 from tmasim.errors import BarrierError, DeadlockError, ModelError, ScenarioError
 from tmasim.residency import Residency
@@ -74,16 +73,9 @@ def _no_skip(scenario: Scenario, plan: Plan, record_bandwidth: bool) -> str:
                (run.records, "run.records = true keeps every span and event"),
                (record_bandwidth, "link loads are recorded over time"),
                (scenario.pipeline.mma_cta_group == 2, "2-SM MMA pairs are simulated in full"),
-               (_times_vary(plan), "per-tile times vary (jitter, or a list of times): no period repeats"),
                (not scenario.pipeline.consumer_waits_full,
                 "reads are checked step by step (pipeline.consumer_waits_full = false)")]
     return next((why for off, why in reasons if off), "")
-
-
-def _times_vary(plan: Plan) -> bool:
-    """Whether the ``tiles`` workload gives its tiles different times (drawn or listed)."""
-    first = plan.programs[0] if plan.programs else None
-    return isinstance(first, TimedProgram) and first.steps > 1 and first.run_of(0)[1] == 1
 
 
 def _validity(scenario: Scenario, races: list[Any]) -> tuple[bool, str | None]:

@@ -37,6 +37,7 @@ from simpy.events import PENDING, Process
 
 from tmasim.engine.barrier import Mbarrier
 from tmasim.engine.copy_engine import Multicast
+from tmasim.engine.program import TimedProgram
 
 if TYPE_CHECKING:
     from tmasim.engine.chip import Chip
@@ -70,6 +71,10 @@ class FastForward:
 
     def __init__(self, env: simpy.Environment, chip: Chip, stages: int, *, skip: bool, note: str = "") -> None:
         self.env, self.chip, self.stages, self.skip = env, chip, stages, skip
+        first = chip.plan.programs[0] if chip.plan.programs else None
+        if skip and isinstance(first, TimedProgram) and first.steps > 1 and first.run_of(0)[1] == 1:
+            skip, note = False, "per-tile times vary (jitter, or a list of times): no period repeats"
+        self.skip = skip
         self.note = note  # why the skip is off (empty: on)
         sync = chip.sync
         self.units_matter = sync.mode == "pingpong" and sync.consumers > 1  # warpgroups take turns by unit
