@@ -73,6 +73,8 @@ def _no_skip(scenario: Scenario, plan: Plan, record_bandwidth: bool) -> str:
                (run.records, "run.records = true keeps every span and event"),
                (record_bandwidth, "link loads are recorded over time"),
                (scenario.pipeline.mma_cta_group == 2, "2-SM MMA pairs are simulated in full"),
+               (bool(plan.programs) and not hasattr(plan.programs[0], "run_of"),
+                "this workload's CTA program has no ring steps the skip can cut (attention's K/V rings)"),
                (not scenario.pipeline.consumer_waits_full,
                 "reads are checked step by step (pipeline.consumer_waits_full = false)")]
     return next((why for off, why in reasons if off), "")
@@ -207,8 +209,23 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
         "drift_start_ns": scenario.run.drift.start / 1000,
         "drift_latency_cv": scenario.run.drift.latency_cv,
         "simulated_steps": sum(cta.program.steps for cta in chip.ctas),  # ring steps the engine ran
+        **_balance(chip),
         **_cluster_stats(chip),
     }
+
+
+def _balance(chip: Chip) -> dict[str, Any]:
+    """When each SM's last CTA finished: the busiest against the mean (load imbalance)."""
+    last: dict[int, tuple[float, int]] = {}
+    for cta in chip.ctas:
+        end = cta.finished_at or 0
+        if end >= last.get(cta.sm, (0, 0))[0]:
+            last[cta.sm] = (end, cta.multiplicity)
+    if not last:
+        return {}
+    weight = sum(m for _, m in last.values())
+    return {"sm_finish_max_ns": max(end for end, _ in last.values()) / 1000,
+            "sm_finish_mean_ns": sum(end * m for end, m in last.values()) / weight / 1000}
 
 
 def _accumulator_stats(res: Residency) -> dict[str, Any]:

@@ -36,6 +36,8 @@ _NAMES = {
     "bytes": "bytes into shared memory", "status": "status", "error": "error",
     "l2_bytes": "L2 traffic (a cluster's same loads once)", "smem_bound_ns": "shared-memory bound",
     "smem_bytes_per_k_step": "shared-memory traffic per k-step", "operands": "MMA operand source",
+    "useful_flops_per_s": "useful throughput (FLOP convention)", "sm_finish_max_ns": "busiest SM's finish",
+    "sm_finish_mean_ns": "mean SM finish",
 }
 _ROW_LABELS = {"pipeline.stages": "{} stages", "workload.tile": "tile {}", "workload.box": "box {}",
                "pipeline.consumers": "{} consumers", "run.seed": "seed {}"}

@@ -229,7 +229,8 @@ def _timeline_figures(result: Result, out: Path, first_tiles: int | None) -> lis
     from tmasim.review import plots
 
     spans, events = result.spans, result.events
-    per_cta = int(spans[spans["kind"] == "compute"].groupby(["sm", "cta"])["tile"].nunique().max() or 0)
+    counts = spans[spans["kind"] == "compute"].groupby(["sm", "cta"])["tile"].nunique()
+    per_cta = int(counts.max()) if len(counts) else 0  # an attention run records its MMAs by phase instead
     tiles = first_tiles if first_tiles is not None else plots.suggested_tiles(spans)
     zoom = f" (zoomed to the first {tiles} tiles of each CTA; the run has {per_cta})" if tiles else ""
     stats = result.stats

@@ -27,6 +27,14 @@ TERMS: dict[str, str] = {
                    "product of two operand tiles into an accumulator tile.",
     "accumulator": "The output tile an MMA adds into (fp32 for bf16 inputs): in registers on Hopper, in "
                    "TMEM on Blackwell.",
+    "softmax": "In attention, the normalization of each row of scores S = Q·Kᵀ: subtract the row's "
+               "maximum, exponentiate, divide by the row's sum. FlashAttention does it online, block by "
+               "block, rescaling the output O whenever a row's maximum grows.",
+    "MUFU": "The SM's multi-function units: exponentials, reciprocals, square roots (16 results a clock "
+            "per Hopper SM, against 128 FP32 fused multiply-adds): attention's softmax runs on them.",
+    "ping-pong": "Two consumer warpgroups taking turns on the tensor cores, ordered by a named barrier "
+                 "(a hardware barrier among warps of a CTA): while one runs its GEMMs, the other runs its "
+                 "softmax. Without it (lockstep) both do the same phase at once.",
     "box": "The rectangle of a tensor one TMA copy moves (each side at most 256 elements).",
     "work unit": "What one step of a chip scenario's schedule covers: an output tile of a GEMM (all its "
                  "k-steps), or one box of a stream.",
