@@ -74,9 +74,13 @@ def vector_work(gpu: GpuSpec, scale: float, exps: float, fp32: float) -> VectorW
                       round(scale * fp32 / gpu.fp32_per_clock / gpu.clock_hz * 1e12))
 
 
-def block(config: AttentionConfig, gpu: GpuSpec, rows: int, k: Copy, v: Copy, masked: bool) -> KvBlock:
+def block(config: AttentionConfig, gpu: GpuSpec, rows: int, k: Copy, v: Copy, masked: bool,
+          keys: int | None = None) -> KvBlock:
+    """One K/V block for a consumer of ``rows`` query rows: the MMAs run the whole block, but
+    only ``keys`` of its BN keys exist (the last block of a ragged seqlen_kv) and, masked,
+    half of those count as useful FLOPs."""
     bn, d, dv, scale = config.tile[1], config.head_dim, config.d_v, config.softmax_scale
-    useful = 0.5 if masked else 1.0
+    useful = (0.5 if masked else 1.0) * (keys if keys is not None else bn) / bn
     qk = mma_phase(gpu, config.dtype, rows, bn, d, useful * 2.0 * rows * bn * d)
     pv = mma_phase(gpu, config.dtype, rows, dv, bn, useful * 2.0 * rows * bn * dv)
     softmax = vector_work(gpu, scale, rows * bn, FP32_PER_SCORE * rows * bn)
@@ -254,7 +258,7 @@ def _units(config: AttentionConfig, gpu: GpuSpec, shape: Shape, order: Sequence[
         if key not in blocks_cache:
             k = _copy(gpu, bn * d * e, rows_in * d * e, fraction)
             v = _copy(gpu, bn * dv * e, rows_in * dv * e, fraction)
-            blocks_cache[key] = block(config, gpu, shape.rows, k, v, masked)
+            blocks_cache[key] = block(config, gpu, shape.rows, k, v, masked, rows_in)
         return blocks_cache[key]
 
     epilogue_time = epilogue_ps(config, gpu, shape.rows)
