@@ -57,10 +57,7 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False) -> Result:
     stats["fast_forward"] = ff.summary()
     stats["fast_forward_skipped_steps"] = ff.skipped_steps
     stats["valid"], stats["invalid_reason"] = _validity(scenario, races)
-    links = chip.fabric.link_stats() if chip.fabric is not None else {}
-    for name in ("L2", "HBM"):
-        if name in links:
-            stats[f"{name.lower()}_carried_bytes"] = links[name].bytes_carried
+    links = chip.fabric.link_stats() if chip.fabric is not None and record_bandwidth else {}
     bandwidth = _bandwidth_table(links) if record_bandwidth else None
     return Result(scenario, stats, races, recorder, bandwidth)
 
@@ -166,8 +163,9 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
     tensor_busy = total("busy_ps", "tensor_core")
     smem_bytes = total("bytes", "copy_engine")
     memory_bytes = total("memory_bytes", "copy_engine")
-    l2_bytes = total("l2_bytes", "copy_engine")  # less than memory_bytes where a cluster's loads coalesce
-    hbm_bytes = total("hbm_bytes", "copy_engine") + total("store_bytes", "copy_engine")
+    l2_loads = total("l2_bytes", "copy_engine")  # less than memory_bytes where a cluster's same loads coalesce
+    store_bytes = total("store_bytes", "copy_engine")
+    hbm_bytes = total("hbm_bytes", "copy_engine") + store_bytes
     gpu = scenario.gpu
     return {
         "scenario": scenario.name,
@@ -188,10 +186,12 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
         "copy_utilization": copy_busy / (sms_used * makespan) if makespan else 0.0,
         "compute_utilization": tensor_busy / (sms_used * makespan) if makespan else 0.0,
         "hbm_utilization": _utilization(hbm_bytes, gpu.hbm_bandwidth, makespan),
-        "l2_utilization": _utilization(l2_bytes + total("store_bytes", "copy_engine"), gpu.l2_bandwidth, makespan),
+        "l2_utilization": _utilization(l2_loads + store_bytes, gpu.l2_bandwidth, makespan),
+        # The traffic figures (see tmasim.names.TRAFFIC): L2 = loads it served + stores; HBM = misses + stores.
         "bytes": int(smem_bytes),
+        "l2_bytes": int(round(l2_loads + store_bytes)),
         "memory_bytes": int(memory_bytes),
-        "l2_bytes": int(round(l2_bytes)),
+        "store_bytes": int(store_bytes),
         "hbm_bytes": int(round(hbm_bytes)),
         "achieved_bytes_per_s": memory_bytes / seconds if seconds else None,
         "achieved_flops_per_s": total("flops", "tensor_core") / seconds if seconds else None,

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 KEY_FIGURES = ("makespan_ns", "serial_ns", "closed_form_ns", "bound_ns", "interval_bound_ns", "binding",
                "littles_law_bytes_per_s", "littles_law_binding", "achieved_flops_per_s", "achieved_bytes_per_s",
                "efficiency", "consumer_wait_full_ns", "producer_wait_empty_ns", "copy_utilization",
-               "compute_utilization", "hbm_utilization", "l2_utilization", "smem_per_cta_bytes", "ctas_per_sm",
+               "compute_utilization", "l2_bytes", "l2_utilization", "hbm_bytes", "hbm_utilization",
+               "smem_per_cta_bytes", "ctas_per_sm",
                "residency_limit", "ctas", "sms_used", "waves", "races", "cluster", "multicast", "clusters_resident",
                "idle_sms", "aggregation")
 SWEEP_COLUMNS = ("status", "makespan_ns", "binding", "bound_ns", "interval_bound_ns", "achieved_flops_per_s",

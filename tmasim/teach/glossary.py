@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tmasim import names
 from tmasim.teach.prose import paragraph
 
 TERMS: dict[str, str] = {
@@ -77,7 +78,7 @@ TERMS: dict[str, str] = {
     "closed form": "A formula that gives the time exactly, e.g. T = l + c + (N - 1) x max(l, c) for N equal "
                    "tiles with load time l and compute time c and two or more stages.",
     "cadence": "The steady-state interval between tiles once the pipe is full: the slowest of the copy, "
-               "the compute and the slot round trip / S.",
+               "the compute and the round trip / S.",
     "fill and drain": "The start (filling the pipe: nothing to compute yet) and the end (draining: nothing "
                       "left to copy) of a pipeline, where the stages do not overlap.",
     "residency": "How many CTAs fit on one SM at once, limited by shared memory, threads and registers. "
@@ -90,8 +91,15 @@ TERMS: dict[str, str] = {
 
 
 def glossary() -> str:
-    width = max(len(term) for term in TERMS)
-    lines = ["Glossary (terms used by tmasim learn, explain and quiz):", ""]
-    for term, text in TERMS.items():
-        lines.append(paragraph(text, " " * (width + 4), first=f"  {term:<{width}}  "))
+    """The terms, then the bounds and traffic figures under the names every output uses."""
+    sections = (("Glossary (terms used by tmasim learn, explain and quiz):", TERMS),
+                ("Bounds: what can bind a run, as run, explain, sweep, report and figures name them:",
+                 {name.text: name.meaning for name in names.BOUNDS.values()}),
+                ("Traffic: what each byte count of a run counts:",
+                 {name.text: name.meaning for name in names.TRAFFIC.values()}))
+    width = max(len(term) for _, terms in sections for term in terms)
+    lines: list[str] = []
+    for title, terms in sections:
+        lines += [*([""] if lines else []), title, ""]
+        lines += [paragraph(text, " " * (width + 4), first=f"  {term:<{width}}  ") for term, text in terms.items()]
     return "\n".join(lines)

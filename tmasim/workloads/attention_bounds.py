@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from tmasim import names
 from tmasim.engine.attention_program import AttentionProgram
 from tmasim.workloads.attention_config import ELEMENT_BYTES, AttentionConfig
 
@@ -25,8 +26,8 @@ if TYPE_CHECKING:
     from tmasim.residency import Residency
     from tmasim.scenario import Scenario
 
-BOUND_NAMES = (("compute", "compute"), ("exponentials", "exponentials"), ("smem", "shared memory"), ("l2", "L2"),
-               ("hbm", "HBM"), ("port", "SM port"), ("latency", "latency"))
+BOUND_NAMES = tuple((key, names.bound(key)) for key in ("compute", "exponentials", "smem", "l2", "hbm", "port",
+                                                          "latency"))
 
 
 def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict[str, Any]:
