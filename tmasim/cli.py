@@ -70,6 +70,9 @@ def _parser() -> argparse.ArgumentParser:
                           "(gzip-compressed if FILE ends in .gz)")
     run.add_argument("--explain", action="store_true",
                      help="then explain the run in words: the closed form, what binds, stalls, what-ifs")
+    run.add_argument("--yes", action="store_true",
+                     help="run it even if its estimated time or memory is past the limits (see the README's "
+                          "Resource limits); without it such a run is refused before it starts")
     run.set_defaults(handler=_run)
 
     scenarios = sub.add_parser("scenarios", help="list the bundled scenarios, or print one as TOML",
@@ -95,17 +98,20 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from tmasim import budget
     from tmasim import scenario as scenarios
     from tmasim.simulation import simulate
 
     scenario = scenarios.load(args.scenario, args.overrides)
+    frames = args.out is not None or args.trace is not None
+    limits = budget.command_line(args.yes, extra_record_bytes=budget.FRAME_BYTES_PER_RECORD if frames else 0)
     if args.out is not None:
         _check_out_dir(args.out)
     if args.trace is not None and not scenario.run.records:
         raise TmasimError("--trace: this scenario keeps no per-event records (run.records = false); "
                           "add --set run.records=true")
     try:
-        result = simulate(scenario, record_bandwidth=args.out is not None or args.trace is not None)
+        result = simulate(scenario, record_bandwidth=frames, limits=limits)
     except ModelError as err:
         if args.explain:
             from tmasim.teach.explain import explain_failure

@@ -7,10 +7,13 @@ residency) and the references that apply to the workload (closed forms, bounds).
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
 from typing import Any
 
 import simpy
 
+from tmasim import budget
 from tmasim import format as fmt
 from tmasim.engine.chip import Chip, Plan
 from tmasim.engine.cta import Cta, Sync
@@ -23,9 +26,20 @@ from tmasim.units import PS_PER_S
 from tmasim.workloads import workload_of
 
 
-def simulate(scenario: Scenario, *, record_bandwidth: bool = False) -> Result:
-    """Run one scenario. ``record_bandwidth`` keeps each link's load over time (for plots)."""
+def simulate(scenario: Scenario, *, record_bandwidth: bool = False, allow_large: bool = False,
+             limits: budget.Limits | None = None) -> Result:
+    """Run one scenario. ``record_bandwidth`` keeps each link's load over time (for plots).
+
+    A run whose estimated time or memory is past :mod:`tmasim.budget`'s limits is refused with
+    a :class:`~tmasim.errors.ResourceError` before it starts, unless ``allow_large``; ``limits``
+    (the command line's) also says where to note a large run."""
+    if not isinstance(scenario, Scenario):
+        _not_a_scenario(scenario)
     scenario.validate()
+    limits = limits if limits is not None else budget.DEFAULT
+    if allow_large:
+        limits = dataclasses.replace(limits, allow=True)
+    _check_plan_size(scenario, limits)
     env = simpy.Environment()
     recorder = Recorder() if scenario.run.records else None
     plan, res = plan_scenario(scenario)
@@ -33,6 +47,7 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False) -> Result:
     drift = scenario.run.drift
     chip = Chip(env, scenario.gpu, plan, _sync(scenario), recorder, aggregate=scenario.run.aggregate and not drift.on,
                 record_bandwidth=record_bandwidth, drift=drift, seed=scenario.run.seed)
+    budget.check(_run_estimate(scenario, plan, chip, limits), limits)
     try:
         _run_events(env, scenario, chip.ctas)
         _check_finished(chip.ctas, env.now)
@@ -70,6 +85,53 @@ def _bandwidth_table(links: dict[str, Any]) -> list[tuple[int, str, float, float
         for time, load in link.series or ():
             rows.append((time, name, load, link.capacity))
     return rows
+
+
+def _not_a_scenario(value: Any) -> None:
+    hint = (" (a scenario's name or file: call tmasim.load_scenario(...) first and pass what it returns)"
+            if isinstance(value, (str, Path, dict)) else "")
+    raise TypeError(f"simulate() takes a Scenario, not {type(value).__name__} {value!r:.60}{hint}")
+
+
+def estimate(scenario: Scenario, *, extra_record_bytes: int = 0) -> budget.Estimate:
+    """What running ``scenario`` would cost (time, memory, events), without running it: the plan
+    is built (unless building it is what is too large) and the chip laid out, nothing more."""
+    scenario.validate()
+    before = _plan_size_estimate(scenario)
+    if before is not None and before.too_large:
+        return before
+    plan, _ = plan_scenario(scenario)
+    drift = scenario.run.drift
+    chip = Chip(simpy.Environment(), scenario.gpu, plan, _sync(scenario), None,
+                aggregate=scenario.run.aggregate and not drift.on, drift=drift, seed=scenario.run.seed)
+    return _run_estimate(scenario, plan, chip, budget.Limits(extra_record_bytes=extra_record_bytes))
+
+
+def _plan_size_estimate(scenario: Scenario) -> budget.Estimate | None:
+    size = getattr(workload_of(scenario.workload), "plan_size", None)  # optional for a new workload
+    if size is None:
+        return None
+    steps, units, extra = size(scenario.workload, scenario)
+    every_sm = not scenario.run.aggregate or scenario.run.drift.on
+    simulated = steps if every_sm else steps // max(1, scenario.gpu.sms)
+    return budget.plan_estimate(steps, units, simulated=simulated, extra_plan_bytes=extra)
+
+
+def _check_plan_size(scenario: Scenario, limits: budget.Limits) -> None:
+    """The plan itself can be too big to build (10^9 ring steps): refused before it is made."""
+    before = _plan_size_estimate(scenario)
+    if before is not None:
+        budget.check(before, limits)
+
+
+def _run_estimate(scenario: Scenario, plan: Plan, chip: Chip, limits: budget.Limits) -> budget.Estimate:
+    size = getattr(workload_of(scenario.workload), "plan_size", None)
+    extra = size(scenario.workload, scenario)[2] if size is not None else 0
+    return budget.run_estimate(chip.planned.steps, sum(p.steps for p in plan.programs), plan.units,
+                               chip.planned.ctas, flow=plan.flow, sharers=len(chip.sms), drift=scenario.run.drift.on,
+                               records=scenario.run.records, extra_plan_bytes=extra,
+                               extra_record_bytes=limits.extra_record_bytes,
+                               extra_record_seconds=limits.extra_record_seconds)
 
 
 def plan_scenario(scenario: Scenario) -> tuple[Plan, Residency]:

@@ -100,12 +100,15 @@ def register_animate(sub: Any) -> None:
     anim.add_argument("--out", type=Path, required=True, metavar="FILE",
                       help="FILE.gif, FILE.mp4 (needs ffmpeg) or FILE.html (a self-contained player with a slider)")
     anim.add_argument("--fps", type=int, default=8, help="frames per second (default 8)")
+    anim.add_argument("--yes", action="store_true",
+                      help="animate even if the run's estimated time or memory is past the limits")
     anim.set_defaults(handler=_animate)
 
 
 def _animate(args: argparse.Namespace) -> int:
     import sys
 
+    from tmasim import budget
     from tmasim import scenario as scenarios
     from tmasim.errors import DeadlockError, ModelError, TmasimError
     from tmasim.results import Result
@@ -120,8 +123,10 @@ def _animate(args: argparse.Namespace) -> int:
     if not scenario.run.records:
         raise TmasimError(f"animate: {scenario.name} keeps no per-event records (run.records = false); add "
                           "--set run.records=true and shrink the problem first")
+    limits = budget.command_line(args.yes, extra_record_bytes=budget.ANIMATE_BYTES_PER_RECORD,
+                                 extra_record_seconds=budget.ANIMATE_SECONDS_PER_RECORD, what="animation")
     try:
-        result = simulate(scenario)
+        result = simulate(scenario, limits=limits)
     except ModelError as err:   # a run that cannot finish: animate it up to the failure, then report
         if err.records is None or not err.records.span_count:
             raise

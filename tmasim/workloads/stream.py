@@ -145,6 +145,12 @@ def plan(config: StreamConfig, scenario: Scenario) -> tuple[Plan, Residency]:
     return Plan(programs, config.launch == "persistent", res.ctas_per_sm, sms, flow=True, units=len(steps)), res
 
 
+def plan_size(config: StreamConfig, scenario: Scenario) -> tuple[int, int, int]:
+    """(ring steps, work units, other bytes) of the plan, before it is built (tmasim.budget)."""
+    boxes = math.prod(-(-s // b) for s, b in zip(config.shape, config.box, strict=True))
+    return boxes, boxes, 0
+
+
 def work_units(config: StreamConfig, plan: Plan) -> int:
     return plan.units
 
