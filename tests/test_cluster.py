@@ -265,16 +265,21 @@ def test_pair_mma_halves_each_ctas_b_traffic_and_its_shared_memory():
 
 
 def test_pair_mma_time_comes_from_the_cta_group_2_table():
-    from tmasim.workloads.gemm import GemmConfig, mma_step
+    from tmasim.workloads.gemm_config import GemmConfig
+    from tmasim.workloads.gemm_mma import mma_step
 
     b200 = load_gpu("b200")
     config = GemmConfig(m=2048, n=1024, k=512, dtype="bf16", out_dtype="bf16", tile=(128, 256, 64))
     step = mma_step(config, b200, 2, "cooperative", pair=True)
     cycle = 1e12 / b200.clock_hz
     assert step.instruction == "tcgen05 bf16 m256n256k16, cta_group::2" and step.count == 4
-    assert step.occupancy == round(4 * 128.03 * cycle) and step.tail == round((298 - 128.03) * cycle)
+    # The TS row (266 cycles, II 128.02); SS: each SM reads its 128 rows of A, 128 x 32 B, before the
+    # result (latency + 4 KiB at the shared-memory bandwidth); 16 KiB per instruction per SM keeps the II.
+    a_arrival = 4096 / (b200.smem_bandwidth * cycle)
+    assert step.occupancy == round(4 * 128.02 * cycle) and step.tail == round((266 + a_arrival - 128.02) * cycle)
+    assert step.smem_reads == 4 * (256 + 256) * 32 / 2 and not step.smem_bound
     assert b200.mma is not None
-    assert b200.mma.timing("t", "bf16", 256, 192, sms=2) == pytest.approx((266, 96.03))  # halfway from 128 to 256
+    assert b200.mma.timing("t", "bf16", 256, 192, sms=2) == pytest.approx((234, 96.02))  # halfway from 128 to 256
 
 
 def test_pair_mma_aggregation_is_exact():
@@ -336,7 +341,7 @@ def test_trace_draws_each_multicast_once_with_flows_into_every_receiver():
 
 
 def test_gantt_rows_name_the_cluster_and_rank():
-    from tmasim.review.plots import _row_labels
+    from tmasim.review.plot_gantt import _row_labels
 
     raw = {"gpu": {"preset": "h100-sxm", "sms": 4}, "workload": {"kind": "gemm", "m": 256, "n": 256, "k": 128,
                                                                   "tile": [128, 128, 64]},

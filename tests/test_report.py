@@ -16,7 +16,8 @@ import pandas as pd
 import pytest
 
 from tmasim.errors import TmasimError
-from tmasim.review.report import build_report, explain, scenario_toml
+from tmasim.review.plot_cli import build_report
+from tmasim.review.report import explain, scenario_toml
 from tmasim.scenario import load
 from tmasim.simulation import simulate
 

@@ -53,7 +53,7 @@ def _suggestion(message: str) -> str:
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="tmasim", description="Simulate TMA load/compute pipelines on Hopper and Blackwell GPUs.",
                      epilog="Start with `tmasim run` (the reference scenario); `tmasim COMMAND --help` for more.")
-    from tmasim import __version__
+    from tmasim.version import __version__
 
     parser.add_argument("--version", action="version", version=f"tmasim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -114,7 +114,7 @@ def _run(args: argparse.Namespace) -> int:
         result = simulate(scenario, record_bandwidth=frames, limits=limits)
     except ModelError as err:
         if args.explain:
-            from tmasim.teach.explain import explain_failure
+            from tmasim.teach.explain_broken import explain_failure
 
             print(explain_failure(scenario, err))
         raise
@@ -167,7 +167,7 @@ def _write_outputs(result: Any, out: Path) -> None:
 
 def _write_tables_and_chart(result: Any, out: Path) -> None:
     from tmasim.review import plots
-    from tmasim.summary import plural
+    from tmasim.summary_rows import plural
 
     written = result.save(out)
     if result.recorder is None:

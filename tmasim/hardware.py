@@ -112,7 +112,7 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "hbm_bandwidth": ("bandwidth", "HBM bandwidth"),
     "l2_bandwidth": ("bandwidth", "L2 bandwidth (chip)"),
     "sm_port_bandwidth": ("bandwidth", "ingest bandwidth of one SM from L2"),
-    "smem_bandwidth": ("bandwidth", "shared-memory bandwidth of one SM (epilogue staging)"),
+    "smem_bandwidth": ("bandwidth", "shared-memory bandwidth of one SM: MMA operand reads, TMA writes, epilogue"),
     "copy_latency": ("time", "TMA load latency before bytes stream (L2 hit)"),
     "copy_latency_per_kib": ("time", "extra latency per KiB of box"),
     "hbm_latency": ("time", "extra latency of a copy whose bytes come from HBM"),
@@ -317,7 +317,9 @@ def describe_mma(gpu: GpuSpec) -> list[str]:
     mma = gpu.mma
     if mma is None:
         return []
-    lines = [f"{'mma':<24} {mma.instruction + ' table':<22} latency and II per shape, in cycles  [{mma.source}]"]
+    where = {"SS": "A and B in shared memory", "TS": "A in Tensor Memory", "RS": "A in registers"}[mma.operands]
+    lines = [f"{'mma':<24} {mma.instruction + ' table':<22} latency and II per shape, in cycles, {where} "
+             f"({mma.operands}; other sources follow from smem_bandwidth)  [{mma.source}]"]
     for dtype in mma.dtypes():
         for sms in (1, 2):
             rows = [s for s in mma.shapes if s.dtype == dtype and s.sms == sms]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tmasim import fields as read
-from tmasim.engine.drift import NO_DRIFT, Drift
+from tmasim.drift import NO_DRIFT, Drift
 from tmasim.errors import ScenarioError
 from tmasim.hardware import GpuSpec, load_gpu
 from tmasim.suggest import did_you_mean
@@ -86,7 +86,7 @@ class RunOptions:
     seed: int = 0
     records: bool = True
     aggregate: bool = True
-    drift: Drift = NO_DRIFT  # SM drift (tmasim.engine.drift): off unless set
+    drift: Drift = NO_DRIFT  # SM drift (tmasim.drift): off unless set
 
     def __post_init__(self) -> None:
         read.integer("run.seed", self.seed, minimum=0, maximum=2**63 - 1)
@@ -292,15 +292,6 @@ def _check_cluster(pipeline: Pipeline, gpu: GpuSpec, workload: WorkloadConfig) -
     if pipeline.cluster != (1, 1) and workload.kind != "gemm":
         raise ScenarioError("pipeline.cluster", list(pipeline.cluster),
                             f"is modelled for the gemm workload only (this one is {workload.kind!r})")
-
-
-def _registers(raw: Any) -> tuple[int | None, int | None]:
-    """``registers = {producer = 40, consumer = 232}``: setmaxnreg's per-thread counts, each a
-    multiple of 8 from 24 to 256 (PTX ISA); unset ones take the defaults (see residency).
-    Checked by Pipeline."""
-    table = read.table("pipeline.registers", raw)
-    read.reject_unknown("pipeline.registers", table, ("producer", "consumer"))
-    return table.get("producer"), table.get("consumer")
 
 
 def _check_registers(name: str, count: Any) -> None:

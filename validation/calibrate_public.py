@@ -3,6 +3,7 @@ predicted-against-measured figure, and the preset values with their sources.
 
     python validation/calibrate_public.py                 # every source, about 5 minutes on 2 cores
     python validation/calibrate_public.py h200-l2-bandwidth
+    python validation/calibrate_public.py b200-umma-depth   # the MMA pipe's rule, checked, not fitted
 
 Writes validation/public/results/<source>.csv and .png, and results/summary.md (the README's
 Validation table); prints each fitted value as a preset line to paste into tmasim/presets/.
@@ -17,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent / "public"
 sys.path.insert(0, str(ROOT.parent.parent))
 
-from tmasim.validation import public  # noqa: E402
+from tmasim.validation import public, umma_depth  # noqa: E402
 from tmasim.validation.figures import _pyplot  # noqa: E402
 
 
@@ -36,7 +37,7 @@ def figure(source: public.Source, table, path: Path, text: str) -> None:  # noqa
     if source.log_x:
         ax.set_xscale("log", base=2)
     ax.set_xlabel(source.x_label)
-    ax.set_ylabel(f"{'bandwidth' if unit == 'TB/s' else 'latency'} ({unit})")
+    ax.set_ylabel(source.y_label or f"{'bandwidth' if unit == 'TB/s' else 'latency'} ({unit})")
     ax.set_title(f"{source.name}: {text}", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -44,8 +45,43 @@ def figure(source: public.Source, table, path: Path, text: str) -> None:  # noqa
     plt.close(fig)
 
 
+DEPTH_CHECK = "b200-umma-depth"
+
+
+def depth_check(out: Path) -> None:
+    """The MMA pipe's latency + II rule against cycles per MMA by MMAs in flight (no fit)."""
+    table = umma_depth.check(ROOT)
+    table.to_csv(out / f"{DEPTH_CHECK}.csv", index=False)
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.2, 4.6), layout="constrained")
+    for (group, m), rows in table.groupby(["CTAGroup", "M"]):
+        n128 = rows[rows["N"] == 128]
+        line = ax.plot(n128["PipelineDepth"], n128["CyclesPerMMA"], "o",
+                       label=f"measured, M = {m}, {group} SM(s), N = 128")
+        ax.plot(n128["PipelineDepth"], n128["predicted"], "x--", color=line[0].get_color(),
+                label=f"tmasim: (latency + (D - 1) x II) / D, M = {m}, {group} SM(s)")
+    ax.set_xlabel("independent MMAs in flight D (TS, BF16)")
+    ax.set_ylabel("cycles per MMA")
+    ax.set_title(f"{DEPTH_CHECK}: MAPE {umma_depth.mape(table):.1f}% over all {len(table)} rows (N = 64-256; "
+                 "N = 128 drawn)", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.savefig(out / f"{DEPTH_CHECK}.png", dpi=120)
+    plt.close(fig)
+    worst = table.loc[table["error_pct"].abs().idxmax()]
+    text = (f"{DEPTH_CHECK}: {len(table)} rows, MAPE {umma_depth.mape(table):.1f}%, worst {worst['error_pct']:+.1f}% "
+            f"(D = {worst['PipelineDepth']}, M = {worst['M']}, N = {worst['N']}, {worst['CTAGroup']} SM(s))")
+    (out / f"{DEPTH_CHECK}.md").write_text(text + "\n")
+    print(text)
+
+
 def main(names: list[str]) -> None:
     out = ROOT / "results"
+    if not names or DEPTH_CHECK in names:
+        depth_check(out)
+        names = [n for n in names if n != DEPTH_CHECK]
+        if not names and DEPTH_CHECK in sys.argv[1:]:
+            return
     work = Path(tempfile.mkdtemp(prefix="tmasim-public-"))  # the derived point tables, not kept
     lines = ["| source | GPU | rows fitted | rows held out | fitted | held-out MAPE | shipped preset's MAPE |",
              "|---|---|---|---|---|---|---|"]

@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 
 import simpy
 
+from tmasim.drift import NO_DRIFT, Drift
 from tmasim.engine.copy_engine import CopyEngine, Routes
 from tmasim.engine.cta import Cta, Sync
-from tmasim.engine.drift import NO_DRIFT, Drift
+from tmasim.engine.drift import latency_noise, start_skews
 from tmasim.engine.program import Program
 from tmasim.engine.recorder import Recorder
 from tmasim.engine.tensor_core import TensorCore
@@ -83,7 +84,7 @@ class Chip:
         self.sms = [self._make_sm(members[0], len(members), assignment[members[0]]) for members in classes]
         self.aggregated = len(self.sms) < plan.sms
         shared: deque[tuple[int, Program]] = deque(enumerate(plan.programs))
-        skews = drift.start_skews(plan.sms, seed)
+        skews = start_skews(drift, plan.sms, seed)
         own = plan.persistent or self.aggregated
         self.planned = _count([program for sm in self.sms for _, program in sm.queue] if own else plan.programs)
         for _ in range(plan.ctas_per_sm if not plan.persistent else 1):
@@ -99,7 +100,7 @@ class Chip:
         engine = CopyEngine(self.env, f"sm{index}.tma", index, self.gpu.tma_issue, self.recorder, routes=routes,
                             multiplicity=multiplicity, max_copies=self.gpu.tma_max_in_flight,
                             max_bytes=self.gpu.tma_max_bytes_in_flight,
-                            latency_noise=self.drift.latency_noise(index, self.seed))
+                            latency_noise=latency_noise(self.drift, index, self.seed))
         return Sm(index, multiplicity, engine, TensorCore(self.env, f"sm{index}.tensor"), deque(work))
 
     def _slot(self, sm: Sm, queue: deque[tuple[int, Program]],
@@ -161,7 +162,7 @@ class Chip:
         self.sms = [sms[i] for i in sorted(sms)]
         self.aggregated = len(classes) < slots
         shared = deque(clusters)
-        skews = self.drift.start_skews(plan.sms, self.seed)
+        skews = start_skews(self.drift, plan.sms, self.seed)
         own = plan.persistent or self.aggregated
         run = [g for members in classes for cluster in per_slot[members[0]] for g in cluster] if own \
             else range(len(plan.programs))

@@ -234,6 +234,7 @@ class Cta:
         stages, fulls, empties, released = ring.stages, ring.full, ring.empty, self._released_at
         release = self._release
         compute_of, flops_of, tail_of, epilogue_of = prog.compute, prog.flops, prog.tail, prog.epilogue
+        hold_of = getattr(prog, "hold", None)
         for i in self._steps_of(warpgroup):
             use, slot = divmod(i, stages)
             parity = use & 1
@@ -262,16 +263,19 @@ class Cta:
             epilogue = epilogue_of(i)
             tail = tail_of(i)
             wait = tail if epilogue is not None else 0
+            hold = hold_of(i) if hold_of is not None else 0
             if share == 1:
                 work, flops = compute_of(i), flops_of(i)
             else:
                 whole, extra = divmod(compute_of(i), share)
                 work, flops = whole + (warpgroup < extra), flops_of(i) / share
+                whole, extra = divmod(hold, share)
+                hold = whole + (warpgroup < extra)
             # A 2-SM MMA needs both SMs' tensor cores at once.
             if pair is None:
-                start, done = tc.run(work, flops, wait)
+                start, done = tc.run(work, flops, wait, hold)
             else:
-                start, done = tc.run_with(pair, work, flops, wait)
+                start, done = tc.run_with(pair, work, flops, wait, hold)
             yield done
             late = tail - wait
             if release is None:

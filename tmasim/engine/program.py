@@ -49,6 +49,8 @@ class Program(Protocol):
 
     def tail(self, step: int) -> int: ...
 
+    def hold(self, step: int) -> int: ...
+
     def epilogue(self, step: int) -> Epilogue | None: ...
 
     def unit_of(self, step: int) -> int: ...
@@ -130,6 +132,9 @@ class TimedProgram:
     def tail(self, step: int) -> int:
         return 0
 
+    def hold(self, step: int) -> int:
+        return 0
+
     def epilogue(self, step: int) -> Epilogue | None:
         return None
 
@@ -149,6 +154,7 @@ class Segment:
     flops: float
     tail: int = 0
     expect: int = 0  # bytes each step's full barrier expects; 0: the sum of this CTA's own copies
+    hold: int = 0  # ps the SM's shared memory stays busy after the MMAs (TMA writes; tmasim.operands)
 
 
 @dataclass(frozen=True)
@@ -193,6 +199,9 @@ class UnitProgram:
 
     def tail(self, step: int) -> int:
         return self._segment_of_step[step].tail
+
+    def hold(self, step: int) -> int:
+        return self._segment_of_step[step].hold
 
     def expected(self, step: int) -> int:
         """Bytes the step's full barrier expects (a multicast stage: the whole stage, most of

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -312,9 +313,27 @@ def default_out(result: LoadedResult, kind: str) -> Path:
 
 
 def handle_report(args: argparse.Namespace) -> int:
-    from tmasim.review import report
-
-    index = report.build_report(args.scenario, args.overrides, args.vary, args.out, jobs=args.jobs,
-                                first_tiles=args.first_tiles)
+    index = build_report(args.scenario, args.overrides, args.vary, args.out, jobs=args.jobs,
+                         first_tiles=args.first_tiles)
     print(f"wrote {index}", file=sys.stderr)
     return 0
+
+
+def build_report(scenario: str | Path | None, overrides: Sequence[str] = (), vary: Sequence[str] = (),
+                 out: str | Path = "report", *, jobs: int = 1, first_tiles: int | None = None) -> Path:
+    """Run what the report shows (the scenario with records on; the sweep if fields vary), then
+    let :func:`tmasim.review.report.write_report` draw ``out/index.html`` from the results."""
+    from tmasim import scenario as scenarios
+    from tmasim.review import report
+    from tmasim.simulation import simulate
+
+    report.check_out(out)  # before minutes of simulation, not after
+    shown = scenarios.load(scenario, overrides)
+    result = simulate(scenarios.load(scenario, [*overrides, "run.records=true"]), record_bandwidth=True)
+    table = None
+    if vary:
+        from tmasim.sweep import run_sweep
+
+        table = run_sweep(scenario, overrides, vary, jobs=jobs, progress=False)
+    return report.write_report(shown, result, table, out, command=report.command_line(scenario, overrides, vary),
+                               first_tiles=first_tiles)

@@ -24,6 +24,7 @@ from tmasim.engine.program import Repeat, TimedProgram
 from tmasim.errors import ScenarioError
 from tmasim.fields import Distribution, TimeSpec
 from tmasim.residency import Residency, residency
+from tmasim.summary_rows import t
 
 if TYPE_CHECKING:
     from tmasim.scenario import Scenario
@@ -194,8 +195,6 @@ BINDING_TEXT = {"copy": "copy", "compute": "compute", "issue": "TMA issue",
 
 
 def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
-    from tmasim.summary import t
-
     closed = stats["closed_form_ns"]
     rows = [
         ("pipelined time", t(stats["makespan_ns"])),
@@ -213,8 +212,6 @@ def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str
 
 def explain(stats: Mapping[str, Any]) -> str:
     """The binding term of the steady-state bound, in one sentence a reviewer can repeat."""
-    from tmasim.summary import t
-
     s = stats
     copy, compute, interval = t(s["copy_term_ns"]), t(s["compute_term_ns"]), t(s["interval_bound_ns"])
     binding, stages = s["binding"], int(s["stages"])
