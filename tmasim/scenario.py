@@ -133,6 +133,15 @@ class Scenario:
         return copy.deepcopy(dict(self.raw))
 
 
+def require_scenario(value: Any, caller: str) -> Scenario:
+    """``value`` itself if it is a Scenario; a clear TypeError (with the way to make one) if not."""
+    if isinstance(value, Scenario):
+        return value
+    hint = (" (a scenario's name, file or table: call tmasim.load_scenario(...) first and pass what it returns)"
+            if isinstance(value, (str, Path, Mapping)) else "")
+    raise TypeError(f"{caller}() takes a Scenario, not {type(value).__name__} {value!r:.60}{hint}")
+
+
 def _unchecked(name: str, value: Any) -> None:
     raise ScenarioError(name, type(value).__name__, "is not a checked configuration (build it with "
                         "tmasim.load_scenario or tmasim's configuration dataclasses)")

@@ -8,7 +8,6 @@ residency) and the references that apply to the workload (closed forms, bounds).
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Any
 
 import simpy
@@ -21,7 +20,7 @@ from tmasim.engine.recorder import Recorder
 from tmasim.errors import BarrierError, DeadlockError, ModelError, ScenarioError
 from tmasim.residency import Residency
 from tmasim.results import Result
-from tmasim.scenario import Scenario
+from tmasim.scenario import Scenario, require_scenario
 from tmasim.units import PS_PER_S
 from tmasim.workloads import workload_of
 
@@ -33,8 +32,7 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False, allow_large:
     A run whose estimated time or memory is past :mod:`tmasim.budget`'s limits is refused with
     a :class:`~tmasim.errors.ResourceError` before it starts, unless ``allow_large``; ``limits``
     (the command line's) also says where to note a large run."""
-    if not isinstance(scenario, Scenario):
-        _not_a_scenario(scenario)
+    require_scenario(scenario, "simulate")
     scenario.validate()
     limits = limits if limits is not None else budget.DEFAULT
     if allow_large:
@@ -85,12 +83,6 @@ def _bandwidth_table(links: dict[str, Any]) -> list[tuple[int, str, float, float
         for time, load in link.series or ():
             rows.append((time, name, load, link.capacity))
     return rows
-
-
-def _not_a_scenario(value: Any) -> None:
-    hint = (" (a scenario's name or file: call tmasim.load_scenario(...) first and pass what it returns)"
-            if isinstance(value, (str, Path, dict)) else "")
-    raise TypeError(f"simulate() takes a Scenario, not {type(value).__name__} {value!r:.60}{hint}")
 
 
 def estimate(scenario: Scenario, *, extra_record_bytes: int = 0) -> budget.Estimate:
