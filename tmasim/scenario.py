@@ -117,6 +117,9 @@ class Scenario:
                 _unchecked(name, getattr(self, name))
         if not dataclasses.is_dataclass(self.workload) or not isinstance(getattr(self.workload, "kind", None), str):
             _unchecked("workload", self.workload)
+        if self.workload.kind not in WORKLOADS:
+            raise ScenarioError("workload.kind", self.workload.kind, f"must be one of {', '.join(WORKLOADS)}")
+        _check_cluster(self.pipeline, self.gpu, self.workload)  # cross-field rules, on every construction
         check = getattr(WORKLOADS.get(self.workload.kind), "check", None)  # optional for a new workload
         if check is not None:
             check(self.workload, self)

@@ -12,7 +12,7 @@ from typing import Any
 
 import simpy
 
-from tmasim import budget
+from tmasim import budget, ranges
 from tmasim import format as fmt
 from tmasim.engine.chip import Chip, Plan
 from tmasim.engine.cta import Cta, Sync
@@ -93,6 +93,7 @@ def estimate(scenario: Scenario, *, extra_record_bytes: int = 0) -> budget.Estim
     if before is not None and before.too_large:
         return before
     plan, _ = plan_scenario(scenario)
+    _check_plan(scenario, plan)
     drift = scenario.run.drift
     chip = Chip(simpy.Environment(), scenario.gpu, plan, _sync(scenario), None,
                 aggregate=scenario.run.aggregate and not drift.on, drift=drift, seed=scenario.run.seed)
@@ -140,6 +141,8 @@ def _check_plan(scenario: Scenario, plan: Plan) -> None:
             raise ScenarioError("gpu.tma_max_bytes_in_flight", fmt.size(cap),
                                 f"is below one copy ({fmt.size(largest)}): must be 0 (unlimited) or at least "
                                 "one copy's bytes")
+    field = getattr(workload_of(scenario.workload), "compute_field", None)  # optional for a workload
+    ranges.check_plan(plan, scenario, field(scenario.workload, scenario) if field else ranges.compute_field(scenario))
 
 
 def _run_events(env: simpy.Environment, scenario: Scenario, ctas: list[Cta]) -> None:

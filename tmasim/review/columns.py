@@ -66,8 +66,13 @@ def wrapped(title: str, width_in: float) -> str:
 
 
 def varied_fields(table: pd.DataFrame) -> list[str]:
-    """The varied fields of a sweep table: its dotted column names (no summary figure has a dot)."""
-    return [c for c in table.columns if "." in c]
+    """The varied fields of a sweep table: the columns between ``point`` and ``seed`` (the
+    table's layout, tmasim.sweep.table), top-level fields such as ``gpu`` included; else its
+    dotted column names (no summary figure has a dot)."""
+    columns = [str(c) for c in table.columns]
+    if "point" in columns and "seed" in columns and columns.index("point") < columns.index("seed"):
+        return columns[columns.index("point") + 1:columns.index("seed")]
+    return [c for c in columns if "." in c]
 
 
 def require(table: pd.DataFrame, columns: Iterable[str]) -> None:

@@ -121,6 +121,8 @@ def load_result(path: Path) -> LoadedResult:
     """A sweep file by its suffix, a run folder by its summary.csv; anything else is refused."""
     import pandas as pd
 
+    from tmasim.review.columns import varied_fields
+
     if path.is_dir():
         summary = path / "summary.csv"
         if not summary.exists():
@@ -140,8 +142,8 @@ def load_result(path: Path) -> LoadedResult:
         table = pd.read_parquet(path) if suffix == ".parquet" else pd.read_csv(path)
     except (OSError, ValueError) as err:
         raise TmasimError(f"RESULT: {str(path)!r} cannot be read ({err})") from None
-    for column in table.columns:  # list columns come back as arrays: tuples group and label
-        if "." in column and table[column].map(lambda v: getattr(v, "ndim", 0) > 0).any():
+    for column in varied_fields(table):  # list columns come back as arrays: tuples group and label
+        if table[column].map(lambda v: getattr(v, "ndim", 0) > 0).any():
             table[column] = table[column].map(lambda v: tuple(v.tolist()) if getattr(v, "ndim", 0) > 0 else v)
     if "status" not in table.columns:
         raise TmasimError(f"RESULT: {str(path)!r} is not a tmasim sweep table (no status column)")

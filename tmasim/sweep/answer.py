@@ -64,8 +64,14 @@ def find(frame: pd.DataFrame) -> Answer | None:
     knee = next(r for r in by_cost if float(r["makespan_ns"]) <= limit)
     later = by_cost[by_cost.index(knee) + 1:]
     fastest, slowest = float(best["makespan_ns"]), max(float(r["makespan_ns"]) for r in records)
-    return Answer(best, knee, later[0] if later else None, tuple(c for c in frame.columns if "." in c),
+    return Answer(best, knee, later[0] if later else None, tuple(varied_fields(frame)),
                   (slowest - fastest) / fastest if fastest else 0.0, len(records))
+
+
+def varied_fields(frame: pd.DataFrame) -> list[str]:
+    from tmasim.review.columns import varied_fields as fields
+
+    return fields(frame)
 
 
 def point_text(row: dict[str, Any], fields: tuple[str, ...]) -> str:
@@ -136,7 +142,7 @@ def _next_step(knee: dict[str, Any], step: dict[str, Any] | None, fields: tuple[
 
 def table_lines(frame: pd.DataFrame) -> list[str]:
     """A short table: the varied fields, time, what binds and the resources, best first when long."""
-    fields = [c for c in frame.columns if "." in c]
+    fields = varied_fields(frame)
     if len(frame) <= TABLE_ROWS:
         rows = frame
     elif "makespan_ns" in frame.columns:
