@@ -409,3 +409,24 @@ def test_plot_through_the_tmasim_command(files, tmp_path):
     bad = tmasim("plot", str(files["sweep"]), "--kind", "gantt")
     assert bad.returncode == 2 and bad.stderr.startswith("tmasim: error: --kind gantt needs")
     assert "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize(("result", "kind"), [("run", "gantt"), ("bare", "stalls"), ("sweep", "stage-sweep"),
+                                              ("grid", "heatmap")])
+def test_plot_without_kind_draws_the_natural_figure(files, result, kind, tmp_path, capsys):
+    """No --kind: a run folder's Gantt (its stalls without records), a one-field sweep's curve,
+    a two-field sweep's heatmap; stderr says which and lists the others."""
+    assert plot_command(str(files[result]), "--out", str(tmp_path / "f.png")) == (0, "")
+    assert (tmp_path / "f.png").stat().st_size > 10_000
+    err = capsys.readouterr().err
+    assert f"no --kind: drawing {kind}, the default for" in err and "(others: --kind" in err
+
+
+def test_plot_without_kind_lists_the_kinds_where_none_is_natural(files, tmp_path):
+    table = pd.read_csv(files["sweep"]).rename(columns={"pipeline.stages": "pipeline.consumers"})
+    table["workload.tiles"] = 4
+    table["run.seed"] = range(len(table))
+    table.to_csv(tmp_path / "three.csv", index=False)
+    code, text = plot_command(str(tmp_path / "three.csv"))
+    assert code == 2 and "\n" not in text
+    assert "varies 3 fields" in text and "give --kind stage-sweep or stalls or heatmap" in text

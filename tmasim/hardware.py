@@ -61,6 +61,7 @@ class GpuSpec:
     max_cluster_size_opt_in: int = 8
     cluster_arrive_latency: int = 0
     max_mma_cta_group: int = 1
+    cluster_l2_coalescing: bool = False  # same-address TMA loads of one cluster's CTAs reach L2 once
     mma: MmaSpec | None = None  # instruction table; None: a flat tensor_flops rate (ideal machine)
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
@@ -131,11 +132,13 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "max_cluster_size_opt_in": ("int", "CTAs per cluster with the kernel's non-portable opt-in"),
     "cluster_arrive_latency": ("time", "a remote mbarrier arrival across the cluster (DSMEM)"),
     "max_mma_cta_group": ("int", "SMs one MMA instruction can span (2: Blackwell's cta_group::2)"),
+    "cluster_l2_coalescing": ("bool", "same-address TMA loads by the CTAs of one cluster reach L2 once (the GPC "
+                                      "merges them): implicit sharing, without multicast"),
 }
 MMA = "mma"  # optional section: the MMA instruction table (tmasim.mma)
 # Optional fields (a preset written before clusters were modelled still loads): their defaults.
 _OPTIONAL: dict[str, Any] = {"gpc_sms": None, "max_cluster_size": 8, "max_cluster_size_opt_in": None,
-                             "cluster_arrive_latency": "0 ns", "max_mma_cta_group": 1}
+                             "cluster_arrive_latency": "0 ns", "max_mma_cta_group": 1, "cluster_l2_coalescing": False}
 
 
 
@@ -249,6 +252,8 @@ def _check(name: str, kind: str, value: Any) -> None:
     elif kind == "bandwidth":
         if value != math.inf:
             read.checked_quantity(name, value)
+    elif kind == "bool":
+        read.boolean(name, value)
     elif kind == "int_list":
         for i, v in enumerate(value):
             read.integer(f"{name}[{i}]", v, minimum=1, maximum=_INT_LIMITS["sms"][1])
@@ -282,6 +287,8 @@ def _parse(name: str, kind: str, value: Any, clock_hz: float) -> Any:
         return math.inf if value == UNLIMITED else read.quantity(name, value, "bandwidth")
     if kind == "time":
         return _time_or_cycles(name, value, clock_hz)
+    if kind == "bool":
+        return read.boolean(name, value)
     if kind == "int_list":
         if not isinstance(value, list) or not value:
             raise ScenarioError(name, value, "must be a non-empty list of whole numbers")

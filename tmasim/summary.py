@@ -151,7 +151,7 @@ def describe(stats: Mapping[str, Any], scenario: Scenario) -> str:
         first, *rest = header(scenario)
         return "\n".join([first, f"  INVALID RUN: {stats['invalid_reason']}", *rest,
                           "  no time is reported: a run with broken barriers is not a kernel's timing"])
-    rows = workload_of(scenario.workload).summary_rows(stats, scenario) + stall_rows(stats)
+    rows = workload_of(scenario.workload).summary_rows(stats, scenario) + stall_rows(stats) + skip_rows(stats)
     width = max(len(name) for name, _ in rows)
     return "\n".join([*header(scenario), *(f"  {name:<{width}}  {value}" for name, value in rows)])
 
@@ -170,6 +170,15 @@ def stall_rows(stats: Mapping[str, Any]) -> list[tuple[str, str]]:
     if stats.get("races"):
         rows.append(("races", f"{stats['races']} read(s) before data landed"))
     return rows
+
+
+def skip_rows(stats: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """How the run was simulated, where fast-forward skipped repeated periods (exact)."""
+    skipped = stats.get("fast_forward_skipped_steps")
+    if not skipped:
+        return []
+    return [("fast-forward", f"{skipped:,} of {stats['simulated_steps']:,} ring steps skipped over repeated "
+                             "periods, exactly (run.fast_forward = false simulates every one)")]
 
 
 def _stall(ns: float, what: str) -> str:

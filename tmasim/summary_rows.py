@@ -33,7 +33,7 @@ def chip_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, s
                       f"per SM (limited by {stats['residency_limit']}); {stats['tiles']} work units, "
                       f"{plural(stats['ctas'], 'CTA')} on {plural(stats['sms_used'], 'SM')}, {placement}"),
         ("traffic", f"HBM {fmt.amount(stats['hbm_bytes'])}{_busy(stats['hbm_utilization'])}, "
-                    f"L2 {fmt.amount(stats['memory_bytes'])}{_busy(stats['l2_utilization'])}"),
+                    f"L2 {fmt.amount(stats.get('l2_bytes', stats['memory_bytes']))}{_busy(stats['l2_utilization'])}"),
     ]
     if stats.get("drift_start_ns") or stats.get("drift_latency_cv"):
         rows.append(("drift", f"SM start skew U(0, {t(stats['drift_start_ns'])}), copy latency x Gamma(mean 1, "

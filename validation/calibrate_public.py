@@ -4,6 +4,7 @@ predicted-against-measured figure, and the preset values with their sources.
     python validation/calibrate_public.py                 # every source, about 5 minutes on 2 cores
     python validation/calibrate_public.py h200-l2-bandwidth
     python validation/calibrate_public.py b200-umma-depth   # the MMA pipe's rule, checked, not fitted
+    python validation/calibrate_public.py b200-l2-sharing   # implicit L2 sharing in a cluster, checked
 
 Writes validation/public/results/<source>.csv and .png, and results/summary.md (the README's
 Validation table); prints each fitted value as a preset line to paste into tmasim/presets/.
@@ -18,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent / "public"
 sys.path.insert(0, str(ROOT.parent.parent))
 
-from tmasim.validation import public, umma_depth  # noqa: E402
+from tmasim.validation import l2_sharing, public, umma_depth  # noqa: E402
 from tmasim.validation.figures import _pyplot  # noqa: E402
 
 
@@ -75,13 +76,50 @@ def depth_check(out: Path) -> None:
     print(text)
 
 
+SHARING_CHECK = "b200-l2-sharing"
+
+
+def sharing_check(out: Path) -> None:
+    """L2 reads per shared tile by sharing mode and group size, measured and simulated (no fit)."""
+    table = l2_sharing.check(ROOT)
+    table.to_csv(out / f"{SHARING_CHECK}.csv", index=False)
+    summary = l2_sharing.summary(table)
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.2, 4.6), layout="constrained")
+    for mode, marker in (("implicit_l2_intra", "o"), ("explicit_mcast", "s"), ("implicit_l2_cross", "^"),
+                         ("no_sharing", "D")):
+        rows = table[table["mode_name"] == mode]
+        line = ax.plot(rows["group"], rows["measured"], marker, alpha=0.35, label=f"measured, {mode} (every tile)")
+        model = summary[summary["mode_name"] == mode]
+        ax.plot(model["group"], model["predicted"], marker + "--", color=line[0].get_color(), mfc="none", ms=10,
+                label=f"tmasim, {mode}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("CTAs wanting each tile (cluster size, or sharing group in launch order)")
+    ax.set_ylabel("L2 reads per shared tile (x one CTA's)")
+    ax.set_title(f"{SHARING_CHECK}: inside a cluster L2 serves a tile once, multicast or not", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.savefig(out / f"{SHARING_CHECK}.png", dpi=120)
+    plt.close(fig)
+    lines = ["| mode | group | rows | measured | tmasim | MAPE |", "|---|---|---|---|---|---|"]
+    lines += [f"| {r.mode_name} | {r.group} | {r.rows} | {r.measured:.3f} | {r.predicted:.3f} | {r.mape:.1f}% |"
+              for r in summary.itertuples()]
+    (out / f"{SHARING_CHECK}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+CHECKS = {DEPTH_CHECK: depth_check, SHARING_CHECK: sharing_check}
+
+
 def main(names: list[str]) -> None:
     out = ROOT / "results"
-    if not names or DEPTH_CHECK in names:
-        depth_check(out)
-        names = [n for n in names if n != DEPTH_CHECK]
-        if not names and DEPTH_CHECK in sys.argv[1:]:
-            return
+    for check, run in CHECKS.items():
+        if not names or check in names:
+            run(out)
+    if names and all(n in CHECKS for n in names):
+        return
+    names = [n for n in names if n not in CHECKS]
     work = Path(tempfile.mkdtemp(prefix="tmasim-public-"))  # the derived point tables, not kept
     lines = ["| source | GPU | rows fitted | rows held out | fitted | held-out MAPE | shipped preset's MAPE |",
              "|---|---|---|---|---|---|---|"]

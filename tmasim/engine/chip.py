@@ -17,7 +17,7 @@ work, and otherwise every SM is simulated (exact, slower).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import simpy
@@ -66,6 +66,7 @@ class Chip:
         self.sync = sync
         self.recorder = recorder
         self.ctas: list[Cta] = []
+        self.on_cta: Callable[[Cta], None] | None = None  # told of each CTA as it starts (fast-forward)
         self.drift, self.seed = drift, seed
         self.fabric = None
         if plan.flow:
@@ -122,6 +123,8 @@ class Chip:
         cta = Cta(self.env, sm.index, cta_index, program, self.sync, sm.copy_engine, sm.tensor_core, self.recorder)
         cta.multiplicity = sm.multiplicity
         self.ctas.append(cta)
+        if self.on_cta is not None:
+            self.on_cta(cta)
         return cta
 
     # ---- clusters -----------------------------------------------------------------------------

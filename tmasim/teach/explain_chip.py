@@ -62,7 +62,7 @@ def chip_story(result: Result) -> list[str]:
         f"What ran: {stats['tiles']} work units on {stats['sms_used']} SMs of the {scenario.gpu.name} preset "
         f"({stats['ctas']} CTAs, {stats['ctas_per_sm']} per SM, {stats['stages']} stages of shared memory "
         f"each). The run takes {fmt.time(makespan, 4)}.")]
-    rows = [f"  {r.name:<26} {fmt.time(r.time_ps, 4):>10}" + (
+    rows = [f"  {r.name:<26} {fmt.time(r.time_ps, 4, zero='none'):>10}" + (
         f"   {fmt.amount(r.nbytes)} at {fmt.rate(r.capacity)}" if r.capacity else "") for r in resources]
     lines += ["", "Each resource alone would need (the run cannot beat the longest):", *rows]
     verb = "bind" if binding.name in ("tensor cores", "SM ports") else "binds"
@@ -94,8 +94,8 @@ def chip_story(result: Result) -> list[str]:
     lines += ["", paragraph(
         f"Residency: {fmt.size(stats['smem_per_cta_bytes'])} of shared memory per CTA, "
         f"{stats['ctas_per_sm']} CTA(s) per SM (limited by {stats['residency_limit']}). Stalls: consumers "
-        f"waited {fmt.time(stats['consumer_wait_full_ns'] * 1000, 4)} on full barriers and producers "
-        f"{fmt.time(stats['producer_wait_empty_ns'] * 1000, 4)} on empty ones, on average.")]
+        f"waited {fmt.time(stats['consumer_wait_full_ns'] * 1000, 4, zero='no time')} on full barriers and producers "
+        f"{fmt.time(stats['producer_wait_empty_ns'] * 1000, 4, zero='no time')} on empty ones, on average.")]
     return lines
 
 

@@ -161,6 +161,7 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, r
     (a_parts, b_parts), (a_mask, b_mask) = setup.share, setup.masks(rank)
     # A CTA issues its slice of each shared box: along N (index y) for A, along M (index x) for B.
     a_index, b_index = rank // cx, setup.b_slice(rank)
+    a_alike, b_alike = setup.loaded_alike() if gpu.cluster_l2_coalescing else (1, 1)
     expect = layout.a.box_bytes + layout.b.box_bytes if a_mask or b_mask else 0
     if setup.pair:  # each CTA holds its A box and half of B; the leader's full barrier counts both CTAs'
         expect = 2 * layout.a.box_bytes + layout.b.box_bytes if rank % 2 == 0 else 0
@@ -170,8 +171,8 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, r
     segments = []
     for first_k, count in _k_segments(config):
         k_in = min(bk, config.k - first_k)
-        a = _copy(gpu, layout.a, (first_k, row * bm), fa, a_parts, a_index, a_mask)
-        b = _copy(gpu, layout.b, (first_k, col * bn), fb, b_parts, b_index, b_mask)
+        a = _copy(gpu, layout.a, (first_k, row * bm), fa, a_parts, a_index, a_mask, a_alike)
+        b = _copy(gpu, layout.b, (first_k, col * bn), fb, b_parts, b_index, b_mask, b_alike)
         flops = 0.0 if setup.pair and rank % 2 else 2.0 * rows_in * cols_in * k_in
         segments.append(Segment(count, (a, b), step.occupancy, flops, step.tail, expect, hold))
     c_bytes = layout.c.box_bytes
@@ -189,15 +190,17 @@ def _k_segments(config: GemmConfig) -> list[tuple[int, int]]:
 
 
 def _copy(gpu: GpuSpec, descriptor: TensorDescriptor, coord: tuple[int, int], hbm_fraction: float,
-          parts: int = 1, index: int = 0, mask: int = 0) -> Copy:
+          parts: int = 1, index: int = 0, mask: int = 0, alike: int = 1) -> Copy:
     """One TMA load: the whole box, or (multicast) slice ``index`` of ``parts`` of it, delivered
     to the cluster ranks in ``mask``. The slice is read once from L2; the wave's HBM misses
-    for the panel are spread over ``parts`` times fewer reads, so HBM bytes do not change."""
+    for the panel are spread over ``parts`` times fewer reads, so HBM bytes do not change.
+    ``alike``: CTAs of the cluster that load this same box without multicast, on a GPU whose
+    GPCs coalesce them (``cluster_l2_coalescing``): L2 serves it once, 1/alike of each load."""
     smem = _part(descriptor.box_bytes, index, parts)
     memory = _part(descriptor.bytes_from_memory(coord), index, parts)
     fraction = min(1.0, hbm_fraction * parts)
     latency = gpu.copy_latency_for(smem) + round(fraction * gpu.hbm_latency)
-    return Copy(smem, memory, fraction, latency, multicast=mask)
+    return Copy(smem, memory, fraction, latency, multicast=mask, l2_fraction=max(fraction, 1.0 / alike))
 
 
 def _part(nbytes: int, index: int, parts: int) -> int:

@@ -29,7 +29,7 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
         latency = max(latency, _busiest_slot(program, gpu, stages))
         for unit in program.units:
             for seg in unit.segments:
-                step_bytes = sum(c.memory_bytes for c in seg.copies)
+                step_bytes = sum(c.memory_bytes * c.l2_fraction for c in seg.copies)
                 compute[sm] += seg.steps * seg.compute
                 smem[sm] += seg.steps * (seg.compute + seg.hold)  # MMAs, then the SMEM time they left
                 # A multicast slice crosses the port of every CTA it lands in (its peers' slices, ours).

@@ -85,7 +85,10 @@ def _cluster_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[st
     if stats.get("mma_cta_group") == 2:
         chosen = "2-SM MMA"
         shares["none"] = "each CTA of the pair loads its A box and half of B; the leader's MMA reads both"
-    return cluster_rows(stats, f"multicast {stats['multicast']} ({chosen}; {shares[stats['multicast']]})")
+    coalesced = ""
+    if scenario.gpu.cluster_l2_coalescing and stats["multicast"] != "both":
+        coalesced = "; the cluster's same-address loads of what is not multicast reach L2 once (implicit sharing)"
+    return cluster_rows(stats, f"multicast {stats['multicast']} ({chosen}; {shares[stats['multicast']]}{coalesced})")
 
 
 def explain(stats: Mapping[str, Any]) -> str:
