@@ -103,13 +103,16 @@ def _parser() -> argparse.ArgumentParser:
 def _run(args: argparse.Namespace) -> int:
     from tmasim import budget
     from tmasim import scenario as scenarios
+    from tmasim.outputs import check_file, check_folder
     from tmasim.simulation import simulate
 
     scenario = scenarios.load(args.scenario, args.overrides)
     frames = args.out is not None or args.trace is not None
     limits = budget.command_line(args.yes, extra_record_bytes=budget.FRAME_BYTES_PER_RECORD if frames else 0)
     if args.out is not None:
-        _check_out_dir(args.out)
+        check_folder("--out", args.out)
+    if args.trace is not None:
+        check_file("--trace", args.trace)
     if args.trace is not None and not scenario.run.records:
         raise TmasimError("--trace: this scenario keeps no per-event records (run.records = false); "
                           "add --set run.records=true")
@@ -150,15 +153,6 @@ def _write_trace(result: Any, path: Path) -> None:
         print(f"wrote {write_chrome_trace(result, path, counters=counters)}", file=sys.stderr)
     except OSError as err:
         raise TmasimError(f"--trace: cannot write {str(path)!r}: {err.strerror}") from None
-
-
-def _check_out_dir(out: Path) -> None:
-    """Refused before the run: a file where the folder should be, a name the OS refuses."""
-    try:
-        if out.exists() and not out.is_dir():
-            raise TmasimError(f"--out: {str(out)!r} exists and is not a directory")
-    except OSError as err:
-        raise TmasimError(f"--out: {str(out)[:100]!r} cannot be used ({err.strerror or err})") from None
 
 
 def _write_outputs(result: Any, out: Path) -> None:

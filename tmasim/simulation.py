@@ -43,6 +43,7 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False, allow_large:
     recorder = Recorder() if scenario.run.records else None
     plan, res = plan_scenario(scenario)
     _check_plan(scenario, plan)
+    _check_used(scenario, res)
     drift = scenario.run.drift
     chip = Chip(env, scenario.gpu, plan, _sync(scenario), recorder, aggregate=scenario.run.aggregate and not drift.on,
                 record_bandwidth=record_bandwidth, drift=drift, seed=scenario.run.seed)
@@ -163,6 +164,20 @@ def _check_plan(scenario: Scenario, plan: Plan) -> None:
                                 "one copy's bytes")
     field = getattr(workload_of(scenario.workload), "compute_field", None)  # optional for a workload
     ranges.check_plan(plan, scenario, field(scenario.workload, scenario) if field else ranges.compute_field(scenario))
+
+
+def _check_used(scenario: Scenario, res: Residency) -> None:
+    """A field the run would ignore is refused, never silently dropped: register counts
+    (setmaxnreg) only mean something where the plan used a register model."""
+    registers = scenario.pipeline.registers
+    acc = res.accumulator
+    if any(count is not None for count in registers) and not (acc is not None and acc.registers_per_cta):
+        where = "its accumulators live in Tensor Memory" if acc is not None and acc.tmem_columns else \
+            "it has no register model"
+        shown = {role: count for role, count in zip(("producer", "consumer"), registers, strict=True) if count}
+        raise ScenarioError("pipeline.registers", shown, f"would be ignored: this {scenario.workload.kind} run on "
+                            f"{scenario.gpu.name} uses no per-thread registers ({where}; setmaxnreg counts apply "
+                            "to an accumulator in registers, as a Hopper GEMM's); remove it")
 
 
 def _run_events(env: simpy.Environment, scenario: Scenario, ctas: list[Cta]) -> None:

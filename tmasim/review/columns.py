@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tmasim import format as fmt
@@ -63,6 +64,23 @@ def wrapped(title: str, width_in: float) -> str:
 
     return "\n".join(line for part in title.split("\n")
                      for line in textwrap.wrap(part, width=max(24, int(width_in * 8.5))) or [""])
+
+
+def read_csv(path: Path) -> pd.DataFrame:
+    """A table tmasim wrote as CSV, refused (ValueError) when it was cut short: every file tmasim
+    writes ends with a newline, and a sweep table has a status on every row."""
+    import io
+
+    import pandas as pd
+
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        raise ValueError("it is truncated: its last line is cut off")
+    frame = pd.read_csv(io.BytesIO(data))
+    if "status" in frame.columns and frame["status"].isna().any():
+        row = int(frame["status"].isna().to_numpy().argmax()) + 2  # 1-based, after the header line
+        raise ValueError(f"line {row} has no status: the file is truncated or damaged")
+    return frame
 
 
 def varied_fields(table: pd.DataFrame) -> list[str]:

@@ -127,7 +127,7 @@ def load_result(path: Path) -> LoadedResult:
     """A sweep file by its suffix, a run folder by its summary.csv; anything else is refused."""
     import pandas as pd
 
-    from tmasim.review.columns import varied_fields
+    from tmasim.review.columns import read_csv, varied_fields
 
     if path.is_dir():
         summary = path / "summary.csv"
@@ -135,7 +135,7 @@ def load_result(path: Path) -> LoadedResult:
             raise TmasimError(f"RESULT: {str(path)!r} is a folder without summary.csv; give a `tmasim run --out` "
                               "folder or a sweep file")
         try:
-            return LoadedResult(path, False, pd.read_csv(summary), _optional_csv(path / "spans.csv"),
+            return LoadedResult(path, False, read_csv(summary), _optional_csv(path / "spans.csv"),
                                 _optional_csv(path / "events.csv"), _optional_csv(path / "bandwidth.csv"))
         except (OSError, ValueError) as err:
             raise TmasimError(f"RESULT: {str(path)!r} cannot be read ({' '.join(str(err).split())})") from None
@@ -145,7 +145,7 @@ def load_result(path: Path) -> LoadedResult:
     if suffix not in (".parquet", ".csv"):
         raise TmasimError(f"RESULT: {str(path)!r} is neither a sweep file (.parquet, .csv) nor a run folder")
     try:
-        table = pd.read_parquet(path) if suffix == ".parquet" else pd.read_csv(path)
+        table = pd.read_parquet(path) if suffix == ".parquet" else read_csv(path)
     except (OSError, ValueError) as err:
         raise TmasimError(f"RESULT: {str(path)!r} cannot be read ({err})") from None
     for column in varied_fields(table):  # list columns come back as arrays: tuples group and label

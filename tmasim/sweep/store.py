@@ -63,6 +63,11 @@ class SweepStore:
             raise TmasimError(f"--out: {name[:100]!r} cannot be used ({err.strerror})") from None
         if not os.access(self.out.parent, os.W_OK | os.X_OK):
             raise TmasimError(f"--out: folder {str(self.out.parent)!r} is not writable")
+        roles = {self.journal_path: "journal", self.sidecar: "metadata", self.lock_path: "lock"}
+        for path, role in roles.items():
+            if path.is_dir():
+                raise TmasimError(f"--out: {str(path)!r}, where the sweep keeps its {role}, is a directory; remove "
+                                  "it or choose another --out")
         for path in (self.out, self.journal_path, self.sidecar):
             if path.exists() and not os.access(path, os.W_OK):
                 raise TmasimError(f"--out: {str(path)!r} exists and is read-only")
@@ -125,8 +130,10 @@ class SweepStore:
     def _read_rows(self) -> dict[int, Outcome]:
         import pandas as pd
 
+        from tmasim.review.columns import read_csv
+
         try:
-            frame = pd.read_csv(self.out) if self.csv else pd.read_parquet(self.out)
+            frame = read_csv(self.out) if self.csv else pd.read_parquet(self.out)
             return table.outcomes_from_frame(frame, self.plan)
         except (OSError, ValueError, KeyError) as err:
             raise TmasimError(f"--out: {str(self.out)!r} cannot be read back ({err}); "

@@ -14,6 +14,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from tmasim import fields as read
 from tmasim import format as fmt
 from tmasim.errors import ScenarioError, TmasimError
 from tmasim.units import PS_PER_US, parse
@@ -56,12 +57,18 @@ def answer_text(answer: float, unit: str) -> str:
     return f"{answer:.4g}%" if unit == "%" else f"{answer:.4g} {unit}".rstrip()
 
 
+def _not_finite(text: str) -> bool:
+    """``nan``, ``inf``, ``1e400``, with or without a unit after it."""
+    head = re.match(r"\s*([-+]?(nan|inf(inity)?)\b|[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?)", text, re.IGNORECASE)
+    return head is not None and head.group(1) is not None and not math.isfinite(float(head.group(1)))
+
+
 def _finite(text: str, where: str, rule: str) -> float:
     if not _NUMBER.fullmatch(text):
-        raise ScenarioError(where, text, rule)
+        raise ScenarioError(where, text, "must be a finite number" if _not_finite(text) else rule)
     value = float(text)
     if not math.isfinite(value):
-        raise ScenarioError(where, text, rule)
+        raise ScenarioError(where, text, "must be a finite number")
     return value
 
 
@@ -74,7 +81,9 @@ def _time(text: str, where: str) -> Reading:
         try:
             ps = parse(text, "time", where)
         except TmasimError:
-            raise ScenarioError(where, text, rule) from None
+            raise ScenarioError(where, text, "must be a finite number" if _not_finite(text) else rule) from None
+    # The rules of every typed time (tmasim.fields): not negative, at most 1 s.
+    read.checked_time(where, round(ps), positive=False, shown=text)
     return Reading(ps / PS_PER_US, fmt.time(ps, 4))
 
 
@@ -82,6 +91,8 @@ def _percent(text: str, where: str) -> Reading:
     signed = text.endswith("%")
     value = _finite(text.removesuffix("%").strip(), where, "must be a percentage: a number, with or without % "
                                                            "(62.5 or 62.5%)")
+    if not 0 <= value <= 100:
+        raise ScenarioError(where, text, "must be a percentage from 0 to 100")
     shown = f"{value:.4g}%"
     note = ""
     if not signed and 0 < abs(value) <= 1:
@@ -95,4 +106,6 @@ def _count(text: str, unit: str, where: str) -> Reading:
     bare = re.sub(rf"\s*{re.escape(noun)}s?$", "", text) if noun else text
     what = f"a number of {unit}" if unit else "a number"
     value = _finite(bare.strip(), where, f"must be {what} (like 3{' ' + unit if unit else ''})")
+    if value < 0:
+        raise ScenarioError(where, text, "must be >= 0 (a count)")
     return Reading(value, f"{value:.4g}{' ' + unit if unit else ''}")
