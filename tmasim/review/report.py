@@ -172,8 +172,9 @@ def _description(scenario: Any) -> list[str]:
 def _answer(table: pd.DataFrame) -> list[str]:
     from tmasim.sweep import answer
 
-    found = answer.find(table)
-    return answer.lines(found) if found is not None else ["No point of the sweep ran to a valid time."]
+    if answer.find(table) is None:
+        return ["No point of the sweep ran to a valid time."]
+    return answer.answer_lines(table)
 
 
 def _verdict(stats: Mapping[str, Any]) -> str:

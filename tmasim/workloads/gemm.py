@@ -33,7 +33,7 @@ from tmasim.hardware import GpuSpec
 from tmasim.operands import k_step_smem_bytes, k_step_smem_hold
 from tmasim.residency import Residency, residency
 from tmasim.workloads.gemm_bounds import breakdown
-from tmasim.workloads.gemm_config import KIND, GemmConfig, parse
+from tmasim.workloads.gemm_config import FIELDS, KIND, PROBLEM_FIELDS, GemmConfig, parse
 from tmasim.workloads.gemm_layout import (
     ClusterSetup,
     GemmLayout,
@@ -48,7 +48,8 @@ from tmasim.workloads.gemm_summary import explain, summary_rows
 if TYPE_CHECKING:
     from tmasim.scenario import Scenario
 
-__all__ = ["KIND", "GemmConfig", "check", "describe", "explain", "parse", "plan", "stats", "summary_rows", "work_units"]
+__all__ = ["FIELDS", "KIND", "PROBLEM_FIELDS", "GemmConfig", "check", "describe", "explain", "parse", "plan", "stats",
+           "summary_rows", "work_units"]
 
 
 def check(config: GemmConfig, scenario: Scenario) -> None:

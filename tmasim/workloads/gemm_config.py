@@ -15,6 +15,9 @@ from tmasim.operands import DEFAULT_SOURCE, SOURCE_NAMES
 KIND = "gemm"
 FIELDS = ("kind", "m", "n", "k", "dtype", "out_dtype", "tile", "raster", "group", "launch", "ctas_per_sm",
           "epilogue_smem", "l2_reuse", "multicast", "operands")
+# The work (tmasim.field_roles): the GEMM's shape and types; the tile, raster, launch, cluster
+# sharing and the rest are how it is done.
+PROBLEM_FIELDS = ("m", "n", "k", "dtype", "out_dtype")
 OUT_DTYPES = ("bf16", "fp16", "fp32")
 RASTERS = ("row", "column", "grouped")
 MAX_DIM = 2**32      # a tensor map's largest global dimension

@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 
 KIND = "stream"
 FIELDS = ("kind", "dtype", "shape", "box", "compute_per_byte", "launch", "ctas", "ctas_per_sm", "data_set")
+# The work (tmasim.field_roles); the box, the launch and the grid are how it is done.
+PROBLEM_FIELDS = ("dtype", "shape", "compute_per_byte", "data_set")
 ELEMENT_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp64")
 MAX_BOXES = 10**7  # each box is a work unit the engine builds and simulates
 MAX_DIM = 2**32    # a tensor map's largest global dimension

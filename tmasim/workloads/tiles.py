@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 KIND = "tiles"
 FIELDS = ("kind", "tiles", "load", "compute", "latency", "tile_bytes")
+# The work itself (tmasim.field_roles): every field here is given, none is a design choice.
+PROBLEM_FIELDS = ("tiles", "load", "compute", "latency", "tile_bytes")
 # One fixed stream index per random source, so that adding a source never reshuffles another.
 STREAMS = {"load": 0, "compute": 1, "latency": 2}
 # The engine's memory and time grow with the tile count (about 0.3 KiB of records and a few
