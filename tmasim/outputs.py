@@ -4,6 +4,7 @@ OS refuses), so that a run never ends in a traceback after minutes of work."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -25,18 +26,37 @@ def check_file(option: str, path: Path) -> None:
 
 
 def check_folder(option: str, path: Path, *, what: str = "") -> None:
-    """A folder to write into: made if missing (its parents too), refused if a file is in the way
-    or it cannot be written."""
+    """A folder to write into, checked without making it (nothing is written before the work):
+    the nearest part of it that exists must be a writable folder, so that the rest can be made."""
     name = _shown(path)
     _check_name(option, path)
     try:
         if path.exists() and not path.is_dir():
             raise TmasimError(f"{option}: {what}{name} exists and is not a directory")
-        path.mkdir(parents=True, exist_ok=True)
+        existing = next(p for p in (path, *path.parents) if p.exists() or p == Path(p.anchor or "."))
+        if not existing.is_dir():
+            raise TmasimError(f"{option}: {what}{name} cannot be made: {_shown(existing)} is not a directory")
     except OSError as err:
-        raise TmasimError(f"{option}: {what}{name} cannot be made ({err.strerror or err})") from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise TmasimError(f"{option}: {what}{name} is not writable")
+        raise TmasimError(f"{option}: {what}{name} cannot be used ({err.strerror or err})") from None
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise TmasimError(f"{option}: {what}{name} cannot be made or written: {_shown(existing)} is not writable")
+    _try_making(option, what, path, existing)
+
+
+def _try_making(option: str, what: str, path: Path, existing: Path) -> None:
+    """Make the missing folders and take them away again: the OS says whether it can."""
+    missing = [p for p in (path, *path.parents) if p != existing and existing in p.parents]
+    made: list[Path] = []
+    try:
+        for folder in reversed(missing):
+            folder.mkdir()
+            made.append(folder)
+    except OSError as err:
+        raise TmasimError(f"{option}: {what}{_shown(path)} cannot be made ({err.strerror or err})") from None
+    finally:
+        for folder in reversed(made):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
 
 def _check_name(option: str, path: Path) -> None:

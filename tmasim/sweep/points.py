@@ -81,7 +81,11 @@ def evaluate(task: Task, point: Point) -> Outcome:
         return Outcome(point.id, seed, INVALID, str(err))
     except Exception as err:  # noqa: BLE001 (recorded, never lost: the point's row says what happened)
         return Outcome(point.id, seed, ERROR, _one_line(f"{type(err).__name__}: {err}"))
-    return Outcome(point.id, seed, OK, None, {k: _plain(v) for k, v in stats.items()})
+    plain = {k: _plain(v) for k, v in stats.items()}
+    wide = next((k for k, v in plain.items() if isinstance(v, int) and not -2**63 <= v < 2**63), None)
+    if wide is not None:  # what no table column can hold: never an ok row (tmasim.ranges keeps runs from it)
+        return Outcome(point.id, seed, ERROR, f"{wide} = {plain[wide]:.3g} leaves the engine's 64-bit range")
+    return Outcome(point.id, seed, OK, None, plain)
 
 
 def _one_line(text: str) -> str:

@@ -212,7 +212,11 @@ def _write_parquet(frame: pd.DataFrame, metadata: Mapping[str, Any], path: Path)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    arrow = pa.Table.from_pandas(frame, preserve_index=False)
+    try:
+        arrow = pa.Table.from_pandas(frame, preserve_index=False)
+    except (pa.ArrowException, OverflowError, ValueError, TypeError) as err:  # a row no column type can hold
+        raise TmasimError(f"--out: the table cannot be written as Parquet ({' '.join(str(err).split())[:200]}); "
+                          "the journal beside it keeps the finished points") from None
     extra = {METADATA_KEY.encode(): json.dumps(metadata, default=_jsonable).encode()}
     pq.write_table(arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), **extra}), path)
 
