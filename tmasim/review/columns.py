@@ -90,9 +90,10 @@ def varied_fields(table: pd.DataFrame) -> list[str]:
     table's layout, tmasim.sweep.table), top-level fields such as ``gpu`` included; else its
     dotted column names (no summary figure has a dot)."""
     columns = [str(c) for c in table.columns]
+    laid_out = []
     if "point" in columns and "seed" in columns and columns.index("point") < columns.index("seed"):
-        return columns[columns.index("point") + 1:columns.index("seed")]
-    return [c for c in columns if "." in c]
+        laid_out = columns[columns.index("point") + 1:columns.index("seed")]
+    return [*laid_out, *(c for c in columns if "." in c and c not in laid_out)]  # hand-made tables too
 
 
 def require(table: pd.DataFrame, columns: Iterable[str]) -> None:
