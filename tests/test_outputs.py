@@ -65,8 +65,8 @@ def test_damaged_and_truncated_sweep_files_are_one_line_and_never_plotted(capsys
 
 @pytest.mark.parametrize(("lesson", "text", "rule"), [
     (1, "nan", "must be a finite number"), (1, "inf us", "must be a finite number"),
-    (1, "1e400", "must be a finite number"), (1, "-5", "must be >= 0"), (1, "-5 us", "must be >= 0"),
-    (1, "2 s", "must be at most 1 s"), (3, "150", "must be a percentage from 0 to 100"),
+    (1, "1e400", "must be a finite number"), (1, "-5", "must be >= 0 (a time)"), (1, "-5 us", "must be >= 0 (a time)"),
+    (3, "150", "must be a percentage from 0 to 100"),
     (3, "-3%", "must be a percentage from 0 to 100"),
 ])
 def test_a_prediction_is_read_with_the_rules_of_every_quantity(capsys, lesson, text, rule):

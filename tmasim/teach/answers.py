@@ -14,7 +14,6 @@ import math
 import re
 from dataclasses import dataclass
 
-from tmasim import fields as read
 from tmasim import format as fmt
 from tmasim.errors import ScenarioError, TmasimError
 from tmasim.units import PS_PER_US, parse
@@ -35,14 +34,27 @@ class Reading:
     note: str = ""
 
 
-def read_answer(text: str, unit: str, where: str) -> Reading:
-    """``text`` as a number in ``unit`` ("us" for times, "%", or a count's noun)."""
+def read_answer(text: str, unit: str, where: str, *, signed: bool = False) -> Reading:
+    """``text`` as a number in ``unit`` ("us" for times, "%", or a count's noun): finite always;
+    unless ``signed`` (a quiz's differences and changes), a time or count >= 0 and a percentage
+    from 0 to 100, the rules of every quantity (a lesson's predictions)."""
     cleaned = text.strip()
     if unit == TIME_UNIT:
-        return _time(cleaned, where)
-    if unit == "%":
-        return _percent(cleaned, where)
-    return _count(cleaned, unit, where)
+        reading = _time(cleaned, where)
+    elif unit == "%":
+        reading = _percent(cleaned, where)
+    else:
+        reading = _count(cleaned, unit, where)
+    if not signed:
+        _check_range(reading, unit, cleaned, where)
+    return reading
+
+
+def _check_range(reading: Reading, unit: str, text: str, where: str) -> None:
+    if unit == "%" and not 0 <= reading.value <= 100:
+        raise ScenarioError(where, text, "must be a percentage from 0 to 100")
+    if reading.value < 0:
+        raise ScenarioError(where, text, "must be >= 0 (a time)" if unit == TIME_UNIT else "must be >= 0 (a count)")
 
 
 def is_right(value: float, answer: float) -> bool:
@@ -82,8 +94,6 @@ def _time(text: str, where: str) -> Reading:
             ps = parse(text, "time", where)
         except TmasimError:
             raise ScenarioError(where, text, "must be a finite number" if _not_finite(text) else rule) from None
-    # The rules of every typed time (tmasim.fields): not negative, at most 1 s.
-    read.checked_time(where, round(ps), positive=False, shown=text)
     return Reading(ps / PS_PER_US, fmt.time(ps, 4))
 
 
@@ -91,8 +101,6 @@ def _percent(text: str, where: str) -> Reading:
     signed = text.endswith("%")
     value = _finite(text.removesuffix("%").strip(), where, "must be a percentage: a number, with or without % "
                                                            "(62.5 or 62.5%)")
-    if not 0 <= value <= 100:
-        raise ScenarioError(where, text, "must be a percentage from 0 to 100")
     shown = f"{value:.4g}%"
     note = ""
     if not signed and 0 < abs(value) <= 1:
@@ -106,6 +114,4 @@ def _count(text: str, unit: str, where: str) -> Reading:
     bare = re.sub(rf"\s*{re.escape(noun)}s?$", "", text) if noun else text
     what = f"a number of {unit}" if unit else "a number"
     value = _finite(bare.strip(), where, f"must be {what} (like 3{' ' + unit if unit else ''})")
-    if value < 0:
-        raise ScenarioError(where, text, "must be >= 0 (a count)")
     return Reading(value, f"{value:.4g}{' ' + unit if unit else ''}")
