@@ -100,6 +100,7 @@ class FastForward:
         if any(c.program is cta.program for c in self.ctas):
             self._stop("two CTAs share one program object")
         self.ctas.append(cta)
+        cta.steps_may_drop = self.skip
         if self.ref is None:
             self.ref = cta
             cta.on_step = self.at_step

@@ -23,19 +23,19 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
     sms = plan.sms
     compute, smem, nbytes, serial = ([0.0] * sms for _ in range(4))
     latency = hbm = l2 = 0.0
+    figures = _SegmentFigures(gpu)
     for g, program in enumerate(plan.programs):
         sm = g % sms
         assert isinstance(program, UnitProgram)
-        latency = max(latency, _busiest_slot(program, gpu, stages))
+        latency = max(latency, _busiest_slot(program, gpu, stages, figures))
         for unit in program.units:
             for seg in unit.segments:
-                step_bytes = sum(c.memory_bytes * c.l2_fraction for c in seg.copies)
+                trip, step_bytes, port_bytes, hbm_bytes = figures(seg)
                 compute[sm] += seg.steps * seg.compute
                 smem[sm] += seg.steps * (seg.compute + seg.hold)  # MMAs, then the SMEM time they left
-                # A multicast slice crosses the port of every CTA it lands in (its peers' slices, ours).
-                nbytes[sm] += seg.steps * sum(c.memory_bytes * max(1, c.multicast.bit_count()) for c in seg.copies)
-                serial[sm] += seg.steps * slot_round_trip(gpu, seg)
-                hbm += seg.steps * sum(c.memory_bytes * c.hbm_fraction for c in seg.copies)
+                nbytes[sm] += seg.steps * port_bytes
+                serial[sm] += seg.steps * trip
+                hbm += seg.steps * hbm_bytes
                 l2 += seg.steps * step_bytes
             if unit.epilogue is not None:
                 serial[sm] += unit.epilogue.duration
@@ -59,8 +59,27 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
         **{f"{name}_bound_ns": value / 1000 for name, value in bounds.items()},
         "bound_ns": bounds[binding] / 1000,
         "bound_flops_per_s": config.useful_flops / bounds[binding] * 1e12 if bounds[binding] else None,
-        "model_hbm_bytes": hbm,
     }
+
+
+class _SegmentFigures:
+    """Per segment: its slot round trip, the bytes the L2 serves, the bytes through the SM
+    ports (a multicast slice crosses the port of every CTA it lands in) and the bytes from HBM.
+    Every output tile has its own equal segments, so each distinct one is worked out once."""
+
+    def __init__(self, gpu: GpuSpec) -> None:
+        self.gpu = gpu
+        self.known: dict[Segment, tuple[float, float, float, float]] = {}
+
+    def __call__(self, seg: Segment) -> tuple[float, float, float, float]:
+        figures = self.known.get(seg)
+        if figures is None:
+            copies = seg.copies
+            figures = self.known[seg] = (
+                slot_round_trip(self.gpu, seg), sum(c.memory_bytes * c.l2_fraction for c in copies),
+                sum(c.memory_bytes * max(1, c.multicast.bit_count()) for c in copies),
+                sum(c.memory_bytes * c.hbm_fraction for c in copies))
+        return figures
 
 
 def slot_round_trip(gpu: GpuSpec, seg: Segment) -> float:
@@ -75,14 +94,14 @@ def slot_round_trip(gpu: GpuSpec, seg: Segment) -> float:
     return gpu.tma_issue + landing + gpu.barrier_wake + seg.compute + seg.tail + remote + gpu.barrier_wake
 
 
-def _busiest_slot(program: UnitProgram, gpu: GpuSpec, stages: int) -> float:
+def _busiest_slot(program: UnitProgram, gpu: GpuSpec, stages: int, figures: _SegmentFigures) -> float:
     """The longest chain of uses of one slot (steps i, i + S, i + 2S, ...) of a CTA; its
     first use waits on no empty barrier."""
     per_slot = [0.0] * stages
     first = 0
     for unit in program.units:
         for seg in unit.segments:
-            trip = slot_round_trip(gpu, seg)
+            trip = figures(seg)[0]
             last = first + seg.steps - 1
             for slot in range(stages):
                 uses = (last - slot) // stages - (first - 1 - slot) // stages
