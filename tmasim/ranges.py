@@ -32,13 +32,32 @@ def check_plan(plan: Plan, scenario: Scenario, compute_field: str) -> None:
     gpu = _Shown(scenario)
     seen: set[int] = set()
     for unit in _units(plan.programs):
-        if id(unit.segments) in seen:
+        segments = getattr(unit, "segments", None)
+        if segments is None:  # a unit of another shape: its program's steps, through the protocol
+            _steps(plan.programs, gpu, compute_field)
+            return
+        if id(segments) in seen:
             continue
-        seen.add(id(unit.segments))
-        for segment in unit.segments:
+        seen.add(id(segments))
+        for segment in segments:
             _segment(segment, gpu, compute_field)
         if unit.epilogue is not None:
             _epilogue(unit.epilogue, gpu)
+
+
+def _steps(programs: Any, gpu: Any, field: str, limit: int = 4096) -> None:
+    """The first program's steps (the representative's; at most ``limit``), read through the
+    Program protocol: copies, compute, epilogue."""
+    program = programs[0]
+    copies, compute, epilogue = (getattr(program, name, None) for name in ("copies", "compute", "epilogue"))
+    for step in range(min(int(getattr(program, "steps", 0)), limit)):
+        for copy in copies(step) if copies is not None else ():
+            _copy(copy, gpu)
+        if compute is not None:
+            _within(field, gpu, compute(step), "one step's compute")
+        last = epilogue(step) if epilogue is not None else None
+        if last is not None:
+            _epilogue(last, gpu)
 
 
 def compute_field(scenario: Scenario) -> str:
