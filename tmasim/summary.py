@@ -197,6 +197,7 @@ def chip_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, s
         ("traffic", f"HBM {fmt.amount(stats['hbm_bytes'])}{_busy(stats['hbm_utilization'])}, "
                     f"L2 {fmt.amount(stats['memory_bytes'])}{_busy(stats['l2_utilization'])}"),
     ]
+    rows.append(("clock", scenario.gpu.clock_text() + "; --set gpu.clock=... to study another"))
     if stats.get("drift_start_ns") or stats.get("drift_latency_cv"):
         rows.append(("drift", f"SM start skew U(0, {t(stats['drift_start_ns'])}), copy latency x Gamma(mean 1, "
                               f"CV {fmt.percent(stats['drift_latency_cv'])}); all {stats['sms_used']} SMs simulated, "

@@ -97,7 +97,8 @@ class Chip:
         engine = CopyEngine(self.env, f"sm{index}.tma", index, self.gpu.tma_issue, self.recorder, routes=routes,
                             multiplicity=multiplicity, max_copies=self.gpu.tma_max_in_flight,
                             max_bytes=self.gpu.tma_max_bytes_in_flight,
-                            latency_noise=self.drift.latency_noise(index, self.seed))
+                            latency_noise=self.drift.latency_noise(index, self.seed),
+                            request_time=self.gpu.tma_request_time)
         return Sm(index, multiplicity, engine, TensorCore(self.env, f"sm{index}.tensor"), deque(work))
 
     def _slot(self, sm: Sm, queue: deque[tuple[int, Program]],

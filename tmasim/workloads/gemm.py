@@ -510,7 +510,7 @@ def _copy(gpu: GpuSpec, descriptor: TensorDescriptor, coord: tuple[int, int], hb
     memory = _part(descriptor.bytes_from_memory(coord), index, parts)
     fraction = min(1.0, hbm_fraction * parts)
     latency = gpu.copy_latency_for(smem) + round(fraction * gpu.hbm_latency)
-    return Copy(smem, memory, fraction, latency, multicast=mask)
+    return Copy(smem, memory, fraction, latency, multicast=mask, requests=_part(descriptor.requests, index, parts))
 
 
 def _part(nbytes: int, index: int, parts: int) -> int:
@@ -522,7 +522,8 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
     """The bounds a GEMM cannot beat, from the plan alone, and the one that binds.
 
     compute: the busiest SM's tensor-core time (wave quantization included); hbm and l2: all
-    bytes over each link's bandwidth; port: the busiest SM's bytes over its ingest port;
+    bytes over each link's bandwidth; port: the busiest SM's bytes over its ingest port (or its
+    TMA requests at the unit's request rate, where those take longer);
     latency: the busiest slot of any CTA, whose uses follow one another, each at least one
     round trip (see :func:`slot_round_trip`). ``serial_ns`` is the no-overlap time of the
     busiest SM: every step's copy, then its compute, one after another.
@@ -539,7 +540,9 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
                 step_bytes = sum(c.memory_bytes for c in seg.copies)
                 compute[sm] += seg.steps * seg.compute
                 # A multicast slice crosses the port of every CTA it lands in (its peers' slices, ours).
-                nbytes[sm] += seg.steps * sum(c.memory_bytes * max(1, c.multicast.bit_count()) for c in seg.copies)
+                nbytes[sm] += seg.steps * sum(max(c.memory_bytes * max(1, c.multicast.bit_count()),
+                                                  c.requests * gpu.tma_request_time * gpu.sm_port_bandwidth)
+                                              for c in seg.copies)
                 serial[sm] += seg.steps * slot_round_trip(gpu, seg)
                 hbm += seg.steps * sum(c.memory_bytes * c.hbm_fraction for c in seg.copies)
                 l2 += seg.steps * step_bytes
@@ -570,12 +573,11 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
 
 def slot_round_trip(gpu: GpuSpec, seg: Segment) -> float:
     """The least time one use of a slot takes: the issue, the copies' latency and transfer at
-    the SM port's rate (one after another), the full barrier's wake-up, the compute, and the
+    the SM port's rate or the TMA unit's request rate, whichever is slower (one after another), the full barrier's wake-up, the compute, and the
     empty barrier's wake-up before the producer may refill the slot."""
-    port = gpu.sm_port_bandwidth
-    total = sum(c.memory_bytes for c in seg.copies)
-    landing = max(min(c.latency for c in seg.copies) + total / port,
-                  max(c.latency + c.memory_bytes / port for c in seg.copies))
+    transfer = [max(c.memory_bytes / gpu.sm_port_bandwidth, c.requests * gpu.tma_request_time) for c in seg.copies]
+    landing = max(min(c.latency for c in seg.copies) + sum(transfer),
+                  max(c.latency + x for c, x in zip(seg.copies, transfer, strict=True)))
     remote = gpu.cluster_arrive_latency if any(c.multicast for c in seg.copies) else 0
     return gpu.tma_issue + landing + gpu.barrier_wake + seg.compute + seg.tail + remote + gpu.barrier_wake
 
@@ -676,7 +678,7 @@ def explain(stats: Mapping[str, Any]) -> str:
         return _explain_link(s, binding)
     if binding == "port":
         return (f"The SMs' L2 ports bind: the busiest SM needs {t(s['port_bound_ns'])} just to take in its "
-                f"operands through its one port, more than its {compute} of tensor-core time; bigger tiles "
+                f"operands through its one port and TMA unit (bytes, or row requests), more than its {compute} of tensor-core time; bigger tiles "
                 "(more reuse per byte) would help.")
     return (f"Latency binds: with {s['stages']} stages x {s['ctas_per_sm']} CTA(s) per SM in flight, the busiest "
             f"SM's slot round trips add up to at least {t(s['latency_bound_ns'])}, more than its {compute} of "
