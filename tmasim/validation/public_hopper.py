@@ -44,8 +44,8 @@ def box_points(frame: pd.DataFrame) -> pd.DataFrame:
 def bulk_points(frame: pd.DataFrame) -> pd.DataFrame:
     """A bulk copy of load_kib contiguous bytes: as k rows of 1 KiB (256 fp32, a box's widest
     dim), the same requests of 128 B; bytes in flight per SM against the HBM plateau."""
-    out = frame[(frame["load_kib"] * 4) % 4 == 0].copy()
-    rows = (out["load_kib"]).astype(int)
+    out = frame.copy()
+    rows = out["load_kib"].astype(int)
     out["box"] = [f"[{k}, 256]" for k in rows]
     out["shape"] = [f"[{k * BOXES_PER_CTA * H800_SMS * c}, 256]" for k, c in zip(rows, out["ctas_per_sm"],
                                                                                strict=True)]
