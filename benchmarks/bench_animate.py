@@ -15,6 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import checkout  # noqa: F401  (this checkout's tmasim first on sys.path)
+
 from tmasim.review import plots
 from tmasim.review.animate import animate
 from tmasim.scenario import load

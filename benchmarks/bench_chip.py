@@ -18,6 +18,7 @@ import argparse
 import time
 from unittest import mock
 
+import checkout  # noqa: F401  (this checkout's tmasim first on sys.path)
 import simpy
 
 from tmasim import format as fmt

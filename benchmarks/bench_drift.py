@@ -18,6 +18,8 @@ import csv
 import time
 from pathlib import Path
 
+import checkout  # noqa: F401  (this checkout's tmasim first on sys.path)
+
 from tmasim.scenario import from_dict
 from tmasim.simulation import simulate
 

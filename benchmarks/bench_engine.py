@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 
+import checkout  # noqa: F401  (this checkout's tmasim first on sys.path)
 import simpy
 
 from tmasim.scenario import from_dict

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import checkout  # noqa: F401  (this checkout's tmasim first on sys.path)
 import numpy as np
 import simpy
 

@@ -16,6 +16,7 @@ hidden behind a max).
 
 from __future__ import annotations
 
+import checkout  # noqa: F401  (this checkout's tmasim first on sys.path)
 import numpy as np
 
 from tmasim.validation.fit import fit_least_squares

@@ -22,6 +22,7 @@ import resource
 import time
 from concurrent.futures import ProcessPoolExecutor
 
+import checkout  # noqa: F401  (this checkout's tmasim first on sys.path)
 import pandas as pd
 
 from tmasim.sweep import run_sweep

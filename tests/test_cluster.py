@@ -265,7 +265,8 @@ def test_pair_mma_halves_each_ctas_b_traffic_and_its_shared_memory():
 
 
 def test_pair_mma_time_comes_from_the_cta_group_2_table():
-    from tmasim.workloads.gemm import GemmConfig, mma_step
+    from tmasim.workloads.gemm_config import GemmConfig
+    from tmasim.workloads.gemm_mma import mma_step
 
     b200 = load_gpu("b200")
     config = GemmConfig(m=2048, n=1024, k=512, dtype="bf16", out_dtype="bf16", tile=(128, 256, 64))
@@ -336,7 +337,7 @@ def test_trace_draws_each_multicast_once_with_flows_into_every_receiver():
 
 
 def test_gantt_rows_name_the_cluster_and_rank():
-    from tmasim.review.plots import _row_labels
+    from tmasim.review.plot_gantt import _row_labels
 
     raw = {"gpu": {"preset": "h100-sxm", "sms": 4}, "workload": {"kind": "gemm", "m": 256, "n": 256, "k": 128,
                                                                   "tile": [128, 128, 64]},

@@ -16,6 +16,7 @@ from tmasim.hardware import load_gpu
 from tmasim.scenario import from_dict
 from tmasim.simulation import simulate
 from tmasim.workloads import gemm as gemm_workload
+from tmasim.workloads import gemm_mma
 
 B200 = load_gpu("b200")
 H100 = load_gpu("h100-sxm")
@@ -72,11 +73,11 @@ def test_a_shape_between_two_listed_n_is_interpolated_and_a_narrower_one_held() 
 
 def test_hopper_k_step_maps_to_wgmma_per_warpgroup() -> None:
     config = gemm_workload.parse({"kind": "gemm", "m": 8192, "n": 8192, "k": 8192, "tile": [128, 256, 64]})
-    step = gemm_workload.mma_step(config, H100, consumers=2, mode="cooperative")
+    step = gemm_mma.mma_step(config, H100, consumers=2, mode="cooperative")
     assert (step.instruction, step.count) == ("wgmma bf16 m64n256k16", 8)  # 2 row blocks x 4 k16
     assert step.occupancy == H100.cycles_ps(8 * 128) and step.tail == 0  # measured II 128 = latency (Luo et al.)
     narrow = gemm_workload.parse({"kind": "gemm", "m": 64, "n": 128, "k": 64, "tile": [64, 128, 64]})
-    split = gemm_workload.mma_step(narrow, H100, consumers=2, mode="cooperative")
+    split = gemm_mma.mma_step(narrow, H100, consumers=2, mode="cooperative")
     assert (split.instruction, split.count) == ("wgmma bf16 m64n64k16", 8)  # one row block: split N
 
 

@@ -108,7 +108,7 @@ def _run(args: argparse.Namespace) -> int:
         result = simulate(scenario, record_bandwidth=args.out is not None or args.trace is not None)
     except ModelError as err:
         if args.explain:
-            from tmasim.teach.explain import explain_failure
+            from tmasim.teach.explain_broken import explain_failure
 
             print(explain_failure(scenario, err))
         raise

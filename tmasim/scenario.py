@@ -294,15 +294,6 @@ def _check_cluster(pipeline: Pipeline, gpu: GpuSpec, workload: WorkloadConfig) -
                             f"is modelled for the gemm workload only (this one is {workload.kind!r})")
 
 
-def _registers(raw: Any) -> tuple[int | None, int | None]:
-    """``registers = {producer = 40, consumer = 232}``: setmaxnreg's per-thread counts, each a
-    multiple of 8 from 24 to 256 (PTX ISA); unset ones take the defaults (see residency).
-    Checked by Pipeline."""
-    table = read.table("pipeline.registers", raw)
-    read.reject_unknown("pipeline.registers", table, ("producer", "consumer"))
-    return table.get("producer"), table.get("consumer")
-
-
 def _check_registers(name: str, count: Any) -> None:
     read.integer(name, count, minimum=24, maximum=256, why=" (setmaxnreg)")
     if count % 8:

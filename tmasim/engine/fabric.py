@@ -29,143 +29,14 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
 from itertools import count
 from typing import Any
 
 import simpy
 
-Route = Sequence[tuple["Link", float]]
-LoadPoint = tuple[int, float]
+from tmasim.engine.flows import Flow, FlowClass, Link, LinkStats, RateGroup, Route, progressive_filling
 
-
-class Link:
-    """A shared resource of fixed bandwidth (bytes per picosecond); ``math.inf`` never binds."""
-
-    __slots__ = (
-        "name",
-        "capacity",
-        "_index",
-        "_fabric",
-        "_weight",
-        "_classes",
-        "_bytes_done",
-        "_busy_ps",
-        "_busy_since",
-        "_series",
-    )
-
-    def __init__(self, name: str, capacity_bytes_per_ps: float) -> None:
-        if not capacity_bytes_per_ps > 0:
-            raise ValueError(f"link {name!r}: capacity {capacity_bytes_per_ps} must be positive")
-        self.name = name
-        self.capacity = float(capacity_bytes_per_ps)
-        self._index = -1
-        self._fabric: Fabric | None = None
-        self._weight = 0.0  # Σ count × weight over the active classes that cross it
-        self._classes: dict[_FlowClass, None] = {}  # those classes, in a deterministic order
-        self._bytes_done = 0.0  # Σ weight × nbytes over finished flows
-        self._busy_ps = 0
-        self._busy_since = 0
-        self._series: list[LoadPoint] = []
-
-    def __repr__(self) -> str:
-        return f"Link({self.name!r}, {self.capacity})"
-
-
-class Flow:
-    """One transfer of ``nbytes`` over a route; ``done`` succeeds (with the flow) at ``end``."""
-
-    __slots__ = ("nbytes", "start", "end", "done", "_cls")
-
-    def __init__(self, env: simpy.Environment, nbytes: int, start: int) -> None:
-        self.nbytes = nbytes
-        self.start = start
-        self.end: int | None = None
-        self.done = env.event()
-        self._cls: _FlowClass | None = None
-
-    @property
-    def rate(self) -> float:
-        """Bytes per picosecond now; 0 before the fabric settles the instant it started in."""
-        cls = self._cls
-        if self.end is not None or cls is None or cls.group is None:
-            return 0.0
-        return cls.group.rate
-
-    def __repr__(self) -> str:
-        return f"Flow({self.nbytes} B, start={self.start}, end={self.end})"
-
-
-@dataclass(frozen=True)
-class LinkStats:
-    """What a link carried. ``utilization`` is bytes / (capacity × elapsed time).
-
-    Completion times are rounded to the picosecond, so a tiny run can show a utilization a
-    hair above 1 (at most half a picosecond's worth of bytes per flow).
-    """
-
-    name: str
-    capacity: float
-    bytes_carried: float
-    busy_ps: int
-    utilization: float
-    series: tuple[LoadPoint, ...] | None
-
-
-class _FlowClass:
-    """Flows sharing (route, cap): equal max-min rates, so one count and one clock serve all."""
-
-    __slots__ = (
-        "route",
-        "cap",
-        "n",
-        "heap",
-        "offset",
-        "group",
-        "stamp",
-        "start_sum",
-        "in_cap_heap",
-    )
-
-    def __init__(self, route: tuple[tuple[Link, float], ...], cap: float) -> None:
-        self.route = route
-        self.cap = cap
-        self.n = 0
-        self.heap: list[tuple[float, int, Flow]] = []  # (finish tag in class clock, seq, flow)
-        self.offset = 0.0  # class clock = group clock + offset (= offset while ungrouped)
-        self.group: _RateGroup | None = None
-        self.stamp = -1  # seq of this class's live entry in its group's heap
-        self.start_sum = 0.0  # Σ class clock at each in-flight flow's start: gives progress
-        self.in_cap_heap = False
-
-    def clock(self) -> float:
-        group = self.group
-        return self.offset if group is None else group.clock + self.offset
-
-
-class _RateGroup:
-    """Classes frozen at one level: one rate, one virtual clock, one heap of next finishes."""
-
-    __slots__ = ("rate", "clock", "heap", "nclasses")
-
-    def __init__(self) -> None:
-        self.rate = 0.0
-        self.clock = 0.0  # bytes served per flow since the group was formed
-        # (head flow's tag in group clock, stamp, class)
-        self.heap: list[tuple[float, int, _FlowClass]] = []
-        self.nclasses = 0
-
-    def top(self) -> tuple[float, int, _FlowClass] | None:
-        """The earliest live entry, dropping entries left by classes that moved or changed head."""
-        heap = self.heap
-        while heap:
-            entry = heap[0]
-            if entry[1] == entry[2].stamp:
-                return entry
-            heapq.heappop(heap)
-        return None
+__all__ = ["Fabric", "Flow", "Link", "LinkStats", "Route"]
 
 
 class Fabric:
@@ -181,12 +52,12 @@ class Fabric:
         self.record_series = record_series
         self.recomputations = 0
         self._links: dict[str, Link] = {}
-        self._classes: dict[tuple[Any, float], _FlowClass] = {}
-        self._active: dict[_FlowClass, None] = {}
-        self._fresh: list[_FlowClass] = []  # activated since the last settle, not yet grouped
-        self._groups: list[_RateGroup] = []
+        self._classes: dict[tuple[Any, float], FlowClass] = {}
+        self._active: dict[FlowClass, None] = {}
+        self._fresh: list[FlowClass] = []  # activated since the last settle, not yet grouped
+        self._groups: list[RateGroup] = []
         self._link_heap: list[tuple[float, int, Link]] = []  # (capacity / weight, index, link)
-        self._cap_heap: list[tuple[float, int, _FlowClass]] = []
+        self._cap_heap: list[tuple[float, int, FlowClass]] = []
         self._seq = count()
         self._t0: int = env.now  # type: ignore[assignment]
         self._t = self._t0  # when group clocks were last advanced
@@ -244,11 +115,11 @@ class Fabric:
 
     # ---- classes and flows ------------------------------------------------------------------
 
-    def _class_for(self, route: Route, cap: float) -> _FlowClass:
+    def _class_for(self, route: Route, cap: float) -> FlowClass:
         key = (route if isinstance(route, tuple) else tuple(route), cap)
         cls = self._classes.get(key)
         if cls is None:
-            cls = self._classes[key] = _FlowClass(self._normalized(route), cap)
+            cls = self._classes[key] = FlowClass(self._normalized(route), cap)
         return cls
 
     def _normalized(self, route: Route) -> tuple[tuple[Link, float], ...]:
@@ -262,7 +133,7 @@ class Fabric:
             merged[link] = merged.get(link, 0.0) + weight
         return tuple((link, w) for link, w in merged.items() if w > 0)
 
-    def _activate(self, cls: _FlowClass) -> None:
+    def _activate(self, cls: FlowClass) -> None:
         now = self._now()
         self._active[cls] = None
         self._fresh.append(cls)
@@ -275,7 +146,7 @@ class Fabric:
             cls.in_cap_heap = True
             heapq.heappush(self._cap_heap, (cls.cap, next(self._seq), cls))
 
-    def _deactivate(self, cls: _FlowClass) -> None:
+    def _deactivate(self, cls: FlowClass) -> None:
         now = self._now()
         del self._active[cls]
         for link, _ in cls.route:
@@ -290,7 +161,7 @@ class Fabric:
         cls.group = None
         cls.stamp = -1
 
-    def _add(self, cls: _FlowClass, flow: Flow) -> None:
+    def _add(self, cls: FlowClass, flow: Flow) -> None:
         clock = cls.clock()
         tag = clock + flow.nbytes
         flow._cls = cls
@@ -301,7 +172,7 @@ class Fabric:
             self._push_head(cls, cls.group)
         self._add_weight(cls, 1)
 
-    def _finish_head(self, cls: _FlowClass) -> None:
+    def _finish_head(self, cls: FlowClass) -> None:
         tag, _, flow = heapq.heappop(cls.heap)
         cls.n -= 1
         cls.start_sum -= tag - flow.nbytes
@@ -319,7 +190,7 @@ class Fabric:
         flow.end = now
         flow.done.succeed(flow)
 
-    def _add_weight(self, cls: _FlowClass, sign: int) -> None:
+    def _add_weight(self, cls: FlowClass, sign: int) -> None:
         """Keep each link's Σ count × weight and its saturation level in the link heap."""
         heap = self._link_heap
         for link, weight in cls.route:
@@ -332,11 +203,11 @@ class Fabric:
         if len(heap) > 4 * len(self._links) + 64:
             self._rebuild_link_heap()
 
-    def _push_head(self, cls: _FlowClass, group: _RateGroup) -> None:
+    def _push_head(self, cls: FlowClass, group: RateGroup) -> None:
         cls.stamp = next(self._seq)
         heapq.heappush(group.heap, (cls.heap[0][0] - cls.offset, cls.stamp, cls))
 
-    def _join(self, cls: _FlowClass, group: _RateGroup) -> None:
+    def _join(self, cls: FlowClass, group: RateGroup) -> None:
         """Move a class into ``group``, keeping its own clock (and so its tags) unchanged."""
         clock = cls.clock()
         if cls.group is not None:
@@ -359,7 +230,7 @@ class Fabric:
                 group.clock += group.rate * elapsed
             self._t = now
 
-    def _finish_due(self, group: _RateGroup, elapsed: int) -> None:
+    def _finish_due(self, group: RateGroup, elapsed: int) -> None:
         rate = group.rate
         while (entry := group.top()) is not None:
             if round((entry[0] - group.clock) / rate) > elapsed:
@@ -420,7 +291,7 @@ class Fabric:
         if len(groups) == 1:  # every active class is in it or fresh
             group, joining = groups[0], self._fresh
         else:
-            group, joining = _RateGroup(), list(self._active)
+            group, joining = RateGroup(), list(self._active)
             self._groups = [group]
         for cls in joining:
             self._join(cls, group)
@@ -457,10 +328,10 @@ class Fabric:
 
     def _water_fill(self) -> None:
         """Progressive filling over classes: each freeze level becomes one rate group."""
-        levels = _progressive_filling(list(self._active))
+        levels = progressive_filling(list(self._active))
         self._groups = []
         for rate, members in levels:
-            group = _RateGroup()
+            group = RateGroup()
             group.rate = rate
             for cls in members:
                 self._join(cls, group)
@@ -468,7 +339,7 @@ class Fabric:
 
     # ---- statistics -------------------------------------------------------------------------
 
-    def _progress(self, cls: _FlowClass, now: int) -> float:
+    def _progress(self, cls: FlowClass, now: int) -> float:
         """Bytes the class's in-flight flows have moved: n × clock − Σ start clocks."""
         group = cls.group
         if group is None or group.rate == math.inf:
@@ -477,7 +348,7 @@ class Fabric:
         return cls.n * clock - cls.start_sum
 
     def _stats(
-        self, link: Link, now: int, elapsed: int, progress: dict[_FlowClass, float]
+        self, link: Link, now: int, elapsed: int, progress: dict[FlowClass, float]
     ) -> LinkStats:
         in_flight = (
             w * progress[cls] for cls in link._classes for lk, w in cls.route if lk is link
@@ -503,63 +374,3 @@ class Fabric:
                 series.pop()
             if not series or series[-1][1] != load:
                 series.append((now, load))
-
-
-def _progressive_filling(active: list[_FlowClass]) -> list[tuple[float, list[_FlowClass]]]:
-    """Weighted max-min rates: [(rate, classes frozen at it)], rates non-decreasing.
-
-    All unfrozen classes rise together; the next event is either a link saturating (every
-    unfrozen class through it freezes) or a class reaching its cap. A heap keeps each link's
-    saturation level, re-pushed when a freeze changes its load, so the cost is
-    O(Σ route length · log #links).
-    """
-    unfrozen_weight: dict[Link, float] = {}
-    unfrozen_count: dict[Link, int] = {}
-    frozen_load: dict[Link, float] = {}
-    for cls in active:
-        for link, weight in cls.route:
-            unfrozen_weight[link] = unfrozen_weight.get(link, 0.0) + cls.n * weight
-            unfrozen_count[link] = unfrozen_count.get(link, 0) + 1
-            frozen_load[link] = 0.0
-    heap = [
-        (link.capacity / w, link._index, link)
-        for link, w in unfrozen_weight.items()
-        if link.capacity < math.inf
-    ]
-    heapq.heapify(heap)
-    caps = sorted((cls.cap, i, cls) for i, cls in enumerate(active) if cls.cap < math.inf)
-    frozen: set[_FlowClass] = set()
-    levels: list[tuple[float, list[_FlowClass]]] = []
-    level, next_cap = 0.0, 0
-
-    def saturation(link: Link) -> float:
-        return (link.capacity - frozen_load[link]) / unfrozen_weight[link]
-
-    def freeze(members: list[_FlowClass], rate: float) -> None:
-        levels.append((rate, members))
-        for cls in members:
-            frozen.add(cls)
-            for link, weight in cls.route:
-                frozen_load[link] += cls.n * weight * rate
-                unfrozen_weight[link] -= cls.n * weight
-                unfrozen_count[link] -= 1
-                if unfrozen_count[link] and link.capacity < math.inf:
-                    heapq.heappush(heap, (saturation(link), link._index, link))
-
-    while len(frozen) < len(active):
-        while heap and (not unfrozen_count[heap[0][2]] or heap[0][0] != saturation(heap[0][2])):
-            heapq.heappop(heap)
-        while next_cap < len(caps) and caps[next_cap][2] in frozen:
-            next_cap += 1
-        link_level = heap[0][0] if heap else math.inf
-        cap_level = caps[next_cap][0] if next_cap < len(caps) else math.inf
-        if cap_level <= link_level and cap_level < math.inf:
-            level = max(level, cap_level)
-            freeze([caps[next_cap][2]], level)
-        elif link_level < math.inf:
-            level = max(level, link_level)
-            link = heap[0][2]
-            freeze([cls for cls in link._classes if cls not in frozen], level)
-        else:
-            freeze([cls for cls in active if cls not in frozen], math.inf)
-    return levels

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tmasim.teach.explain import paragraph
+from tmasim.teach.prose import paragraph
 
 TERMS: dict[str, str] = {
     "SM": "Streaming multiprocessor: one of the GPU's cores (132 on an H100). Each has its own shared "

@@ -7,32 +7,18 @@ try next. Every number is simulated here; the tests check them against the close
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tmasim import format as fmt
-from tmasim import scenario as scenarios
-from tmasim.errors import DeadlockError, ModelError, ScenarioError
-from tmasim.results import Result
-from tmasim.scenario import Scenario
-from tmasim.teach.explain import bullet, paragraph, validity
+from tmasim.errors import ScenarioError
+from tmasim.teach import lesson_runs as runs
+from tmasim.teach.lab import Lab, Outcome
+from tmasim.teach.prose import paragraph
 from tmasim.units import PS_PER_US, parse
 
 TOLERANCE = 0.05  # a prediction within 5 % of the run's answer counts as right
-
-
-@dataclass
-class Outcome:
-    """What a lesson's runs found: the answer to its question, the evidence, and why."""
-
-    answer: float
-    table: list[str]
-    why: str
-    figures: list[Path] = field(default_factory=list)
-    values: dict[str, float] = field(default_factory=dict)   # named numbers, for tests and the notebook
 
 
 @dataclass(frozen=True)
@@ -51,334 +37,6 @@ class Lesson:
         return f"lessons/{self.number:02d}-{self.slug}"
 
 
-class Lab:
-    """Runs a lesson's scenario and its variants; writes figures when given a folder."""
-
-    def __init__(self, lesson_scenario: str, out: Path | None = None) -> None:
-        self.source = lesson_scenario
-        self.out = out
-        self.raw, self.base_dir = scenarios.read_raw(lesson_scenario)
-
-    def scenario(self, **changes: Any) -> Scenario:
-        raw = scenarios.apply_overrides(self.raw, ())
-        for dotted, value in changes.items():
-            scenarios.set_field(raw, dotted.replace("__", "."), value)
-        return scenarios.from_dict(raw, self.base_dir)
-
-    def run(self, **changes: Any) -> Result:
-        from tmasim.simulation import simulate
-
-        return simulate(self.scenario(**changes))
-
-    def figure(self, name: str, fig: Any) -> list[Path]:
-        from tmasim.review import plots
-
-        if self.out is None:
-            import matplotlib.pyplot as plt
-
-            plt.close(fig)
-            return []
-        return plots.save(fig, self.out / name)
-
-
-def format_time(ps: float, digits: int = 4) -> str:
-    return fmt.time(ps, digits)
-
-
-def us(ps: float) -> float:
-    return ps / PS_PER_US
-
-
-def row(*cells: Any, widths: Sequence[int] = (16, 14, 14, 14, 14)) -> str:
-    return "  " + "".join(f"{str(c):>{w}}" for c, w in zip(cells, widths, strict=False)).rstrip()
-
-
-def left(label: str, value: str) -> str:
-    return f"  {label:<30}{value}"
-
-
-def gantt(lab: Lab, result: Result, name: str, title: str) -> list[Path]:
-    from tmasim.review import plots
-
-    if lab.out is None or result.recorder is None:
-        return []
-    return lab.figure(name, plots.gantt(result.spans, result.events, title=title))
-
-
-# ------------------------------------------------------------------------------ the lessons
-
-
-def _overlap(lab: Lab) -> Outcome:
-    piped, serial = lab.run(), lab.run(pipeline__stages=1)
-    t2, t1 = piped.makespan_ps, serial.makespan_ps
-    wide = (16, 14, 34)
-    table = [row("stages", "time", "closed form", widths=wide),
-             row(1, format_time(t1), "4 x (3 + 5) = 32 us", widths=wide),
-             row(2, format_time(t2), "3 + 5 + 3 x max(3, 5) = 23 us", widths=wide)]
-    why = (f"With one slot the copy engine and the tensor core take turns: every tile costs its load "
-           f"plus its compute, {format_time(t1)} in all. With two, the copy of tile i + 1 runs while tile i "
-           f"is computed; once the pipe is full only the slower stage (compute, 5 us) counts per tile. "
-           f"The sum became a maximum: {format_time(t2)}, a {t1 / t2:.2f}x speedup.")
-    figures = gantt(lab, piped, "lesson1-two-stages.png", f"Two stages: {format_time(t2)}")
-    figures += gantt(lab, serial, "lesson1-one-stage.png", f"One stage: {format_time(t1)}")
-    return Outcome(us(t2), table, why, figures, {"pipelined_us": us(t2), "serial_us": us(t1)})
-
-
-def _cadence(lab: Lab) -> Outcome:
-    cases = [("5 us", "3 us"), ("3 us", "5 us"), ("6 us", "3 us"), ("5 us", "4 us"), ("5 us", "6 us")]
-    table = [row("load l", "compute c", "time", "l + c + 7 max")]
-    times = {}
-    for load, comp in cases:
-        t = lab.run(workload__load=load, workload__compute=comp).makespan_ps
-        times[(load, comp)] = t
-        formula = _anchor(8, load, comp)
-        table.append(row(load, comp, format_time(t), format_time(formula)))
-    base = times[("5 us", "3 us")]
-    slow = times[("6 us", "3 us")] - base
-    fast = times[("5 us", "4 us")] - base
-    why = (f"Swapping load and compute changes nothing ({format_time(base)} both ways): only max(l, c) "
-           f"repeats N - 1 = 7 times. One more microsecond on the slower stage (load 5 -> 6 us) costs "
-           f"{format_time(slow)} (7 repeats plus the fill); one more on the faster stage (compute 3 -> 4 "
-           f"us) costs {format_time(fast)}, paid once in the fill and drain. Raise the faster stage past "
-           f"the slower (compute 6 us) and the roles swap.")
-    figures = gantt(lab, lab.run(), "lesson2-cadence.png", "Load 5 µs, compute 3 µs: the copy sets the cadence")
-    return Outcome(us(base), table, why, figures, {"base_us": us(base), "slower_plus_1_us": us(slow),
-                                                   "faster_plus_1_us": us(fast)})
-
-
-def _anchor(n: int, load: str, comp: str) -> int:
-    from tmasim import analytic
-    from tmasim.units import time_ps
-
-    return analytic.anchor_time(n, time_ps(load, "load"), time_ps(comp, "compute"), 2)
-
-
-def _fill_drain(lab: Lab) -> Outcome:
-    counts = (1, 2, 4, 16, 256)
-    table = [row("tiles N", "pipelined", "serial", "ratio", "limit 5/8")]
-    ratios = {}
-    for n in counts:
-        result = lab.run(workload__tiles=n)
-        ratio = result.makespan_ps / (result.stats["serial_ns"] * 1000)
-        ratios[n] = ratio
-        table.append(row(n, format_time(result.makespan_ps), format_time(result.stats["serial_ns"] * 1000),
-                         f"{ratio:.1%}", "62.5%"))
-    why = ("One tile cannot overlap with anything: its ratio is 100%. The first copy (fill) and the last "
-           "compute (drain) never overlap, but they are paid once, while the steady state costs max(l, c) "
-           f"per tile. So the ratio (3 + 5 + (N - 1) 5) / (8 N) falls towards 5/8 = 62.5%: {ratios[256]:.2%} at "
-           "N = 256. Short pipelines (few k-steps) keep more of their serial time.")
-    figures = []
-    if lab.out is not None:
-        figures = lab.figure("lesson3-fill-drain.png", _ratio_figure(counts, [ratios[n] for n in counts]))
-    return Outcome(100 * ratios[256], table, why, figures, {f"ratio_{n}": r for n, r in ratios.items()})
-
-
-def _ratio_figure(counts: Sequence[int], ratios: Sequence[float]) -> Any:
-    from tmasim.review.plot_style import styled
-
-    with styled() as plt:
-        fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
-        ax.plot(counts, [100 * r for r in ratios], marker="o", label="simulated")
-        ax.axhline(62.5, linestyle="--", color="#555555", label="max(l, c) / (l + c) = 62.5%")
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("tiles N")
-        ax.set_ylabel("pipelined / serial time (%)")
-        ax.set_title("Fill and drain: load 3 µs, compute 5 µs, 2 stages")
-        ax.legend()
-    return fig
-
-
-def _latency(lab: Lab) -> Outcome:
-    from tmasim import analytic
-
-    table = [row("stages", "time", "per tile", "bound", "binds")]
-    per_tile, times = {}, {}
-    for s in range(1, 9):
-        result = lab.run(pipeline__stages=s)
-        st = result.stats
-        times[s] = result.makespan_ps
-        per_tile[s] = result.makespan_ps / st["tiles"]
-        table.append(row(s, format_time(result.makespan_ps), format_time(per_tile[s], 4),
-                         format_time(st["interval_bound_ns"] * 1000, 4), st["binding"]))
-    best = min(times.values())
-    enough = min(s for s, t in times.items() if t == best)
-    bound = analytic.steady_state(2 * PS_PER_US, 1.5 * PS_PER_US, enough, 6 * PS_PER_US)
-    why = (f"Issuing a copy starts a 6 us wait before its 2 us transfer. With one slot all of it is exposed: "
-           f"{format_time(times[1])}. S slots keep S copies in flight, so a tile finishes every (6 + 2 + 1.5) / S "
-           f"at best: the latency is hidden, not removed. From {enough} stages on the copy engine's 2 us per tile "
-           f"binds (a bound of {format_time(bound.interval)} per tile) and more stages change nothing: no number of "
-           "stages beats the bandwidth (bytes per second) of the copy path.")
-    figures = []
-    if lab.out is not None:
-        figures = lab.figure("lesson4-stages.png", _stage_figure(per_tile))
-    return Outcome(float(enough), table, why, figures, {"stages_needed": float(enough),
-                                                        **{f"time_{s}_us": us(t) for s, t in times.items()}})
-
-
-def _stage_figure(per_tile: dict[int, float]) -> Any:
-    from tmasim.review.plot_style import styled
-
-    stages = sorted(per_tile)
-    with styled() as plt:
-        fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
-        ax.plot(stages, [us(per_tile[s]) for s in stages], marker="o", label="simulated (time / tiles)")
-        ax.plot(stages, [max(2.0, 9.5 / s) for s in stages], linestyle="--", color="#555555",
-                label="bound max(2, 9.5 / S) µs")
-        ax.set_xlabel("stages S")
-        ax.set_ylabel("time per tile (µs)")
-        ax.set_title("Latency 6 µs, transfer 2 µs, compute 1.5 µs")
-        ax.legend()
-    return fig
-
-
-def _residency(lab: Lab) -> Outcome:
-    table = [row("stages", "SMEM/CTA", "CTAs/SM", "time", "limited by")]
-    ctas = {}
-    for s in range(2, 8):
-        try:
-            result = lab.run(pipeline__stages=s)
-        except ScenarioError:
-            table.append(f"  {s:>16}  does not fit: over the 227 KiB of shared memory a CTA may use")
-            continue
-        st = result.stats
-        ctas[s] = st["ctas_per_sm"]
-        table.append(row(s, fmt.size(st["smem_per_cta_bytes"]), st["ctas_per_sm"],
-                         format_time(result.makespan_ps), st["residency_limit"]))
-    lost = min(s for s in ctas if ctas[s] < ctas[min(ctas)])
-    why = (f"Each stage holds a 16 KiB A box and a 16 KiB B box; the CTA also keeps 16 KiB for the "
-           f"epilogue and 16 B of mbarriers per stage, and the system reserves 1 KiB per CTA. An H100 SM has "
-           f"228 KiB, so {ctas[lost - 1]} CTAs fit up to {lost - 1} stages, and stage {lost} costs a resident "
-           "CTA. A second CTA hides one CTA's copy latency under the other's compute; more stages hide it "
-           "within one CTA. Here L2 bandwidth binds either way, so the times barely move: residency matters "
-           "when latency, not bandwidth, binds.")
-    return Outcome(float(lost), table, why, [], {"stage_that_loses_a_cta": float(lost),
-                                                 **{f"ctas_{s}": float(c) for s, c in ctas.items()}})
-
-
-def _contention(lab: Lab) -> Outcome:
-    per_box, box = 64, 8192          # boxes per SM, bytes per box (64 x 64 bf16)
-    runs = {sms: lab.run(workload__ctas=sms, workload__shape=[64 * sms, 4096]) for sms in (1, 66, 100)}
-    full = runs[132] = lab.run()
-    more = lab.run(pipeline__stages=8)
-    gpu = full.scenario.gpu
-    compute = full.stats["compute_busy_ns"] * 1000 / full.stats["sms_used"] / per_box   # ps per box
-    share = gpu.hbm_bandwidth / full.stats["sms_used"]
-    even = gpu.hbm_bandwidth * compute / box     # SMs at which HBM's share lands a box in one compute
-    table = [row("SMs", "stages", "time", "per box", "HBM busy")]
-    for (sms, stages), result in [*(((n, 4), r) for n, r in sorted(runs.items())), ((132, 8), more)]:
-        table.append(row(sms, stages, format_time(result.makespan_ps), format_time(result.makespan_ps / per_box),
-                         f"{result.stats['hbm_utilization']:.0%}"))
-    alone = runs[1]
-    why = (f"Alone, an SM's copies land faster than it computes ({format_time(compute)} per box), so compute "
-           f"binds and the copies hide under it: {format_time(alone.makespan_ps)}. HBM's 3.35 TB/s feeds one "
-           f"box per compute time to {even:.0f} SMs at most (3.35 TB/s x {format_time(compute)} / 8 KiB); "
-           f"beyond that the SMs' shares shrink: with 132, about {share * 1e3:.3g} GB/s each, "
-           f"{format_time(box / share)} per box, longer than the compute. The copies set the pace "
-           f"({format_time(full.makespan_ps)}, HBM {full.stats['hbm_utilization']:.0%} busy) and it is the "
-           f"compute that hides. More stages cannot help: {format_time(more.makespan_ps)} with 8. Overlap only "
-           "saves the shorter of the two stages; when shared bandwidth stretches the copies, what it saved on "
-           "one SM is gone.")
-    return Outcome(us(full.makespan_ps), table, why, [],
-                   {"alone_us": us(alone.makespan_ps), "full_us": us(full.makespan_ps),
-                    "sms_66_us": us(runs[66].makespan_ps), "sms_100_us": us(runs[100].makespan_ps),
-                    "break_even_sms": even, "eight_stages_us": us(more.makespan_ps),
-                    "hbm_bound_us": us(full.stats["hbm_bytes"] / gpu.hbm_bandwidth)})
-
-
-def _sync(lab: Lab) -> Outcome:
-    good = lab.run()
-    racy = lab.run(pipeline__consumer_waits_full=False)
-    valid, reason = validity(racy.stats)
-    table = [left("variant", "outcome"), left("correct (reference)", f"{format_time(good.makespan_ps)}, valid"),
-             left("skip the full wait", f"{format_time(racy.makespan_ps)}, INVALID: {racy.stats['races']} race(s)")]
-    figures = gantt(lab, racy, "lesson7-missing-wait.png",
-                    f"INVALID: no full-barrier wait, {racy.stats['races']} reads before data landed")
-    notes = []
-    for label, changes, name in (("empty expects 2 arrivals", {"pipeline__empty_arrivals": 2}, "deadlock"),
-                                 ("expect_tx 8 KiB (copy 16)", {"pipeline__expect_tx": "8 KiB"}, "underflow"),
-                                 ("expect_tx 32 KiB (copy 16)", {"pipeline__expect_tx": "32 KiB"}, "never")):
-        try:
-            lab.run(**changes)
-            table.append(left(label, "finished (unexpected)"))
-        except ModelError as err:
-            kind = "deadlock" if isinstance(err, DeadlockError) else "mbarrier misuse"
-            table.append(left(label, f"{kind} at {_when(err)}"))
-            notes.append(bullet(f"{label}: {err}"))
-            figures += _partial_gantt(lab, lab.scenario(**changes), err, f"lesson7-{name}.png", f"{label}: {kind}")
-    first = racy.races[0]
-    landed = "before its copy was issued" if first.landed_ps is None else (
-        f"{format_time(first.landed_ps - first.read_ps)} before its bytes landed")
-    why = (f"Without the wait the consumer read tile {first.tile} at {format_time(first.read_ps)}, {landed}: the run "
-           f"'finishes' in {format_time(racy.makespan_ps)}, faster than the correct {format_time(good.makespan_ps)} "
-           f"and wrong ({'valid' if valid else 'invalid: ' + str(reason)}). The other two breaks stop the "
-           "program: a barrier expecting an arrival that never comes waits forever, and a byte count that "
-           "does not match the copy either never returns to zero (the consumer waits forever) or would go "
-           "below it (the hardware's rule is broken at the landing). What each one waited on:\n"
-           + "\n".join(notes))
-    return Outcome(us(racy.makespan_ps), table, why, figures,
-                   {"racy_us": us(racy.makespan_ps), "correct_us": us(good.makespan_ps),
-                    "races": float(racy.stats["races"])})
-
-
-def _when(err: ModelError) -> str:
-    found = re.search(r"at ([\d.]+ (?:ps|ns|us|µs|ms))", str(err))
-    return found.group(1) if found else "the failure"
-
-
-def _partial_gantt(lab: Lab, scenario: Scenario, err: ModelError, name: str, title: str) -> list[Path]:
-    from tmasim.review import plots
-
-    if lab.out is None or err.records is None or not err.records.span_count:
-        return []
-    partial = Result(scenario, {}, [], err.records)
-    fig = plots.gantt(partial.spans, partial.events, title=f"{title} (records up to the failure)")
-    found = re.search(r"at ([\d.]+ (?:ps|ns|us|µs|ms))", str(err))
-    if found:
-        ax = fig.axes[0]
-        scale = plots.time_unit(float(partial.spans["end_ps"].max()))[0]
-        stop = parse(found.group(1), "time", "error") / scale
-        ax.axvline(stop, color="#C44E52", linewidth=2.5)
-        ax.set_xlim(right=stop * 1.08)
-        ax.text(stop, -0.6, f"stuck at {found.group(1)} ", color="#C44E52", fontsize=11, va="bottom", ha="right")
-    return lab.figure(name, fig)
-
-
-def _tmem(lab: Lab) -> Outcome:
-    blackwell, hopper = lab.run(), lab.run(gpu="h100-sxm")
-    from tmasim.workloads.gemm import GemmConfig
-
-    w, p = blackwell.scenario.workload, blackwell.scenario.pipeline
-    assert isinstance(w, GemmConfig)
-    bm, bn, bk = w.tile
-    acc_bytes = bm * bn * 4
-    columns = bn * (bm // 128 if bm >= 128 else 1)       # 128 lanes x BN columns of 32 bits for M = 128
-    regs = bm * bn // (128 * p.consumers)
-    stage = (bm + bn) * bk * 2
-    extra = sorted(k for k in blackwell.stats if "tmem" in k or "register" in k)
-    reported = ", ".join(f"{k} = {blackwell.stats[k]}" for k in extra)
-    table = [row("", "B200 (Blackwell)", "H100 (Hopper)", widths=(34, 26, 26)),
-             row("time", format_time(blackwell.makespan_ps), format_time(hopper.makespan_ps), widths=(34, 26, 26)),
-             row("operands: SMEM per CTA (TMA)", fmt.size(blackwell.stats["smem_per_cta_bytes"]),
-                 fmt.size(hopper.stats["smem_per_cta_bytes"]), widths=(34, 26, 26)),
-             row("bytes the TMA moved", fmt.amount(blackwell.stats["memory_bytes"]),
-                 fmt.amount(hopper.stats["memory_bytes"]), widths=(34, 26, 26)),
-             row("accumulator (fp32)", f"TMEM: {columns} of 512 cols", f"regs: {regs}/thread", widths=(34, 26, 26))]
-    why = (f"The TMA is a copy engine: it moves each k-step's A box ({bm}x{bk}) and B box ({bn}x{bk}), "
-           f"{fmt.size(stage)} a stage, from global memory into shared memory, and its limit is shared "
-           f"memory: {p.stages} stages x {fmt.size(stage)} plus the epilogue must fit in 227 KiB, which is "
-           f"why a 5th stage does not. The accumulator, {bm}x{bn} fp32 = {fmt.size(acc_bytes)}, never "
-           "travels through the TMA: the MMAs add into it in place. On Blackwell it lives in Tensor Memory "
-           f"(TMEM, 128 lanes x 512 columns of 32 bits per SM): {columns} columns, so two such accumulators "
-           "fit (one computing while the other is written out). On Hopper it lives in the consumer "
-           f"warpgroups' registers: {bm}x{bn} / (128 threads x {p.consumers} warpgroups) = {regs} registers "
-           "per thread of the 255 allowed (ping-pong, where each warpgroup holds a whole tile, would need "
-           f"{bm * bn // 128}: too many). TMEM and registers limit the tile's output size; shared memory "
-           "limits the stages. tmasim's summary reports the shared memory per CTA"
-           + (f" and {reported}" if reported else "") + "; the accumulator figures here follow from the tile.")
-    return Outcome(float(columns), table, why, [], {"tmem_columns": float(columns), "registers_per_thread":
-                                                    float(regs), "b200_us": us(blackwell.makespan_ps),
-                                                    "h100_us": us(hopper.makespan_ps)})
-
 
 LESSONS: tuple[Lesson, ...] = (
     Lesson(1, "overlap", "Overlap turns a sum into a bottleneck",
@@ -387,14 +45,14 @@ LESSONS: tuple[Lesson, ...] = (
            "one shared-memory slot (a stage) the two take turns. With two slots the copy of the next tile "
            "runs while this one is computed: the sum of the two times per tile becomes their maximum.",
            "Four tiles, each copied in 3 us and computed in 5 us. One slot takes 4 x (3 + 5) = 32 us. "
-           "With two slots, how long (us)?", "us", _overlap,
+           "With two slots, how long (us)?", "us", runs.overlap,
            ("tmasim explain lessons/01-overlap", "tmasim animate lessons/01-overlap --out overlap.gif",
             "tmasim run lessons/01-overlap --set pipeline.stages=3")),
     Lesson(2, "cadence", "The slower stage sets the cadence",
            "Once the pipeline is full, one tile leaves it per interval, and the interval is the slower "
            "stage's time: T = l + c + (N - 1) x max(l, c) for N tiles with load time l and compute time c. "
            "The faster stage only appears in the fill and drain.",
-           "Eight tiles, load 5 us, compute 3 us, two slots: how long (us)?", "us", _cadence,
+           "Eight tiles, load 5 us, compute 3 us, two slots: how long (us)?", "us", runs.cadence,
            ("tmasim run lessons/02-cadence --set workload.load=\"6 us\"",
             "tmasim run lessons/02-cadence --set workload.compute=\"4 us\"")),
     Lesson(3, "fill-drain", "Fill and drain",
@@ -402,7 +60,7 @@ LESSONS: tuple[Lesson, ...] = (
            "is draining (nothing left to copy). Both are paid once per run, so their share shrinks with the "
            "number of tiles N, and the pipelined time approaches max(l, c) / (l + c) of the serial time.",
            "256 tiles of 3 us load and 5 us compute, two slots: the pipelined time is what percentage of "
-           "the serial time?", "%", _fill_drain,
+           "the serial time?", "%", runs.fill_drain,
            ("tmasim run lessons/03-fill-drain --set workload.tiles=4",
             "tmasim sweep lessons/03-fill-drain --vary workload.tiles=1,2,4,16,256")),
     Lesson(4, "latency", "Asynchronous is not instantaneous",
@@ -411,7 +69,7 @@ LESSONS: tuple[Lesson, ...] = (
            "latency; S slots keep S copies in flight and hide it, but nothing hides the transfer itself: "
            "the copy path's bandwidth is a floor no number of stages can beat.",
            "32 tiles: 6 us latency, 2 us transfer, 1.5 us compute. How many stages until adding one more "
-           "stops helping?", "stages", _latency,
+           "stops helping?", "stages", runs.latency,
            ("tmasim run lessons/04-latency --set pipeline.stages=5",
             "tmasim sweep lessons/04-latency --vary pipeline.stages=1,2,3,4,5,6,7,8")),
     Lesson(5, "residency", "Buffers cost residency",
@@ -419,7 +77,7 @@ LESSONS: tuple[Lesson, ...] = (
            "its whole life. An SM has 228 KiB of it, so more stages per CTA can mean fewer CTAs resident per "
            "SM (lower occupancy): the trade-off behind every stage count.",
            "A 128x128x64 bf16 GEMM tile on an H100 (32 KiB per stage): at how many stages does the SM lose "
-           "its second resident CTA?", "stages", _residency,
+           "its second resident CTA?", "stages", runs.residency,
            ("tmasim run lessons/05-residency --set pipeline.stages=4",
             "tmasim run lessons/05-residency --set 'workload.tile=[128,256,64]' --set 'pipeline.registers={}'")),
     Lesson(6, "contention", "Shared bandwidth can remove overlap",
@@ -427,7 +85,7 @@ LESSONS: tuple[Lesson, ...] = (
            "shorter of copy and compute; when many SMs stream at once, each one's share of bandwidth "
            "shrinks, its copies stretch, and the copies become the bottleneck.",
            "Alone, one SM streams its 64 boxes (8 KiB, 205 ns of compute each) in about 13.7 us. With all "
-           "132 SMs doing the same, how long (us)?", "us", _contention,
+           "132 SMs doing the same, how long (us)?", "us", runs.contention,
            ("tmasim explain lessons/06-contention",
             "tmasim run lessons/06-contention --set workload.ctas=1 --set 'workload.shape=[64,4096]'")),
     Lesson(7, "sync", "The completion signal makes a tile safe to read",
@@ -436,7 +94,7 @@ LESSONS: tuple[Lesson, ...] = (
            "and the barrier's phase flips when the count is zero. The consumer waits on that flip. Break it "
            "and the run is wrong, or never ends.",
            "The reference pipeline takes 23 us. If the consumer skips its full-barrier wait, when does the "
-           "run end (us)?", "us", _sync,
+           "run end (us)?", "us", runs.sync,
            ("tmasim explain lessons/07-sync --set pipeline.consumer_waits_full=false",
             "tmasim animate lessons/07-sync --set pipeline.empty_arrivals=2 --out stuck.gif",
             "tmasim run lessons/07-sync --set pipeline.consumer_waits_full=false --trace race.json")),
@@ -446,7 +104,7 @@ LESSONS: tuple[Lesson, ...] = (
            "the TMA. On Hopper the accumulators live in registers instead. Different places, different "
            "limits.",
            "On a B200, a 128x256 fp32 accumulator in TMEM (128 lanes x 512 columns of 32 bits): how many "
-           "columns does it take?", "columns", _tmem,
+           "columns does it take?", "columns", runs.tmem,
            ("tmasim run lessons/08-tmem", "tmasim run lessons/08-tmem --set gpu=h100-sxm",
             "tmasim run lessons/08-tmem --set pipeline.stages=5")),
 )
@@ -463,7 +121,6 @@ def lesson(number: int) -> Lesson:
 
 def parse_prediction(text: str, unit: str) -> float:
     """A number in the lesson's unit; a time may carry its own unit ("23 us", "23000 ns")."""
-    from tmasim.units import parse
 
     cleaned = text.strip().removesuffix(unit if unit == "%" else "").strip()
     try:

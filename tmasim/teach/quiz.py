@@ -16,7 +16,7 @@ import numpy as np
 
 from tmasim.errors import ScenarioError
 from tmasim.scenario import from_dict
-from tmasim.teach.explain import bullet, paragraph
+from tmasim.teach.prose import bullet, paragraph
 
 TOLERANCE = 0.02   # a numeric answer within 2 % of the simulated value is right
 US = 10**6

@@ -1,0 +1,205 @@
+"""The flow model's parts: links and flows, classes of flows that share a route and a cap,
+rate groups of classes frozen at one level, and weighted progressive filling, which gives the
+max-min fair rates. :class:`tmasim.engine.fabric.Fabric` keeps them current in SimPy time
+(the module doc there says how and why)."""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import simpy
+
+Route = Sequence[tuple["Link", float]]
+LoadPoint = tuple[int, float]
+
+
+class Link:
+    """A shared resource of fixed bandwidth (bytes per picosecond); ``math.inf`` never binds."""
+
+    __slots__ = (
+        "name",
+        "capacity",
+        "_index",
+        "_fabric",
+        "_weight",
+        "_classes",
+        "_bytes_done",
+        "_busy_ps",
+        "_busy_since",
+        "_series",
+    )
+
+    def __init__(self, name: str, capacity_bytes_per_ps: float) -> None:
+        if not capacity_bytes_per_ps > 0:
+            raise ValueError(f"link {name!r}: capacity {capacity_bytes_per_ps} must be positive")
+        self.name = name
+        self.capacity = float(capacity_bytes_per_ps)
+        self._index = -1
+        self._fabric: object | None = None  # the Fabric it was added to (compared by identity)
+        self._weight = 0.0  # Σ count × weight over the active classes that cross it
+        self._classes: dict[FlowClass, None] = {}  # those classes, in a deterministic order
+        self._bytes_done = 0.0  # Σ weight × nbytes over finished flows
+        self._busy_ps = 0
+        self._busy_since = 0
+        self._series: list[LoadPoint] = []
+
+    def __repr__(self) -> str:
+        return f"Link({self.name!r}, {self.capacity})"
+
+
+class Flow:
+    """One transfer of ``nbytes`` over a route; ``done`` succeeds (with the flow) at ``end``."""
+
+    __slots__ = ("nbytes", "start", "end", "done", "_cls")
+
+    def __init__(self, env: simpy.Environment, nbytes: int, start: int) -> None:
+        self.nbytes = nbytes
+        self.start = start
+        self.end: int | None = None
+        self.done = env.event()
+        self._cls: FlowClass | None = None
+
+    @property
+    def rate(self) -> float:
+        """Bytes per picosecond now; 0 before the fabric settles the instant it started in."""
+        cls = self._cls
+        if self.end is not None or cls is None or cls.group is None:
+            return 0.0
+        return cls.group.rate
+
+    def __repr__(self) -> str:
+        return f"Flow({self.nbytes} B, start={self.start}, end={self.end})"
+
+
+@dataclass(frozen=True)
+class LinkStats:
+    """What a link carried. ``utilization`` is bytes / (capacity × elapsed time).
+
+    Completion times are rounded to the picosecond, so a tiny run can show a utilization a
+    hair above 1 (at most half a picosecond's worth of bytes per flow).
+    """
+
+    name: str
+    capacity: float
+    bytes_carried: float
+    busy_ps: int
+    utilization: float
+    series: tuple[LoadPoint, ...] | None
+
+
+class FlowClass:
+    """Flows sharing (route, cap): equal max-min rates, so one count and one clock serve all."""
+
+    __slots__ = (
+        "route",
+        "cap",
+        "n",
+        "heap",
+        "offset",
+        "group",
+        "stamp",
+        "start_sum",
+        "in_cap_heap",
+    )
+
+    def __init__(self, route: tuple[tuple[Link, float], ...], cap: float) -> None:
+        self.route = route
+        self.cap = cap
+        self.n = 0
+        self.heap: list[tuple[float, int, Flow]] = []  # (finish tag in class clock, seq, flow)
+        self.offset = 0.0  # class clock = group clock + offset (= offset while ungrouped)
+        self.group: RateGroup | None = None
+        self.stamp = -1  # seq of this class's live entry in its group's heap
+        self.start_sum = 0.0  # Σ class clock at each in-flight flow's start: gives progress
+        self.in_cap_heap = False
+
+    def clock(self) -> float:
+        group = self.group
+        return self.offset if group is None else group.clock + self.offset
+
+
+class RateGroup:
+    """Classes frozen at one level: one rate, one virtual clock, one heap of next finishes."""
+
+    __slots__ = ("rate", "clock", "heap", "nclasses")
+
+    def __init__(self) -> None:
+        self.rate = 0.0
+        self.clock = 0.0  # bytes served per flow since the group was formed
+        # (head flow's tag in group clock, stamp, class)
+        self.heap: list[tuple[float, int, FlowClass]] = []
+        self.nclasses = 0
+
+    def top(self) -> tuple[float, int, FlowClass] | None:
+        """The earliest live entry, dropping entries left by classes that moved or changed head."""
+        heap = self.heap
+        while heap:
+            entry = heap[0]
+            if entry[1] == entry[2].stamp:
+                return entry
+            heapq.heappop(heap)
+        return None
+
+
+
+def progressive_filling(active: list[FlowClass]) -> list[tuple[float, list[FlowClass]]]:
+    """Weighted max-min rates: [(rate, classes frozen at it)], rates non-decreasing.
+
+    All unfrozen classes rise together; the next event is either a link saturating (every
+    unfrozen class through it freezes) or a class reaching its cap. A heap keeps each link's
+    saturation level, re-pushed when a freeze changes its load, so the cost is
+    O(Σ route length · log #links).
+    """
+    unfrozen_weight: dict[Link, float] = {}
+    unfrozen_count: dict[Link, int] = {}
+    frozen_load: dict[Link, float] = {}
+    for cls in active:
+        for link, weight in cls.route:
+            unfrozen_weight[link] = unfrozen_weight.get(link, 0.0) + cls.n * weight
+            unfrozen_count[link] = unfrozen_count.get(link, 0) + 1
+            frozen_load[link] = 0.0
+    heap = [
+        (link.capacity / w, link._index, link)
+        for link, w in unfrozen_weight.items()
+        if link.capacity < math.inf
+    ]
+    heapq.heapify(heap)
+    caps = sorted((cls.cap, i, cls) for i, cls in enumerate(active) if cls.cap < math.inf)
+    frozen: set[FlowClass] = set()
+    levels: list[tuple[float, list[FlowClass]]] = []
+    level, next_cap = 0.0, 0
+
+    def saturation(link: Link) -> float:
+        return (link.capacity - frozen_load[link]) / unfrozen_weight[link]
+
+    def freeze(members: list[FlowClass], rate: float) -> None:
+        levels.append((rate, members))
+        for cls in members:
+            frozen.add(cls)
+            for link, weight in cls.route:
+                frozen_load[link] += cls.n * weight * rate
+                unfrozen_weight[link] -= cls.n * weight
+                unfrozen_count[link] -= 1
+                if unfrozen_count[link] and link.capacity < math.inf:
+                    heapq.heappush(heap, (saturation(link), link._index, link))
+
+    while len(frozen) < len(active):
+        while heap and (not unfrozen_count[heap[0][2]] or heap[0][0] != saturation(heap[0][2])):
+            heapq.heappop(heap)
+        while next_cap < len(caps) and caps[next_cap][2] in frozen:
+            next_cap += 1
+        link_level = heap[0][0] if heap else math.inf
+        cap_level = caps[next_cap][0] if next_cap < len(caps) else math.inf
+        if cap_level <= link_level and cap_level < math.inf:
+            level = max(level, cap_level)
+            freeze([caps[next_cap][2]], level)
+        elif link_level < math.inf:
+            level = max(level, link_level)
+            link = heap[0][2]
+            freeze([cls for cls in link._classes if cls not in frozen], level)
+        else:
+            freeze([cls for cls in active if cls not in frozen], math.inf)
+    return levels

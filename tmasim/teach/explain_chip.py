@@ -1,0 +1,120 @@
+"""The story of a chip-wide run (stream, GEMM): the resources it needs, each as the time it alone
+would take, the one that binds, and what-ifs along it."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tmasim import format as fmt
+from tmasim.format import PS_PER_S
+from tmasim.results import Result
+from tmasim.teach.prose import ordinal, paragraph
+from tmasim.teach.what_if import run_what_if, what_if_line
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A resource the run needs: its time at full capacity, and (for links) demand vs capacity."""
+
+    name: str
+    time_ps: float
+    nbytes: float = 0.0
+    capacity: float = 0.0     # bytes per second
+
+
+def chip_resources(result: Result) -> list[Resource]:
+    """Compute, the shared links and the latency term, each as the time it alone would take."""
+    stats, gpu = result.stats, result.scenario.gpu
+    sms = max(1, stats["sms_used"])
+    per_s = PS_PER_S
+    port = gpu.sm_port_bandwidth * per_s * sms
+    links = [Resource("HBM", stats["hbm_bytes"] / gpu.hbm_bandwidth, stats["hbm_bytes"], gpu.hbm_bandwidth * per_s),
+             Resource("L2", stats["memory_bytes"] / gpu.l2_bandwidth, stats["memory_bytes"], gpu.l2_bandwidth * per_s),
+             Resource("SM ports", stats["memory_bytes"] / port * per_s, stats["memory_bytes"], port)]
+    if "compute_bound_ns" in stats:   # gemm: the busiest SM's bounds, wave quantization included
+        compute = stats["compute_bound_ns"] * 1000
+        latency = stats["latency_bound_ns"] * 1000
+        bounds = [stats[f"{key}_bound_ns"] * 1000 for key in ("hbm", "l2", "port")]
+        links = [Resource(r.name, t, t * r.capacity / per_s if math.isfinite(r.capacity) else 0.0, r.capacity)
+                 for r, t in zip(links, bounds, strict=True)]
+    else:
+        compute = stats["compute_busy_ns"] * 1000 / sms
+        per_sm = stats["memory_bytes"] / sms
+        rate = stats["bytes_in_flight_per_sm"] / (stats["round_trip_ns"] * 1000)
+        latency = per_sm / rate if rate else 0.0
+    links = [r for r in links if math.isfinite(r.capacity)]   # the ideal machine's links are unlimited
+    return [Resource("tensor cores", compute), *links, Resource("latency (bytes in flight)", latency)]
+
+
+def chip_story(result: Result) -> list[str]:
+    stats, scenario = result.stats, result.scenario
+    resources = chip_resources(result)
+    binding = max(resources, key=lambda r: r.time_ps)
+    makespan = stats["makespan_ps"]
+    compute = resources[0]
+    lines = [paragraph(
+        f"What ran: {stats['tiles']} work units on {stats['sms_used']} SMs of the {scenario.gpu.name} preset "
+        f"({stats['ctas']} CTAs, {stats['ctas_per_sm']} per SM, {stats['stages']} stages of shared memory "
+        f"each). The run takes {fmt.time(makespan, 4)}.")]
+    rows = [f"  {r.name:<26} {fmt.time(r.time_ps, 4):>10}" + (
+        f"   {fmt.amount(r.nbytes)} at {fmt.rate(r.capacity)}" if r.capacity else "") for r in resources]
+    lines += ["", "Each resource alone would need (the run cannot beat the longest):", *rows]
+    verb = "bind" if binding.name in ("tensor cores", "SM ports") else "binds"
+    text = (f"{binding.name[0].upper()}{binding.name[1:]} {verb}: {fmt.time(binding.time_ps, 4)}, and the run "
+            f"reaches {binding.time_ps / makespan:.0%} of that bound.")
+    if binding.capacity and compute.time_ps:
+        demand = binding.nbytes / compute.time_ps * PS_PER_S
+        text += (f" To keep the tensor cores busy ({fmt.time(compute.time_ps, 4)} of MMA work) the SMs "
+                 f"would have to pull {fmt.amount(binding.nbytes)} through {binding.name} at "
+                 f"{fmt.rate(demand)}; its capacity is {fmt.rate(binding.capacity)} "
+                 f"({demand / binding.capacity:.1f}x over), so the copies set the pace and the compute "
+                 "hides under them.")
+    elif binding.capacity:
+        text += (f" There is no compute to hide the copies under: the time is {fmt.amount(binding.nbytes)} "
+                 f"over {binding.name}'s {fmt.rate(binding.capacity)}.")
+    elif binding is compute:
+        links = [r for r in resources if r.capacity]
+        if links:
+            busiest = max(links, key=lambda r: r.time_ps)
+            text += (f" The links keep up: the busiest, {busiest.name}, would need "
+                     f"{busiest.time_ps / compute.time_ps:.0%} of the compute time, so the copies hide "
+                     "under the MMAs.")
+        else:
+            text += " This machine's links are unlimited, so only the compute and the latency count."
+    elif binding.name.startswith("latency"):
+        text += (" Too few bytes are in flight: each SM's stages x box over a copy's round trip is "
+                 "below what the links could carry (Little's law); more stages or bigger boxes help.")
+    lines += ["", paragraph(text)]
+    lines += ["", paragraph(
+        f"Residency: {fmt.size(stats['smem_per_cta_bytes'])} of shared memory per CTA, "
+        f"{stats['ctas_per_sm']} CTA(s) per SM (limited by {stats['residency_limit']}). Stalls: consumers "
+        f"waited {fmt.time(stats['consumer_wait_full_ns'] * 1000, 4)} on full barriers and producers "
+        f"{fmt.time(stats['producer_wait_empty_ns'] * 1000, 4)} on empty ones, on average.")]
+    return lines
+
+
+def chip_what_ifs(result: Result, base_dir: Path | None) -> list[str]:
+    scenario, stats = result.scenario, result.stats
+    gpu, base = scenario.gpu, stats["makespan_ps"]
+    resources = chip_resources(result)
+    binding = max(resources, key=lambda r: r.time_ps)
+    field = {"HBM": "hbm_bandwidth", "L2": "l2_bandwidth", "SM ports": "sm_port_bandwidth"}
+    plans: list[tuple[str, dict[str, Any], str]] = [
+        (f"{ordinal(stats['stages'] + 1)} stage", {"pipeline.stages": stats["stages"] + 1},
+         f"{binding.name} binds, not the number of slots")]
+    name = binding.name if binding.name in field else "HBM"
+    rate = getattr(gpu, field[name]) * 2 * PS_PER_S
+    if math.isfinite(rate):
+        plans.append((f"twice the {name} bandwidth", {f"gpu.{field[name]}": f"{rate:.6g} B/s"},
+                      f"{name} is not what binds"))
+    if gpu.copy_latency > 1:
+        plans.append(("halving the copy latency", {"gpu.copy_latency": f"{gpu.copy_latency // 2} ps"},
+                      "the latency is already hidden"))
+    if stats["stages"] > 1:
+        plans.append((f"{stats['stages'] - 1} stage(s) instead of {stats['stages']}",
+                      {"pipeline.stages": stats["stages"] - 1}, "the extra slot was not used"))
+    return [what_if_line(base, run_what_if(scenario, label, changes, base_dir), why)
+            for label, changes, why in plans[:3]]

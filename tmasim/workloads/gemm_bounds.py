@@ -1,0 +1,89 @@
+"""The bounds a GEMM cannot beat, computed from its plan alone (compute, L2, HBM, SM port,
+slot round trip), and the one that binds."""
+
+from __future__ import annotations
+
+from tmasim.engine.chip import Plan
+from tmasim.engine.program import Segment, UnitProgram
+from tmasim.hardware import GpuSpec
+from tmasim.workloads.gemm_config import GemmConfig
+
+
+def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict[str, object]:
+    """The bounds a GEMM cannot beat, from the plan alone, and the one that binds.
+
+    compute: the busiest SM's tensor-core time (wave quantization included); hbm and l2: all
+    bytes over each link's bandwidth; port: the busiest SM's bytes over its ingest port (or its
+    TMA requests at the unit's request rate, where those take longer);
+    latency: the busiest slot of any CTA, whose uses follow one another, each at least one
+    round trip (see :func:`slot_round_trip`). ``serial_ns`` is the no-overlap time of the
+    busiest SM: every step's copy, then its compute, one after another.
+    """
+    sms = plan.sms
+    compute, nbytes, serial = ([0.0] * sms for _ in range(3))
+    latency = hbm = l2 = 0.0
+    for g, program in enumerate(plan.programs):
+        sm = g % sms
+        assert isinstance(program, UnitProgram)
+        latency = max(latency, _busiest_slot(program, gpu, stages))
+        for unit in program.units:
+            for seg in unit.segments:
+                step_bytes = sum(c.memory_bytes for c in seg.copies)
+                compute[sm] += seg.steps * seg.compute
+                # A multicast slice crosses the port of every CTA it lands in (its peers' slices, ours).
+                nbytes[sm] += seg.steps * sum(max(c.memory_bytes * max(1, c.multicast.bit_count()),
+                                                  c.requests * gpu.tma_request_time * gpu.sm_port_bandwidth)
+                                              for c in seg.copies)
+                serial[sm] += seg.steps * slot_round_trip(gpu, seg)
+                hbm += seg.steps * sum(c.memory_bytes * c.hbm_fraction for c in seg.copies)
+                l2 += seg.steps * step_bytes
+            if unit.epilogue is not None:
+                serial[sm] += unit.epilogue.duration
+                if unit.epilogue.store is not None:
+                    hbm += unit.epilogue.store.memory_bytes
+                    l2 += unit.epilogue.store.memory_bytes
+    bounds = {
+        "compute": max(compute),
+        "hbm": hbm / gpu.hbm_bandwidth,
+        "l2": l2 / gpu.l2_bandwidth,
+        "port": max(nbytes) / gpu.sm_port_bandwidth,
+        "latency": latency,
+    }
+    binding = max(bounds, key=lambda k: bounds[k])
+    return {
+        "serial_ns": max(serial) / 1000,
+        "closed_form_ns": None,
+        "flops": config.useful_flops,
+        "binding": binding,
+        **{f"{name}_bound_ns": value / 1000 for name, value in bounds.items()},
+        "bound_ns": bounds[binding] / 1000,
+        "bound_flops_per_s": config.useful_flops / bounds[binding] * 1e12 if bounds[binding] else None,
+        "model_hbm_bytes": hbm,
+    }
+
+
+def slot_round_trip(gpu: GpuSpec, seg: Segment) -> float:
+    """The least time one use of a slot takes: the issue, the copies' latency and transfer at
+    the SM port's rate or the TMA unit's request rate, whichever is slower (one after another), the full barrier's wake-up, the compute, and the
+    empty barrier's wake-up before the producer may refill the slot."""
+    transfer = [max(c.memory_bytes / gpu.sm_port_bandwidth, c.requests * gpu.tma_request_time) for c in seg.copies]
+    landing = max(min(c.latency for c in seg.copies) + sum(transfer),
+                  max(c.latency + x for c, x in zip(seg.copies, transfer, strict=True)))
+    remote = gpu.cluster_arrive_latency if any(c.multicast for c in seg.copies) else 0
+    return gpu.tma_issue + landing + gpu.barrier_wake + seg.compute + seg.tail + remote + gpu.barrier_wake
+
+
+def _busiest_slot(program: UnitProgram, gpu: GpuSpec, stages: int) -> float:
+    """The longest chain of uses of one slot (steps i, i + S, i + 2S, ...) of a CTA; its
+    first use waits on no empty barrier."""
+    per_slot = [0.0] * stages
+    first = 0
+    for unit in program.units:
+        for seg in unit.segments:
+            trip = slot_round_trip(gpu, seg)
+            last = first + seg.steps - 1
+            for slot in range(stages):
+                uses = (last - slot) // stages - (first - 1 - slot) // stages
+                per_slot[slot] += uses * trip
+            first += seg.steps
+    return max(0.0, max(per_slot) - gpu.barrier_wake)

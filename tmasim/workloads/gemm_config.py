@@ -1,0 +1,110 @@
+"""The ``gemm`` workload's config: the ``[workload]`` table of kind ``gemm``, read and checked."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from tmasim import fields as read
+from tmasim.cluster import MULTICAST
+from tmasim.errors import ScenarioError
+from tmasim.hardware import DTYPES
+
+KIND = "gemm"
+FIELDS = ("kind", "m", "n", "k", "dtype", "out_dtype", "tile", "raster", "group", "launch", "ctas_per_sm",
+          "epilogue_smem", "l2_reuse", "multicast")
+OUT_DTYPES = ("bf16", "fp16", "fp32")
+RASTERS = ("row", "column", "grouped")
+MAX_DIM = 2**32      # a tensor map's largest global dimension
+MAX_UNITS = 10**7    # output tiles: each is a work unit the engine builds and simulates
+OUT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    kind: ClassVar[str] = KIND
+    m: int
+    n: int
+    k: int
+    dtype: str
+    out_dtype: str
+    tile: tuple[int, int, int]
+    raster: str = "grouped"
+    group: int = 8
+    launch: str = "persistent"
+    ctas_per_sm: int | None = None
+    epilogue_smem: int | None = None
+    l2_reuse: bool = True
+    multicast: str | None = None  # None: what the cluster shape allows (tmasim.cluster.default_multicast)
+
+    def __post_init__(self) -> None:
+        """Checked on every construction, ``dataclasses.replace`` included."""
+        for d in ("m", "n", "k"):
+            read.integer(f"workload.{d}", getattr(self, d), minimum=1, maximum=MAX_DIM)
+        read.choice("workload.dtype", self.dtype, DTYPES)
+        read.choice("workload.out_dtype", self.out_dtype, OUT_DTYPES)
+        if not isinstance(self.tile, tuple) or len(self.tile) != 3:
+            raise ScenarioError("workload.tile", self.tile, "must be a list of three whole numbers [BM, BN, BK]")
+        for i, v in enumerate(self.tile):
+            read.integer(f"workload.tile[{i}]", v, minimum=1, maximum=MAX_DIM)
+        if self.units > MAX_UNITS:
+            raise ScenarioError("workload.tile", list(self.tile),
+                                f"makes {self.units:,} output tiles of {self.m}x{self.n}, over the {MAX_UNITS:,} "
+                                "the engine simulates (each is a work unit); use bigger tiles or a smaller GEMM")
+        read.choice("workload.raster", self.raster, RASTERS)
+        read.integer("workload.group", self.group, minimum=1, maximum=MAX_UNITS)
+        read.choice("workload.launch", self.launch, ("persistent", "grid"))
+        if self.ctas_per_sm is not None:
+            read.integer("workload.ctas_per_sm", self.ctas_per_sm, minimum=1, maximum=1024)
+        if self.epilogue_smem is not None:
+            read.checked_size("workload.epilogue_smem", self.epilogue_smem, positive=False)
+        read.boolean("workload.l2_reuse", self.l2_reuse)
+
+    @property
+    def tiles_m(self) -> int:
+        return -(-self.m // self.tile[0])
+
+    @property
+    def tiles_n(self) -> int:
+        return -(-self.n // self.tile[1])
+
+    @property
+    def k_steps(self) -> int:
+        return -(-self.k // self.tile[2])
+
+    @property
+    def units(self) -> int:
+        return self.tiles_m * self.tiles_n
+
+    @property
+    def useful_flops(self) -> float:
+        return 2.0 * self.m * self.n * self.k
+
+
+def parse(raw: Mapping[str, Any]) -> GemmConfig:
+    read.reject_unknown("workload", raw, FIELDS)
+    dims = {d: read.integer(f"workload.{d}", read.required("workload", raw, d, " for kind 'gemm'"), minimum=1,
+                            maximum=MAX_DIM) for d in ("m", "n", "k")}
+    dtype = read.choice("workload.dtype", raw.get("dtype", "bf16"), DTYPES)
+    out_dtype = read.choice("workload.out_dtype", raw.get("out_dtype", "fp32" if dtype == "tf32" else "bf16"),
+                            OUT_DTYPES)
+    tile_raw = read.required("workload", raw, "tile", " for kind 'gemm' ([BM, BN, BK])")
+    if not isinstance(tile_raw, list) or len(tile_raw) != 3:
+        raise ScenarioError("workload.tile", tile_raw, "must be a list of three whole numbers [BM, BN, BK]")
+    tile = tuple(read.integer(f"workload.tile[{i}]", v, minimum=1) for i, v in enumerate(tile_raw))
+    optional: dict[str, Any] = {}
+    if "ctas_per_sm" in raw:
+        optional["ctas_per_sm"] = read.integer("workload.ctas_per_sm", raw["ctas_per_sm"], minimum=1)
+    if "multicast" in raw:
+        optional["multicast"] = read.choice("workload.multicast", raw["multicast"], MULTICAST)
+    if "epilogue_smem" in raw:
+        optional["epilogue_smem"] = read.size("workload.epilogue_smem", raw["epilogue_smem"], positive=False)
+    return GemmConfig(
+        **dims, dtype=dtype, out_dtype=out_dtype, tile=(tile[0], tile[1], tile[2]),
+        raster=read.choice("workload.raster", raw.get("raster", "grouped"), RASTERS),
+        group=read.integer("workload.group", raw.get("group", 8), minimum=1),
+        launch=read.choice("workload.launch", raw.get("launch", "persistent"), ("persistent", "grid")),
+        l2_reuse=read.boolean("workload.l2_reuse", raw.get("l2_reuse", True)),
+        **optional,
+    )

@@ -1,0 +1,146 @@
+"""Where a GEMM's operands lie and who loads what: the tensor maps of A, B and C, the raster
+order of the output tiles, the L2 reuse model, and how a cluster's CTAs share operand boxes.
+
+The L2 reuse model (a documented simplification, not an LRU). CTAs that run at the same time (a
+*wave*: the next G output tiles in raster order, G = resident CTAs) march through their
+k-loops nearly in step, so when several of them need the same A row-panel or B column-panel
+box, the first request misses to HBM and the others hit in L2. Per wave and per operand the
+HBM fraction of a box is therefore (distinct panels in the wave) / (tiles in the wave). If A
+and B together fit in what L2 holds under repeated reads (the preset's ``l2_fit_size``, see
+:mod:`tmasim.l2`), a panel is fetched from HBM only the first time any wave needs it.
+Limits: it assumes the CTAs of a wave stay within L2's capacity of each other (true for
+lockstep k-loops; false if they drift far apart), ignores reuse across waves when the operands
+do not fit, and spreads a wave's misses evenly over its tiles (which keeps identical SMs
+identical, so aggregation stays exact).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tmasim.cluster import check_multicast, default_multicast
+from tmasim.descriptor import TensorDescriptor
+from tmasim.errors import ScenarioError
+from tmasim.workloads.gemm_config import OUT_BYTES, GemmConfig
+
+
+@dataclass(frozen=True)
+class GemmLayout:
+    """Descriptors of the three matrices, as the kernel's tensor maps would describe them."""
+
+    a: TensorDescriptor
+    b: TensorDescriptor
+    c: TensorDescriptor
+
+    @staticmethod
+    def of(config: GemmConfig) -> GemmLayout:
+        bm, bn, bk = config.tile
+        return GemmLayout(
+            a=_descriptor("A", config.m, config.k, config.dtype, bm, bk),
+            b=_descriptor("B", config.n, config.k, config.dtype, bn, bk),
+            c=_descriptor("C", config.m, config.n, config.out_dtype, bm, bn),
+        )
+
+
+def _descriptor(name: str, rows: int, cols: int, dtype: str, box_rows: int, box_cols: int) -> TensorDescriptor:
+    """Rows padded to 16 bytes (a leading dimension, as BLAS's lda) so TMA accepts any shape."""
+    element = 4 if dtype in ("tf32", "fp32") else 1 if dtype == "fp8" else 2
+    leading = -(-cols * element // 16) * 16 // element
+    try:
+        return TensorDescriptor.matrix(rows, cols, dtype, box_rows, box_cols, leading_dim=leading)
+    except ScenarioError as err:
+        raise ScenarioError("workload.tile", f"{box_rows} x {box_cols} box of {name}", err.rule) from None
+
+
+def stage_bytes(config: GemmConfig) -> int:
+    layout = GemmLayout.of(config)
+    return layout.a.box_bytes + layout.b.box_bytes
+
+
+def default_epilogue_smem(config: GemmConfig) -> int:
+    """CUTLASS-style staging: two BM x 32 sub-tiles of C, not the whole tile."""
+    return 2 * config.tile[0] * min(config.tile[1], 32) * OUT_BYTES[config.out_dtype]
+
+
+def tile_coords(config: GemmConfig, cluster: tuple[int, int] = (1, 1)) -> list[tuple[int, int]]:
+    """(tile row, tile column) of each output tile, in launch (raster) order. With clusters the
+    raster walks clusters (a band keeps ``group`` tile rows, rounded down to whole clusters), and
+    each cluster's CTAs follow in rank order, rank = x + y·CX for the CTA x along M and y along N."""
+    cx, cy = cluster
+    clusters = _raster(config.tiles_m // cx, config.tiles_n // cy, config.raster, max(1, config.group // cx))
+    return [(r * cx + rank % cx, c * cy + rank // cx) for r, c in clusters for rank in range(cx * cy)]
+
+
+def _raster(tm: int, tn: int, raster: str, group: int) -> list[tuple[int, int]]:
+    if raster == "row":
+        return [(u // tn, u % tn) for u in range(tm * tn)]
+    if raster == "column":
+        return [(u % tm, u // tm) for u in range(tm * tn)]
+    coords = []  # grouped: bands of `group` tile rows, column-major inside a band
+    for band in range(0, tm, group):
+        rows = min(group, tm - band)
+        coords += [(band + local % rows, local // rows) for local in range(rows * tn)]
+    return coords
+
+
+def hbm_fractions(config: GemmConfig, coords: Sequence[tuple[int, int]], concurrent: int,
+                  l2_size: int) -> list[tuple[float, float]]:
+    """Per output tile, the share of its A and B box bytes that come from HBM (see module doc)."""
+    if not config.l2_reuse:
+        return [(1.0, 1.0)] * len(coords)
+    layout = GemmLayout.of(config)
+    fits = layout.a.tensor_bytes + layout.b.tensor_bytes <= l2_size
+    seen_rows: set[int] = set()
+    seen_cols: set[int] = set()
+    result: list[tuple[float, float]] = []
+    for start in range(0, len(coords), concurrent):
+        wave = coords[start : start + concurrent]
+        rows = {r for r, _ in wave}
+        cols = {c for _, c in wave}
+        new_rows = rows - seen_rows if fits else rows
+        new_cols = cols - seen_cols if fits else cols
+        if fits:
+            seen_rows |= rows
+            seen_cols |= cols
+        result += [(len(new_rows) / len(wave), len(new_cols) / len(wave))] * len(wave)
+    return result
+
+
+@dataclass(frozen=True)
+class ClusterSetup:
+    """How the CTAs of a cluster share operands: ``share`` = (CTAs each A box is split among,
+    CTAs each B box is split among); 1 means no multicast of that operand."""
+
+    shape: tuple[int, int]
+    multicast: str
+    share: tuple[int, int]
+    pair: bool = False  # 2-SM MMA: rank 0 (leader) and rank 1 split B and compute one 2·BM x BN tile
+
+    @staticmethod
+    def of(config: GemmConfig, shape: tuple[int, int], mma_cta_group: int = 1) -> ClusterSetup:
+        pair = mma_cta_group == 2
+        # A pair (two CTAs along M) acts as one CTA of a cluster of pairs: B is shared between pairs.
+        among = (shape[0] // 2, shape[1]) if pair else shape
+        multicast = config.multicast if config.multicast is not None else default_multicast(among)
+        check_multicast(multicast, among, shape if pair else None)
+        a = shape[1] if multicast in ("a", "both") else 1
+        b = among[0] if multicast in ("b", "both") else 1
+        return ClusterSetup(shape, multicast, (a, 2 * b if pair else b), pair)
+
+    def masks(self, rank: int) -> tuple[int, int]:
+        """The ranks (bit masks) that receive this CTA's A slice and its B slice. In a pair each
+        CTA holds one half of B: that half is shared with the same half in the other pairs."""
+        cx, cy = self.shape
+        x, y = rank % cx, rank // cx
+        a = sum(1 << (x + j * cx) for j in range(cy)) if self.share[0] > 1 else 0
+        b_group = [i for i in range(cx) if i % 2 == x % 2] if self.pair else range(cx)
+        b = sum(1 << (i + y * cx) for i in b_group) if self.share[1] > (2 if self.pair else 1) else 0
+        return a, b
+
+    def b_slice(self, rank: int) -> int:
+        """Which of the ``share[1]`` slices of the B box this CTA loads."""
+        x = rank % self.shape[0]
+        if not self.pair:
+            return x
+        return (x % 2) * (self.share[1] // 2) + x // 2 if self.share[1] > 2 else x % 2

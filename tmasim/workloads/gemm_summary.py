@@ -1,0 +1,120 @@
+"""The ``gemm`` workload's rows of ``tmasim run``'s summary and its one-sentence explanation
+of what binds, from the run's stats."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from tmasim.workloads.gemm_config import GemmConfig
+
+if TYPE_CHECKING:
+    from tmasim.scenario import Scenario
+
+BOUND_NAMES = (("compute", "compute"), ("l2", "L2"), ("hbm", "HBM"), ("port", "SM port"), ("latency", "latency"))
+
+
+def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
+    from tmasim import format as fmt
+    from tmasim.summary import chip_rows, t
+
+    config = scenario.workload
+    assert isinstance(config, GemmConfig)
+    peak = scenario.gpu.tensor_flops[config.dtype] * 1e12
+    rate = stats["achieved_flops_per_s"]
+    bounds = ", ".join(f"{name} {t(stats[f'{key}_bound_ns'], zero='none')}" for key, name in BOUND_NAMES)
+    binding = dict(BOUND_NAMES).get(stats["binding"], stats["binding"])
+    return [
+        ("predicted time", f"{t(stats['makespan_ns'])}   ({fmt.flop_rate(rate)}, {fmt.percent(rate / peak)} of "
+                           f"the {fmt.flop_rate(peak)} {config.dtype} peak)"),
+        ("bound", f"{t(stats['bound_ns'])}, binding: {binding}   (the run reaches {fmt.percent(stats['efficiency'])} "
+                  "of it)"),
+        ("bounds", bounds),
+        ("no-overlap time", f"{t(stats['serial_ns'])} on the busiest SM"),
+        *_with_mma_rows(chip_rows(stats, scenario), stats, scenario),
+        *(_cluster_rows(stats, scenario) if "cluster" in stats else []),
+    ]
+
+
+def _with_mma_rows(rows: list[tuple[str, str]], stats: Mapping[str, Any],
+                   scenario: Scenario) -> list[tuple[str, str]]:
+    """The MMA instructions of a k-step and where the accumulator lives (registers or TMEM:
+    storage, shown beside SMEM right after the residency row, apart from the TMA traffic)."""
+    from tmasim import format as fmt
+    from tmasim.summary import t
+
+    mma_rows = []
+    if stats.get("mma_instruction"):
+        mma_rows.append(("MMA", f"{stats['mma_per_k_step']} x {stats['mma_instruction']} per k-step: tensor cores "
+                                f"busy {t(stats['mma_k_step_ns'])}, the last completes "
+                                f"{t(stats['mma_completion_ns'])} later"))
+    mma = scenario.gpu.mma
+    if stats.get("registers_per_cta") and mma is not None:
+        mma_rows.append(("registers", f"{stats['registers_per_consumer_thread']} per consumer thread (needs "
+                                      f"{stats['registers_needed_per_thread']}), "
+                                      f"{stats['registers_per_producer_thread']} per producer thread: "
+                                      f"{stats['registers_per_cta']} of {mma.registers_per_sm} per SM"))
+    if stats.get("tmem_columns_per_cta") and mma is not None:
+        columns, lanes = stats["tmem_columns_per_cta"], mma.tmem_lanes
+        mma_rows.append(("TMEM", f"{columns} columns ({fmt.size(columns * lanes * 4)}) per CTA for the accumulator, "
+                                 f"of {mma.tmem_columns} ({fmt.size(mma.tmem_columns * lanes * 4)}) per SM"))
+    at = [name for name, _ in rows].index("residency") + 1
+    return rows[:at] + mma_rows + rows[at:]
+def _cluster_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
+    from tmasim.summary import cluster_rows
+
+    cx, cy = scenario.pipeline.cluster
+    config = scenario.workload
+    assert isinstance(config, GemmConfig)
+    chosen = "set" if config.multicast is not None else "default: what the shape allows"
+    shares = {"none": "no operand shared", "a": f"A split over the {cy} CTAs of a cluster row",
+              "b": f"B split over the {cx} CTAs of a cluster column", "both": "A over each row, B over each column"}
+    if stats.get("mma_cta_group") == 2:
+        chosen = "2-SM MMA"
+        shares["none"] = "each CTA of the pair loads its A box and half of B; the leader's MMA reads both"
+    return cluster_rows(stats, f"multicast {stats['multicast']} ({chosen}; {shares[stats['multicast']]})")
+
+
+def explain(stats: Mapping[str, Any]) -> str:
+    """The bound that binds, in one sentence a reviewer can repeat."""
+    from tmasim.summary import t
+
+    s = stats
+    binding, compute = s["binding"], t(s["compute_bound_ns"])
+    if binding == "compute":
+        others = ", ".join(f"{name} {t(s[f'{key}_bound_ns'], zero='none')}" for key, name in BOUND_NAMES[1:])
+        return (f"Compute binds: the busiest SM needs {compute} of tensor-core time, more than any memory path "
+                f"needs ({others}).")
+    if binding in ("l2", "hbm"):
+        return _explain_link(s, binding)
+    if binding == "port":
+        return (f"The SMs' L2 ports bind: the busiest SM needs {t(s['port_bound_ns'])} just to take in its "
+                f"operands through its one port and TMA unit (bytes, or row requests), more than its {compute} of tensor-core time; bigger tiles "
+                "(more reuse per byte) would help.")
+    return (f"Latency binds: with {s['stages']} stages x {s['ctas_per_sm']} CTA(s) per SM in flight, the busiest "
+            f"SM's slot round trips add up to at least {t(s['latency_bound_ns'])}, more than its {compute} of "
+            "compute; more stages, if shared memory allows, would hide it.")
+
+
+def _explain_link(s: Mapping[str, Any], binding: str) -> str:
+    from tmasim import format as fmt
+    from tmasim.summary import t
+
+    link = "HBM" if binding == "hbm" else "L2"
+    nbytes = _link_bytes(s, binding)
+    supply = nbytes / (float(s[f"{binding}_bound_ns"]) * 1e-9)
+    demand = nbytes / (float(s["compute_bound_ns"]) * 1e-9)
+    what = "box data" if binding == "l2" else "DRAM traffic"
+    return (f"{link} bandwidth binds: to keep the tensor cores busy the SMs together would ask for "
+            f"{fmt.rate(demand)} of {what}, and {link} supplies {fmt.rate(supply)}, so moving "
+            f"{fmt.amount(nbytes)} takes at least {t(s[f'{binding}_bound_ns'])}.")
+
+
+def _link_bytes(s: Mapping[str, Any], link: str) -> float:
+    """What the bound moved over the link: carried bytes where recorded, else the model's count."""
+    for key in ((f"{link}_carried_bytes", "memory_bytes") if link == "l2" else ("model_hbm_bytes", "hbm_bytes")):
+        value = s.get(key)
+        if value is not None and not (isinstance(value, float) and math.isnan(value)):
+            return float(value)
+    return 0.0
