@@ -80,3 +80,21 @@ def test_the_gemm_port_bound_counts_requests() -> None:
     t, port = H100.tma_request_time, H100.sm_port_bandwidth
     step = max(16384 / port, 128 * t) + max(32768 / port, 256 * t)
     assert stats["port_bound_ns"] * 1000 == pytest.approx(10 * step, rel=1e-9)
+
+
+def _hbm_bound_stream(box: list[int], overhead: str) -> float:
+    gpu = {"preset": "h100-sxm", "tma_request_time": "0 ns", "hbm_request_overhead": overhead}
+    shape = [box[0] * 132 * 8 * 4, *box[1:]]
+    raw = {"gpu": gpu, "workload": {"kind": "stream", "dtype": "fp32", "shape": shape, "box": box},
+           "pipeline": {"stages": 4}, "run": {"records": False}}
+    return simulate(from_dict(raw)).stats["achieved_bytes_per_s"]
+
+
+def test_narrow_rows_cost_hbm_more_per_byte_by_the_request_overhead() -> None:
+    """With a 64-byte overhead per request, 16-byte rows use HBM (1 + 64/16) / (1 + 64/128) = 10/3
+    times per byte what 128-byte rows do; 128-byte rows are the reference (no change)."""
+    wide, narrow = _hbm_bound_stream([64, 32], "64 B"), _hbm_bound_stream([256, 4, 4], "64 B")
+    hbm = H100.hbm_bandwidth * 1e12
+    assert 0.95 * hbm < wide < hbm  # HBM-bound (less the start and the drain)
+    assert _hbm_bound_stream([64, 32], "0 B") == pytest.approx(wide, rel=1e-9)
+    assert 0.97 * hbm * 3 / 10 < narrow <= hbm * 3 / 10

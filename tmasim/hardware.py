@@ -53,6 +53,7 @@ class GpuSpec:
     hbm_latency: int
     tma_issue: int
     tma_request_time: int
+    hbm_request_overhead: int
     tma_max_in_flight: int
     tma_max_bytes_in_flight: int
     barrier_wake: int
@@ -130,6 +131,8 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "tma_issue": ("time", "TMA unit's issue cost per copy instruction"),
     "tma_request_time": ("time", "TMA unit's time per request (one per <= 128 B row segment of a box): "
                                  "a copy streams no faster than its requests pass"),
+    "hbm_request_overhead": ("size", "HBM cost of each TMA request beyond its bytes, relative to 128-byte "
+                                     "requests: rows narrower than 128 B cost HBM more per byte"),
     "tma_max_in_flight": ("int", "copies in flight per SM (0: unlimited)"),
     "tma_max_bytes_in_flight": ("size", "bytes in flight per SM (0: unlimited)"),
     "barrier_wake": ("time", "from an mbarrier phase flip until its waiters run"),
@@ -143,7 +146,8 @@ _FIELDS: dict[str, tuple[str, str]] = {
 }
 MMA = "mma"  # optional section: the MMA instruction table (tmasim.mma)
 # Optional fields (a preset written before clusters were modelled still loads): their defaults.
-_OPTIONAL: dict[str, Any] = {"tma_request_time": "0 ns", "boost_clock": None, "gpc_sms": None, "max_cluster_size": 8, "max_cluster_size_opt_in": None,
+_OPTIONAL: dict[str, Any] = {"tma_request_time": "0 ns", "hbm_request_overhead": "0 B", "boost_clock": None,
+                             "gpc_sms": None, "max_cluster_size": 8, "max_cluster_size_opt_in": None,
                              "cluster_arrive_latency": "0 ns", "max_mma_cta_group": 1}
 
 
@@ -313,13 +317,13 @@ def describe(gpu: GpuSpec) -> dict[str, str]:
     return {
         "name": gpu.name,
         "SMs": str(gpu.sms),
-        "clock": _ghz(gpu.clock_hz) + (f" (boost {_ghz(gpu.boost_clock)})" if gpu.boost_clock else ""),
         "SMEM/SM": fmt.size(gpu.smem_per_sm),
         "L2": fmt.size(gpu.l2_size),
         "HBM": _rate(gpu.hbm_bandwidth),
         "L2 BW": _rate(gpu.l2_bandwidth),
         "SM port": _rate(gpu.sm_port_bandwidth),
         "bf16": fmt.flop_rate(None if bf16 is None else bf16 * units.PS_PER_S),
+        "clock": _ghz(gpu.clock_hz) + (f" (boost {_ghz(gpu.boost_clock)})" if gpu.boost_clock else ""),
         "copy latency": fmt.time(gpu.copy_latency),
         "description": gpu.description,
     }

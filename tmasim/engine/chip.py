@@ -98,7 +98,8 @@ class Chip:
                             multiplicity=multiplicity, max_copies=self.gpu.tma_max_in_flight,
                             max_bytes=self.gpu.tma_max_bytes_in_flight,
                             latency_noise=self.drift.latency_noise(index, self.seed),
-                            request_time=self.gpu.tma_request_time)
+                            request_time=self.gpu.tma_request_time,
+                            request_overhead=self.gpu.hbm_request_overhead)
         return Sm(index, multiplicity, engine, TensorCore(self.env, f"sm{index}.tensor"), deque(work))
 
     def _slot(self, sm: Sm, queue: deque[tuple[int, Program]],

@@ -28,14 +28,18 @@ if TYPE_CHECKING:
 H800_SMS = 114
 H800_GHZ = 1.755
 BOXES_PER_CTA = 12
+# The throughput scenarios run a sixth of the chip (19 SMs, a sixth of its L2 and HBM bandwidth):
+# each SM's share is the same, and drifting SMs (not aggregated) cost six times less to simulate.
+SLICE_SMS = 19
 
 
 def box_points(frame: pd.DataFrame) -> pd.DataFrame:
     """A fp32 box of x (innermost) by y by z elements; each CTA streams BOXES_PER_CTA of them."""
     out = frame.copy()
     out["box"] = [f"[{z}, {y}, {x}]" for x, y, z in zip(out["x"], out["y"], out["z"], strict=True)]
-    out["shape"] = [f"[{z * BOXES_PER_CTA * H800_SMS * c}, {y}, {x}]"
+    out["shape"] = [f"[{z * BOXES_PER_CTA * SLICE_SMS * c}, {y}, {x}]"
                     for x, y, z, c in zip(out["x"], out["y"], out["z"], out["ctas_per_sm"], strict=True)]
+    out["slice_gbps"] = out["throughput_gbps"] * SLICE_SMS / H800_SMS
     out["row_bytes"] = out["x"] * 4
     out["bytes_in_flight_kib"] = out["load_kib"] * out["ctas_per_sm"]
     return out
@@ -47,8 +51,9 @@ def bulk_points(frame: pd.DataFrame) -> pd.DataFrame:
     out = frame.copy()
     rows = out["load_kib"].astype(int)
     out["box"] = [f"[{k}, 256]" for k in rows]
-    out["shape"] = [f"[{k * BOXES_PER_CTA * H800_SMS * c}, 256]" for k, c in zip(rows, out["ctas_per_sm"],
-                                                                               strict=True)]
+    out["shape"] = [f"[{k * BOXES_PER_CTA * SLICE_SMS * c}, 256]" for k, c in zip(rows, out["ctas_per_sm"],
+                                                                                strict=True)]
+    out["slice_gbps"] = out["throughput_gbps"] * SLICE_SMS / H800_SMS
     out["bytes_in_flight_kib"] = out["load_kib"] * out["ctas_per_sm"]
     return out
 

@@ -64,7 +64,8 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
 
 def slot_round_trip(gpu: GpuSpec, seg: Segment) -> float:
     """The least time one use of a slot takes: the issue, the copies' latency and transfer at
-    the SM port's rate or the TMA unit's request rate, whichever is slower (one after another), the full barrier's wake-up, the compute, and the
+    the SM port's rate or the TMA unit's request rate, whichever is slower (one after another),
+    the full barrier's wake-up, the compute, and the
     empty barrier's wake-up before the producer may refill the slot."""
     transfer = [max(c.memory_bytes / gpu.sm_port_bandwidth, c.requests * gpu.tma_request_time) for c in seg.copies]
     landing = max(min(c.latency for c in seg.copies) + sum(transfer),

@@ -90,7 +90,8 @@ def explain(stats: Mapping[str, Any]) -> str:
         return _explain_link(s, binding)
     if binding == "port":
         return (f"The SMs' L2 ports bind: the busiest SM needs {t(s['port_bound_ns'])} just to take in its "
-                f"operands through its one port and TMA unit (bytes, or row requests), more than its {compute} of tensor-core time; bigger tiles "
+                f"operands through its one port and TMA unit (bytes, or row requests), more than its {compute} of "
+                "tensor-core time; bigger tiles "
                 "(more reuse per byte) would help.")
     return (f"Latency binds: with {s['stages']} stages x {s['ctas_per_sm']} CTA(s) per SM in flight, the busiest "
             f"SM's slot round trips add up to at least {t(s['latency_bound_ns'])}, more than its {compute} of "

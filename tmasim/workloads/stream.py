@@ -181,7 +181,8 @@ def littles_law(config: StreamConfig, gpu: GpuSpec, stages: int, ctas_per_sm: in
     SMs x bytes in flight / the unloaded round trip.
 
     The unloaded round trip of a slot is the issue cost, the latency, one box crossing the SM's
-    port alone (or its requests passing the TMA unit, if slower), the consumer's compute and two barrier wake-ups (full, then empty). Under load
+    port alone (or its requests passing the TMA unit, if slower), the consumer's compute and two
+    barrier wake-ups (full, then empty). Under load
     the round trip grows (copies share the port and HBM), so the run can only fall short of
     this bound; with one stage it meets it exactly. The run's measured mean round trip
     (``slot_round_trip_ns``) satisfies Little's law itself: bandwidth = bytes in flight / it."""
