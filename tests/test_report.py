@@ -128,7 +128,9 @@ def test_explain_gemm_l2_bound_in_rates():
 
 
 @pytest.mark.parametrize(("overrides", "start"), [
-    (["workload.m=1024", "workload.n=1024", "workload.k=1024"], "Compute binds: the busiest SM needs"),
+    (["workload.m=1024", "workload.n=1024", "workload.k=1024"], "The SMs' TMA ingest binds: the busiest SM"),
+    (["workload.m=1024", "workload.n=1024", "workload.k=1024", "pipeline.cluster=[2,1]"],
+     "Compute binds: the busiest SM needs"),  # B multicast in halves: 256 requests a k-step, not 384
     (["pipeline.stages=1", "workload.tile=[64, 64, 64]", "pipeline.registers={producer=24, consumer=48}"],
      "L2 bandwidth binds"),  # setmaxnreg counts that let 4 CTAs share an SM's registers
     (["workload.k=64", "workload.m=16384"], "HBM bandwidth binds"),

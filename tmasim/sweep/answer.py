@@ -159,7 +159,7 @@ def _time_cell(row: dict[str, Any]) -> str:
     return fmt.time_ns(row.get("makespan_ns")) if row.get("status", "ok") == "ok" else "-"
 
 
-_BINDS = {"latency": "round trip", "l2": "L2", "hbm": "HBM", "port": "SM port"}
+_BINDS = {"latency": "round trip", "l2": "L2", "hbm": "HBM", "port": "SM port/TMA"}
 
 
 def _binds(row: dict[str, Any]) -> str:

@@ -160,8 +160,8 @@ _H800 = "NVIDIA H800 PCIe (114 SMs, 1.755 GHz)"
 SOURCES.update({s.name: s for s in (
     Source("h800-tma-throughput", "h100-sxm", "h800-pcie/tma_throughput_boxes.csv", "h800-pcie/tma_throughput.toml",
            _H800, ("box=workload.box", "shape=workload.shape", "ctas_per_sm=workload.ctas_per_sm"),
-           "slice_gbps:GB/s", "achieved_bytes_per_s", ("tma_request_time", "hbm_request_overhead", "hbm_bandwidth"),
-           "bytes_in_flight_kib", "bytes in flight per SM (KiB)", "all 68 rows of the 2-D and 3-D tables",
+           "slice_gbps:GB/s", "achieved_bytes_per_s", ("tma_request_time", "hbm_bandwidth"),
+           "bytes_in_flight_kib", "bytes in flight per SM (KiB)", "all 68 rows of the 2-D and 3-D tables (60 distinct points)",
            _hopper.box_points, 10.0),
     Source("h800-tma-bulk", "h100-sxm", "h800-pcie/tma_throughput_bulk.csv", "h800-pcie/tma_bulk.toml", _H800,
            ("box=workload.box", "shape=workload.shape", "ctas_per_sm=workload.ctas_per_sm"), "slice_gbps:GB/s",

@@ -12,7 +12,7 @@ from tmasim.workloads.gemm_config import GemmConfig
 if TYPE_CHECKING:
     from tmasim.scenario import Scenario
 
-BOUND_NAMES = (("compute", "compute"), ("l2", "L2"), ("hbm", "HBM"), ("port", "SM port"), ("latency", "latency"))
+BOUND_NAMES = (("compute", "compute"), ("l2", "L2"), ("hbm", "HBM"), ("port", "SM port/TMA"), ("latency", "latency"))
 
 
 def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
@@ -89,10 +89,10 @@ def explain(stats: Mapping[str, Any]) -> str:
     if binding in ("l2", "hbm"):
         return _explain_link(s, binding)
     if binding == "port":
-        return (f"The SMs' L2 ports bind: the busiest SM needs {t(s['port_bound_ns'])} just to take in its "
-                f"operands through its one port and TMA unit (bytes, or row requests), more than its {compute} of "
-                "tensor-core time; bigger tiles "
-                "(more reuse per byte) would help.")
+        return (f"The SMs' TMA ingest binds: the busiest SM needs {t(s['port_bound_ns'])} just to take in its "
+                f"operands (each copy takes the longer of its bytes through the SM's port and its row requests "
+                f"through the TMA unit), more than its {compute} of tensor-core time; fewer rows per k-step "
+                "(multicast slices in a cluster) or more reuse per row (bigger tiles) would help.")
     return (f"Latency binds: with {s['stages']} stages x {s['ctas_per_sm']} CTA(s) per SM in flight, the busiest "
             f"SM's slot round trips add up to at least {t(s['latency_bound_ns'])}, more than its {compute} of "
             "compute; more stages, if shared memory allows, would hide it.")
