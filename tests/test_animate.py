@@ -97,3 +97,57 @@ def test_a_deadlock_is_animated_up_to_where_it_stuck(tmp_path: Path, monkeypatch
     err = capsys.readouterr().err
     assert "wrote" in err and "deadlock at 13 µs" in err
     assert (tmp_path / "stuck.gif").stat().st_size > 10_000
+
+
+def _stuck(tmp_path: Path):
+    """The lesson-7 deadlock (empty barriers expect 2 arrivals, 1 comes) as a partial result."""
+    from tmasim.errors import DeadlockError
+    from tmasim.results import Result
+
+    scenario = load("lessons/07-sync", ["pipeline.empty_arrivals=2"])
+    with pytest.raises(DeadlockError) as info:
+        simulate(scenario)
+    return Result(scenario, {"scenario": scenario.name, "stages": 2}, [], info.value.records)
+
+
+def test_a_deadlock_records_the_waits_still_open(tmp_path: Path):
+    """Producer on empty[0] since it issued its two copies (time 0), consumer on full[0] from
+    13 µs (after computing tiles 0 and 1): both recorded up to the stop, with a stuck event each."""
+    result = _stuck(tmp_path)
+    stuck = result.events[result.events["kind"] == "stuck"]
+    assert sorted(stuck["name"]) == ["sm0.cta0.empty[0]", "sm0.cta0.full[0]"]
+    assert set(stuck["time_ps"]) == {13 * US}
+    waits = result.spans[result.spans["kind"].isin(["wait_empty", "wait_full"]) & (result.spans["end_ps"] == 13 * US)]
+    assert sorted(zip(waits["kind"], waits["start_ps"], waits["stage"], strict=True)) == [
+        ("wait_empty", 0, 0), ("wait_full", 13 * US, 0)]
+
+
+def test_a_deadlock_animation_says_who_waits_and_what_was_never_released(tmp_path: Path):
+    result = _stuck(tmp_path)
+    line = anim.Timeline.of(result)
+    assert line.stuck() == [(13 * US, "producer", "empty[0]"), (13 * US, "consumer", "full[0]")]
+    assert line.held(0) == [(8 * US, float("inf"), "held", 0)]      # computed 3-8 µs, empty[0] never flipped
+    assert line.held(1) == [(13 * US, float("inf"), "held", 1)]
+    fills, uses = line.active("slot", ("fill",), 0), line.active("slot", ("use",), 0)
+    assert anim.slot_state(fills, uses, 10 * US, line.held(0)) == ("held", "tile 0 computed,\nnever released")
+    assert anim.slot_state(fills, uses, 5 * US, line.held(0))[0] == "computing"
+    movie = anim._Movie(line, "stuck")
+    try:
+        movie.update(anim.Frame(13 * US, False))
+        assert movie.note.get_text() == "stopped: producer waits on empty[0]; consumer waits on full[0]"
+        assert movie.labels[1].get_text() == "tile 0 computed,\nnever released"
+        movie.update(anim.Frame(2 * US, False))
+        assert movie.note.get_text() == ""
+    finally:
+        movie.close()
+
+
+def test_a_finished_run_holds_no_slot(reference):
+    line = anim.Timeline.of(reference)
+    assert line.stuck() == [] and all(line.held(s) == [] for s in line.stages)
+
+
+def test_the_html_player_is_titled_by_the_scenario(reference, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(anim, "TARGET_FRAMES", 4)
+    page = anim.animate(reference, tmp_path / "x.html").read_text(encoding="utf-8")
+    assert "<title>tmasim animate: reference: 2 stage(s), 23 µs</title>" in page

@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tmasim.engine.drift import Drift, LatencyNoise
+from tmasim.drift import Drift
+from tmasim.engine.drift import LatencyNoise, start_skews
 from tmasim.errors import ScenarioError
 from tmasim.scenario import from_dict
 from tmasim.simulation import simulate
@@ -33,7 +34,7 @@ def test_drift_off_keeps_aggregation_and_drift_on_turns_it_off() -> None:
 
 def test_start_skew_delays_a_lone_sm_by_its_draw_exactly() -> None:
     still = stream(ctas=1)["makespan_ps"]
-    skew = Drift(1_000_000, 0.0).start_skews(1, seed=7)[0]
+    skew = start_skews(Drift(1_000_000, 0.0), 1, seed=7)[0]
     assert 0 < skew < 1_000_000
     assert stream({"start": "1 us"}, seed=7, ctas=1)["makespan_ps"] == still + skew
 

@@ -136,7 +136,7 @@ def test_edited_configs_are_checked_again():
 
 def test_the_mma_model_fields_are_checked_on_every_construction():
     """pipeline.registers, run.drift and the preset's MMA table, as the other fields."""
-    from tmasim.engine.drift import Drift
+    from tmasim.drift import Drift
     from tmasim.hardware import load_gpu
 
     pipeline = Pipeline()

@@ -170,7 +170,7 @@ def test_stall_breakdown_has_one_bar_per_part_and_lists_rows_that_did_not_run(gr
     assert ax.get_xlabel() == "time (µs)"
     assert sum(t.get_text() == "does not fit (SMEM)" for t in ax.texts) == len(grid_table) - len(ok)
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert "L2-bandwidth-bound" in legend and legend[0].startswith("compute")
+    assert "SM-port/TMA-bound" in legend and legend[0].startswith("compute")  # the TMA unit's requests bind
 
 
 def test_stall_breakdown_in_shares_ends_every_bar_at_100(stages_table):
@@ -286,7 +286,7 @@ def test_bandwidth_against_capacity(chip):
     assert ports.get_xlabel() == "time (µs)"
     caps = {ln.get_label(): ln.get_ydata()[0] for ln in lines_with(shared, linestyle="--")}
     assert caps == {"L2 capacity": pytest.approx(9.855), "HBM capacity": pytest.approx(3.35)}
-    assert lines_with(ports, linestyle="--")[0].get_ydata()[0] == pytest.approx(126.72)
+    assert lines_with(ports, linestyle="--")[0].get_ydata()[0] == pytest.approx(117.12)
     loads = [ln for ln in shared.get_lines() if ln.get_linestyle() == "-"]
     assert max(float(np.max(ln.get_ydata())) for ln in loads) <= 9.855 + 1e-9
 
@@ -409,3 +409,24 @@ def test_plot_through_the_tmasim_command(files, tmp_path):
     bad = tmasim("plot", str(files["sweep"]), "--kind", "gantt")
     assert bad.returncode == 2 and bad.stderr.startswith("tmasim: error: --kind gantt needs")
     assert "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize(("result", "kind"), [("run", "gantt"), ("bare", "stalls"), ("sweep", "stage-sweep"),
+                                              ("grid", "heatmap")])
+def test_plot_without_kind_draws_the_natural_figure(files, result, kind, tmp_path, capsys):
+    """No --kind: a run folder's Gantt (its stalls without records), a one-field sweep's curve,
+    a two-field sweep's heatmap; stderr says which and lists the others."""
+    assert plot_command(str(files[result]), "--out", str(tmp_path / "f.png")) == (0, "")
+    assert (tmp_path / "f.png").stat().st_size > 10_000
+    err = capsys.readouterr().err
+    assert f"no --kind: drawing {kind}, the default for" in err and "(others: --kind" in err
+
+
+def test_plot_without_kind_lists_the_kinds_where_none_is_natural(files, tmp_path):
+    table = pd.read_csv(files["sweep"]).rename(columns={"pipeline.stages": "pipeline.consumers"})
+    table["workload.tiles"] = 4
+    table["run.seed"] = range(len(table))
+    table.to_csv(tmp_path / "three.csv", index=False)
+    code, text = plot_command(str(tmp_path / "three.csv"))
+    assert code == 2 and "\n" not in text
+    assert "varies 3 fields" in text and "give --kind stage-sweep or stalls or heatmap" in text

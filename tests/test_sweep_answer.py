@@ -96,3 +96,78 @@ def test_list_valued_fields_are_lists_in_parquet(tmp_path):
     assert pa.types.is_list(pa.parquet.read_schema(out).field("workload.tile").type)
     again = run_sweep("gemm-ideal", small, ["workload.tile=[64,64,64],[128,128,64]"], out=out, progress=False)
     assert again.attrs["sweep"]["resumed"] == 2
+
+
+def _gemm_table(ks, stages, times, **extra):
+    n = len(times)
+    return pd.DataFrame({"point": range(n), "workload.k": ks, "pipeline.stages": stages, "status": ["ok"] * n,
+                         "stages": stages, "makespan_ns": times, "smem_per_cta_bytes": [s * 1024 for s in stages],
+                         "ctas_per_sm": [1] * n, "workload": ["gemm"] * n, **extra})
+
+
+def test_a_sweep_over_the_problem_answers_per_problem():
+    """k changes the work: the smallest k is never 'best'; each k gets its own best, knee and
+    next step, along stages only."""
+    frame = _gemm_table([1024, 1024, 4096, 4096], [2, 3, 2, 3], [10.0, 8.0, 40.0, 30.0])
+    found = answer.find_all(frame)
+    assert [a.problem for a in found] == [(("workload.k", 1024),), (("workload.k", 4096),)]
+    assert [a.best["pipeline.stages"] for a in found] == [3, 3] and [a.fields for a in found] == [
+        ("pipeline.stages",)] * 2
+    text = answer.answer_lines(frame)
+    assert text[0].startswith("workload.k changes the work (problem fields): times compare only within one problem")
+    assert "workload.k = 1024:" in text and "workload.k = 4096:" in text
+    assert "  best: pipeline.stages = 3: 8 ns" in text and "  best: pipeline.stages = 3: 30 ns" in text
+    assert not any("best: workload.k" in line or "next step: workload.k" in line for line in text)
+
+
+def test_noise_is_averaged_never_ranked_and_never_a_next_step():
+    frame = _gemm_table([1024] * 4, [2, 2, 3, 3], [10.0, 12.0, 8.0, 9.0], **{"run.seed": [0, 1, 0, 1]})
+    found = answer.find_all(frame)
+    assert len(found) == 1 and found[0].noise == ("run.seed",) and found[0].fields == ("pipeline.stages",)
+    assert found[0].best["makespan_ns"] == 8.5 and found[0].best["replicates"] == 2
+    text = "\n".join(answer.answer_lines(frame))
+    assert "run.seed only changes the draw (noise)" in text
+    assert "best: pipeline.stages = 3: 8.5 ns (mean of 2 replicates, 8 ns to 9 ns)" in text
+    assert "run.seed =" not in text
+
+
+def test_only_noise_varied_gives_the_spread_not_a_best_seed():
+    frame = _gemm_table([1024] * 3, [2] * 3, [10.0, 11.0, 12.0], **{"run.seed": [0, 1, 2]})
+    text = answer.answer_lines(frame.drop(columns=["pipeline.stages", "workload.k"]))
+    assert text == ["run.seed only changes the draw (noise): points that differ only there are replicates, and "
+                    "their mean time is compared", "time: 11 ns (mean of 3 replicates, 10 ns to 12 ns)"]
+
+
+def test_field_roles_are_one_table():
+    from tmasim import field_roles as roles
+
+    assert roles.role("workload.k", "gemm") == roles.PROBLEM and roles.role("workload.tile", "gemm") == roles.DESIGN
+    assert roles.role("workload.load", "tiles") == roles.PROBLEM   # the reference workload's durations are its work
+    assert roles.role("workload.tiles") == roles.PROBLEM and roles.role("workload.box", "stream") == roles.DESIGN
+    assert roles.role("pipeline.stages") == roles.DESIGN and roles.role("pipeline.registers.consumer") == roles.DESIGN
+    assert roles.role("gpu.hbm_bandwidth") == roles.DESIGN and roles.role("gpu") == roles.DESIGN
+    assert roles.role("run.seed") == roles.NOISE and roles.role("run.drift.start") == roles.NOISE
+    assert roles.role("workload.kind") == roles.PROBLEM
+    with pytest.raises(KeyError, match="'pipe.stages' is not a scenario field"):
+        roles.role("pipe.stages")
+
+
+def test_a_workload_declares_its_own_problem_fields(monkeypatch: pytest.MonkeyPatch):
+    """A new workload (attention, say) says which of its fields are the work; the rest are design."""
+    import types
+
+    from tmasim import field_roles as roles
+    from tmasim.workloads import WORKLOADS
+
+    toy = types.SimpleNamespace(KIND="toy", FIELDS=("kind", "seqlen", "block"), PROBLEM_FIELDS=("seqlen",))
+    monkeypatch.setitem(WORKLOADS, "toy", toy)
+    assert roles.role("workload.seqlen", "toy") == roles.PROBLEM and roles.role("workload.block", "toy") == roles.DESIGN
+    assert ("workload.seqlen (toy)", roles.PROBLEM) in roles.table()
+
+
+def test_the_design_doc_lists_every_field_role():
+    from tmasim import field_roles as roles
+
+    doc = (REPO / "docs" / "design.md").read_text(encoding="utf-8")
+    for field, role in roles.table():
+        assert f"| `{field}` | {role} |" in doc, field

@@ -186,12 +186,79 @@ def test_lesson_8_tmem_and_registers(outcomes: dict[int, Any]):
 
 
 def test_predictions_parse_and_refuse():
-    assert lessons.parse_prediction("23 us", "us") == 23
-    assert lessons.parse_prediction("23000 ns", "us") == pytest.approx(23)
-    assert lessons.parse_prediction("62.5%", "%") == 62.5
+    assert lessons.parse_prediction("23 us", "us").value == 23
+    assert lessons.parse_prediction("23000 ns", "us").value == pytest.approx(23)
+    assert lessons.parse_prediction("62.5%", "%").value == 62.5
     with pytest.raises(Exception, match="--predict"):
         lessons.parse_prediction("many", "stages")
     assert cli.main(["learn", "9"]) == 2
+
+
+@pytest.mark.parametrize("text", ["16 µs", "16µs", "16 μs", "0.016 ms", "16000 ns", "16 us", "16", " 16us "])
+def test_one_reader_takes_a_time_in_any_unit(text: str):
+    """learn --predict and the quiz read answers alike: the micro sign, the Greek mu, us, ms, ns,
+    or a bare number in µs, all give 16 µs."""
+    from tmasim.teach import answers, quiz
+
+    reading = answers.read_answer(text, "us", "--predict")
+    assert reading.value == pytest.approx(16) and reading.shown == "16 µs"
+    question = quiz.Question("how long?", 16.0, "why", "us")
+    assert question.check(text) and not question.check("17 us")
+
+
+@pytest.mark.parametrize("text", ["16 apples", "lots", "16 GB", "nan", "1e999"])
+def test_nonsense_is_an_error_not_a_wrong_answer(text: str):
+    from tmasim.errors import ScenarioError
+    from tmasim.teach import answers, quiz
+
+    with pytest.raises(ScenarioError, match="--predict"):
+        answers.read_answer(text, "us", "--predict")
+    with pytest.raises(ScenarioError, match="answer"):
+        quiz.Question("how long?", 16.0, "why", "us").check(text)
+
+
+def test_one_tolerance_for_learn_and_quiz(capsys: Any):
+    from tmasim.teach import answers, quiz
+
+    q = quiz.Question("how long?", 100.0, "why", "us")
+    assert q.check("105 us") and not q.check("105.1 us")   # 5%, both ways
+    assert lessons.verdict(answers.read_answer("105", "us", "--predict"), 100.0, "us").endswith("right (within 5%).")
+    assert "too high" in lessons.verdict(answers.read_answer("105.1", "us", "--predict"), 100.0, "us")
+    for command in ("learn", "quiz"):
+        with pytest.raises(SystemExit):
+            cli.main([command, "--help"])
+        assert "within 5% of the simulated value counts as right" in " ".join(capsys.readouterr().out.split())
+
+
+def test_predictions_echo_how_they_were_read():
+    from tmasim.teach import answers
+
+    seconds = lessons.verdict(answers.read_answer("23 s", "us", "--predict"), 23.0, "us")
+    assert seconds.startswith("You predicted 23 s; the run gives 23 µs: too high")
+    fraction = lessons.verdict(answers.read_answer("0.625", "%", "--predict"), 62.5, "%")
+    assert "You predicted 0.625%" in fraction and "if you meant the fraction 0.625, that is 62.5%" in fraction
+    assert "fraction" not in lessons.verdict(answers.read_answer("62.5", "%", "--predict"), 62.5, "%")
+    assert "fraction" not in lessons.verdict(answers.read_answer("0.625%", "%", "--predict"), 62.5, "%")
+
+
+def test_quiz_refuses_an_unreadable_answer_in_one_line(capsys: Any):
+    from tmasim.teach import quiz
+
+    qs = quiz.questions(seed=0, count=2)
+    answers = ["b", f"{qs[1].answer:.6g}", "16 apples"]
+    assert cli.main(["quiz", "--count", "2", "--answers", ",".join(answers)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--answers (answer 3)" in err and "16 apples" in err
+    assert cli.main(["quiz", "--count", "2", "--answers", "e," + ",".join(answers[1:2] * 2)]) == 2
+    assert "must be one of the letters a, b, c, d" in capsys.readouterr().err
+
+
+def test_learn_out_for_a_lesson_without_figures_says_so(tmp_path: Path):
+    text, outcome = lessons.teach(5, None, tmp_path / "figs")
+    assert outcome.figures == [] and not (tmp_path / "figs").exists()
+    flat = " ".join(text.split())
+    assert "Figures: none; lesson 5 is about chip-wide numbers and draws no figure" in flat
+    assert "lessons 1, 2, 3, 4, 7 draw them" in flat
 
 
 def test_glossary_defines_the_lesson_terms():
@@ -269,12 +336,18 @@ def test_interactive_prompt_asks_again_and_stops_at_end_of_input(monkeypatch: py
     monkeypatch.setattr("builtins.input", replies("lots", "32"))
     assert cli.main(["learn", "1"]) == 0
     out = capsys.readouterr().out
-    assert "must be a number" in out or "is not a quantity" in out
+    assert "--predict: 'lots' must be a time" in out   # asked again, one line
     assert "You predicted 32 µs; the run gives 23 µs: too high" in out
     monkeypatch.setattr("builtins.input", replies("b"))
     assert cli.main(["quiz", "--count", "2"]) == 0
     out = capsys.readouterr().out
     assert " 1. right: you said b" in out and " 2. wrong: you said (nothing)" in out
+    qs = __import__("tmasim.teach.quiz", fromlist=["quiz"]).questions(0, 2)
+    monkeypatch.setattr("builtins.input", replies("x", "b", "16 apples", f"{qs[1].answer * 1000:.9g} ns"))
+    assert cli.main(["quiz", "--count", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "must be one of the letters a, b, c, d" in out and "'16 apples'" in out   # asked again, not graded
+    assert " 1. right: you said b" in out and " 2. right: you said" in out and "Score: 2 / 3" in out
 
 
 def test_run_explain_on_a_deadlock(capsys: Any):
@@ -282,3 +355,49 @@ def test_run_explain_on_a_deadlock(capsys: Any):
     captured = capsys.readouterr()
     assert captured.out.startswith("INVALID: this run cannot finish (deadlock)")
     assert captured.err.startswith("tmasim: error: deadlock at 13 µs")
+
+
+def test_lesson_texts_say_what_their_runs_did(outcomes: dict[int, Any]):
+    flat = {n: " ".join(text.split()) for n, (text, _) in outcomes.items()}
+    assert "the copy latency is the 6 us from issuing a copy to its first byte" in flat[4]
+    assert "the slot round trip is everything a slot goes through" in flat[4]
+    assert "32 x 9.5 us = 304 µs" in flat[4]
+    assert ("The scenario sets a leaner register split (pipeline.registers: 40 per producer thread, 104 per "
+            "consumer thread, instead of the default 232)") in flat[5]
+    assert "128 x (40 + 2 x 232) = 64,512 of the SM's 65,536 registers" in flat[5]
+    assert "so registers alone would allow 1 CTA per SM" in flat[5] and "lets 2 CTAs share" in flat[5]
+    assert "computes the 4 tiles back to back: 4 x 5 µs = 20 µs" in flat[7]
+    assert "read tile 0 at the start (time 0)" in flat[7] and " 0 ps" not in flat[7]
+    assert " = None" not in flat[8] and "registers_needed_per_thread" not in flat[8]
+    assert "a TMEM row on the B200 (256 columns per CTA)" in flat[8]
+    assert "a registers row on the H100 (160 needed per consumer thread: 128 for the accumulator" in flat[8]
+
+
+def test_lesson_7_deadlock_figure_marks_the_open_waits_and_the_held_slot(tmp_path: Path):
+    from tmasim.teach import lesson_runs
+    from tmasim.teach.lab import Lab
+
+    lab = Lab("lessons/07-sync")
+    scenario = lab.scenario(pipeline__empty_arrivals=2)
+    with pytest.raises(Exception) as info:
+        lab.run(pipeline__empty_arrivals=2)
+    captured: list[Any] = []
+    lab.out = tmp_path
+    lab.figure = lambda name, fig: captured.append(fig) or [tmp_path / name]   # type: ignore[method-assign]
+    lesson_runs._partial_gantt(lab, scenario, info.value, "d.png", "deadlock")
+    texts = [t.get_text() for t in captured[0].axes[0].texts]
+    assert "still waiting on empty[0]  " in texts and "still waiting on full[0]  " in texts
+    assert texts.count("computed, never released") == 1     # slot 0, held 8-13 µs; slot 1's use ends at the stop
+    assert "stuck at 13 µs" in captured[0].axes[0].get_title()
+    labels = [h.get_label() for h in captured[0].axes[0].get_legend().legend_handles]
+    assert "slot computed, never released (empty barrier never flipped)" in labels
+    import matplotlib.pyplot as plt
+
+    plt.close(captured[0])
+
+
+def test_explain_never_says_0_ps():
+    racy = explain.explain(load("lessons/07-sync", ["pipeline.consumer_waits_full=false"]), what_ifs=False)
+    assert "read at the start (time 0)" in racy and "0 ps" not in racy
+    stream = explain.explain(load("stream-h100", ["workload.shape=[1024, 4096]"]), what_ifs=False)
+    assert "tensor cores                     none" in stream and "0 ps" not in stream

@@ -11,7 +11,8 @@ one tidy table out); everything else lives in the subpackages. Heavy modules loa
 
 import typing as _typing
 
-__version__ = "0.1.0"
+from tmasim.version import __version__
+
 __all__ = ["simulate", "load_scenario", "run_sweep", "__version__"]
 
 if _typing.TYPE_CHECKING:

@@ -53,12 +53,15 @@ def _suggestion(message: str) -> str:
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="tmasim", description="Simulate TMA load/compute pipelines on Hopper and Blackwell GPUs.",
                      epilog="Start with `tmasim run` (the reference scenario); `tmasim COMMAND --help` for more.")
-    from tmasim import __version__
+    from tmasim.version import __version__
 
     parser.add_argument("--version", action="version", version=f"tmasim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    run = sub.add_parser("run", help="simulate one scenario and print its summary")
+    run = sub.add_parser("run", help="simulate one scenario and print its summary",
+                         epilog="Run switches (--set): run.records=false keeps the summary only; run.aggregate=false "
+                                "simulates every SM; run.fast_forward=false simulates the repeated periods of a "
+                                "steady state too (on by default: skipped exactly, with records off); run.seed=N.")
     run.add_argument("scenario", nargs="?", help="a scenario file, or the name of a bundled one (default: reference)")
     run.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                      help="override a field; VALUE is read as TOML (3, \"3 us\", [1, 2]) or else as a plain string")
@@ -161,7 +164,7 @@ def _write_outputs(result: Any, out: Path) -> None:
 
 def _write_tables_and_chart(result: Any, out: Path) -> None:
     from tmasim.review import plots
-    from tmasim.summary import plural
+    from tmasim.summary_rows import plural
 
     written = result.save(out)
     if result.recorder is None:

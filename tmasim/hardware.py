@@ -63,6 +63,7 @@ class GpuSpec:
     max_cluster_size_opt_in: int = 8
     cluster_arrive_latency: int = 0
     max_mma_cta_group: int = 1
+    cluster_l2_coalescing: bool = False  # same-address TMA loads of one cluster's CTAs reach L2 once
     boost_clock: float = 0.0  # Hz, the part's max boost (for reference; the run assumes clock_hz); 0: not stated
     mma: MmaSpec | None = None  # instruction table; None: a flat tensor_flops rate (ideal machine)
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
@@ -124,7 +125,7 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "hbm_bandwidth": ("bandwidth", "HBM bandwidth"),
     "l2_bandwidth": ("bandwidth", "L2 bandwidth (chip)"),
     "sm_port_bandwidth": ("bandwidth", "ingest bandwidth of one SM from L2"),
-    "smem_bandwidth": ("bandwidth", "shared-memory bandwidth of one SM (epilogue staging)"),
+    "smem_bandwidth": ("bandwidth", "shared-memory bandwidth of one SM: MMA operand reads, TMA writes, epilogue"),
     "copy_latency": ("time", "TMA load latency before bytes stream (L2 hit)"),
     "copy_latency_per_kib": ("time", "extra latency per KiB of box"),
     "hbm_latency": ("time", "extra latency of a copy whose bytes come from HBM"),
@@ -143,12 +144,14 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "max_cluster_size_opt_in": ("int", "CTAs per cluster with the kernel's non-portable opt-in"),
     "cluster_arrive_latency": ("time", "a remote mbarrier arrival across the cluster (DSMEM)"),
     "max_mma_cta_group": ("int", "SMs one MMA instruction can span (2: Blackwell's cta_group::2)"),
+    "cluster_l2_coalescing": ("bool", "same-address TMA loads by the CTAs of one cluster reach L2 once (the GPC "
+                                      "merges them): implicit sharing, without multicast"),
 }
 MMA = "mma"  # optional section: the MMA instruction table (tmasim.mma)
 # Optional fields (a preset written before clusters were modelled still loads): their defaults.
 _OPTIONAL: dict[str, Any] = {"tma_request_time": "0 ns", "hbm_request_overhead": "0 B", "boost_clock": None,
                              "gpc_sms": None, "max_cluster_size": 8, "max_cluster_size_opt_in": None,
-                             "cluster_arrive_latency": "0 ns", "max_mma_cta_group": 1}
+                             "cluster_arrive_latency": "0 ns", "max_mma_cta_group": 1, "cluster_l2_coalescing": False}
 
 
 
@@ -259,6 +262,8 @@ def _check(name: str, kind: str, value: Any) -> None:
     elif kind == "bandwidth":
         if value != math.inf:
             read.checked_quantity(name, value)
+    elif kind == "bool":
+        read.boolean(name, value)
     elif kind == "int_list":
         for i, v in enumerate(value):
             read.integer(f"{name}[{i}]", v, minimum=1, maximum=_INT_LIMITS["sms"][1])
@@ -292,6 +297,8 @@ def _parse(name: str, kind: str, value: Any, clock_hz: float) -> Any:
         return math.inf if value == UNLIMITED else read.quantity(name, value, "bandwidth")
     if kind == "time":
         return _time_or_cycles(name, value, clock_hz)
+    if kind == "bool":
+        return read.boolean(name, value)
     if kind == "int_list":
         if not isinstance(value, list) or not value:
             raise ScenarioError(name, value, "must be a non-empty list of whole numbers")
@@ -335,7 +342,9 @@ def describe_mma(gpu: GpuSpec) -> list[str]:
     mma = gpu.mma
     if mma is None:
         return []
-    lines = [f"{'mma':<24} {mma.instruction + ' table':<22} latency and II per shape, in cycles  [{mma.source}]"]
+    where = {"SS": "A and B in shared memory", "TS": "A in Tensor Memory", "RS": "A in registers"}[mma.operands]
+    lines = [f"{'mma':<24} {mma.instruction + ' table':<22} latency and II per shape, in cycles, {where} "
+             f"({mma.operands}; other sources follow from smem_bandwidth)  [{mma.source}]"]
     for dtype in mma.dtypes():
         for sms in (1, 2):
             rows = [s for s in mma.shapes if s.dtype == dtype and s.sms == sms]

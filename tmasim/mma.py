@@ -27,7 +27,7 @@ INSTRUCTIONS = ("wgmma", "tcgen05")
 K_OF = {"bf16": 16, "fp16": 16, "fp8": 32, "tf32": 8}
 MAX_N = 256
 _FIELDS = ("instruction", "source", "shapes", "sources", "registers_per_sm", "registers_per_thread",
-           "register_overhead", "tmem_lanes", "tmem_columns")
+           "register_overhead", "tmem_lanes", "tmem_columns", "operands")
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,7 @@ class MmaSpec:
     register_overhead: int  # registers per consumer thread besides the accumulator
     tmem_lanes: int  # 0: no Tensor Memory
     tmem_columns: int
+    operands: str = "SS"  # where the rows' A operand was when measured (tmasim.operands): SS, TS or RS
 
     def __post_init__(self) -> None:
         """Every value within its rules, on every construction (``dataclasses.replace`` included)."""
@@ -171,6 +172,7 @@ def parse(where: str, raw: Any) -> MmaSpec:
         register_overhead=read.integer(f"{where}.register_overhead", table.get("register_overhead", 0), minimum=0),
         tmem_lanes=read.integer(f"{where}.tmem_lanes", table.get("tmem_lanes", 128 if tmem else 0), minimum=0),
         tmem_columns=read.integer(f"{where}.tmem_columns", table.get("tmem_columns", 512 if tmem else 0), minimum=0),
+        operands=read.choice(f"{where}.operands", table.get("operands", "SS"), ("SS", "TS", "RS")),
     )
     for i, shape in enumerate(spec.shapes):
         spec.check_shape(f"{where}.shapes[{i}]", shape.dtype, shape.m, shape.n, shape.sms)

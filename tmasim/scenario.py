@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tmasim import fields as read
-from tmasim.engine.drift import NO_DRIFT, Drift
+from tmasim.drift import NO_DRIFT, Drift
 from tmasim.errors import ScenarioError
 from tmasim.hardware import GpuSpec, load_gpu
 from tmasim.suggest import did_you_mean
@@ -86,12 +86,14 @@ class RunOptions:
     seed: int = 0
     records: bool = True
     aggregate: bool = True
-    drift: Drift = NO_DRIFT  # SM drift (tmasim.engine.drift): off unless set
+    drift: Drift = NO_DRIFT  # SM drift (tmasim.drift): off unless set
+    fast_forward: bool = True  # skip repeated periods of a steady state, exactly (tmasim.engine.fast_forward)
 
     def __post_init__(self) -> None:
         read.integer("run.seed", self.seed, minimum=0, maximum=2**63 - 1)
         read.boolean("run.records", self.records)
         read.boolean("run.aggregate", self.aggregate)
+        read.boolean("run.fast_forward", self.fast_forward)
         if not isinstance(self.drift, Drift):
             raise ScenarioError("run.drift", self.drift, "must be a table {start, latency_cv}")
 
@@ -319,7 +321,7 @@ def _registers(raw: Any) -> tuple[int | None, int | None]:
 
 
 def _run(raw: Mapping[str, Any]) -> RunOptions:
-    read.reject_unknown("run", raw, ("seed", "records", "aggregate", "drift"))
+    read.reject_unknown("run", raw, ("seed", "records", "aggregate", "drift", "fast_forward"))
     values = {k: v for k, v in raw.items() if k != "drift"}
     if "drift" in raw:
         values["drift"] = _drift(raw["drift"])

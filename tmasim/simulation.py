@@ -14,6 +14,7 @@ import simpy
 from tmasim import format as fmt
 from tmasim.engine.chip import Chip, Plan
 from tmasim.engine.cta import Cta, Sync
+from tmasim.engine.fast_forward import FastForward
 from tmasim.engine.recorder import Recorder
 from tmasim.errors import BarrierError, DeadlockError, ModelError, ScenarioError
 from tmasim.residency import Residency
@@ -33,18 +34,24 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False) -> Result:
     drift = scenario.run.drift
     chip = Chip(env, scenario.gpu, plan, _sync(scenario), recorder, aggregate=scenario.run.aggregate and not drift.on,
                 record_bandwidth=record_bandwidth, drift=drift, seed=scenario.run.seed)
+    why_not = _no_skip(scenario, plan, record_bandwidth)
+    ff = FastForward(env, chip, scenario.pipeline.stages, skip=not why_not, note=why_not)
     try:
         _run_events(env, scenario, chip.ctas)
         _check_finished(chip.ctas, env.now)
     except ModelError as err:
         err.records = recorder  # what happened up to the failure: a Gantt or trace of the bug
         raise
+    ff.finish()
     races = [race for cta in chip.ctas for race in cta.races()]
     makespan = int(max(cta.finished_at or 0 for cta in chip.ctas))
     workload = workload_of(scenario.workload)
     stats = {**_common_stats(scenario, chip, res, makespan),
              **workload.stats(scenario.workload, scenario, chip.plan, res, makespan)}
     stats["races"] = len(races)
+    stats["simulated_steps"] += ff.skipped_steps  # the run's ring steps, skipped ones included
+    stats["fast_forward"] = ff.summary()
+    stats["fast_forward_skipped_steps"] = ff.skipped_steps
     stats["valid"], stats["invalid_reason"] = _validity(scenario, races)
     links = chip.fabric.link_stats() if chip.fabric is not None else {}
     for name in ("L2", "HBM"):
@@ -52,6 +59,19 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False) -> Result:
             stats[f"{name.lower()}_carried_bytes"] = links[name].bytes_carried
     bandwidth = _bandwidth_table(links) if record_bandwidth else None
     return Result(scenario, stats, races, recorder, bandwidth)
+
+
+def _no_skip(scenario: Scenario, plan: Plan, record_bandwidth: bool) -> str:
+    """Why repeated periods are not skipped in this run ('' when they may be)."""
+    run = scenario.run
+    reasons = [(not run.fast_forward, "run.fast_forward = false"),
+               (run.drift.on, "SM drift makes durations random"),
+               (run.records, "run.records = true keeps every span and event"),
+               (record_bandwidth, "link loads are recorded over time"),
+               (plan.cluster > 1, "clusters are simulated in full"),
+               (not scenario.pipeline.consumer_waits_full,
+                "reads are checked step by step (pipeline.consumer_waits_full = false)")]
+    return next((why for off, why in reasons if off), "")
 
 
 def _validity(scenario: Scenario, races: list[Any]) -> tuple[bool, str | None]:
@@ -121,6 +141,8 @@ def _check_finished(ctas: list[Cta], now: float) -> None:
     if unfinished:
         stuck = [line for cta in unfinished for line in cta.waiting()]
         stuck = stuck or [f"{cta.scope} never finished" for cta in unfinished]
+        for cta in unfinished:
+            cta.record_open_waits(now)
         shown = "; ".join(stuck[:4]) + (f"; and {len(stuck) - 4} more" if len(stuck) > 4 else "")
         raise DeadlockError(f"deadlock at {fmt.time(now)}: nothing left to run but {shown}")
 
@@ -138,6 +160,7 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
     tensor_busy = total("busy_ps", "tensor_core")
     smem_bytes = total("bytes", "copy_engine")
     memory_bytes = total("memory_bytes", "copy_engine")
+    l2_bytes = total("l2_bytes", "copy_engine")  # less than memory_bytes where a cluster's loads coalesce
     hbm_bytes = total("hbm_bytes", "copy_engine") + total("store_bytes", "copy_engine")
     gpu = scenario.gpu
     return {
@@ -159,9 +182,10 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
         "copy_utilization": copy_busy / (sms_used * makespan) if makespan else 0.0,
         "compute_utilization": tensor_busy / (sms_used * makespan) if makespan else 0.0,
         "hbm_utilization": _utilization(hbm_bytes, gpu.hbm_bandwidth, makespan),
-        "l2_utilization": _utilization(memory_bytes + total("store_bytes", "copy_engine"), gpu.l2_bandwidth, makespan),
+        "l2_utilization": _utilization(l2_bytes + total("store_bytes", "copy_engine"), gpu.l2_bandwidth, makespan),
         "bytes": int(smem_bytes),
         "memory_bytes": int(memory_bytes),
+        "l2_bytes": int(round(l2_bytes)),
         "hbm_bytes": int(round(hbm_bytes)),
         "achieved_bytes_per_s": memory_bytes / seconds if seconds else None,
         "achieved_flops_per_s": total("flops", "tensor_core") / seconds if seconds else None,

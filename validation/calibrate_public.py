@@ -3,6 +3,8 @@ predicted-against-measured figure, and the preset values with their sources.
 
     python validation/calibrate_public.py                 # every source, about 5 minutes on 2 cores
     python validation/calibrate_public.py h200-l2-bandwidth
+    python validation/calibrate_public.py b200-umma-depth   # the MMA pipe's rule, checked, not fitted
+    python validation/calibrate_public.py b200-l2-sharing   # implicit L2 sharing in a cluster, checked
 
 Writes validation/public/results/<source>.csv and .png, and results/summary.md (the README's
 Validation table); prints each fitted value as a preset line to paste into tmasim/presets/.
@@ -17,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent / "public"
 sys.path.insert(0, str(ROOT.parent.parent))
 
-from tmasim.validation import public  # noqa: E402
+from tmasim.validation import l2_sharing, public, umma_depth  # noqa: E402
 from tmasim.validation.figures import _pyplot  # noqa: E402
 
 
@@ -41,7 +43,7 @@ def figure(source: public.Source, table, path: Path, text: str) -> None:  # noqa
         ax.set_xscale("log", base=2)
     ax.set_xlabel(source.x_label)
     chip = " (all SMs)" if source.measure.startswith("slice_") else ""
-    ax.set_ylabel(f"{'bandwidth' if unit == 'TB/s' else 'latency'}{chip} ({unit})")
+    ax.set_ylabel(source.y_label or f"{'bandwidth' if unit == 'TB/s' else 'latency'}{chip} ({unit})")
     ax.set_title(f"{source.name}: {text}", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -66,8 +68,80 @@ def hopper_closed_form_rows() -> list[str]:
             f"{wgmma.holdout_mape:.1f}% | {wgmma.holdout_mape:.1f}% |"]
 
 
+DEPTH_CHECK = "b200-umma-depth"
+
+
+def depth_check(out: Path) -> None:
+    """The MMA pipe's latency + II rule against cycles per MMA by MMAs in flight (no fit)."""
+    table = umma_depth.check(ROOT)
+    table.to_csv(out / f"{DEPTH_CHECK}.csv", index=False)
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.2, 4.6), layout="constrained")
+    for (group, m), rows in table.groupby(["CTAGroup", "M"]):
+        n128 = rows[rows["N"] == 128]
+        line = ax.plot(n128["PipelineDepth"], n128["CyclesPerMMA"], "o",
+                       label=f"measured, M = {m}, {group} SM(s), N = 128")
+        ax.plot(n128["PipelineDepth"], n128["predicted"], "x--", color=line[0].get_color(),
+                label=f"tmasim: (latency + (D - 1) x II) / D, M = {m}, {group} SM(s)")
+    ax.set_xlabel("independent MMAs in flight D (TS, BF16)")
+    ax.set_ylabel("cycles per MMA")
+    ax.set_title(f"{DEPTH_CHECK}: MAPE {umma_depth.mape(table):.1f}% over all {len(table)} rows (N = 64-256; "
+                 "N = 128 drawn)", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.savefig(out / f"{DEPTH_CHECK}.png", dpi=120)
+    plt.close(fig)
+    worst = table.loc[table["error_pct"].abs().idxmax()]
+    text = (f"{DEPTH_CHECK}: {len(table)} rows, MAPE {umma_depth.mape(table):.1f}%, worst {worst['error_pct']:+.1f}% "
+            f"(D = {worst['PipelineDepth']}, M = {worst['M']}, N = {worst['N']}, {worst['CTAGroup']} SM(s))")
+    (out / f"{DEPTH_CHECK}.md").write_text(text + "\n")
+    print(text)
+
+
+SHARING_CHECK = "b200-l2-sharing"
+
+
+def sharing_check(out: Path) -> None:
+    """L2 reads per shared tile by sharing mode and group size, measured and simulated (no fit)."""
+    table = l2_sharing.check(ROOT)
+    table.to_csv(out / f"{SHARING_CHECK}.csv", index=False)
+    summary = l2_sharing.summary(table)
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.2, 4.6), layout="constrained")
+    for mode, marker in (("implicit_l2_intra", "o"), ("explicit_mcast", "s"), ("implicit_l2_cross", "^"),
+                         ("no_sharing", "D")):
+        rows = table[table["mode_name"] == mode]
+        line = ax.plot(rows["group"], rows["measured"], marker, alpha=0.35, label=f"measured, {mode} (every tile)")
+        model = summary[summary["mode_name"] == mode]
+        ax.plot(model["group"], model["predicted"], marker + "--", color=line[0].get_color(), mfc="none", ms=10,
+                label=f"tmasim, {mode}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("CTAs wanting each tile (cluster size, or sharing group in launch order)")
+    ax.set_ylabel("L2 reads per shared tile (x one CTA's)")
+    ax.set_title(f"{SHARING_CHECK}: inside a cluster L2 serves a tile once, multicast or not", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.savefig(out / f"{SHARING_CHECK}.png", dpi=120)
+    plt.close(fig)
+    lines = ["| mode | group | rows | measured | tmasim | MAPE |", "|---|---|---|---|---|---|"]
+    lines += [f"| {r.mode_name} | {r.group} | {r.rows} | {r.measured:.3f} | {r.predicted:.3f} | {r.mape:.1f}% |"
+              for r in summary.itertuples()]
+    (out / f"{SHARING_CHECK}.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+CHECKS = {DEPTH_CHECK: depth_check, SHARING_CHECK: sharing_check}
+
+
 def main(names: list[str]) -> None:
     out = ROOT / "results"
+    for check, run in CHECKS.items():
+        if not names or check in names:
+            run(out)
+    if names and all(n in CHECKS for n in names):
+        return
+    names = [n for n in names if n not in CHECKS]
     work = Path(tempfile.mkdtemp(prefix="tmasim-public-"))  # the derived point tables, not kept
     lines = ["| source | GPU | rows fitted | rows held out | fitted | held-out MAPE | shipped preset's MAPE |",
              "|---|---|---|---|---|---|---|"]

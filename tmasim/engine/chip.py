@@ -17,14 +17,15 @@ work, and otherwise every SM is simulated (exact, slower).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import simpy
 
+from tmasim.drift import NO_DRIFT, Drift
 from tmasim.engine.copy_engine import CopyEngine, Routes
 from tmasim.engine.cta import Cta, Sync
-from tmasim.engine.drift import NO_DRIFT, Drift
+from tmasim.engine.drift import latency_noise, start_skews
 from tmasim.engine.program import Program
 from tmasim.engine.recorder import Recorder
 from tmasim.engine.tensor_core import TensorCore
@@ -65,6 +66,7 @@ class Chip:
         self.sync = sync
         self.recorder = recorder
         self.ctas: list[Cta] = []
+        self.on_cta: Callable[[Cta], None] | None = None  # told of each CTA as it starts (fast-forward)
         self.drift, self.seed = drift, seed
         self.fabric = None
         if plan.flow:
@@ -83,7 +85,7 @@ class Chip:
         self.sms = [self._make_sm(members[0], len(members), assignment[members[0]]) for members in classes]
         self.aggregated = len(self.sms) < plan.sms
         shared: deque[tuple[int, Program]] = deque(enumerate(plan.programs))
-        skews = drift.start_skews(plan.sms, seed)
+        skews = start_skews(drift, plan.sms, seed)
         for _ in range(plan.ctas_per_sm if not plan.persistent else 1):
             for sm in self.sms:
                 queue = sm.queue if (plan.persistent or self.aggregated) else shared
@@ -97,7 +99,7 @@ class Chip:
         engine = CopyEngine(self.env, f"sm{index}.tma", index, self.gpu.tma_issue, self.recorder, routes=routes,
                             multiplicity=multiplicity, max_copies=self.gpu.tma_max_in_flight,
                             max_bytes=self.gpu.tma_max_bytes_in_flight,
-                            latency_noise=self.drift.latency_noise(index, self.seed),
+                            latency_noise=latency_noise(self.drift, index, self.seed),
                             request_time=self.gpu.tma_request_time,
                             request_overhead=self.gpu.hbm_request_overhead)
         return Sm(index, multiplicity, engine, TensorCore(self.env, f"sm{index}.tensor"), deque(work))
@@ -121,6 +123,8 @@ class Chip:
         cta = Cta(self.env, sm.index, cta_index, program, self.sync, sm.copy_engine, sm.tensor_core, self.recorder)
         cta.multiplicity = sm.multiplicity
         self.ctas.append(cta)
+        if self.on_cta is not None:
+            self.on_cta(cta)
         return cta
 
     # ---- clusters -----------------------------------------------------------------------------
@@ -161,7 +165,7 @@ class Chip:
         self.sms = [sms[i] for i in sorted(sms)]
         self.aggregated = len(classes) < slots
         shared = deque(clusters)
-        skews = self.drift.start_skews(plan.sms, self.seed)
+        skews = start_skews(self.drift, plan.sms, self.seed)
         for members in classes:
             q = members[0]
             slot_sms = [sms[(q * size + r) % plan.sms] for r in range(size)]

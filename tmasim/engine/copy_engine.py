@@ -72,7 +72,7 @@ class CopyEngine:
     __slots__ = ("env", "name", "sm", "issue", "recorder", "routes", "multiplicity", "max_copies", "max_bytes",
                  "_accept_free", "_transfer_free", "_route_cache", "_pending", "_ready", "_wake_at", "_requests",
                  "in_flight", "bytes_in_flight", "_transferring", "_busy_since", "busy_ps", "bytes", "memory_bytes",
-                 "hbm_bytes", "copies", "store_bytes", "latency_noise", "request_time",
+                 "l2_bytes", "hbm_bytes", "copies", "store_bytes", "latency_noise", "request_time",
                  "request_overhead")
 
     def __init__(self, env: simpy.Environment, name: str, sm: int, issue: int, recorder: Recorder | None, *,
@@ -106,6 +106,7 @@ class CopyEngine:
         self.busy_ps: float = 0
         self.bytes = 0          # loads landed in shared memory (one SM's worth)
         self.memory_bytes = 0   # loads read through the memory system
+        self.l2_bytes = 0.0     # of which L2 served (less where a cluster's same loads coalesce)
         self.hbm_bytes = 0.0    # of which from HBM
         self.store_bytes = 0    # stores written to global memory
         self.copies = 0
@@ -191,7 +192,8 @@ class CopyEngine:
             # The unit passes the copy's requests one after another: the flow is no faster than that.
             cap = copy.memory_bytes / (copy.requests * self.request_time)
         hbm = copy.hbm_fraction * self._hbm_cost(copy) if copy.hbm_fraction else 0.0
-        flow = self.routes.fabric.start_flow(self._route(hbm, stage < 0, ports), copy.memory_bytes, cap=cap)
+        route = self._route(hbm, stage < 0, ports, copy.l2_fraction)
+        flow = self.routes.fabric.start_flow(route, copy.memory_bytes, cap=cap)
         flow.done.callbacks.append(lambda _: self._land(copy, done, start, cta, tile, stage))
 
     def _hbm_cost(self, copy: Copy) -> float:
@@ -202,15 +204,15 @@ class CopyEngine:
             return 1.0
         return (1 + self.request_overhead * copy.requests / copy.memory_bytes) / (1 + self.request_overhead / 128)
 
-    def _route(self, hbm_fraction: float, is_store: bool,
-               ports: tuple[Link, ...] | None = None) -> tuple[tuple[Link, float], ...]:
-        key = (hbm_fraction, ports or is_store)
+    def _route(self, hbm_fraction: float, is_store: bool, ports: tuple[Link, ...] | None = None,
+               l2_fraction: float = 1.0) -> tuple[tuple[Link, float], ...]:
+        key = (hbm_fraction, ports or is_store, l2_fraction)
         route = self._route_cache.get(key)
         if route is None:
             assert self.routes is not None
             r, m = self.routes, float(self.multiplicity)
             hops = [] if is_store else [(port, 1.0) for port in ports or (r.port,)]  # stores: egress, not modeled
-            hops.append((r.l2, m))
+            hops.append((r.l2, m * l2_fraction))
             if hbm_fraction > 0:
                 hops.append((r.hbm, m * hbm_fraction))
             route = self._route_cache[key] = tuple(hops)
@@ -228,6 +230,7 @@ class CopyEngine:
         if stage >= 0:
             self.bytes += copy.smem_bytes * (len(done.barriers) if multicast else 1)  # type: ignore[union-attr]
             self.memory_bytes += copy.memory_bytes
+            self.l2_bytes += copy.memory_bytes * copy.l2_fraction
             self.hbm_bytes += copy.memory_bytes * copy.hbm_fraction
             self.copies += 1
         else:

@@ -17,7 +17,7 @@ bug); every read of a slot whose copy had not landed is reported as a race.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 
 import simpy
@@ -104,11 +104,12 @@ class Cta:
         self._reads: list[tuple[int, int, float]] = []
         self._issued_at: list[float] = [0] * sync.stages
         self._released_at: list[float] = [env.now] * sync.stages
-        self._waiting: dict[str, tuple[Mbarrier, int]] = {}
+        self._waiting: dict[str, tuple[Mbarrier, int, float, int]] = {}  # role: barrier, parity, since, step
         self._consumers_left = sync.consumers
         self._stores_left = 0
         self._turn = 0  # ping-pong: the unit whose mainloop may run
         self._turn_changed = env.event()
+        self.on_step: Callable[[Cta, int], None] | None = None  # called as the producer reaches each step
         self.processes = [env.process(self.producer())]
         self.processes += [env.process(self.consumer(w)) for w in range(sync.consumers)]
 
@@ -166,7 +167,7 @@ class Cta:
             done = self.leader._unit_done[prog.unit_of(i)]
             if done.callbacks is not None:
                 slot, parity = i % self.sync.stages, (i // self.sync.stages) & 1
-                self._waiting[f"consumer{warpgroup}"] = (self.leader.ring.full[slot], parity)
+                self._waiting[f"consumer{warpgroup}"] = (self.leader.ring.full[slot], parity, self.env.now, i)
                 yield done
                 del self._waiting[f"consumer{warpgroup}"]
             yield from self._epilogue(warpgroup, i, epilogue.duration, epilogue.store)
@@ -184,14 +185,17 @@ class Cta:
         solo = 1 << self.rank if self.sync.mma_pair else 0  # a pair's own copy: to the leader's barrier
         who = f"{self.scope}.producer"
         stages, fulls, empties, copies_of = ring.stages, ring.full, ring.empty, prog.copies
-        for i in range(prog.steps):
+        on_step = self.on_step
+        for i in live_steps(prog):
+            if on_step is not None:  # fast-forward's cut: may shorten the program (engine/fast_forward.py)
+                on_step(self, i)
             use, slot = divmod(i, stages)
             parity = use & 1
             empty = empties[slot]
             ready = empty.wait(parity ^ 1)
             if ready.callbacks is not None:
                 t0 = env.now
-                self._waiting["producer"] = (empty, parity ^ 1)
+                self._waiting["producer"] = (empty, parity ^ 1, t0, i)
                 yield ready
                 del self._waiting["producer"]
                 if env.now > t0:
@@ -234,6 +238,7 @@ class Cta:
         stages, fulls, empties, released = ring.stages, ring.full, ring.empty, self._released_at
         release = self._release
         compute_of, flops_of, tail_of, epilogue_of = prog.compute, prog.flops, prog.tail, prog.epilogue
+        hold_of = getattr(prog, "hold", None)
         for i in self._steps_of(warpgroup):
             use, slot = divmod(i, stages)
             parity = use & 1
@@ -246,7 +251,7 @@ class Cta:
                 ready = full.wait(parity)
                 if ready.callbacks is not None:
                     t0 = env.now
-                    self._waiting[role] = (full, parity)
+                    self._waiting[role] = (full, parity, t0, i)
                     yield ready
                     del self._waiting[role]
                     if env.now > t0:
@@ -262,16 +267,19 @@ class Cta:
             epilogue = epilogue_of(i)
             tail = tail_of(i)
             wait = tail if epilogue is not None else 0
+            hold = hold_of(i) if hold_of is not None else 0
             if share == 1:
                 work, flops = compute_of(i), flops_of(i)
             else:
                 whole, extra = divmod(compute_of(i), share)
                 work, flops = whole + (warpgroup < extra), flops_of(i) / share
+                whole, extra = divmod(hold, share)
+                hold = whole + (warpgroup < extra)
             # A 2-SM MMA needs both SMs' tensor cores at once.
             if pair is None:
-                start, done = tc.run(work, flops, wait)
+                start, done = tc.run(work, flops, wait, hold)
             else:
-                start, done = tc.run_with(pair, work, flops, wait)
+                start, done = tc.run_with(pair, work, flops, wait, hold)
             yield done
             late = tail - wait
             if release is None:
@@ -323,9 +331,9 @@ class Cta:
     def _steps_of(self, warpgroup: int) -> Iterable[int]:
         prog = self.program
         if self.sync.mode == COOPERATIVE or self.sync.consumers == 1:
-            return range(prog.steps)
+            return live_steps(prog)
         consumers = self.sync.consumers
-        return (i for i in range(prog.steps) if prog.unit_of(i) % consumers == warpgroup)
+        return (i for i in live_steps(prog) if prog.unit_of(i) % consumers == warpgroup)
 
     def _epilogue(self, warpgroup: int, step: int, duration: int,
                   store: Copy | None) -> Generator[simpy.Event, object, None]:
@@ -385,8 +393,21 @@ class Cta:
         it waits for."""
         if self.cluster < 0:
             return [f"{self.scope}.{role} waits on {barrier.describe_wait(parity)}"
-                    for role, (barrier, parity) in self._waiting.items()]
-        return [self._cluster_wait(role, barrier, parity) for role, (barrier, parity) in self._waiting.items()]
+                    for role, (barrier, parity, _, _) in self._waiting.items()]
+        return [self._cluster_wait(role, barrier, parity) for role, (barrier, parity, _, _) in self._waiting.items()]
+
+    def record_open_waits(self, now: float) -> None:
+        """At a deadlock: the waits still open when the run stopped, recorded as wait spans up to
+        ``now`` with a ``stuck`` event each (the barrier and the phase parity waited for), so that
+        figures and animations draw who was left waiting on what."""
+        rec = self.recorder
+        if rec is None:
+            return
+        for role, (barrier, parity, since, step) in self._waiting.items():
+            lane, kind = ("producer", "wait_empty") if role == "producer" else ("consumer", "wait_full")
+            slot = step % self.sync.stages
+            rec.span(since, now, self.sm, self.index, lane, kind, step, slot)
+            rec.event(now, self.sm, self.index, "stuck", barrier.name, step, slot, parity)
 
     def _cluster_wait(self, role: str, barrier: Mbarrier, parity: int) -> str:
         slot = int(barrier.name.rsplit("[", 1)[1].rstrip("]"))
@@ -407,6 +428,15 @@ class Cta:
     @property
     def done(self) -> bool:
         return self.finished_at is not None and all(not p.is_alive for p in self.processes)
+
+
+def live_steps(program: Program) -> Iterator[int]:
+    """0, 1, ... while below ``program.steps``, read anew each time: fast-forward may drop
+    steps a loop has not reached yet (``range`` would fix the count at the start)."""
+    i = 0
+    while i < program.steps:
+        yield i
+        i += 1
 
 
 def _all_copies(program: Program) -> Iterable[Copy]:

@@ -1,4 +1,5 @@
-"""SM drift: what keeps identical SMs from running in lockstep (``run.drift``).
+"""SM drift in the engine: the draws behind ``run.drift`` (:class:`tmasim.drift.Drift`, the
+scenario's data).
 
 Two seeded sources, each its own ``numpy`` stream spawned from the run's seed:
 
@@ -13,47 +14,27 @@ With either source on, no two SMs are identical, so the run is not aggregated.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from tmasim import fields as read
-from tmasim.errors import ScenarioError
+from tmasim.drift import Drift
 
 START_STREAM, LATENCY_STREAM = 100, 101  # spawn keys, apart from the tiles workload's streams
 _BATCH = 4096
 
 
-@dataclass(frozen=True)
-class Drift:
-    start: int  # ps: start skews are uniform on [0, start)
-    latency_cv: float  # coefficient of variation of each copy's latency
-
-    def __post_init__(self) -> None:
-        """Checked on every construction (as the other config dataclasses)."""
-        read.checked_time("run.drift.start", self.start, positive=False)
-        cv = self.latency_cv
-        if isinstance(cv, bool) or not isinstance(cv, (int, float)) or not 0 <= cv <= 1:
-            raise ScenarioError("run.drift.latency_cv", cv, "must be a number from 0 to 1 (a coefficient of variation)")
-
-    @property
-    def on(self) -> bool:
-        return self.start > 0 or self.latency_cv > 0
-
-    def start_skews(self, sms: int, seed: int) -> list[int]:
-        """Each SM's start delay in ps."""
-        if not self.start:
-            return [0] * sms
-        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(START_STREAM,)))
-        return np.rint(rng.uniform(0, self.start, sms)).astype(np.int64).tolist()
-
-    def latency_noise(self, sm: int, seed: int) -> LatencyNoise | None:
-        if not self.latency_cv:
-            return None
-        return LatencyNoise(self.latency_cv, np.random.SeedSequence(seed, spawn_key=(LATENCY_STREAM, sm)))
+def start_skews(drift: Drift, sms: int, seed: int) -> list[int]:
+    """Each SM's start delay in ps."""
+    if not drift.start:
+        return [0] * sms
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(START_STREAM,)))
+    return np.rint(rng.uniform(0, drift.start, sms)).astype(np.int64).tolist()
 
 
-NO_DRIFT = Drift(0, 0.0)
+def latency_noise(drift: Drift, sm: int, seed: int) -> LatencyNoise | None:
+    """The scaler of SM ``sm``'s copy latencies, or None without latency noise."""
+    if not drift.latency_cv:
+        return None
+    return LatencyNoise(drift.latency_cv, np.random.SeedSequence(seed, spawn_key=(LATENCY_STREAM, sm)))
 
 
 class LatencyNoise:

@@ -30,6 +30,7 @@ class Copy(NamedTuple):
     latency: int
     busy: int = FLOW
     multicast: int = 0  # cluster ranks (a bit mask) whose SMEM receives the bytes; 0: this CTA's only
+    l2_fraction: float = 1.0  # share of the bytes L2 serves; the rest a cluster peer's same load brought
     requests: int = 0  # TMA requests (row segments, docs/design.md 12); 0: bytes alone set the time
 
 
@@ -51,6 +52,8 @@ class Program(Protocol):
     def flops(self, step: int) -> float: ...
 
     def tail(self, step: int) -> int: ...
+
+    def hold(self, step: int) -> int: ...
 
     def epilogue(self, step: int) -> Epilogue | None: ...
 
@@ -133,11 +136,30 @@ class TimedProgram:
     def tail(self, step: int) -> int:
         return 0
 
+    def hold(self, step: int) -> int:
+        return 0
+
     def epilogue(self, step: int) -> Epilogue | None:
         return None
 
     def unit_of(self, step: int) -> int:
         return 0
+
+    def run_of(self, step: int, units_matter: bool = True) -> tuple[int, int]:
+        """The steps around ``step`` that are identical to it: all of them when every tile is
+        the same (:class:`Repeat`), else just ``step`` (fast-forward, engine/fast_forward.py)."""
+        if self._same_copies is not None and self._same_compute is not None:
+            return 0, self.steps
+        return step, step + 1
+
+    def drop_steps(self, start: int, count: int, units_matter: bool = True) -> None:
+        """Remove ``count`` steps from ``start`` on, all within one run of identical steps."""
+        first, end = self.run_of(start)
+        if not (first <= start and start + count <= end):
+            raise ValueError(f"steps {start}..{start + count - 1} are not all identical")
+        for name in ("load", "compute_ps", "latency"):
+            seq = getattr(self, name)
+            object.__setattr__(self, name, Repeat(seq.value, len(seq) - count))
 
 
 @dataclass(frozen=True)
@@ -152,6 +174,7 @@ class Segment:
     flops: float
     tail: int = 0
     expect: int = 0  # bytes each step's full barrier expects; 0: the sum of this CTA's own copies
+    hold: int = 0  # ps the SM's shared memory stays busy after the MMAs (TMA writes; tmasim.operands)
 
 
 @dataclass(frozen=True)
@@ -197,6 +220,9 @@ class UnitProgram:
     def tail(self, step: int) -> int:
         return self._segment_of_step[step].tail
 
+    def hold(self, step: int) -> int:
+        return self._segment_of_step[step].hold
+
     def expected(self, step: int) -> int:
         """Bytes the step's full barrier expects (a multicast stage: the whole stage, most of
         it delivered by peers' slices)."""
@@ -209,6 +235,42 @@ class UnitProgram:
     def unit_of(self, step: int) -> int:
         """The position (0, 1, ...) in this program of the unit that ``step`` belongs to."""
         return self._unit_of_step[step]
+
+    def run_of(self, step: int, units_matter: bool = True) -> tuple[int, int]:
+        """The steps around ``step`` that are identical to it, ``(first, end)`` with end
+        exclusive: the same segment and no epilogue; where ``units_matter`` (ping-pong
+        warpgroups take turns by unit) also the same unit, its last step excluded."""
+        seg_of, unit_of, last = self._segment_of_step, self._unit_of_step, self._last_step
+        segment, unit = seg_of[step], unit_of[step]
+
+        def plain(y: int) -> bool:
+            if seg_of[y] is not segment:
+                return False
+            if units_matter:
+                return unit_of[y] == unit and y not in last
+            return last.get(y) is None
+
+        if not plain(step):
+            return step, step + 1
+        end, first = step + 1, step
+        while end < self.steps and plain(end):
+            end += 1
+        while first > 0 and plain(first - 1):
+            first -= 1
+        return first, end
+
+    def drop_steps(self, start: int, count: int, units_matter: bool = True) -> None:
+        """Remove ``count`` steps from ``start`` on, all within one run of identical steps
+        (fast-forward skips them, engine/fast_forward.py)."""
+        first, end = self.run_of(start, units_matter)
+        if not (first <= start and start + count <= end):
+            raise ValueError(f"steps {start}..{start + count - 1} are not all identical")
+        stop = start + count
+        del self._segment_of_step[start:stop]
+        del self._unit_of_step[start:stop]
+        self._last_step = {(s - count if s >= stop else s): e for s, e in self._last_step.items()
+                           if not start <= s < stop}
+        self.steps -= count
 
     def signature(self) -> tuple[object, ...]:
         """Equal signatures mean identical work: what aggregation of SMs compares."""

@@ -34,7 +34,8 @@ EVENT_COLUMNS = ("time_ps", "sm", "cta", "kind", "name", "tile", "stage", "phase
 # Event kinds: issue, landed, flip (a barrier phase completed), race (a read before landing);
 # with clusters: cluster (a CTA joins cluster `name` as rank `stage`), multicast (a peer's slice
 # landed in this CTA's slot; `name` is the issuing CTA), remote_arrive (a peer's consumer arrived
-# on this CTA's empty barrier; `name` is the arriving consumer).
+# on this CTA's empty barrier; `name` is the arriving consumer); at a deadlock, stuck (a wait
+# still open when the run stopped: `name` the barrier, `phase` the parity waited for).
 
 CHUNK = 1 << 14
 # As buffered: spans (end, duration, sm, cta, lane, kind, tile, stage, bytes) -- a span is

@@ -19,25 +19,29 @@ class TensorCore:
         self.busy_ps = 0
         self.flops = 0.0
 
-    def run(self, duration: int, flops: float = 0.0, wait: int = 0) -> tuple[float, simpy.Timeout]:
+    def run(self, duration: int, flops: float = 0.0, wait: int = 0, hold: int = 0) -> tuple[float, simpy.Timeout]:
         """Queue ``duration`` ps of work; returns its start time and an event ``wait`` ps after
-        its end (a completion delay the tensor cores do not stay busy for)."""
+        its end (a completion delay the tensor cores do not stay busy for). The next work
+        starts ``hold`` ps after this one ends: the SM's shared memory is still busy with other
+        traffic the step brought (TMA writes, tmasim.operands); this one's event does not wait."""
         now = self.env.now
         start = self._free_at if self._free_at > now else now
-        self._free_at = start + duration
+        end = start + duration
+        self._free_at = end + hold
         self.busy_ps += duration
         self.flops += flops
-        return start, self.env.timeout(self._free_at + wait - now)
+        return start, self.env.timeout(end + wait - now)
 
     def run_with(self, other: TensorCore, duration: int, flops: float = 0.0,
-                 wait: int = 0) -> tuple[float, simpy.Timeout]:
+                 wait: int = 0, hold: int = 0) -> tuple[float, simpy.Timeout]:
         """Work that needs this SM's tensor cores and ``other``'s at once (Blackwell's 2-SM MMA):
         it starts when both are free and keeps both busy; the FLOPs are counted here. ``wait``
-        as in :meth:`run`."""
+        and ``hold`` as in :meth:`run`."""
         now = self.env.now
         start = max(now, self._free_at, other._free_at)
-        self._free_at = other._free_at = start + duration
+        end = start + duration
+        self._free_at = other._free_at = end + hold
         self.busy_ps += duration
         other.busy_ps += duration
         self.flops += flops
-        return start, self.env.timeout(self._free_at + wait - now)
+        return start, self.env.timeout(end + wait - now)

@@ -32,7 +32,7 @@ MAX_FRAMES = 300
 TARGET_FRAMES = 160      # frames at a steady pace; beyond that, the longest quiet stretches are capped
 FPS = 8
 STATE_COLORS = {"empty": "#E8E8E8", "in flight": "#A6C8E8", "full": "#F2C14E", "computing": "#55A868",
-                "RACE": "#C44E52"}
+                "RACE": "#C44E52", "held": "#BBBBBB"}
 FORMATS = (".gif", ".mp4", ".html")
 
 
@@ -122,6 +122,28 @@ class Timeline:
         part = self.events[(self.events["kind"] == kind) & (self.events["stage"] == stage)]
         return sorted(part["time_ps"].tolist())
 
+    def stuck(self) -> list[tuple[float, str, str]]:
+        """A run that stopped (deadlock): (time, who, barrier) of each wait still open then."""
+        part = self.events[self.events["kind"] == "stuck"]
+        return [(float(time), "producer" if ".empty[" in name else "consumer", str(name).rsplit(".", 1)[-1])
+                for time, name in zip(part["time_ps"], part["name"], strict=True)]
+
+    def held(self, stage: int) -> list[tuple[float, float, str, int]]:
+        """In a run that stopped: the slot from the end of its last use on, if its empty barrier
+        never flipped after it and no copy refilled it (computed, never released)."""
+        if not self.stuck():
+            return []
+        slot = self.spans[(self.spans["lane"] == "slot") & (self.spans["stage"] == stage)]
+        uses = slot[slot["kind"] == "use"]
+        if uses.empty:
+            return []
+        last = uses.loc[uses["end_ps"].idxmax()]
+        end = float(last["end_ps"])
+        refilled = ((slot["kind"] == "fill") & (slot["start_ps"] >= end)).any()
+        if refilled or any(t >= end for t in self.flips("flip_empty", stage)):
+            return []
+        return [(end, float("inf"), "held", int(last["tile"]))]
+
 
 def at(intervals: Sequence[tuple[float, float, str, int]], t: float) -> list[tuple[str, int]]:
     """What the intervals hold at time t: (kind, tile) of each one covering t (start inclusive,
@@ -129,7 +151,11 @@ def at(intervals: Sequence[tuple[float, float, str, int]], t: float) -> list[tup
     return [(kind, tile) for start, end, kind, tile in intervals if start <= t < end]
 
 
-def slot_state(fill: Sequence[Any], use: Sequence[Any], t: float) -> tuple[str, str]:
+def slot_state(fill: Sequence[Any], use: Sequence[Any], t: float,
+               held: Sequence[Any] = ()) -> tuple[str, str]:
+    kept = at(held, t)
+    if kept:
+        return "held", f"tile {kept[0][1]} computed,\nnever released"  # shown without the state word
     using = at(use, t)
     filling = at(fill, t)
     if using and filling:
@@ -152,14 +178,18 @@ def animate(result: Result, path: Path, *, title: str | None = None, fps: int = 
         raise TmasimError("--out: an .mp4 needs ffmpeg, which is not installed here; write a .gif or .html")
     line = Timeline.of(result)
     frames = frame_times(line.changes(), line.end, target=target or TARGET_FRAMES)
-    movie = _Movie(line, title or _title(result))
+    title = title or _title(result)
+    movie = _Movie(line, title)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         if suffix == ".mp4":
             movie.animation(frames, fps).save(path, writer=_ffmpeg(fps))
         else:
             images = movie.render(frames)
-            (_write_gif if suffix == ".gif" else _write_html)(images, path, fps)
+            if suffix == ".gif":
+                _write_gif(images, path, fps)
+            else:
+                _write_html(images, path, fps, title)
     finally:
         movie.close()
     return path
@@ -192,9 +222,11 @@ def _write_gif(images: list[Any], path: Path, fps: int) -> None:
     first.save(path, save_all=True, append_images=rest, duration=round(1000 / fps), loop=0, optimize=False)
 
 
-def _write_html(images: list[Any], path: Path, fps: int) -> None:
-    """One HTML file, no outside resources: the frames as base64 PNGs, a slider and a play button."""
+def _write_html(images: list[Any], path: Path, fps: int, title: str) -> None:
+    """One HTML file, no outside resources: the frames as base64 PNGs, a slider and a play button;
+    its title names the scenario (the animation's own title)."""
     import base64
+    import html
     import io
     import json
 
@@ -203,8 +235,9 @@ def _write_html(images: list[Any], path: Path, fps: int) -> None:
         buffer = io.BytesIO()
         image.save(buffer, format="PNG", compress_level=3)
         encoded.append("data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii"))
-    page = _HTML.replace("__TITLE__", path.stem).replace("__LAST__", str(len(images) - 1)).replace(
-        "__DELAY__", str(round(1000 / fps))).replace("__FRAMES__", json.dumps(encoded))
+    page = _HTML.replace("__TITLE__", html.escape(f"tmasim animate: {title}"))
+    page = page.replace("__LAST__", str(len(images) - 1)).replace("__DELAY__", str(round(1000 / fps)))
+    page = page.replace("__FRAMES__", json.dumps(encoded))
     path.write_text(page, encoding="utf-8")
 
 
@@ -309,6 +342,10 @@ class _Movie:
                                facecolors=STATE_COLORS["full"], edgecolors="white", linewidth=0.5)
             bars(slot[slot["kind"] == "use"], y, COLORS["use"])
             bars(slot[slot["kind"] == "fill"], y, COLORS["fill"], "//")
+            for start, _, _, _ in (h for h in line.held(s) if h[0] < line.end):
+                ax.broken_barh([(start / k, (line.end - start) / k)], (y - 0.38, 0.76), facecolors=STATE_COLORS["held"],
+                               edgecolors="#777777", linewidth=0, hatch="xx")
+                ax.text((start + line.end) / 2 / k, y, "never released", ha="center", va="center", fontsize=13)
         bars(spans[spans["kind"] == "compute"], len(rows) - 1, COLORS["compute"], label=True)
         ax.set_yticks(range(len(rows)), rows)
         ax.set_ylim(len(rows) - 0.5, -0.5)
@@ -355,6 +392,8 @@ class _Movie:
         self._mma = line.active("consumer", ("compute",))
         self._full = [line.flips("flip_full", s) for s in line.stages]
         self._empty = [line.flips("flip_empty", s) for s in line.stages]
+        self._held = [line.held(s) for s in line.stages]
+        self._stuck = line.stuck()
 
     def update(self, frame: Frame) -> list[Any]:
         t, k = frame.time, self.scale
@@ -362,13 +401,15 @@ class _Movie:
         self.now.set_xdata([t / k, t / k])
         self.clock.set_text(f"t = {t / k:7.3f} {self.unit}")
         self.note.set_text(">> fast-forward: nothing changes here" if frame.compressed else "")
+        if self._stuck and t >= self._stuck[0][0]:
+            self.note.set_text("stopped: " + "; ".join(f"{who} waits on {barrier}" for _, who, barrier in self._stuck))
         tma = at(self._tma, t)
         waiting = sum(1 for fill in self._fills for kind, _ in at(fill, t) if kind == "fill") - len(tma)
         idle = f"idle;\n{waiting} in latency" if waiting > 0 else "idle"
         self._set(0, "in flight" if tma else "empty", f"copying tile {tma[0][1]}" if tma else idle)
         for i in range(len(self.line.stages)):
-            state, text = slot_state(self._fills[i], self._uses[i], t)
-            self._set(i + 1, state, f"{state}\n{text}" if text else state)
+            state, text = slot_state(self._fills[i], self._uses[i], t, self._held[i])
+            self._set(i + 1, state, f"{state}\n{text}" if text and state != "held" else text or state)
             full = bisect.bisect_right(self._full[i], t)
             empty = bisect.bisect_right(self._empty[i], t)
             self.bits[i].set_text(f"full {full % 2}  empty {empty % 2}")

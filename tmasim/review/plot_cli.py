@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,7 +49,9 @@ def register_plot(subparsers: Any) -> argparse.ArgumentParser:
     plot = subparsers.add_parser("plot", help="draw one figure from a sweep file or a `tmasim run --out` folder",
                                  epilog=PLOT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     plot.add_argument("result", type=Path, help="a sweep file (.parquet or .csv) or a `tmasim run --out` folder")
-    plot.add_argument("--kind", choices=KINDS, required=True, help="which figure")
+    plot.add_argument("--kind", choices=KINDS, help="which figure (default: the natural one for RESULT: gantt for a "
+                                                    "run folder with records, else stalls; stage-sweep for a sweep of "
+                                                    "one field, heatmap for two)")
     plot.add_argument("--x", help="stage-sweep, heatmap: the varied field across (default pipeline.stages / "
                                   "the first varied field)")
     plot.add_argument("--y", help="stage-sweep: the column up the axis (default makespan_ns; a throughput such as "
@@ -103,6 +106,10 @@ def handle_plot(args: argparse.Namespace) -> int:
     if out is not None and out.suffix.lower() not in ("", ".png", ".svg"):
         raise TmasimError(f"--out: {str(out)!r} must end in .png or .svg (or have no suffix: .png is added)")
     result = load_result(args.result)
+    if args.kind is None:
+        args.kind = default_kind(result, args)
+        print(f"no --kind: drawing {args.kind}, the default for {str(args.result)!r} (others: --kind "
+              f"{', '.join(k for k in kinds_for(result) if k != args.kind) or 'none'})", file=sys.stderr)
     check_kind(args.kind, result)
     fig = build_figure(args, result)
     from tmasim.review import plots
@@ -161,6 +168,35 @@ def _optional_csv(path: Path) -> pd.DataFrame | None:
         return pd.read_csv(path)
     except pd.errors.EmptyDataError:
         return None
+
+
+def kinds_for(result: LoadedResult) -> list[str]:
+    """The figures this result can give."""
+    if result.is_sweep:
+        return ["stage-sweep", "stalls", "heatmap"]
+    records = result.spans is not None and not result.spans.empty
+    has_bandwidth = result.bandwidth is not None and not result.bandwidth.empty
+    return [*(["gantt", "slots"] if records else []), *(["bandwidth"] if has_bandwidth else []), "stalls"]
+
+
+def default_kind(result: LoadedResult, args: argparse.Namespace) -> str:
+    """The natural figure for a result given without --kind: a run's Gantt (its stalls without
+    records); a sweep's curve over its one varied field, or its heatmap over two. Where none is
+    natural, a one-line error lists the kinds."""
+    if not result.is_sweep:
+        return kinds_for(result)[0]
+    from tmasim.review.columns import varied_fields
+
+    varied = varied_fields(result.table)
+    if len(varied) == 1:
+        args.x = args.x or varied[0]
+        return "stage-sweep"
+    if len(varied) == 2:
+        return "heatmap"
+    if "pipeline.stages" in varied:
+        return "stage-sweep"
+    raise TmasimError(f"--kind: {str(result.path)!r} varies {len(varied)} fields ({', '.join(varied) or 'none'}), "
+                      f"so no figure is the natural one; give --kind {' or '.join(kinds_for(result))} (with --x)")
 
 
 def check_kind(kind: str, result: LoadedResult) -> None:
@@ -312,9 +348,27 @@ def default_out(result: LoadedResult, kind: str) -> Path:
 
 
 def handle_report(args: argparse.Namespace) -> int:
-    from tmasim.review import report
-
-    index = report.build_report(args.scenario, args.overrides, args.vary, args.out, jobs=args.jobs,
-                                first_tiles=args.first_tiles)
+    index = build_report(args.scenario, args.overrides, args.vary, args.out, jobs=args.jobs,
+                         first_tiles=args.first_tiles)
     print(f"wrote {index}", file=sys.stderr)
     return 0
+
+
+def build_report(scenario: str | Path | None, overrides: Sequence[str] = (), vary: Sequence[str] = (),
+                 out: str | Path = "report", *, jobs: int = 1, first_tiles: int | None = None) -> Path:
+    """Run what the report shows (the scenario with records on; the sweep if fields vary), then
+    let :func:`tmasim.review.report.write_report` draw ``out/index.html`` from the results."""
+    from tmasim import scenario as scenarios
+    from tmasim.review import report
+    from tmasim.simulation import simulate
+
+    report.check_out(out)  # before minutes of simulation, not after
+    shown = scenarios.load(scenario, overrides)
+    result = simulate(scenarios.load(scenario, [*overrides, "run.records=true"]), record_bandwidth=True)
+    table = None
+    if vary:
+        from tmasim.sweep import run_sweep
+
+        table = run_sweep(scenario, overrides, vary, jobs=jobs, progress=False)
+    return report.write_report(shown, result, table, out, command=report.command_line(scenario, overrides, vary),
+                               first_tiles=first_tiles)

@@ -147,6 +147,7 @@ def _cta_gantt(spans: pd.DataFrame, events: pd.DataFrame, title: str,
         _bars(ax, one[kind == "wait_full"], base + 1, 0.76, COLORS["wait_full"], scale, dense=dense)
         _bars(ax, one[kind == "wait_empty"], base + 2, 0.76, COLORS["wait_empty"], scale, dense=dense)
         marks = _mark_events(ax, events, stages, scale)
+        marks += _mark_stuck(ax, one, events, stages, scale)
         ax.set_yticks(range(len(rows)), rows)
         ax.invert_yaxis()
         ax.spines[["top", "right"]].set_visible(True)
@@ -185,6 +186,49 @@ def _mark_events(ax: Axes, events: pd.DataFrame, stages: Sequence[int], scale: i
                 color=COLORS["race"], markersize=10, markeredgewidth=2, clip_on=False)
         handles.append(Line2D([], [], marker="x", linestyle="none", color=COLORS["race"], markeredgewidth=2,
                               label="race: read before data landed"))
+    return handles
+
+
+def _mark_stuck(ax: Axes, one: pd.DataFrame, events: pd.DataFrame, stages: Sequence[int], scale: int) -> list[Any]:
+    """A run that stopped (deadlock): each wait still open at the stop, marked on its row with the
+    barrier it waits on, and each slot computed but never released (its empty barrier never
+    flipped after its last use), drawn held to the stop and labelled so. Returns legend handles."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    if events.empty or len(one) == 0:
+        return []
+    first = events[(events["sm"] == one["sm"].iloc[0]) & (events["cta"] == one["cta"].iloc[0])]
+    stuck = first[first["kind"] == "stuck"]
+    if stuck.empty:
+        return []
+    stop = float(stuck["time_ps"].max())
+    base = len(stages) + 1
+    for _, wait in stuck.iterrows():
+        row = base + 2 if ".empty[" in wait["name"] else base + 1
+        barrier = str(wait["name"]).rsplit(".", 1)[-1]
+        ax.plot([stop / scale], [row], marker="<", color=COLORS["race"], markersize=11, clip_on=False)
+        ax.text(stop / scale, row, f"still waiting on {barrier}  ", ha="right", va="center", fontsize=10,
+                color="black", fontweight="bold")
+    handles: list[Any] = [Line2D([], [], marker="<", linestyle="none", color=COLORS["race"],
+                                 label="a wait still open when the run stopped")]
+    flips = first[first["kind"] == "flip_empty"]
+    held = False
+    for k, s in enumerate(stages, start=1):
+        uses = one[(one["lane"] == "slot") & (one["stage"] == s) & (one["kind"] == "use")]
+        if uses.empty:
+            continue
+        last = float(uses["end_ps"].max())
+        refilled = (one["lane"] == "slot") & (one["stage"] == s) & (one["kind"] == "fill") & (one["start_ps"] >= last)
+        if last >= stop or (flips[flips["stage"] == s]["time_ps"] >= last).any() or refilled.any():
+            continue
+        held = True
+        ax.barh(k, (stop - last) / scale, left=last / scale, height=0.76, color="#BBBBBB", hatch="xx",
+                edgecolor="#777777", linewidth=0)
+        ax.text((last + stop) / 2 / scale, k, "computed, never released", ha="center", va="center", fontsize=10)
+    if held:
+        handles.append(Patch(facecolor="#BBBBBB", hatch="xx", edgecolor="#777777",
+                             label="slot computed, never released (empty barrier never flipped)"))
     return handles
 
 

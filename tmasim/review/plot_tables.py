@@ -251,12 +251,14 @@ PARTS = {  # part -> (legend text, colour)
     "copy": ("copy-bound (copy engine)", "#4C72B0"),
     "l2": ("L2-bandwidth-bound", "#64B5CD"),
     "hbm": ("HBM-bandwidth-bound", "#2A4D80"),
-    "port": ("SM-port-bound", "#7F9FD1"),
+    "port": ("SM-port/TMA-bound", "#7F9FD1"),
+    "smem": ("shared-memory-bound (MMA operand reads + TMA writes)", "#937860"),
     "latency": ("latency-bound (slot round trip / bytes in flight)", COLORS["wait_empty"]),
     "issue": ("TMA-issue-bound", COLORS["epilogue"]),
     "waits": ("not overlapped: fill, drain, barrier waits", COLORS["wait_full"]),
 }
-_BINDING_PART = {"copy": "copy", "l2": "l2", "hbm": "hbm", "port": "port", "latency": "latency", "issue": "issue",
+_BINDING_PART = {"copy": "copy", "l2": "l2", "hbm": "hbm", "port": "port", "smem": "smem", "latency": "latency",
+                 "issue": "issue",
                  "HBM": "hbm", "L2": "l2", "SM ports": "port", "bytes in flight": "latency", "compute": "compute"}
 
 

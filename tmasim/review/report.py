@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from tmasim.results import Result
+    from tmasim.scenario import Scenario
 
 KEY_FIGURES = ("makespan_ns", "serial_ns", "closed_form_ns", "bound_ns", "interval_bound_ns", "binding",
                "littles_law_bytes_per_s", "littles_law_binding", "achieved_flops_per_s", "achieved_bytes_per_s",
@@ -81,24 +82,26 @@ class Table:
     css: str
 
 
-def build_report(scenario: str | Path | None, overrides: Sequence[str] = (), vary: Sequence[str] = (),
-                 out: str | Path = "report", *, jobs: int = 1, first_tiles: int | None = None) -> Path:
-    """Simulate the scenario (records on), sweep it if fields vary, and write ``out/index.html``."""
-    from tmasim import scenario as scenarios
-    from tmasim.simulation import simulate
-
+def check_out(out: str | Path) -> Path:
+    """The report's folder, checked before anything runs: a file in the way is a one-line error."""
     out = Path(out)
     try:
         if out.exists() and not out.is_dir():
             raise TmasimError(f"--out: {str(out)!r} exists and is not a directory")
     except OSError as err:
         raise TmasimError(f"--out: {str(out)[:100]!r} cannot be used ({err.strerror or err})") from None
-    shown = scenarios.load(scenario, overrides)
-    result = simulate(scenarios.load(scenario, [*overrides, "run.records=true"]), record_bandwidth=True)
-    table = _sweep(scenario, overrides, vary, jobs) if vary else None
+    return out
+
+
+def write_report(shown: Scenario, result: Result, table: pd.DataFrame | None, out: str | Path, *,
+                 command: str = "", first_tiles: int | None = None) -> Path:
+    """Draw ``out/index.html`` from results only: the run (``result``, records on) of the scenario
+    as ``shown`` (its header: what --set changed), and, for a sweep, its table. Running them is
+    the command's job (:func:`tmasim.review.plot_cli.build_report`)."""
+    out = check_out(out)
     page = Page(title=f"{shown.name}: design review", description=_description(shown),
                 verdict=_verdict(result.stats), scenario_text=scenario_toml(shown.to_dict()),
-                summary_rows=summary_rows(result.stats), command=_command(scenario, overrides, vary))
+                summary_rows=summary_rows(result.stats), command=command)
     with _staging(out) as stage:
         _write_report(page, result, table, stage, first_tiles)
     return out / "index.html"
@@ -157,12 +160,6 @@ def _staging(out: Path) -> Iterator[Path]:
         shutil.rmtree(stage, ignore_errors=True)
 
 
-def _sweep(scenario: str | Path | None, overrides: Sequence[str], vary: Sequence[str], jobs: int) -> pd.DataFrame:
-    from tmasim.sweep import run_sweep
-
-    return run_sweep(scenario, overrides, vary, jobs=jobs, progress=False)
-
-
 def _description(scenario: Any) -> list[str]:
     """The run's header (see :mod:`tmasim.summary`) without the scenario's name: what ran, what
     --set changed, and the file's description, labelled as the file's once something changed."""
@@ -175,8 +172,9 @@ def _description(scenario: Any) -> list[str]:
 def _answer(table: pd.DataFrame) -> list[str]:
     from tmasim.sweep import answer
 
-    found = answer.find(table)
-    return answer.lines(found) if found is not None else ["No point of the sweep ran to a valid time."]
+    if answer.find(table) is None:
+        return ["No point of the sweep ran to a valid time."]
+    return answer.answer_lines(table)
 
 
 def _verdict(stats: Mapping[str, Any]) -> str:
@@ -186,7 +184,8 @@ def _verdict(stats: Mapping[str, Any]) -> str:
     return f"Takes {_t(stats['makespan_ns'])}. {explain(stats)}{races}"
 
 
-def _command(scenario: Any, overrides: Iterable[str], vary: Iterable[str]) -> str:
+def command_line(scenario: Any, overrides: Iterable[str], vary: Iterable[str]) -> str:
+    """The command that makes this report, as a reader would type it."""
     import shlex
 
     parts = ["tmasim", "report", str(scenario or "reference")]
@@ -294,7 +293,7 @@ def render(page: Page) -> str:
     Jinja template with autoescape on: every text from a scenario or a table is escaped."""
     import jinja2
 
-    from tmasim import __version__
+    from tmasim.version import __version__
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("tmasim.review", "templates"),
                              autoescape=jinja2.select_autoescape(default=True), undefined=jinja2.StrictUndefined,

@@ -454,7 +454,7 @@ def chrome_trace(spans: pd.DataFrame, events: pd.DataFrame, *, stats: Mapping[st
 
 
 def _metadata(stats: Mapping[str, Any] | None, scenario: Mapping[str, Any] | None, flows: int) -> dict[str, Any]:
-    from tmasim import __version__
+    from tmasim.version import __version__
 
     return {
         "generator": f"tmasim {__version__}",

@@ -7,6 +7,11 @@ what a kernel pays with: residency (CTAs per SM), room for other buffers, regist
 The next step is the next point in that order of cost (one more stage, or the next bigger
 tile): what it would buy and what it would cost. Only points that ran and are valid count; a
 run whose barriers were broken (races: reads before data landed) has no time to compare.
+
+Like is compared with like (:mod:`tmasim.field_roles`): fields that change the work (the
+*problem*: ``workload.m/n/k``, ``workload.tiles``...) split the sweep into problems, each with
+its own best, knee and next step; the next step moves only along *design* fields (what a kernel
+pays with); points that differ only in *noise* (``run.seed``...) are replicates, averaged.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tmasim import field_roles
 from tmasim import format as fmt
 
 if TYPE_CHECKING:
@@ -26,12 +32,17 @@ TABLE_ROWS = 12
 
 @dataclass(frozen=True)
 class Answer:
+    """The answer for one problem: its best point, knee and next step along ``fields`` (the
+    varied design fields)."""
+
     best: dict[str, Any]
     knee: dict[str, Any]
     next_step: dict[str, Any] | None
     fields: tuple[str, ...]
     spread: float  # (slowest - fastest) / fastest over the valid points
     valid: int
+    problem: tuple[tuple[str, Any], ...] = ()  # the problem fields' values, where the sweep varies them
+    noise: tuple[str, ...] = ()  # the varied noise fields each point's time is averaged over
 
 
 def valid_rows(frame: pd.DataFrame) -> pd.DataFrame:
@@ -52,20 +63,63 @@ def _cost(row: dict[str, Any]) -> tuple[float, float, float]:
             float(row["makespan_ns"]))
 
 
-def find(frame: pd.DataFrame) -> Answer | None:
-    """Best, knee and next step of a sweep table; None when no point has a valid time."""
+def roles(frame: pd.DataFrame) -> dict[str, tuple[str, ...]]:
+    """The sweep's varied fields (its dotted columns) by role: problem, design, noise."""
+    kinds = frame["workload"].dropna().unique().tolist() if "workload" in frame.columns else []
+    kind = str(kinds[0]) if len(kinds) == 1 else None
+    fields = [c for c in frame.columns if "." in c]
+    try:
+        return field_roles.split(fields, kind)
+    except KeyError:  # a column that is no scenario field (a hand-made table): treat it as design
+        return {**field_roles.split([], kind), field_roles.DESIGN: tuple(fields)}
+
+
+def find_all(frame: pd.DataFrame) -> list[Answer]:
+    """One answer per problem (in the table's order); none when no point has a valid time."""
     rows = valid_rows(frame)
     if rows.empty:
-        return None
+        return []
+    by_role = roles(frame)
+    problem, design, noise = (by_role[r] for r in field_roles.ROLES)
     records = rows.to_dict("records")
+    if noise:
+        records = _averaged(records, problem + design)
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for record in records:
+        groups.setdefault(tuple(_value(record[f]) for f in problem), []).append(record)
+    return [_answer(group, design, tuple((f, group[0][f]) for f in problem), noise) for group in groups.values()]
+
+
+def find(frame: pd.DataFrame) -> Answer | None:
+    """The answer for the sweep's first problem (its only one, unless it varies the problem:
+    :func:`find_all`); None when no point has a valid time."""
+    answers = find_all(frame)
+    return answers[0] if answers else None
+
+
+def _averaged(records: list[dict[str, Any]], keep: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Points that differ only in noise fields, as one point each: the mean time, with its range."""
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for record in records:
+        groups.setdefault(tuple(_value(record[f]) for f in keep), []).append(record)
+    merged = []
+    for group in groups.values():
+        times = [float(r["makespan_ns"]) for r in group]
+        merged.append({**group[0], "makespan_ns": sum(times) / len(times), "replicates": len(times),
+                       "makespan_min_ns": min(times), "makespan_max_ns": max(times)})
+    return merged
+
+
+def _answer(records: list[dict[str, Any]], design: tuple[str, ...], problem: tuple[tuple[str, Any], ...],
+            noise: tuple[str, ...]) -> Answer:
     best = min(records, key=lambda r: float(r["makespan_ns"]))
     limit = float(best["makespan_ns"]) * (1 + KNEE_TOLERANCE)
     by_cost = sorted(records, key=_cost)
     knee = next(r for r in by_cost if float(r["makespan_ns"]) <= limit)
-    later = by_cost[by_cost.index(knee) + 1:]
+    later = by_cost[by_cost.index(knee) + 1:] if design else []
     fastest, slowest = float(best["makespan_ns"]), max(float(r["makespan_ns"]) for r in records)
-    return Answer(best, knee, later[0] if later else None, tuple(c for c in frame.columns if "." in c),
-                  (slowest - fastest) / fastest if fastest else 0.0, len(records))
+    return Answer(best, knee, later[0] if later else None, design,
+                  (slowest - fastest) / fastest if fastest else 0.0, len(records), problem, noise)
 
 
 def point_text(row: dict[str, Any], fields: tuple[str, ...]) -> str:
@@ -102,9 +156,11 @@ def _resources(row: dict[str, Any]) -> str:
 
 
 def lines(answer: Answer) -> list[str]:
-    """The answer in a few sentences."""
+    """The answer for one problem in a few sentences."""
     best, knee, fields = answer.best, answer.knee, answer.fields
-    out = [f"best: {point_text(best, fields)}: {fmt.time_ns(best['makespan_ns'])}"]
+    if not fields:   # nothing to choose: the problem's time (the mean over the noise)
+        return [f"time: {_time_text(best)}", *([f"what binds: {_explain(best)}"] if _explain(best) else [])]
+    out = [f"best: {point_text(best, fields)}: {_time_text(best)}"]
     if answer.spread < KNEE_TOLERANCE:
         out[0] += f" (all {answer.valid} valid points within {fmt.percent(answer.spread)} of each other)"
     same = knee is best or point_text(knee, fields) == point_text(best, fields)
@@ -118,6 +174,39 @@ def lines(answer: Answer) -> list[str]:
         out.append(f"what binds there: {why}")
     out.append(_next_step(knee, answer.next_step, fields))
     return out
+
+
+def answer_lines(frame: pd.DataFrame) -> list[str]:
+    """The whole answer: what the varied fields are, then the answer per problem."""
+    answers = find_all(frame)
+    if not answers:
+        return ["no answer: no point ran to a valid time"]
+    by_role = roles(frame)
+    problem, design, noise = (by_role[r] for r in field_roles.ROLES)
+    out = []
+    if problem:
+        out.append(f"{', '.join(problem)} change{'s' if len(problem) == 1 else ''} the work (problem fields): "
+                   "times compare only within one problem, so the answer is per problem"
+                   + ("" if design else "; no design field varies, so there is nothing to choose"))
+    if noise:
+        out.append(f"{', '.join(noise)} only change{'s' if len(noise) == 1 else ''} the draw (noise): points that "
+                   "differ only there are replicates, and their mean time is compared")
+    for found in answers:
+        if found.problem:
+            out.append(f"{', '.join(f'{f} = {_value(v)}' for f, v in found.problem)}:")
+            out += [f"  {line}" for line in lines(found)]
+        else:
+            out += lines(found)
+    return out
+
+
+def _time_text(row: dict[str, Any]) -> str:
+    """A point's time; for replicates, their mean and range."""
+    text = fmt.time_ns(row["makespan_ns"])
+    if int(row.get("replicates") or 1) > 1:
+        text += (f" (mean of {row['replicates']} replicates, {fmt.time_ns(row['makespan_min_ns'])} to "
+                 f"{fmt.time_ns(row['makespan_max_ns'])})")
+    return text
 
 
 def _next_step(knee: dict[str, Any], step: dict[str, Any] | None, fields: tuple[str, ...]) -> str:
@@ -159,7 +248,7 @@ def _time_cell(row: dict[str, Any]) -> str:
     return fmt.time_ns(row.get("makespan_ns")) if row.get("status", "ok") == "ok" else "-"
 
 
-_BINDS = {"latency": "round trip", "l2": "L2", "hbm": "HBM", "port": "SM port/TMA"}
+_BINDS = {"latency": "round trip", "l2": "L2", "hbm": "HBM", "port": "SM port/TMA", "smem": "shared memory"}
 
 
 def _binds(row: dict[str, Any]) -> str:
@@ -180,7 +269,4 @@ def _count(value: Any) -> str:
 
 def summary(frame: pd.DataFrame) -> str:
     """The short table, then the answer (or why there is none)."""
-    answer = find(frame)
-    text = table_lines(frame)
-    text += lines(answer) if answer is not None else ["no answer: no point ran to a valid time"]
-    return "\n".join(text)
+    return "\n".join(table_lines(frame) + answer_lines(frame))

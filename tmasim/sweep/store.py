@@ -19,13 +19,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from tmasim import __version__
 from tmasim.errors import TmasimError
 from tmasim.scenario import parse_value
 from tmasim.sweep import table
 from tmasim.sweep.extend import renumbered, renumbering
 from tmasim.sweep.points import Outcome
 from tmasim.sweep.spec import SweepPlan
+from tmasim.version import __version__
 
 if TYPE_CHECKING:
     import pandas as pd

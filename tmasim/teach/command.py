@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tmasim.teach.answers import Reading
 
 SET_HELP = "override a field; VALUE is read as TOML (3, \"3 us\", [1, 2]) or else as a plain string"
+ANSWER_HELP = ("a time with or without its unit (23, 23 us, 23000 ns, 0.023 ms; bare: µs), a percentage with or "
+               "without %%, or a count; within 5%% of the simulated value counts as right")
 
 
 def register(sub: Any) -> None:
@@ -42,8 +47,8 @@ def base_dir_of(source: str | None) -> Path | None:
 def register_learn(sub: Any) -> None:
     learn = sub.add_parser("learn", help="lessons on TMA pipelining: list them, or run lesson N")
     learn.add_argument("number", nargs="?", type=int, help="the lesson to run (omit to list them)")
-    learn.add_argument("--predict", metavar="VALUE", help="your prediction (non-interactive); otherwise asked "
-                                                          "on a terminal")
+    learn.add_argument("--predict", metavar="VALUE", help="your prediction (non-interactive; otherwise asked on a "
+                                                          f"terminal): {ANSWER_HELP}")
     learn.add_argument("--out", type=Path, metavar="DIR", help="write the lesson's figures here")
     learn.add_argument("--glossary", action="store_true", help="define every term the lessons use")
     learn.set_defaults(handler=_learn)
@@ -74,7 +79,7 @@ def _learn(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ask_prediction(unit: str) -> float | None:
+def _ask_prediction(unit: str) -> Reading | None:
     """Ask on the terminal until the answer is a number (empty or end of input: no prediction)."""
     from tmasim.errors import ScenarioError
     from tmasim.teach import lessons
@@ -136,8 +141,9 @@ def _animate(args: argparse.Namespace) -> int:
 
 def register_quiz(sub: Any) -> None:
     quiz = sub.add_parser("quiz", help="check your understanding: one conceptual and ten numeric questions")
-    quiz.add_argument("--answers", metavar="A,B,...", help="your answers, comma-separated, in order (for scripts); "
-                                                           "otherwise asked on a terminal")
+    quiz.add_argument("--answers", metavar="A,B,...", help="your answers, comma-separated, in order (for scripts; "
+                                                           "otherwise asked on a terminal): a letter for a choice, "
+                                                           f"else {ANSWER_HELP}")
     quiz.add_argument("--seed", type=int, default=0, help="which numeric questions (default 0)")
     quiz.add_argument("--count", type=int, default=10, help="how many numeric questions (default 10)")
     quiz.set_defaults(handler=_quiz)
@@ -153,21 +159,19 @@ def _quiz(args: argparse.Namespace) -> int:
         raise ScenarioError("--count", args.count, "must be between 1 and 50")
     if args.seed < 0:
         raise ScenarioError("--seed", args.seed, "must be 0 or more")
-    given = None if args.answers is None else [a.strip() for a in args.answers.split(",")]
-    if given is not None and len(given) != args.count + 1:
-        quiz.parse_answers(args.answers, args.count + 1)   # raises the one-line error
     qs = quiz.questions(args.seed, args.count)
+    given = None if args.answers is None else quiz.parse_answers(args.answers, qs)   # one-line error if not
     interactive = given is None and sys.stdin.isatty()
-    answers = []
+    answers: list[str] = []
     for number, question in enumerate(qs, start=1):
         print(quiz.show(number, question))
         if interactive:
-            try:
-                answers.append(input("   your answer: ").strip())
-            except EOFError:
+            reply = _ask_answer(question)
+            if reply is None:   # end of input: the rest unanswered
                 interactive = False
                 answers += [""] * (len(qs) - len(answers))
                 break
+            answers.append(reply)
         print()
     if given is None and not answers:
         print(f"Answer with: tmasim quiz --seed {args.seed} --answers b,23,... "
@@ -176,3 +180,20 @@ def _quiz(args: argparse.Namespace) -> int:
     score, report = quiz.grade(qs, given if given is not None else answers)
     print(report)
     return 0
+
+
+def _ask_answer(question: Any) -> str | None:
+    """Ask until the answer can be read (an empty one is no answer); None at end of input."""
+    from tmasim.errors import ScenarioError
+
+    while True:
+        try:
+            reply = input("   your answer: ").strip()
+        except EOFError:
+            return None
+        try:
+            question.read(reply, "answer")
+        except ScenarioError as err:
+            print(f"   {err}")
+            continue
+        return reply

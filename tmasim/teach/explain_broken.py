@@ -9,7 +9,7 @@ from tmasim import format as fmt
 from tmasim.errors import ModelError
 from tmasim.results import Result
 from tmasim.scenario import Scenario
-from tmasim.teach.prose import paragraph
+from tmasim.teach.prose import moment, paragraph
 from tmasim.teach.what_if import variant
 
 
@@ -35,7 +35,7 @@ def explain_invalid(result: Result, reason: str, base_dir: Path | None) -> str:
             landed = ("before its copy was even issued" if race.landed_ps is None
                       else f"{fmt.time(race.landed_ps - race.read_ps, 4)} before it landed "
                            f"at {fmt.time(race.landed_ps, 4)}")
-            lines.append(f"  tile {race.tile} in slot {race.stage}: read at {fmt.time(race.read_ps, 4)}, "
+            lines.append(f"  tile {race.tile} in slot {race.stage}: read {moment(race.read_ps)}, "
                          f"{landed}")
         if len(result.races) > 6:
             lines.append(f"  and {len(result.races) - 6} more")

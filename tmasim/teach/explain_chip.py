@@ -40,6 +40,9 @@ def chip_resources(result: Result) -> list[Resource]:
         bounds = [stats[f"{key}_bound_ns"] * 1000 for key in ("hbm", "l2", "port")]
         links = [Resource(r.name, t, t * r.capacity / per_s if math.isfinite(r.capacity) else 0.0, r.capacity)
                  for r, t in zip(links, bounds, strict=True)]
+        if "smem_bound_ns" in stats:  # the busiest SM's shared memory: MMA operand reads + TMA writes
+            smem = stats["smem_bound_ns"] * 1000
+            links.append(Resource("shared memory", smem, smem * gpu.smem_bandwidth, gpu.smem_bandwidth * per_s))
     else:
         compute = stats["compute_busy_ns"] * 1000 / sms
         per_sm = stats["memory_bytes"] / sms
@@ -59,7 +62,7 @@ def chip_story(result: Result) -> list[str]:
         f"What ran: {stats['tiles']} work units on {stats['sms_used']} SMs of the {scenario.gpu.name} preset "
         f"({stats['ctas']} CTAs, {stats['ctas_per_sm']} per SM, {stats['stages']} stages of shared memory "
         f"each). The run takes {fmt.time(makespan, 4)}.")]
-    rows = [f"  {r.name:<26} {fmt.time(r.time_ps, 4):>10}" + (
+    rows = [f"  {r.name:<26} {fmt.time(r.time_ps, 4, zero='none'):>10}" + (
         f"   {fmt.amount(r.nbytes)} at {fmt.rate(r.capacity)}" if r.capacity else "") for r in resources]
     lines += ["", "Each resource alone would need (the run cannot beat the longest):", *rows]
     verb = "bind" if binding.name in ("tensor cores", "SM ports") else "binds"
@@ -91,8 +94,8 @@ def chip_story(result: Result) -> list[str]:
     lines += ["", paragraph(
         f"Residency: {fmt.size(stats['smem_per_cta_bytes'])} of shared memory per CTA, "
         f"{stats['ctas_per_sm']} CTA(s) per SM (limited by {stats['residency_limit']}). Stalls: consumers "
-        f"waited {fmt.time(stats['consumer_wait_full_ns'] * 1000, 4)} on full barriers and producers "
-        f"{fmt.time(stats['producer_wait_empty_ns'] * 1000, 4)} on empty ones, on average.")]
+        f"waited {fmt.time(stats['consumer_wait_full_ns'] * 1000, 4, zero='no time')} on full barriers and producers "
+        f"{fmt.time(stats['producer_wait_empty_ns'] * 1000, 4, zero='no time')} on empty ones, on average.")]
     return lines
 
 
@@ -101,7 +104,8 @@ def chip_what_ifs(result: Result, base_dir: Path | None) -> list[str]:
     gpu, base = scenario.gpu, stats["makespan_ps"]
     resources = chip_resources(result)
     binding = max(resources, key=lambda r: r.time_ps)
-    field = {"HBM": "hbm_bandwidth", "L2": "l2_bandwidth", "SM ports": "sm_port_bandwidth"}
+    field = {"HBM": "hbm_bandwidth", "L2": "l2_bandwidth", "SM ports": "sm_port_bandwidth",
+             "shared memory": "smem_bandwidth"}
     plans: list[tuple[str, dict[str, Any], str]] = [
         (f"{ordinal(stats['stages'] + 1)} stage", {"pipeline.stages": stats["stages"] + 1},
          f"{binding.name} binds, not the number of slots")]

@@ -15,7 +15,7 @@ from tmasim.results import Result
 from tmasim.scenario import Scenario
 from tmasim.teach.explain import validity
 from tmasim.teach.lab import Lab, Outcome, format_time, gantt, left, row, us
-from tmasim.teach.prose import bullet
+from tmasim.teach.prose import bullet, moment
 from tmasim.units import PS_PER_US, parse
 
 
@@ -114,11 +114,14 @@ def latency(lab: Lab) -> Outcome:
     best = min(times.values())
     enough = min(s for s, t in times.items() if t == best)
     bound = analytic.steady_state(2 * PS_PER_US, 1.5 * PS_PER_US, enough, 6 * PS_PER_US)
-    why = (f"Issuing a copy starts a 6 us wait before its 2 us transfer. With one slot all of it is exposed: "
-           f"{format_time(times[1])}. S slots keep S copies in flight, so a tile finishes every (6 + 2 + 1.5) / S "
-           f"at best: the latency is hidden, not removed. From {enough} stages on the copy engine's 2 us per tile "
-           f"binds (a bound of {format_time(bound.interval)} per tile) and more stages change nothing: no number of "
-           "stages beats the bandwidth (bytes per second) of the copy path.")
+    why = ("Two different things: the copy latency is the 6 us from issuing a copy to its first byte, before "
+           "its 2 us transfer; the slot round trip is everything a slot goes through before it can be refilled: "
+           "copy latency + transfer + compute = 6 + 2 + 1.5 = 9.5 us. With one slot every round trip is exposed: "
+           f"32 x 9.5 us = {format_time(times[1])}. S slots keep S copies in flight, so a tile finishes every "
+           "9.5 / S at best (the round-trip bound): the copy latency is "
+           f"hidden, not removed. From {enough} stages on the copy engine's 2 us per tile binds (a bound of "
+           f"{format_time(bound.interval)} per tile) and more stages change nothing: no number of stages beats "
+           "the bandwidth (bytes per second) of the copy path.")
     figures = []
     if lab.out is not None:
         figures = lab.figure("lesson4-stages.png", _stage_figure(per_tile))
@@ -161,9 +164,30 @@ def residency(lab: Lab) -> Outcome:
            f"228 KiB, so {ctas[lost - 1]} CTAs fit up to {lost - 1} stages, and stage {lost} costs a resident "
            "CTA. A second CTA hides one CTA's copy latency under the other's compute; more stages hide it "
            "within one CTA. Here L2 bandwidth binds either way, so the times barely move: residency matters "
-           "when latency, not bandwidth, binds.")
+           "when latency, not bandwidth, binds." + _register_split(result))
     return Outcome(float(lost), table, why, [], {"stage_that_loses_a_cta": float(lost),
                                                  **{f"ctas_{s}": float(c) for s, c in ctas.items()}})
+
+
+def _register_split(result: Result) -> str:
+    """Why the lesson's scenario sets a leaner setmaxnreg split than CUTLASS's default: with the
+    default, registers alone would keep a second CTA off the SM, hiding what shared memory does."""
+    from tmasim.workloads.gemm_mma import CONSUMER_REGISTERS, WARPGROUP
+
+    st, mma = result.stats, result.scenario.gpu.mma
+    producer, consumer = st.get("registers_per_producer_thread"), st.get("registers_per_consumer_thread")
+    if mma is None or not producer or not consumer or consumer >= CONSUMER_REGISTERS:
+        return ""
+    consumers = result.scenario.pipeline.consumers
+    default = WARPGROUP * (producer + consumers * CONSUMER_REGISTERS)
+    return (f"\nThe scenario sets a leaner register split (pipeline.registers: {producer} per producer thread, "
+            f"{consumer} per consumer thread, instead of the default {CONSUMER_REGISTERS}): with the default a "
+            f"CTA takes 128 x ({producer} + {consumers} x {CONSUMER_REGISTERS}) = {default:,} of the SM's "
+            f"{mma.registers_per_sm:,} registers, so registers alone would allow "
+            f"{mma.registers_per_sm // default} CTA per SM whatever the stages. {consumer} still holds the "
+            f"accumulator ({st['registers_needed_per_thread']} needed per consumer thread) and lets "
+            f"{mma.registers_per_sm // st['registers_per_cta']} CTAs share the register file, so shared memory "
+            "alone decides here.")
 
 
 def contention(lab: Lab) -> Outcome:
@@ -219,10 +243,15 @@ def sync(lab: Lab) -> Outcome:
     first = racy.races[0]
     landed = "before its copy was issued" if first.landed_ps is None else (
         f"{format_time(first.landed_ps - first.read_ps)} before its bytes landed")
-    why = (f"Without the wait the consumer read tile {first.tile} at {format_time(first.read_ps)}, {landed}: the run "
+    tiles = racy.stats["tiles"]
+    compute = racy.stats["compute_busy_ns"] * 1000 / tiles
+    back_to_back = (f" The consumer never waits, so it computes the {tiles} tiles back to back: {tiles} x "
+                    f"{format_time(compute)} = {format_time(tiles * compute)}, its compute alone."
+                    if racy.makespan_ps == round(tiles * compute) else "")
+    why = (f"Without the wait the consumer read tile {first.tile} {moment(first.read_ps)}, {landed}: the run "
            f"'finishes' in {format_time(racy.makespan_ps)}, faster than the correct {format_time(good.makespan_ps)} "
-           f"and wrong ({'valid' if valid else 'invalid: ' + str(reason)}). The other two breaks stop the "
-           "program: a barrier expecting an arrival that never comes waits forever, and a byte count that "
+           f"and wrong ({'valid' if valid else 'invalid: ' + str(reason)}).{back_to_back} The other two breaks "
+           "stop the program: a barrier expecting an arrival that never comes waits forever, and a byte count that "
            "does not match the copy either never returns to zero (the consumer waits forever) or would go "
            "below it (the hardware's rule is broken at the landing). What each one waited on:\n"
            + "\n".join(notes))
@@ -242,15 +271,15 @@ def _partial_gantt(lab: Lab, scenario: Scenario, err: ModelError, name: str, tit
     if lab.out is None or err.records is None or not err.records.span_count:
         return []
     partial = Result(scenario, {}, [], err.records)
-    fig = plots.gantt(partial.spans, partial.events, title=f"{title} (records up to the failure)")
     found = re.search(r"at ([\d.]+ (?:ps|ns|us|µs|ms))", str(err))
+    stuck = f", stuck at {found.group(1)}" if found else ""
+    fig = plots.gantt(partial.spans, partial.events, title=f"{title} (records up to the failure{stuck})")
     if found:
         ax = fig.axes[0]
         scale = plots.time_unit(float(partial.spans["end_ps"].max()))[0]
         stop = parse(found.group(1), "time", "error") / scale
         ax.axvline(stop, color="#C44E52", linewidth=2.5)
         ax.set_xlim(right=stop * 1.08)
-        ax.text(stop, -0.6, f"stuck at {found.group(1)} ", color="#C44E52", fontsize=11, va="bottom", ha="right")
     return lab.figure(name, fig)
 
 
@@ -265,8 +294,6 @@ def tmem(lab: Lab) -> Outcome:
     columns = bn * (bm // 128 if bm >= 128 else 1)       # 128 lanes x BN columns of 32 bits for M = 128
     regs = bm * bn // (128 * p.consumers)
     stage = (bm + bn) * bk * 2
-    extra = sorted(k for k in blackwell.stats if "tmem" in k or "register" in k)
-    reported = ", ".join(f"{k} = {blackwell.stats[k]}" for k in extra)
     table = [row("", "B200 (Blackwell)", "H100 (Hopper)", widths=(34, 26, 26)),
              row("time", format_time(blackwell.makespan_ps), format_time(hopper.makespan_ps), widths=(34, 26, 26)),
              row("operands: SMEM per CTA (TMA)", fmt.size(blackwell.stats["smem_per_cta_bytes"]),
@@ -284,8 +311,21 @@ def tmem(lab: Lab) -> Outcome:
            f"warpgroups' registers: {bm}x{bn} / (128 threads x {p.consumers} warpgroups) = {regs} registers "
            "per thread of the 255 allowed (ping-pong, where each warpgroup holds a whole tile, would need "
            f"{bm * bn // 128}: too many). TMEM and registers limit the tile's output size; shared memory "
-           "limits the stages. tmasim's summary reports the shared memory per CTA"
-           + (f" and {reported}" if reported else "") + "; the accumulator figures here follow from the tile.")
+           "limits the stages. " + _where_reported(blackwell.stats, hopper.stats, regs))
     return Outcome(float(columns), table, why, [], {"tmem_columns": float(columns), "registers_per_thread":
                                                     float(regs), "b200_us": us(blackwell.makespan_ps),
                                                     "h100_us": us(hopper.makespan_ps)})
+
+
+def _where_reported(blackwell: dict[str, Any], hopper: dict[str, Any], regs: int) -> str:
+    """Where ``tmasim run`` shows each: SMEM for the TMA's operands; TMEM or registers for the
+    accumulator, in the runs' own numbers."""
+    text = "tmasim run shows them apart: SMEM per CTA for the operands the TMA moves"
+    if blackwell.get("tmem_columns_per_cta"):
+        text += f"; a TMEM row on the B200 ({blackwell['tmem_columns_per_cta']} columns per CTA)"
+    needed, given = hopper.get("registers_needed_per_thread"), hopper.get("registers_per_consumer_thread")
+    if needed and given:
+        text += (f"; a registers row on the H100 ({needed} needed per consumer thread: {regs} for the "
+                 f"accumulator and {needed - regs} for addressing and the epilogue, of the {given} that "
+                 "setmaxnreg gives a consumer)")
+    return text + "."

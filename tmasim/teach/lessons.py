@@ -11,14 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tmasim import format as fmt
 from tmasim.errors import ScenarioError
 from tmasim.teach import lesson_runs as runs
+from tmasim.teach.answers import Reading, answer_text, is_right, read_answer
 from tmasim.teach.lab import Lab, Outcome
 from tmasim.teach.prose import paragraph
-from tmasim.units import PS_PER_US, parse
-
-TOLERANCE = 0.05  # a prediction within 5 % of the run's answer counts as right
 
 
 @dataclass(frozen=True)
@@ -65,8 +62,9 @@ LESSONS: tuple[Lesson, ...] = (
             "tmasim sweep lessons/03-fill-drain --vary workload.tiles=1,2,4,16,256")),
     Lesson(4, "latency", "Asynchronous is not instantaneous",
            "A TMA copy is asynchronous: the producer issues it and moves on, but its bytes land only after "
-           "a latency (the round trip through L2 and HBM) plus the transfer. One slot exposes the whole "
-           "latency; S slots keep S copies in flight and hide it, but nothing hides the transfer itself: "
+           "a copy latency (from issue to the first byte, through L2 and HBM) plus the transfer. One slot "
+           "exposes the whole latency; S slots keep S copies in flight and hide it, but nothing hides the "
+           "transfer itself: "
            "the copy path's bandwidth is a floor no number of stages can beat.",
            "32 tiles: 6 us latency, 2 us transfer, 1.5 us compute. How many stages until adding one more "
            "stops helping?", "stages", runs.latency,
@@ -119,41 +117,35 @@ def lesson(number: int) -> Lesson:
     return LESSONS[number - 1]
 
 
-def parse_prediction(text: str, unit: str) -> float:
-    """A number in the lesson's unit; a time may carry its own unit ("23 us", "23000 ns")."""
-
-    cleaned = text.strip().removesuffix(unit if unit == "%" else "").strip()
-    try:
-        return float(cleaned)
-    except ValueError:
-        pass
-    if unit == "us":
-        return parse(cleaned, "time", "--predict") / PS_PER_US
-    raise ScenarioError("--predict", text, f"must be a number (in {unit})")
+def parse_prediction(text: str, unit: str) -> Reading:
+    """A prediction read as the quiz reads answers (:func:`tmasim.teach.answers.read_answer`)."""
+    return read_answer(text, unit, "--predict")
 
 
-def verdict(predicted: float | None, answer: float, unit: str) -> str:
-    if unit == "us":
-        unit = f"{fmt.micro()}s"
-    shown = f"{answer:.4g} {unit}"
+def verdict(predicted: Reading | None, answer: float, unit: str) -> str:
+    shown = answer_text(answer, unit)
     if predicted is None:
         return f"The run's answer: {shown}. (No prediction: give one with --predict VALUE next time.)"
-    off = predicted - answer
-    close = abs(off) <= TOLERANCE * abs(answer) if answer else predicted == 0
-    grade = "right (within 5%)" if close else ("too high" if off > 0 else "too low")
-    return f"You predicted {predicted:.4g} {unit}; the run gives {shown}: {grade}."
+    off = predicted.value - answer
+    grade = "right (within 5%)" if is_right(predicted.value, answer) else ("too high" if off > 0 else "too low")
+    note = f" (Your {predicted.note}.)" if predicted.note else ""
+    return f"You predicted {predicted.shown}; the run gives {shown}: {grade}.{note}"
 
 
-def teach(number: int, predicted: float | None, out: Path | None = None) -> tuple[str, Outcome]:
+def teach(number: int, predicted: Reading | None, out: Path | None = None) -> tuple[str, Outcome]:
     """The lesson's text and its outcome (the answer and the evidence)."""
     item = lesson(number)
     outcome = item.runs(Lab(item.scenario, out))
     lines = [f"Run: tmasim run {item.scenario}", *outcome.table, "", verdict(predicted, outcome.answer, item.unit),
-             "", *[paragraph(part) if i == 0 else part for i, part in enumerate(("Why: " + outcome.why).split("\n"))]]
+             "", *[part if part.startswith(" ") else paragraph(part) for part in ("Why: " + outcome.why).split("\n")]]
     if outcome.figures:
         lines += ["", "Figures:", *[f"  {p}" for p in outcome.figures]]
     elif out is None and number in FIGURES:
         lines += ["", f"Figures: tmasim learn {number} --out DIR writes them"]
+    elif out is not None:
+        drawn = ", ".join(str(n) for n in FIGURES)
+        lines += ["", paragraph(f"Figures: none; lesson {number} is about chip-wide numbers and draws no figure, "
+                                f"so nothing was written to {out} (lessons {drawn} draw them).")]
     lines += ["", "Try next:", *[f"  {cmd}" for cmd in item.try_next]]
     return "\n".join(lines), outcome
 

@@ -1,10 +1,12 @@
 """How explanations are written: paragraphs wrapped to the terminal's width with a number and its
-unit kept on one line, bullets, a formula on a line of its own, ordinals."""
+unit kept on one line, bullets, a formula on a line of its own, ordinals, moments."""
 
 from __future__ import annotations
 
 import re
 import textwrap
+
+from tmasim import format as fmt
 
 WIDTH = 100
 
@@ -37,3 +39,9 @@ def ordinal(n: int) -> str:
     names = {2: "a second", 3: "a third", 4: "a fourth", 5: "a fifth", 6: "a sixth", 7: "a seventh",
              8: "an eighth"}
     return names.get(n, f"stage {n} (one more)")
+
+
+def moment(ps: float) -> str:
+    """When something happened, for a sentence: ``at 3 µs``, or ``at the start (time 0)``, never
+    ``at 0 ps``."""
+    return "at the start (time 0)" if ps == 0 else f"at {fmt.time(ps, 4)}"

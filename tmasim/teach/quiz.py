@@ -3,7 +3,9 @@
 The numeric questions are drawn from a seeded random generator (``--seed``); their answers are
 computed by simulating each question's scenario here, never read from a table, and each
 explanation shows the closed form or bound with the question's numbers beside the simulated one.
-A numeric answer within :data:`TOLERANCE` of the simulated value counts as right.
+Answers are read as ``learn --predict`` reads predictions (:mod:`tmasim.teach.answers`: a time
+with or without its unit, a percentage with or without ``%``), with the same tolerance; an
+answer that is not one (``16 apples``) is a one-line error that asks again, not a wrong answer.
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ import numpy as np
 
 from tmasim.errors import ScenarioError
 from tmasim.scenario import from_dict
+from tmasim.teach.answers import TOLERANCE_TEXT, answer_text, is_right, read_answer
 from tmasim.teach.prose import bullet, paragraph
 
-TOLERANCE = 0.02   # a numeric answer within 2 % of the simulated value is right
 US = 10**6
 
 
@@ -30,15 +32,28 @@ class Question:
     unit: str = ""
     choices: tuple[str, ...] = ()
 
-    def check(self, given: str) -> bool:
+    def read(self, given: str, where: str = "answer") -> str:
+        """How ``given`` was read (``b``, ``23 µs``, ``62.5%``); a ScenarioError if it is not an
+        answer to this question. Empty: no answer."""
+        given = given.strip()
+        if not given:
+            return ""
         if self.choices:
-            return given.strip().lower() == str(self.answer)
-        try:
-            value = float(given.strip().removesuffix(self.unit).strip())
-        except ValueError:
+            letters = "abcd"[: len(self.choices)]
+            if given.lower() not in letters:
+                raise ScenarioError(where, given, f"must be one of the letters {', '.join(letters)}")
+            return given.lower()
+        return read_answer(given, self.unit, where).shown
+
+    def check(self, given: str) -> bool:
+        """Right or wrong; raises a ScenarioError for an answer that cannot be read."""
+        given = given.strip()
+        if not given:
             return False
+        if self.choices:
+            return self.read(given) == str(self.answer)
         assert isinstance(self.answer, float)
-        return abs(value - self.answer) <= TOLERANCE * abs(self.answer)
+        return is_right(read_answer(given, self.unit, "answer").value, self.answer)
 
 
 CONCEPT = Question(
@@ -134,11 +149,15 @@ def show(number: int, question: Question) -> str:
     return "\n".join(lines)
 
 
-def parse_answers(text: str, count: int) -> list[str]:
+def parse_answers(text: str, qs: Sequence[Question]) -> list[str]:
+    """``--answers``: one per question, comma-separated, each readable (a one-line error naming
+    the answer otherwise)."""
     answers = [a.strip() for a in text.split(",")]
-    if len(answers) != count:
-        raise ScenarioError("--answers", text, f"has {len(answers)} answers; the quiz has {count} questions "
+    if len(answers) != len(qs):
+        raise ScenarioError("--answers", text, f"has {len(answers)} answers; the quiz has {len(qs)} questions "
                                                "(comma-separated, in order)")
+    for number, (q, given) in enumerate(zip(qs, answers, strict=True), start=1):
+        q.read(given, f"--answers (answer {number})")
     return answers
 
 
@@ -148,9 +167,10 @@ def grade(qs: Sequence[Question], answers: Sequence[str]) -> tuple[int, str]:
     for number, (q, given) in enumerate(zip(qs, answers, strict=True), start=1):
         right = q.check(given)
         score += right
-        shown = q.answer if q.choices else f"{q.answer:.4g} {q.unit}"
-        lines.append(f"{number:>2}. {'right' if right else 'wrong'}: you said {given or '(nothing)'}; "
+        shown = q.answer if q.choices else answer_text(float(q.answer), q.unit)
+        lines.append(f"{number:>2}. {'right' if right else 'wrong'}: you said {q.read(given) or '(nothing)'}; "
                      f"the answer is {shown}.")
         lines.append(bullet(f"Why: {q.why}"))
-    lines.append(f"Score: {score} / {len(qs)} (numeric answers within {TOLERANCE:.0%} count as right)")
+    lines.append(f"Score: {score} / {len(qs)} (a numeric answer {TOLERANCE_TEXT})")
     return score, "\n".join(lines)
+

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tmasim import __version__
 from tmasim.errors import TmasimError
 from tmasim.sweep.points import OK, Outcome
 from tmasim.validation import figures, timeline
@@ -27,6 +26,7 @@ from tmasim.validation.mapping import Override, stat_unit
 from tmasim.validation.measured import read_table
 from tmasim.validation.runner import Runner, progress_bar
 from tmasim.validation.study import Options, Study, point_raw, prepare
+from tmasim.version import __version__
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -51,6 +51,7 @@ class Source:
     bound_pct: float            # the shipped preset's held-out MAPE must stay under this
     start: tuple[str, ...] = ()  # --set overrides the fit starts from (default: the shipped preset)
     log_x: bool = True
+    y_label: str = ""           # the figure's y axis, where "latency" or "bandwidth" would mislead
 
 
 def _l2_points(frame: pd.DataFrame) -> pd.DataFrame:
@@ -85,6 +86,24 @@ def _latency_points(frame: pd.DataFrame) -> pd.DataFrame:
     return _box_columns(frame, 1, 1)
 
 
+UMMA_FORMATS = {"BF16": "bf16", "E4M3": "fp8"}  # the table's formats that tmasim has
+
+
+def _umma_operand_points(frame: pd.DataFrame) -> pd.DataFrame:
+    """SS rows of BF16 and E4M3 (both CTA groups): the tile, cluster and MMA group that make
+    one instruction per k-step, and the measured issue interval in ns at the preset's clock."""
+    from tmasim.hardware import load_gpu
+
+    rows = frame[(frame["ABLayout"] == "SS") & frame["Format"].isin(list(UMMA_FORMATS))].reset_index(drop=True)
+    pair = rows["CTAGroup"] == 2
+    bm = rows["M"] // rows["CTAGroup"]
+    ghz = load_gpu("b200").clock_hz / 1e9
+    return rows.assign(dtype=rows["Format"].map(UMMA_FORMATS), operands=rows["ABLayout"],
+                       tile=[f"[{m}, {n}, {k}]" for m, n, k in zip(bm, rows["N"], rows["K"], strict=True)],
+                       k_total=rows["K"] * 4, cluster=["[2, 1]" if p else "[1, 1]" for p in pair],
+                       mma_ns=rows["CyclesPerMMA"] / ghz)
+
+
 SOURCES: dict[str, Source] = {s.name: s for s in (
     Source("h200-l2-bandwidth", "h200", "h200/l2_bandwidth.csv", "h200/l2_bandwidth.toml", "NVIDIA H200",
            ("data_set_kib=workload.data_set:KiB",), "bandwidth_gbps:GB/s", "achieved_bytes_per_s",
@@ -104,6 +123,13 @@ SOURCES: dict[str, Source] = {s.name: s for s in (
            ("copy_latency", "hbm_latency"),
            "data_set_kib", "data set (KiB)",
            "data sets above 256 KiB (smaller ones hit in L1, which TMA bypasses)", _latency_chase_points, 10.0),
+    Source("b200-umma-operands", "b200", "b200/umma_throughput_tput_results_max.csv", "b200/umma_operands.toml",
+           "NVIDIA B200", ("tile=workload.tile", "M=workload.m", "N=workload.n", "k_total=workload.k",
+                           "dtype=workload.dtype", "operands=workload.operands", "cluster=pipeline.cluster",
+                           "CTAGroup=pipeline.mma_cta_group"),
+           "mma_ns:ns", "mma_k_step_ns", ("smem_bandwidth",), "N", "MMA N (M = 64, 128 or 256; 1 or 2 SMs)",
+           "the 48 SS rows of BF16 and E4M3, one and two SMs (A and B read from shared memory)",
+           _umma_operand_points, 10.0, log_x=False, y_label="issue interval of one MMA (ns)"),
 )}
 
 
@@ -161,7 +187,8 @@ SOURCES.update({s.name: s for s in (
     Source("h800-tma-throughput", "h100-sxm", "h800-pcie/tma_throughput_boxes.csv", "h800-pcie/tma_throughput.toml",
            _H800, ("box=workload.box", "shape=workload.shape", "ctas_per_sm=workload.ctas_per_sm"),
            "slice_gbps:GB/s", "achieved_bytes_per_s", ("tma_request_time", "hbm_bandwidth"),
-           "bytes_in_flight_kib", "bytes in flight per SM (KiB)", "all 68 rows of the 2-D and 3-D tables (60 distinct points)",
+           "bytes_in_flight_kib", "bytes in flight per SM (KiB)",
+           "all 68 rows of the 2-D and 3-D tables (60 distinct points)",
            _hopper.box_points, 10.0),
     Source("h800-tma-bulk", "h100-sxm", "h800-pcie/tma_throughput_bulk.csv", "h800-pcie/tma_bulk.toml", _H800,
            ("box=workload.box", "shape=workload.shape", "ctas_per_sm=workload.ctas_per_sm"), "slice_gbps:GB/s",

@@ -22,12 +22,12 @@ from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, TextIO
 
-from tmasim import __version__
 from tmasim.errors import TmasimError
 from tmasim.sweep.executors import chunked
 from tmasim.sweep.points import Outcome, Task, evaluate_chunk
 from tmasim.sweep.spec import Point
 from tmasim.validation.mapping import Override
+from tmasim.version import __version__
 
 Progress = Callable[[int], None]
 

@@ -23,6 +23,11 @@ class Workload(Protocol):
     KIND: str
     """The ``workload.kind`` that selects this module."""
 
+    PROBLEM_FIELDS: tuple[str, ...]
+    """Its ``[workload]`` fields that change the work itself (``m``, ``n``, ``k``...), as opposed
+    to how it is done: a sweep compares times only within one problem (:mod:`tmasim.field_roles`).
+    Optional: a module without it has no problem fields."""
+
     def parse(self, raw: Mapping[str, Any]) -> Any:
         """The checked config from the scenario's ``[workload]`` table (ScenarioError if wrong)."""
 

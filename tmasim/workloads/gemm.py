@@ -30,17 +30,26 @@ from tmasim.engine.chip import Plan
 from tmasim.engine.program import Copy, Epilogue, Segment, Unit, UnitProgram
 from tmasim.errors import ScenarioError
 from tmasim.hardware import GpuSpec
+from tmasim.operands import k_step_smem_bytes, k_step_smem_hold
 from tmasim.residency import Residency, residency
 from tmasim.workloads.gemm_bounds import breakdown
-from tmasim.workloads.gemm_config import KIND, GemmConfig, parse
-from tmasim.workloads.gemm_layout import ClusterSetup, GemmLayout, default_epilogue_smem, hbm_fractions, tile_coords
+from tmasim.workloads.gemm_config import FIELDS, KIND, PROBLEM_FIELDS, GemmConfig, parse
+from tmasim.workloads.gemm_layout import (
+    ClusterSetup,
+    GemmLayout,
+    default_epilogue_smem,
+    hbm_fractions,
+    k_step_smem_traffic,
+    tile_coords,
+)
 from tmasim.workloads.gemm_mma import MmaStep, accumulator, mma_step
 from tmasim.workloads.gemm_summary import explain, summary_rows
 
 if TYPE_CHECKING:
     from tmasim.scenario import Scenario
 
-__all__ = ["KIND", "GemmConfig", "check", "describe", "explain", "parse", "plan", "stats", "summary_rows", "work_units"]
+__all__ = ["FIELDS", "KIND", "PROBLEM_FIELDS", "GemmConfig", "check", "describe", "explain", "parse", "plan", "stats",
+           "summary_rows", "work_units"]
 
 
 def check(config: GemmConfig, scenario: Scenario) -> None:
@@ -127,6 +136,10 @@ def stats(config: GemmConfig, scenario: Scenario, plan: Plan, res: Residency, ma
                     scenario.pipeline.mma_cta_group == 2)
     extra.update(mma_instruction=step.instruction, mma_per_k_step=step.count if step.instruction else None,
                  mma_k_step_ns=step.occupancy / 1000, mma_completion_ns=step.tail / 1000)
+    writes, a_once = k_step_smem_traffic(config, GemmLayout.of(config), scenario.pipeline.mma_cta_group == 2)
+    extra.update(operands=config.operands, smem_mma_read_bytes=step.smem_reads, smem_tma_write_bytes=writes,
+                 smem_a_copy_bytes=a_once, smem_bytes_per_k_step=k_step_smem_bytes(step.smem_reads, writes, a_once),
+                 mma_smem_bound=step.smem_bound)
     extra["efficiency"] = extra["bound_ns"] * 1000 / makespan if makespan else None
     return extra
 
@@ -144,17 +157,20 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, r
     (a_parts, b_parts), (a_mask, b_mask) = setup.share, setup.masks(rank)
     # A CTA issues its slice of each shared box: along N (index y) for A, along M (index x) for B.
     a_index, b_index = rank // cx, setup.b_slice(rank)
+    a_alike, b_alike = setup.loaded_alike() if gpu.cluster_l2_coalescing else (1, 1)
     expect = layout.a.box_bytes + layout.b.box_bytes if a_mask or b_mask else 0
     if setup.pair:  # each CTA holds its A box and half of B; the leader's full barrier counts both CTAs'
         expect = 2 * layout.a.box_bytes + layout.b.box_bytes if rank % 2 == 0 else 0
         rows_in += max(0, min(bm, config.m - (row + 1) * bm))  # the leader's MMA covers the pair's rows
+    smem = k_step_smem_bytes(step.smem_reads, *k_step_smem_traffic(config, layout, setup.pair))
+    hold = k_step_smem_hold(smem, step.occupancy, gpu.smem_bandwidth)
     segments = []
     for first_k, count in _k_segments(config):
         k_in = min(bk, config.k - first_k)
-        a = _copy(gpu, layout.a, (first_k, row * bm), fa, a_parts, a_index, a_mask)
-        b = _copy(gpu, layout.b, (first_k, col * bn), fb, b_parts, b_index, b_mask)
+        a = _copy(gpu, layout.a, (first_k, row * bm), fa, a_parts, a_index, a_mask, a_alike)
+        b = _copy(gpu, layout.b, (first_k, col * bn), fb, b_parts, b_index, b_mask, b_alike)
         flops = 0.0 if setup.pair and rank % 2 else 2.0 * rows_in * cols_in * k_in
-        segments.append(Segment(count, (a, b), step.occupancy, flops, step.tail, expect))
+        segments.append(Segment(count, (a, b), step.occupancy, flops, step.tail, expect, hold))
     c_bytes = layout.c.box_bytes
     staging = round(c_bytes / gpu.smem_bandwidth) if gpu.smem_bandwidth != float("inf") else 0
     store = Copy(c_bytes, layout.c.bytes_from_memory((col * bn, row * bm)), 1.0, 0)
@@ -170,15 +186,18 @@ def _k_segments(config: GemmConfig) -> list[tuple[int, int]]:
 
 
 def _copy(gpu: GpuSpec, descriptor: TensorDescriptor, coord: tuple[int, int], hbm_fraction: float,
-          parts: int = 1, index: int = 0, mask: int = 0) -> Copy:
+          parts: int = 1, index: int = 0, mask: int = 0, alike: int = 1) -> Copy:
     """One TMA load: the whole box, or (multicast) slice ``index`` of ``parts`` of it, delivered
     to the cluster ranks in ``mask``. The slice is read once from L2; the wave's HBM misses
-    for the panel are spread over ``parts`` times fewer reads, so HBM bytes do not change."""
+    for the panel are spread over ``parts`` times fewer reads, so HBM bytes do not change.
+    ``alike``: CTAs of the cluster that load this same box without multicast, on a GPU whose
+    GPCs coalesce them (``cluster_l2_coalescing``): L2 serves it once, 1/alike of each load."""
     smem = _part(descriptor.box_bytes, index, parts)
     memory = _part(descriptor.bytes_from_memory(coord), index, parts)
     fraction = min(1.0, hbm_fraction * parts)
     latency = gpu.copy_latency_for(smem) + round(fraction * gpu.hbm_latency)
-    return Copy(smem, memory, fraction, latency, multicast=mask, requests=_part(descriptor.requests, index, parts))
+    return Copy(smem, memory, fraction, latency, multicast=mask, l2_fraction=max(fraction, 1.0 / alike),
+                requests=_part(descriptor.requests, index, parts))
 
 
 def _part(nbytes: int, index: int, parts: int) -> int:

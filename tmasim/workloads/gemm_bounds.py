@@ -12,7 +12,9 @@ from tmasim.workloads.gemm_config import GemmConfig
 def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict[str, object]:
     """The bounds a GEMM cannot beat, from the plan alone, and the one that binds.
 
-    compute: the busiest SM's tensor-core time (wave quantization included); hbm and l2: all
+    compute: the busiest SM's tensor-core time (wave quantization included); smem: the busiest
+    SM's shared-memory time, its MMAs' operand reads and the TMA's writes at ``smem_bandwidth``
+    (never less than its compute; tmasim.operands); hbm and l2: all
     bytes over each link's bandwidth; port: the busiest SM's bytes over its ingest port (or its
     TMA requests at the unit's request rate, where those take longer);
     latency: the busiest slot of any CTA, whose uses follow one another, each at least one
@@ -20,7 +22,7 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
     busiest SM: every step's copy, then its compute, one after another.
     """
     sms = plan.sms
-    compute, nbytes, serial = ([0.0] * sms for _ in range(3))
+    compute, smem, ingest, serial = ([0.0] * sms for _ in range(4))
     latency = hbm = l2 = 0.0
     for g, program in enumerate(plan.programs):
         sm = g % sms
@@ -28,11 +30,12 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
         latency = max(latency, _busiest_slot(program, gpu, stages))
         for unit in program.units:
             for seg in unit.segments:
-                step_bytes = sum(c.memory_bytes for c in seg.copies)
+                step_bytes = sum(c.memory_bytes * c.l2_fraction for c in seg.copies)
                 compute[sm] += seg.steps * seg.compute
+                smem[sm] += seg.steps * (seg.compute + seg.hold)  # MMAs, then the SMEM time they left
                 # A multicast slice crosses the port of every CTA it lands in (its peers' slices, ours).
-                nbytes[sm] += seg.steps * sum(max(c.memory_bytes * max(1, c.multicast.bit_count()),
-                                                  c.requests * gpu.tma_request_time * gpu.sm_port_bandwidth)
+                ingest[sm] += seg.steps * sum(max(c.memory_bytes * max(1, c.multicast.bit_count())
+                                                  / gpu.sm_port_bandwidth, c.requests * gpu.tma_request_time)
                                               for c in seg.copies)
                 serial[sm] += seg.steps * slot_round_trip(gpu, seg)
                 hbm += seg.steps * sum(c.memory_bytes * c.hbm_fraction for c in seg.copies)
@@ -44,9 +47,10 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
                     l2 += unit.epilogue.store.memory_bytes
     bounds = {
         "compute": max(compute),
+        "smem": max(smem),
         "hbm": hbm / gpu.hbm_bandwidth,
         "l2": l2 / gpu.l2_bandwidth,
-        "port": max(nbytes) / gpu.sm_port_bandwidth,
+        "port": max(ingest),
         "latency": latency,
     }
     binding = max(bounds, key=lambda k: bounds[k])

@@ -10,10 +10,14 @@ from tmasim import fields as read
 from tmasim.cluster import MULTICAST
 from tmasim.errors import ScenarioError
 from tmasim.hardware import DTYPES
+from tmasim.operands import DEFAULT_SOURCE, SOURCE_NAMES
 
 KIND = "gemm"
 FIELDS = ("kind", "m", "n", "k", "dtype", "out_dtype", "tile", "raster", "group", "launch", "ctas_per_sm",
-          "epilogue_smem", "l2_reuse", "multicast")
+          "epilogue_smem", "l2_reuse", "multicast", "operands")
+# The work (tmasim.field_roles): the GEMM's shape and types; the tile, raster, launch, cluster
+# sharing and the rest are how it is done.
+PROBLEM_FIELDS = ("m", "n", "k", "dtype", "out_dtype")
 OUT_DTYPES = ("bf16", "fp16", "fp32")
 RASTERS = ("row", "column", "grouped")
 MAX_DIM = 2**32      # a tensor map's largest global dimension
@@ -37,6 +41,7 @@ class GemmConfig:
     epilogue_smem: int | None = None
     l2_reuse: bool = True
     multicast: str | None = None  # None: what the cluster shape allows (tmasim.cluster.default_multicast)
+    operands: str = DEFAULT_SOURCE  # where the MMA reads A from (tmasim.operands); B is always in SMEM
 
     def __post_init__(self) -> None:
         """Checked on every construction, ``dataclasses.replace`` included."""
@@ -60,6 +65,7 @@ class GemmConfig:
         if self.epilogue_smem is not None:
             read.checked_size("workload.epilogue_smem", self.epilogue_smem, positive=False)
         read.boolean("workload.l2_reuse", self.l2_reuse)
+        read.choice("workload.operands", self.operands, SOURCE_NAMES)
 
     @property
     def tiles_m(self) -> int:
@@ -106,5 +112,6 @@ def parse(raw: Mapping[str, Any]) -> GemmConfig:
         group=read.integer("workload.group", raw.get("group", 8), minimum=1),
         launch=read.choice("workload.launch", raw.get("launch", "persistent"), ("persistent", "grid")),
         l2_reuse=read.boolean("workload.l2_reuse", raw.get("l2_reuse", True)),
+        operands=read.choice("workload.operands", raw.get("operands", DEFAULT_SOURCE), SOURCE_NAMES),
         **optional,
     )

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from tmasim.errors import ResidencyError, ScenarioError
 from tmasim.hardware import GpuSpec
 from tmasim.mma import K_OF
+from tmasim.operands import check_source, operand_timing
 from tmasim.residency import Accumulator
 from tmasim.workloads.gemm_config import GemmConfig
 
@@ -21,6 +22,8 @@ class MmaStep:
     count: int
     occupancy: int
     tail: int
+    smem_reads: float = 0.0  # bytes the step's MMAs read from one SM's shared memory
+    smem_bound: bool = False  # those reads, not the tensor cores, set the instructions' pace
 
 
 def mma_step(config: GemmConfig, gpu: GpuSpec, consumers: int, mode: str, pair: bool = False) -> MmaStep:
@@ -58,8 +61,11 @@ def mma_step(config: GemmConfig, gpu: GpuSpec, consumers: int, mode: str, pair: 
             raise ScenarioError("pipeline.mma_cta_group", 2, f"needs a 2-SM MMA; {table.instruction} runs on one SM")
         m, sms = 2 * bm, 2
     latency, ii = table.timing("workload.tile", config.dtype, m, n, sms)
-    return MmaStep(table.name(config.dtype, m, n, sms), count, gpu.cycles_ps(count * ii),
-                   gpu.cycles_ps(latency - ii))
+    source = check_source("workload.operands", table.instruction, config.operands)
+    per_cycle = gpu.smem_bandwidth * gpu.cycles_ps(1e6) / 1e6  # bytes per cycle of one SM's SMEM
+    op = operand_timing(latency, ii, m, n, sms, source, per_cycle, table.operands)
+    return MmaStep(table.name(config.dtype, m, n, sms), count, gpu.cycles_ps(count * op.ii),
+                   gpu.cycles_ps(op.latency - op.ii), count * op.smem_bytes, op.smem_bound)
 
 
 PRODUCER_REGISTERS, CONSUMER_REGISTERS = 40, 232  # CUTLASS's setmaxnreg split for warp-specialized kernels

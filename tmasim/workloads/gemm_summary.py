@@ -7,18 +7,18 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from tmasim import format as fmt
+from tmasim.summary_rows import chip_rows, cluster_rows, t
 from tmasim.workloads.gemm_config import GemmConfig
 
 if TYPE_CHECKING:
     from tmasim.scenario import Scenario
 
-BOUND_NAMES = (("compute", "compute"), ("l2", "L2"), ("hbm", "HBM"), ("port", "SM port/TMA"), ("latency", "latency"))
+BOUND_NAMES = (("compute", "compute"), ("smem", "shared memory"), ("l2", "L2"), ("hbm", "HBM"),
+               ("port", "SM port/TMA"), ("latency", "latency"))
 
 
 def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
-    from tmasim import format as fmt
-    from tmasim.summary import chip_rows, t
-
     config = scenario.workload
     assert isinstance(config, GemmConfig)
     peak = scenario.gpu.tensor_flops[config.dtype] * 1e12
@@ -41,14 +41,12 @@ def _with_mma_rows(rows: list[tuple[str, str]], stats: Mapping[str, Any],
                    scenario: Scenario) -> list[tuple[str, str]]:
     """The MMA instructions of a k-step and where the accumulator lives (registers or TMEM:
     storage, shown beside SMEM right after the residency row, apart from the TMA traffic)."""
-    from tmasim import format as fmt
-    from tmasim.summary import t
-
     mma_rows = []
     if stats.get("mma_instruction"):
         mma_rows.append(("MMA", f"{stats['mma_per_k_step']} x {stats['mma_instruction']} per k-step: tensor cores "
                                 f"busy {t(stats['mma_k_step_ns'])}, the last completes "
                                 f"{t(stats['mma_completion_ns'])} later"))
+        mma_rows.append(("shared memory", _smem_row(stats, scenario)))
     mma = scenario.gpu.mma
     if stats.get("registers_per_cta") and mma is not None:
         mma_rows.append(("registers", f"{stats['registers_per_consumer_thread']} per consumer thread (needs "
@@ -61,9 +59,23 @@ def _with_mma_rows(rows: list[tuple[str, str]], stats: Mapping[str, Any],
                                  f"of {mma.tmem_columns} ({fmt.size(mma.tmem_columns * lanes * 4)}) per SM"))
     at = [name for name, _ in rows].index("residency") + 1
     return rows[:at] + mma_rows + rows[at:]
-def _cluster_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
-    from tmasim.summary import cluster_rows
 
+
+_SOURCE_WORDS = {"SS": "A and B from shared memory", "TS": "A from Tensor Memory, B from shared memory",
+                 "RS": "A from registers, B from shared memory"}
+
+
+def _smem_row(stats: Mapping[str, Any], scenario: Scenario) -> str:
+    """What one k-step asks of one SM's shared memory, and at what bandwidth."""
+    gpu = scenario.gpu
+    a_copy = f" + A copied out {fmt.size(stats['smem_a_copy_bytes'])}" if stats.get("smem_a_copy_bytes") else ""
+    starved = "; the MMAs issue at its pace, not the tensor cores'" if stats.get("mma_smem_bound") else ""
+    return (f"{stats['operands']} ({_SOURCE_WORDS[stats['operands']]}): per k-step MMA reads "
+            f"{fmt.size(stats['smem_mma_read_bytes'])} + TMA writes {fmt.size(stats['smem_tma_write_bytes'])}{a_copy} "
+            f"at {fmt.rate(gpu.smem_bandwidth * 1e12)} per SM{starved}")
+
+
+def _cluster_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
     cx, cy = scenario.pipeline.cluster
     config = scenario.workload
     assert isinstance(config, GemmConfig)
@@ -73,13 +85,14 @@ def _cluster_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[st
     if stats.get("mma_cta_group") == 2:
         chosen = "2-SM MMA"
         shares["none"] = "each CTA of the pair loads its A box and half of B; the leader's MMA reads both"
-    return cluster_rows(stats, f"multicast {stats['multicast']} ({chosen}; {shares[stats['multicast']]})")
+    coalesced = ""
+    if scenario.gpu.cluster_l2_coalescing and stats["multicast"] != "both":
+        coalesced = "; the cluster's same-address loads of what is not multicast reach L2 once (implicit sharing)"
+    return cluster_rows(stats, f"multicast {stats['multicast']} ({chosen}; {shares[stats['multicast']]}{coalesced})")
 
 
 def explain(stats: Mapping[str, Any]) -> str:
     """The bound that binds, in one sentence a reviewer can repeat."""
-    from tmasim.summary import t
-
     s = stats
     binding, compute = s["binding"], t(s["compute_bound_ns"])
     if binding == "compute":
@@ -88,6 +101,8 @@ def explain(stats: Mapping[str, Any]) -> str:
                 f"needs ({others}).")
     if binding in ("l2", "hbm"):
         return _explain_link(s, binding)
+    if binding == "smem":
+        return _explain_smem(s)
     if binding == "port":
         return (f"The SMs' TMA ingest binds: the busiest SM needs {t(s['port_bound_ns'])} just to take in its "
                 f"operands (each copy takes the longer of its bytes through the SM's port and its row requests "
@@ -98,10 +113,17 @@ def explain(stats: Mapping[str, Any]) -> str:
             "compute; more stages, if shared memory allows, would hide it.")
 
 
-def _explain_link(s: Mapping[str, Any], binding: str) -> str:
-    from tmasim import format as fmt
-    from tmasim.summary import t
+def _explain_smem(s: Mapping[str, Any]) -> str:
+    starved = " (they issue slower than the tensor cores could: SMEM-starved)" if s.get("mma_smem_bound") else ""
+    extra = f" + {fmt.size(s['smem_a_copy_bytes'])} of A copied out once" if s.get("smem_a_copy_bytes") else ""
+    return (f"Shared memory binds: each k-step the MMAs ({s.get('operands')}) read "
+            f"{fmt.size(s['smem_mma_read_bytes'])} of operands{starved} and the TMA writes "
+            f"{fmt.size(s['smem_tma_write_bytes'])}{extra} into one SM's shared memory, so the busiest SM needs "
+            f"{t(s['smem_bound_ns'])} of shared-memory time, more than its {t(s['compute_bound_ns'])} of tensor-core "
+            "time; fewer bytes per FLOP (a larger tile, or a 2-SM pair that halves each SM's B) would help.")
 
+
+def _explain_link(s: Mapping[str, Any], binding: str) -> str:
     link = "HBM" if binding == "hbm" else "L2"
     nbytes = _link_bytes(s, binding)
     supply = nbytes / (float(s[f"{binding}_bound_ns"]) * 1e-9)

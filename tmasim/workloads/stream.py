@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tmasim import fields as read
+from tmasim import format as fmt
 from tmasim import l2
 from tmasim.descriptor import ELEMENT_BYTES, TensorDescriptor
 from tmasim.engine.chip import Plan
@@ -31,6 +32,7 @@ from tmasim.engine.program import Copy, Segment, Unit, UnitProgram
 from tmasim.errors import ScenarioError
 from tmasim.hardware import GpuSpec
 from tmasim.residency import Residency, residency
+from tmasim.summary_rows import chip_rows, t
 from tmasim.units import PS_PER_S
 
 if TYPE_CHECKING:
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
 
 KIND = "stream"
 FIELDS = ("kind", "dtype", "shape", "box", "compute_per_byte", "launch", "ctas", "ctas_per_sm", "data_set")
+# The work (tmasim.field_roles); the box, the launch and the grid are how it is done.
+PROBLEM_FIELDS = ("dtype", "shape", "compute_per_byte", "data_set")
 ELEMENT_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp64")
 MAX_BOXES = 10**7  # each box is a work unit the engine builds and simulates
 MAX_DIM = 2**32    # a tensor map's largest global dimension
@@ -210,9 +214,6 @@ def littles_law(config: StreamConfig, gpu: GpuSpec, stages: int, ctas_per_sm: in
 
 
 def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
-    from tmasim import format as fmt
-    from tmasim.summary import chip_rows, t
-
     return [
         ("predicted time", t(stats["makespan_ns"])),
         ("achieved bandwidth", f"{fmt.rate(stats['achieved_bytes_per_s'])}   (Little's law: "
@@ -226,9 +227,6 @@ def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str
 
 def explain(stats: Mapping[str, Any]) -> str:
     """What Little's law says binds, in one sentence."""
-    from tmasim import format as fmt
-    from tmasim.summary import t
-
     s = stats
     sms, in_flight, trip = int(s["sms_used"]), float(s["bytes_in_flight_per_sm"]), float(s["round_trip_ns"])
     offered = sms * in_flight / (trip * 1e-9)

@@ -24,12 +24,15 @@ from tmasim.engine.program import Repeat, TimedProgram
 from tmasim.errors import ScenarioError
 from tmasim.fields import Distribution, TimeSpec
 from tmasim.residency import Residency, residency
+from tmasim.summary_rows import t
 
 if TYPE_CHECKING:
     from tmasim.scenario import Scenario
 
 KIND = "tiles"
 FIELDS = ("kind", "tiles", "load", "compute", "latency", "tile_bytes")
+# The work itself (tmasim.field_roles): every field here is given, none is a design choice.
+PROBLEM_FIELDS = ("tiles", "load", "compute", "latency", "tile_bytes")
 # One fixed stream index per random source, so that adding a source never reshuffles another.
 STREAMS = {"load": 0, "compute": 1, "latency": 2}
 # The engine's memory and time grow with the tile count (about 0.3 KiB of records and a few
@@ -186,8 +189,6 @@ BINDING_TEXT = {"copy": "copy", "compute": "compute", "issue": "TMA issue",
 
 
 def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
-    from tmasim.summary import t
-
     closed = stats["closed_form_ns"]
     rows = [
         ("pipelined time", t(stats["makespan_ns"])),
@@ -205,8 +206,6 @@ def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str
 
 def explain(stats: Mapping[str, Any]) -> str:
     """The binding term of the steady-state bound, in one sentence a reviewer can repeat."""
-    from tmasim.summary import t
-
     s = stats
     copy, compute, interval = t(s["copy_term_ns"]), t(s["compute_term_ns"]), t(s["interval_bound_ns"])
     binding, stages = s["binding"], int(s["stages"])

@@ -1,0 +1,62 @@
+"""The summary rows several workloads share, built from a run's stats: times, residency,
+traffic, drift, aggregation, clusters. Below both the workloads (whose ``summary_rows`` end
+with them) and :mod:`tmasim.summary` (which prints them), so data flows one way."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from tmasim import format as fmt
+
+if TYPE_CHECKING:
+    from tmasim.scenario import Scenario
+
+
+def t(value_ns: Any, digits: int = fmt.DIGITS, zero: str | None = None) -> str:
+    """A summary time (``*_ns``) for the terminal."""
+    return fmt.time_ns(value_ns, digits, zero=zero)
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}{'es' if noun.endswith('s') else 's'}"
+
+
+def chip_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
+    """Residency, traffic and aggregation: the rows of workloads whose copies cross the memory
+    system, which their ``summary_rows`` end with."""
+    launch = getattr(scenario.workload, "launch", "persistent")
+    placement = (f"persistent, up to {plural(stats['waves'], 'unit')} per CTA" if launch == "persistent"
+                 else plural(stats["waves"], "wave"))
+    rows = [
+        ("residency", f"{fmt.size(stats['smem_per_cta_bytes'])} SMEM per CTA, {plural(stats['ctas_per_sm'], 'CTA')} "
+                      f"per SM (limited by {stats['residency_limit']}); {stats['tiles']} work units, "
+                      f"{plural(stats['ctas'], 'CTA')} on {plural(stats['sms_used'], 'SM')}, {placement}"),
+        ("traffic", f"HBM {fmt.amount(stats['hbm_bytes'])}{_busy(stats['hbm_utilization'])}, "
+                    f"L2 {fmt.amount(stats.get('l2_bytes', stats['memory_bytes']))}{_busy(stats['l2_utilization'])}"),
+    ]
+    rows.append(("clock", scenario.gpu.clock_text() + "; --set gpu.clock=... to study another"))
+    if stats.get("drift_start_ns") or stats.get("drift_latency_cv"):
+        rows.append(("drift", f"SM start skew U(0, {t(stats['drift_start_ns'])}), copy latency x Gamma(mean 1, "
+                              f"CV {fmt.percent(stats['drift_latency_cv'])}); all {stats['sms_used']} SMs simulated, "
+                              "not aggregated (drifting SMs are not identical)"))
+    if "aggregation" not in stats and stats["sm_classes"] < stats["sms_used"]:  # clusters: cluster_rows says it
+        rows.append(("aggregation", f"{stats['sms_used']} SMs simulated as {plural(stats['sm_classes'], 'class')} "
+                                    "of identical SMs (run.aggregate = false to simulate each)"))
+    return rows
+
+
+def _busy(utilization: float | None) -> str:
+    return "" if utilization is None else f" ({fmt.percent(utilization)} busy)"
+
+
+def cluster_rows(stats: Mapping[str, Any], shares: str) -> list[tuple[str, str]]:
+    """A clustered run's rows: the cluster and what its CTAs share (``shares``, the workload's
+    words), where the clusters went, and whether aggregation stayed exact."""
+    portable = "" if stats["cluster_portable"] else " (non-portable size: needs the opt-in)"
+    return [
+        ("cluster", f"{stats['cluster']} CTAs{portable}; {shares}; remote arrival {t(stats['remote_arrive_ns'])}"),
+        ("placement", f"{stats['clusters_resident']} clusters resident at once ({stats['clusters_per_gpc']} per "
+                      f"GPC), {stats['idle_sms']} SM(s) idle"),
+        ("aggregation", f"{stats['aggregation']}; {stats['cluster_classes']} cluster slot(s) simulated"),
+    ]
