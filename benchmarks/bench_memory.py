@@ -20,8 +20,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 CHILD = """
-import resource, sys, time
-import checkout  # noqa: F401  (this checkout's tmasim first on sys.path)
+import resource, sys, time  # run with cwd = this checkout: its tmasim comes first on sys.path
 from tmasim.scenario import load
 from tmasim.simulation import simulate
 tiles, records = int(sys.argv[1]), sys.argv[2] == "true"

@@ -48,3 +48,19 @@ def test_one_stage_equals_the_serial_reference_with_costs():
                  latency=[ps(v) for v in latency], gpu=costly_gpu(11_000, 37_000))
     assert result.makespan_ps == analytic.serial_time(load, compute, latency, 11_000, 37_000)
     assert result.stats["serial_ns"] * 1000 == pytest.approx(result.makespan_ps)
+
+
+def test_equal_tiles_skip_the_periodic_steady_state_exactly():
+    """Equal tiles (Repeat) take the periodic shortcut; it must give the step-by-step value."""
+    from tmasim.engine.program import Repeat
+
+    rng = np.random.default_rng(7)
+    for _ in range(400):
+        n, stages = int(rng.integers(1, 50)), int(rng.integers(1, 6))
+        load, compute, latency = (int(rng.choice([0, rng.integers(0, 200)])) for _ in range(3))
+        issue, wake = int(rng.integers(0, 20)), int(rng.choice([0, rng.integers(0, 40)]))
+        listed = analytic.maxplus_makespan([load] * n, [compute] * n, stages, [latency] * n, issue, wake)
+        repeated = analytic.maxplus_makespan(Repeat(load, n), Repeat(compute, n), stages, Repeat(latency, n), issue,
+                                             wake)
+        assert repeated == listed, (n, stages, load, compute, latency, issue, wake)
+    assert analytic.maxplus_makespan(Repeat(3, 10**9), Repeat(5, 10**9), 2) == 3 + 5 * 10**9  # the anchor

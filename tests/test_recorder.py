@@ -42,7 +42,7 @@ def test_a_chunk_whose_values_do_not_fit_the_narrow_layout_keeps_them_exactly(mo
     spans_in(recorder, rows)
     spans = recorder.span_columns()
     assert [tuple(spans[c][i] for c in rec.SPAN_COLUMNS) for i in range(4)] == rows
-    assert [chunk.narrow for chunk in recorder._spans.chunks] == [False, True]
+    assert [chunk.narrow for chunk in recorder._chunks] == [False, True]
 
 
 def test_a_time_beyond_64_bits_is_an_error_not_a_wrapped_number():

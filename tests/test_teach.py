@@ -236,7 +236,8 @@ def test_predictions_echo_how_they_were_read():
     seconds = lessons.verdict(answers.read_answer("23 s", "us", "--predict"), 23.0, "us")
     assert seconds.startswith("You predicted 23 s; the run gives 23 µs: too high")
     fraction = lessons.verdict(answers.read_answer("0.625", "%", "--predict"), 62.5, "%")
-    assert "You predicted 0.625%" in fraction and "if you meant the fraction 0.625, that is 62.5%" in fraction
+    assert fraction.startswith("You predicted 0.625%; the run gives 62.5%: too low. (0.625 was read as 0.625%; "
+                               "if you meant the fraction 0.625, that is 62.5%: answer 62.5.)")
     assert "fraction" not in lessons.verdict(answers.read_answer("62.5", "%", "--predict"), 62.5, "%")
     assert "fraction" not in lessons.verdict(answers.read_answer("0.625%", "%", "--predict"), 62.5, "%")
 

@@ -18,6 +18,8 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from tmasim.engine.program import Repeat
+
 
 def anchor_time(tiles: int, load: int, compute: int, stages: int) -> int:
     """The anchor formula of docs/design.md §2 (exact, integer picoseconds)."""
@@ -84,11 +86,42 @@ def maxplus(load: Sequence[int], compute: Sequence[int], stages: int, latency: S
 
 def maxplus_makespan(load: Sequence[int], compute: Sequence[int], stages: int,
                      latency: Sequence[int] | None = None, issue: int = 0, wake: int = 0) -> int:
-    """The makespan from the recurrence, without keeping per-tile times."""
+    """The makespan from the recurrence, without keeping per-tile times (equal tiles: in the
+    time the recurrence takes to become periodic, see :func:`_periodic_makespan`)."""
+    if all(isinstance(s, Repeat) for s in (load, compute, latency or Repeat(0, len(load)))) and len(load):
+        return _periodic_makespan(len(load), load[0], compute[0], stages, latency[0] if latency else 0, issue, wake)
     last = (0, 0, 0, 0)
     for last in maxplus_steps(load, compute, stages, latency, issue, wake):  # noqa: B007 (keep the last)
         pass
     return last[3]
+
+
+def _periodic_makespan(n: int, load: int, compute: int, stages: int, latency: int, issue: int, wake: int) -> int:
+    """:func:`maxplus_steps` for ``n`` equal tiles, exactly. With equal inputs the recurrence is
+    a max-plus linear system with constant coefficients: once its state (ready, accepted, landed
+    and the last S ends, relative to the last end) equals the state p steps earlier, every
+    later step repeats it p steps later, shifted by the same time, so the rest is arithmetic."""
+    ends: deque[int] = deque(maxlen=stages)
+    history: deque[tuple[int, tuple[int, ...]]] = deque(maxlen=stages)  # (end, relative state) of past steps
+    ready = landed = end = 0
+    accepted = -issue
+    for i in range(n):
+        if i >= stages:
+            ready = max(ready, ends[0] + wake)
+        accepted = max(ready, accepted + issue)
+        landed = max(accepted + issue + latency, landed) + load
+        end = max(landed + wake, end) + compute
+        ends.append(end)
+        if i < stages - 1:  # the ring's first lap: the rule for `ready` changes after it
+            continue
+        state = (ready - end, accepted - end, landed - end, *(e - end for e in ends))
+        for p in range(1, len(history) + 1):
+            if history[-p][1] == state:  # steps i-p+1 .. i repeat forever, each lap later by shift
+                shift = end - history[-p][0]
+                laps, rem = divmod(n - 1 - i, p)
+                return history[-p + rem][0] + (laps + 1) * shift
+        history.append((end, state))
+    return end
 
 
 @dataclass(frozen=True)

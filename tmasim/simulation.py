@@ -7,6 +7,7 @@ residency) and the references that apply to the workload (closed forms, bounds).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import simpy
@@ -40,6 +41,9 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False) -> Result:
         _run_events(env, scenario, chip.ctas)
         _check_finished(chip.ctas, env.now)
     except ModelError as err:
+        if ff.jumps:  # say when it failed in the full run's times: run it again without the skip
+            return simulate(dataclasses.replace(scenario, run=dataclasses.replace(scenario.run, fast_forward=False)),
+                            record_bandwidth=record_bandwidth)
         err.records = recorder  # what happened up to the failure: a Gantt or trace of the bug
         raise
     ff.finish()
@@ -68,7 +72,7 @@ def _no_skip(scenario: Scenario, plan: Plan, record_bandwidth: bool) -> str:
                (run.drift.on, "SM drift makes durations random"),
                (run.records, "run.records = true keeps every span and event"),
                (record_bandwidth, "link loads are recorded over time"),
-               (plan.cluster > 1, "clusters are simulated in full"),
+               (scenario.pipeline.mma_cta_group == 2, "2-SM MMA pairs are simulated in full"),
                (not scenario.pipeline.consumer_waits_full,
                 "reads are checked step by step (pipeline.consumer_waits_full = false)")]
     return next((why for off, why in reasons if off), "")

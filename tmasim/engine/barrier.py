@@ -51,6 +51,10 @@ class Mbarrier:
         self._last.succeed()
         self._on_flip = on_flip
 
+    def watch(self, on_flip: FlipHook | None) -> None:
+        """Call ``on_flip(barrier, completed phase)`` at each flip from now on."""
+        self._on_flip = on_flip
+
     @property
     def pending_arrivals(self) -> int:
         return self._pending

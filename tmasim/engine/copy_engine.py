@@ -29,7 +29,7 @@ import simpy
 
 from tmasim.engine.barrier import Mbarrier
 from tmasim.engine.program import Copy
-from tmasim.engine.recorder import Recorder
+from tmasim.engine.recorder import ISSUE, STORE, STORE_SPAN, Recorder
 
 if TYPE_CHECKING:
     from tmasim.engine.fabric import Fabric, Link
@@ -72,7 +72,7 @@ class CopyEngine:
     __slots__ = ("env", "name", "sm", "issue", "recorder", "routes", "multiplicity", "max_copies", "max_bytes",
                  "_accept_free", "_transfer_free", "_route_cache", "_pending", "_ready", "_wake_at", "_requests",
                  "in_flight", "bytes_in_flight", "_transferring", "_busy_since", "busy_ps", "bytes", "memory_bytes",
-                 "l2_bytes", "hbm_bytes", "copies", "store_bytes", "latency_noise", "request_time",
+                 "l2_bytes", "hbm_bytes", "copies", "store_bytes", "latency_noise", "_code", "request_time",
                  "request_overhead")
 
     def __init__(self, env: simpy.Environment, name: str, sm: int, issue: int, recorder: Recorder | None, *,
@@ -84,6 +84,7 @@ class CopyEngine:
         self.sm = sm
         self.issue = issue
         self.recorder = recorder
+        self._code = recorder.name(name) if recorder is not None else 0  # the name, as the records keep it
         self.routes = routes
         self.multiplicity = multiplicity
         self.max_copies = max_copies
@@ -141,7 +142,7 @@ class CopyEngine:
         self.bytes_in_flight += copy.smem_bytes
         accepted = self._accept()
         if self.recorder is not None:
-            self.recorder.event(accepted, self.sm, cta, "issue" if stage >= 0 else "store", self.name, tile, stage)
+            self.recorder.instant(ISSUE if stage >= 0 else STORE, accepted, self.sm, cta, self._code, tile, stage)
         latency = copy.latency if self.latency_noise is None else self.latency_noise(copy.latency)
         ready = accepted + self.issue + latency
         if copy.busy >= 0:
@@ -218,8 +219,7 @@ class CopyEngine:
             route = self._route_cache[key] = tuple(hops)
         return route
 
-    def _land(self, copy: Copy, done: Target, start: float, cta: int, tile: int,
-              stage: int) -> None:
+    def _land(self, copy: Copy, done: Target, start: float, cta: int, tile: int, stage: int) -> None:
         now = self.env.now
         if copy.busy < 0:
             self._transferring = 0
@@ -235,11 +235,11 @@ class CopyEngine:
             self.copies += 1
         else:
             self.store_bytes += copy.memory_bytes
-        if self.recorder is not None:
-            kind = "transfer" if stage >= 0 else "store"
-            self.recorder.span(start, now, self.sm, cta, "tma", kind, tile, stage, copy.memory_bytes)
+        if self.recorder is not None:  # a load: its transfer span and landed event in one record
             if stage >= 0:
-                self.recorder.event(now, self.sm, cta, "landed", self.name, tile, stage)
+                self.recorder.copy(start, now, self.sm, cta, tile, stage, copy.memory_bytes, self._code)
+            else:
+                self.recorder.spanned(STORE_SPAN, start, now, self.sm, cta, tile, stage, copy.memory_bytes)
             if multicast:  # one record per receiver: where the bytes went (and from whom)
                 for sm, receiver in done.ctas:  # type: ignore[union-attr]
                     self.recorder.event(now, sm, receiver, "multicast", f"sm{self.sm}.cta{cta}", tile, stage)

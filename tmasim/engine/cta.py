@@ -25,7 +25,7 @@ import simpy
 from tmasim.engine.barrier import Mbarrier
 from tmasim.engine.copy_engine import CopyEngine, Multicast
 from tmasim.engine.program import Copy, Program
-from tmasim.engine.recorder import Recorder
+from tmasim.engine.recorder import EPILOGUE, FLIP_EMPTY, WAIT_EMPTY, WAIT_FULL, Recorder
 from tmasim.engine.stages import StageRing
 from tmasim.engine.tensor_core import TensorCore
 
@@ -87,8 +87,9 @@ class Cta:
         self.ring = StageRing(env, self.scope, sync.stages, full_arrivals=sync.full_arrivals,
                               empty_arrivals=sync.empty_arrivals * writers, wake=sync.wake,
                               on_full_flip=self._on_full_flip if watch else None,
-                              on_empty_flip=self._on_empty_flip if recorder is not None else None,
                               multicast=bool(self.mask) or sync.mma_pair)
+        # The ring's barrier names as the records keep them: full[0..S-1], then empty[0..S-1].
+        self._names = [recorder.name(b.name) for b in (*self.ring.full, *self.ring.empty)] if recorder else []
         self.leader: Cta | None = None  # 2-SM MMA follower: the CTA whose MMA reads our half
         self.follower: Cta | None = None  # 2-SM MMA leader: the CTA holding the other half
         self._unit_done: list[simpy.Event] = []
@@ -110,6 +111,7 @@ class Cta:
         self._turn = 0  # ping-pong: the unit whose mainloop may run
         self._turn_changed = env.event()
         self.on_step: Callable[[Cta, int], None] | None = None  # called as the producer reaches each step
+        self.steps_may_drop = False  # fast-forward may shorten the program: loops re-read its length
         self.processes = [env.process(self.producer())]
         self.processes += [env.process(self.consumer(w)) for w in range(sync.consumers)]
 
@@ -124,6 +126,8 @@ class Cta:
         pair = self.sync.mma_pair
         if not self.mask and not pair:
             return
+        if self.recorder is not None:  # peers' consumers arrive on our empty barriers too
+            self.ring.watch_empty(self._on_empty_flip)
         owner = _pair_owner if pair else _self_owner
         receivers = [_ranks(peer.mask) or [q] for q, peer in enumerate(peers)]
         if owner(rank) == rank:
@@ -186,7 +190,7 @@ class Cta:
         who = f"{self.scope}.producer"
         stages, fulls, empties, copies_of = ring.stages, ring.full, ring.empty, prog.copies
         on_step = self.on_step
-        for i in live_steps(prog):
+        for i in self._steps():
             if on_step is not None:  # fast-forward's cut: may shorten the program (engine/fast_forward.py)
                 on_step(self, i)
             use, slot = divmod(i, stages)
@@ -201,7 +205,7 @@ class Cta:
                 if env.now > t0:
                     self.wait_empty_ps += env.now - t0
                     if rec is not None:
-                        rec.span(t0, env.now, self.sm, self.index, "producer", "wait_empty", i, slot)
+                        rec.spanned(WAIT_EMPTY, t0, env.now, self.sm, self.index, i, slot)
             full = fulls[slot]
             copies = copies_of(i)
             if follower:  # 2-SM MMA: our half completes on the leader's full barrier
@@ -257,7 +261,7 @@ class Cta:
                     if env.now > t0:
                         self.wait_full_ps += env.now - t0
                         if rec is not None:
-                            rec.span(t0, env.now, self.sm, self.index, "consumer", "wait_full", i, slot)
+                            rec.spanned(WAIT_FULL, t0, env.now, self.sm, self.index, i, slot)
             else:
                 self._reads.append((warpgroup, i, env.now))
             # The step's MMAs occupy the tensor cores (cooperative warpgroups split them; the
@@ -283,15 +287,23 @@ class Cta:
             yield done
             late = tail - wait
             if release is None:
-                empties[slot].arrive(who, phase=use, delay=late)
+                empty = empties[slot]
+                empty.arrive(who, phase=use, delay=late)
             else:
                 self._release_slot(slot, use, who, late)
+            now = env.now
+            freed = now + late
             if counts_cycles:
-                now = env.now + late
-                self.slot_cycle_ps += now - released[slot]
-                released[slot] = now
+                self.slot_cycle_ps += freed - released[slot]
+                released[slot] = freed
                 self.slot_cycles += 1
-            if rec is not None:
+            if rec is not None and release is None:  # the compute and use spans, the empty flip if any
+                if empty.phase == use:
+                    rec.compute(start, now - wait, freed, self.sm, self.index, i, slot)
+                else:
+                    rec.compute_flip(start, now - wait, freed, self.sm, self.index, i, slot, use,
+                                     empty.flipped_at, self._names[stages + slot])
+            elif rec is not None:
                 rec.span(start, env.now - wait, self.sm, self.index, "consumer", "compute", i, slot)
                 if self.follower is not None:  # the pair's MMA runs on the follower's tensor cores too
                     rec.span(start, env.now - wait, self.follower.sm, self.follower.index, "consumer", "compute",
@@ -331,9 +343,14 @@ class Cta:
     def _steps_of(self, warpgroup: int) -> Iterable[int]:
         prog = self.program
         if self.sync.mode == COOPERATIVE or self.sync.consumers == 1:
-            return live_steps(prog)
+            return self._steps()
         consumers = self.sync.consumers
-        return (i for i in live_steps(prog) if prog.unit_of(i) % consumers == warpgroup)
+        return (i for i in self._steps() if prog.unit_of(i) % consumers == warpgroup)
+
+    def _steps(self) -> Iterable[int]:
+        """Every step: a plain range unless fast-forward may drop steps ahead (the range's
+        length is fixed at the start; ``live_steps`` reads it anew, at a cost per step)."""
+        return live_steps(self.program) if self.steps_may_drop else range(self.program.steps)
 
     def _epilogue(self, warpgroup: int, step: int, duration: int,
                   store: Copy | None) -> Generator[simpy.Event, object, None]:
@@ -342,8 +359,7 @@ class Cta:
         if duration:
             yield self.env.timeout(duration)
         if self.recorder is not None:
-            self.recorder.span(start, self.env.now, self.sm, self.index, "consumer", "epilogue",
-                               self.program.unit_of(step), -1)
+            self.recorder.spanned(EPILOGUE, start, self.env.now, self.sm, self.index, self.program.unit_of(step), -1)
         if store is not None and (warpgroup == 0 or self.sync.mode == PINGPONG):
             self._stores_left += 1
             self.copy_engine.store(store, self._store_done, self.index, self.program.unit_of(step))
@@ -372,21 +388,23 @@ class Cta:
                                         step, stage)
         return found
 
-    def _on_full_flip(self, barrier: Mbarrier, phase: int, slot: int) -> None:
+    def _on_full_flip(self, slot: int, barrier: Mbarrier, phase: int) -> None:
         """A slot's data landed: the step it holds is ready."""
-        step = phase * self.sync.stages + slot
-        now = self.env.now
+        step = phase * self.ring.stages + slot
         if self._landed:
-            self._landed[step] = now
-        if self.recorder is not None:
-            self.recorder.span(self._issued_at[slot], now, self.sm, self.index, "slot", "fill", step, slot,
-                               sum(c.smem_bytes for c in self.program.copies(step)))
-            self.recorder.event(now, self.sm, self.index, "flip_full", barrier.name, step, slot, phase)
+            self._landed[step] = self.env.now
+        rec = self.recorder
+        if rec is not None:  # the fill span and the flip in one record
+            copies = self.program.copies(step)
+            nbytes = copies[0].smem_bytes if len(copies) == 1 else sum(c.smem_bytes for c in copies)
+            rec.fill(self._issued_at[slot], self.env.now, self.sm, self.index, step, slot, nbytes, phase,
+                     self._names[slot])
 
-    def _on_empty_flip(self, barrier: Mbarrier, phase: int, slot: int) -> None:
-        assert self.recorder is not None
-        step = phase * self.sync.stages + slot
-        self.recorder.event(barrier.flipped_at, self.sm, self.index, "flip_empty", barrier.name, step, slot, phase)
+    def _on_empty_flip(self, slot: int, barrier: Mbarrier, phase: int) -> None:
+        """A slot's release completed (in a cluster: a peer's consumer may complete it)."""
+        stages = self.sync.stages
+        self.recorder.instant(FLIP_EMPTY, barrier.flipped_at, self.sm, self.index,  # type: ignore[union-attr]
+                              self._names[stages + slot], phase * stages + slot, slot, phase)
 
     def waiting(self) -> list[str]:
         """Who in this CTA is blocked, on what (for deadlock reports); in a cluster, which peers

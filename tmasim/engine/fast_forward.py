@@ -36,6 +36,7 @@ import simpy
 from simpy.events import PENDING, Process
 
 from tmasim.engine.barrier import Mbarrier
+from tmasim.engine.copy_engine import Multicast
 
 if TYPE_CHECKING:
     from tmasim.engine.chip import Chip
@@ -99,6 +100,7 @@ class FastForward:
         if any(c.program is cta.program for c in self.ctas):
             self._stop("two CTAs share one program object")
         self.ctas.append(cta)
+        cta.steps_may_drop = self.skip
         if self.ref is None:
             self.ref = cta
             cta.on_step = self.at_step
@@ -190,6 +192,9 @@ class FastForward:
         moves = [bj - bi for bi, bj in zip(i.base, j.base, strict=True)]
         if delta <= 0 or any(p < 0 or p % self.stages for p in moves) or not any(moves):
             return False
+        move_of = {id(c): p for c, p in zip(self.ctas, moves, strict=True)}
+        if any(move_of.get(id(peer), p) != p for c, p in zip(self.ctas, moves, strict=True) for peer in c.peers):
+            return False  # a cluster's CTAs fill each other's slots: they move together or not at all
         k = math.inf
         for cta, p, low, base in zip(self.ctas, moves, i.low, j.base, strict=True):
             if p:
@@ -282,8 +287,8 @@ class FastForward:
     def _cta_state(self, cta: Cta, now: int, describe: _Describer) -> tuple[Any, ...]:
         if cta.done:
             return ("done",)
-        if cta.cluster >= 0 or cta.leader is not None or cta.follower is not None or cta._reads:
-            raise Opaque("clusters and unchecked reads are not described")
+        if cta.leader is not None or cta.follower is not None or cta._reads:
+            raise Opaque("2-SM MMA pairs and unchecked reads are not described")
         base = cta.issued
         stages = self.stages
         procs: list[tuple[Any, ...] | None] = []
@@ -358,12 +363,16 @@ class _Describer:
         """What a suspended process waits on: a barrier's phase, a queued event, a CTA's exit."""
         if id(event) in self.queued:
             return ("queued", self.queued[id(event)])
+        if isinstance(event, simpy.events.Condition):  # a cluster slot waiting for its CTAs to exit
+            return ("all of", tuple(self.name(e) for e in event._events))
         return self.name(event)
 
     def target_of(self, done: Any) -> Any:
         """Where a copy's bytes complete: a barrier, or (a store) the CTA's callback."""
         if isinstance(done, Mbarrier):
             return self.name(done)
+        if isinstance(done, Multicast):
+            return ("multicast", tuple(self.name(b) for b in done.barriers), tuple(p.name for p in done.ports))
         if hasattr(done, "__self__"):
             return (done.__func__.__name__, self.name(done.__self__))
         raise Opaque(f"a copy target {type(done).__name__}")
@@ -374,17 +383,21 @@ class _Describer:
             if owner is not None:
                 if isinstance(owner, Process):
                     yield ("resume", self._process(owner))
+                elif isinstance(owner, simpy.events.Condition):
+                    yield ("condition", self.target(owner))
                 else:
                     yield (cb.__func__.__name__, self.name(owner))
                 continue
-            code, cells = cb.__code__, cb.__closure__ or ()
+            code = cb.__code__
+            cells = {var: cell.cell_contents for var, cell in zip(code.co_freevars, cb.__closure__ or (), strict=True)}
             described = []
-            for var, cell in zip(code.co_freevars, cells, strict=True):
-                value = cell.cell_contents
+            for var, value in cells.items():
                 if var in _CELLS_RECORDS:
                     continue
-                if var == "self":
+                if var in ("self", "barrier"):
                     described.append(self.name(value))
+                elif var == "use" and isinstance(cells.get("barrier"), Mbarrier):  # a remote arrival's phase
+                    described.append(value - cells["barrier"].phase)
                 elif var == "done":
                     described.append(self.event(value) if isinstance(value, simpy.Event) else self.target_of(value))
                 elif var in _CELLS_EXACT:
@@ -401,6 +414,9 @@ class _Describer:
         if gen.gi_code.co_name == "_slot" and gen.gi_frame is not None:  # a grid launch's CTA slot
             local = gen.gi_frame.f_locals
             return ("slot", local["sm"].index, len(local["queue"]))
+        if gen.gi_code.co_name == "_cluster_slot" and gen.gi_frame is not None:  # a grid launch's cluster slot
+            local = gen.gi_frame.f_locals
+            return ("cluster slot", tuple(sm.index for sm in local["slot_sms"]), len(local["queue"]))
         raise Opaque(f"a process {gen.gi_code.co_name}")
 
     def event(self, event: simpy.Event) -> Any:

@@ -3,15 +3,23 @@
 Summary-only runs (sweeps) pass ``None`` instead of a :class:`Recorder`; the components test
 for that once per event and skip the record entirely.
 
-Memory is bounded by design: a record is appended as a small tuple to a short buffer, and
-every :data:`CHUNK` records the buffer becomes one packed numpy array (about 24 bytes a
-record instead of some 300 as Python objects). Strings (lanes, kinds, barrier names) are
-stored as small integer codes into a table of the distinct strings. Records arrive nearly in
-time order (a span when it ends), so a chunk keeps each record's time as the step from the
-one before (32 bits, signed) and a span's start as its duration; each chunk is packed in this
-narrow layout when its values fit, else (a step over 2 ms, a CTA index over 32767, ...) in
-64-bit columns, for that chunk only. A 1,000,000-tile run's records take about 200 MB rather than
-1.5 GB (``benchmarks/bench_memory.py``).
+Records cost little, in time and in memory:
+
+- One stream, in the order things happened: every record is ``WIDTH`` integers appended to one
+  flat list (no tuple per record, no string: lanes, kinds and names are small integer codes
+  that the components look up once, when they are built).
+- One record where one moment makes several rows: a copy that lands is its ``transfer`` span
+  and its ``landed`` event; a full barrier's flip is the slot's ``fill`` span and the
+  ``flip_full`` event; an MMA step is the consumer's ``compute`` span and the slot's ``use``
+  span (same start, the slot held ``tail`` longer). The rows are derived when the tables are
+  built, in the order they were recorded, so the tables are the same as with one record each.
+- Every :data:`CHUNK` records the list becomes one packed numpy array, whole (one conversion,
+  not one per column): about 30 bytes a record instead of some 300 as Python objects. Records
+  arrive nearly in time order, so a chunk keeps each record's time as the step from the one
+  before (32 bits, signed) and is packed in this narrow layout when its values fit, else (a
+  step over 2 ms, a CTA index over 32767, ...) in 64-bit columns, for that chunk only. A
+  1,000,000-tile run (9,000,000 rows from 5,000,000 records) peaks at about 200 MB, the
+  interpreter's 50 included (``benchmarks/bench_memory.py``; 252 MB with a record per row).
 """
 
 from __future__ import annotations
@@ -37,19 +45,41 @@ EVENT_COLUMNS = ("time_ps", "sm", "cta", "kind", "name", "tile", "stage", "phase
 # on this CTA's empty barrier; `name` is the arriving consumer); at a deadlock, stuck (a wait
 # still open when the run stopped: `name` the barrier, `phase` the parity waited for).
 
-CHUNK = 1 << 14
-# As buffered: spans (end, duration, sm, cta, lane, kind, tile, stage, bytes) -- a span is
-# recorded when it ends; events (time, sm, cta, kind, name, tile, stage, phase). The first
-# field (the time) is packed as the difference from the previous record's (mostly small and
-# non-negative: an issue is recorded at the time the copy unit accepts it, which may differ
-# from now), strings as codes into the table of distinct strings.
-_SPAN_FIELDS = ("end_ps", "duration_ps", "sm", "cta", "lane", "kind", "tile", "stage", "bytes")
-_EVENT_FIELDS = EVENT_COLUMNS
-_SPAN_NARROW = np.dtype([("end_ps", "<i4"), ("duration_ps", "<u4"), ("sm", "<i2"), ("cta", "<i2"),
-                         ("lane", "u1"), ("kind", "u1"), ("tile", "<i4"), ("stage", "<i2"), ("bytes", "<u4")])
-_EVENT_NARROW = np.dtype([("time_ps", "<i4"), ("sm", "<i2"), ("cta", "<i2"), ("kind", "u1"), ("name", "<u2"),
-                          ("tile", "<i4"), ("stage", "<i2"), ("phase", "<i4")])
-_STRINGS = {"span": ("lane", "kind"), "event": ("kind", "name")}
+CHUNK = 1 << 14  # records per packed chunk
+
+# A record: time, a, b, sm, cta, form, tile, stage, value, name. ``form`` says what it is (a
+# code into the recorder's table of forms); the others by form:
+#   span      time = end, a = duration, value = bytes
+#   event     time, value = phase, name = name code
+#   COPY      a transfer span (time = end, a = duration, value = bytes) + its landed event (name)
+#   FILL      a fill span (time = end, a = duration, value = bytes) + flip_full (b = phase, name)
+#   COMPUTE   a compute span (time = end, a = duration) + the slot's use span (ends b later)
+#   COMPUTE_FLIP  COMPUTE + the empty barrier's flip when the slot is released (value = phase, name)
+WIDTH = 10
+_FIELDS = ("time", "a", "b", "sm", "cta", "form", "tile", "stage", "value", "name")
+_NARROW = np.dtype([("time", "<i4"), ("a", "<u4"), ("b", "<i4"), ("sm", "<i2"), ("cta", "<i2"), ("form", "<u2"),
+                    ("tile", "<i4"), ("stage", "<i2"), ("value", "<i4"), ("name", "<u2")])
+_LOW = np.array([np.iinfo(_NARROW[f]).min for f in _FIELDS], dtype=np.int64)
+_HIGH = np.array([np.iinfo(_NARROW[f]).max for f in _FIELDS], dtype=np.int64)
+
+# What a form is: how many span rows and event rows one record of it makes.
+SPAN, EVENT, BOTH_COPY, BOTH_FILL, TWO_SPANS, TWO_SPANS_FLIP = range(6)
+_SPAN_ROWS = np.array([1, 0, 1, 1, 2, 2], dtype=np.int64)
+_EVENT_ROWS = np.array([0, 1, 1, 1, 0, 1], dtype=np.int64)
+_HAS_BYTES = np.array([True, False, True, True, False, False])
+
+# The forms every recorder knows from the start (codes the components use directly): (type, lane
+# or "", kind). More are added as :meth:`Recorder.span` and :meth:`Recorder.event` meet them.
+_KNOWN: tuple[tuple[int, str, str], ...] = (
+    (BOTH_COPY, "tma", "transfer"), (BOTH_FILL, "slot", "fill"), (TWO_SPANS, "consumer", "compute"),
+    (TWO_SPANS_FLIP, "consumer", "compute"),
+    (SPAN, "producer", "wait_empty"), (SPAN, "consumer", "wait_full"), (SPAN, "tma", "store"),
+    (SPAN, "consumer", "epilogue"), (SPAN, "consumer", "compute"), (SPAN, "slot", "use"),
+    (EVENT, "", "issue"), (EVENT, "", "store"), (EVENT, "", "flip_empty"), (EVENT, "", "landed"),
+    (EVENT, "", "flip_full"), (EVENT, "", "multicast"), (EVENT, "", "remote_arrive"), (EVENT, "", "cluster"),
+    (EVENT, "", "race"))
+(COPY, FILL, COMPUTE, COMPUTE_FLIP, WAIT_EMPTY, WAIT_FULL, STORE_SPAN, EPILOGUE, COMPUTE_SPAN, USE_SPAN,
+ ISSUE, STORE, FLIP_EMPTY, *_) = range(len(_KNOWN))
 
 
 class _Chunk:
@@ -57,115 +87,213 @@ class _Chunk:
 
     __slots__ = ("records", "first", "narrow")
 
-    def __init__(self, columns: dict[str, np.ndarray[Any, Any]], narrow: np.dtype[Any]) -> None:
-        time = next(iter(columns))
-        times = columns[time]
+    def __init__(self, rows: np.ndarray[Any, Any]) -> None:
+        times = rows[:, 0]
         self.first = int(times[0])
-        steps = np.diff(times, prepend=times[:1])
-        self.narrow = all(_fits(steps if name == time else values, narrow[name]) for name, values in columns.items())
-        layout = narrow if self.narrow else np.dtype([(name, "<i8") for name in columns])
-        self.records = np.empty(len(times), dtype=layout)
-        for name, values in columns.items():
-            self.records[name] = steps if self.narrow and name == time else values
+        columns = [np.diff(times, prepend=times[:1]), *(rows[:, i] for i in range(1, WIDTH))]
+        # Column by column: a reduction along the rows of a wide array is several times slower.
+        self.narrow = all(low <= c.min() and c.max() <= high for c, low, high in zip(columns, _LOW, _HIGH, strict=True))
+        if self.narrow:
+            self.records = np.empty(len(rows), dtype=_NARROW)
+            for name, values in zip(_FIELDS, columns, strict=True):
+                self.records[name] = values
+        else:
+            self.records = rows
 
     def __len__(self) -> int:
         return len(self.records)
 
-    def column(self, name: str, time: str) -> np.ndarray[Any, Any]:
-        values = self.records[name].astype(np.int64)
-        if self.narrow and name == time:
-            return self.first + np.cumsum(values)
-        return values
-
-
-def _fits(values: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> bool:
-    info = np.iinfo(dtype)
-    return bool(values.min() >= info.min and values.max() <= info.max)
-
-
-class _Table:
-    """One kind of record: a buffer of tuples, packed chunks, and the string code tables."""
-
-    __slots__ = ("buffer", "chunks", "narrow", "fields", "codes")
-
-    def __init__(self, fields: tuple[str, ...], narrow: np.dtype[Any], strings: tuple[str, ...]) -> None:
-        self.buffer: list[tuple[Any, ...]] = []
-        self.chunks: list[_Chunk] = []
-        self.narrow, self.fields = narrow, fields
-        self.codes: dict[str, dict[str, int]] = {name: {} for name in strings}
-
-    def __len__(self) -> int:
-        return sum(len(c) for c in self.chunks) + len(self.buffer)
-
-    def flush(self) -> None:
-        """Pack the buffer: one column at a time (strings to codes), then one chunk."""
-        if not self.buffer:
-            return
-        columns = {}
-        for name, values in zip(self.fields, zip(*self.buffer, strict=True), strict=True):
-            if name in self.codes:
-                codes = self.codes[name]
-                values = tuple([codes.setdefault(v, len(codes)) for v in values])
-            try:
-                columns[name] = np.array(values, dtype=np.int64)
-            except OverflowError:
-                raise TmasimError("run.records: a time or count beyond 64 bits cannot be recorded; "
-                                  "set run.records=false") from None
-        self.chunks.append(_Chunk(columns, self.narrow))
-        self.buffer.clear()
-
-    def column(self, name: str) -> np.ndarray[Any, Any]:
-        """One column over every chunk, as int64 (strings decoded for the string columns)."""
-        self.flush()
-        time = self.fields[0]
-        values = (np.concatenate([c.column(name, time) for c in self.chunks]) if self.chunks
-                  else np.empty(0, dtype=np.int64))
-        if name in self.codes:
-            names = np.array(list(self.codes[name]), dtype=object)
-            return names[values] if len(names) else values.astype(object)
-        return values
+    def column(self, index: int) -> np.ndarray[Any, Any]:
+        if not self.narrow:
+            return self.records[:, index]
+        values = self.records[_FIELDS[index]].astype(np.int64)
+        return self.first + np.cumsum(values) if index == 0 else values
 
 
 class Recorder:
-    """Collects spans and events in the column order of SPAN_COLUMNS / EVENT_COLUMNS."""
+    """Collects spans and events; hands them back in the column order of SPAN_COLUMNS /
+    EVENT_COLUMNS, in the order they were recorded."""
 
-    __slots__ = ("_spans", "_events", "_span_buffer", "_event_buffer")
+    __slots__ = ("_buffer", "_limit", "_chunks", "_forms", "_form_codes", "_names", "_name_codes")
 
     def __init__(self) -> None:
-        self._spans = _Table(_SPAN_FIELDS, _SPAN_NARROW, _STRINGS["span"])
-        self._events = _Table(_EVENT_FIELDS, _EVENT_NARROW, _STRINGS["event"])
-        self._span_buffer = self._spans.buffer
-        self._event_buffer = self._events.buffer
+        self._buffer: list[int] = []
+        self._limit = CHUNK * WIDTH
+        self._chunks: list[_Chunk] = []
+        self._forms = list(_KNOWN)
+        self._form_codes = {form[1:]: code for code, form in enumerate(_KNOWN) if form[0] in (SPAN, EVENT)}
+        self._names: list[str] = []
+        self._name_codes: dict[str, int] = {}
+
+    # ---- recording (the engine's hot path: each call appends WIDTH ints) --------------------
+
+    def name(self, text: str) -> int:
+        """The code of a name (a barrier's, a copy engine's): look it up once, record it often."""
+        code = self._name_codes.get(text)
+        if code is None:
+            code = self._name_codes[text] = len(self._names)
+            self._names.append(text)
+        return code
+
+    def spanned(self, form: int, start: float, end: float, sm: int, cta: int, tile: int, stage: int,
+                nbytes: int = 0) -> None:
+        """A span of a known form (``WAIT_FULL``, ...)."""
+        buffer = self._buffer
+        buffer += (end, end - start, 0, sm, cta, form, tile, stage, nbytes, 0)
+        if len(buffer) >= self._limit:
+            self._pack()
+
+    def instant(self, form: int, time: float, sm: int, cta: int, name: int, tile: int = -1, stage: int = -1,
+                phase: int = -1) -> None:
+        """An event of a known form (``ISSUE``, ...); ``name`` is a code from :meth:`name`."""
+        buffer = self._buffer
+        buffer += (time, 0, 0, sm, cta, form, tile, stage, phase, name)
+        if len(buffer) >= self._limit:
+            self._pack()
+
+    def copy(self, start: float, end: float, sm: int, cta: int, tile: int, stage: int, nbytes: int,
+             name: int) -> None:
+        """A load's transfer span and its landed event (on copy engine ``name``)."""
+        buffer = self._buffer
+        buffer += (end, end - start, 0, sm, cta, COPY, tile, stage, nbytes, name)
+        if len(buffer) >= self._limit:
+            self._pack()
+
+    def fill(self, start: float, end: float, sm: int, cta: int, tile: int, stage: int, nbytes: int,
+             phase: int, name: int) -> None:
+        """A slot's fill span (issue to landed) and its full barrier ``name``'s flip."""
+        buffer = self._buffer
+        buffer += (end, end - start, phase, sm, cta, FILL, tile, stage, nbytes, name)
+        if len(buffer) >= self._limit:
+            self._pack()
+
+    def compute(self, start: float, end: float, released: float, sm: int, cta: int, tile: int,
+                stage: int) -> None:
+        """A compute span (``start`` to ``end``) and the slot's use span (``start`` to ``released``)."""
+        buffer = self._buffer
+        buffer += (end, end - start, released - end, sm, cta, COMPUTE, tile, stage, 0, 0)
+        if len(buffer) >= self._limit:
+            self._pack()
+
+    def compute_flip(self, start: float, end: float, released: float, sm: int, cta: int, tile: int,
+                     stage: int, phase: int, flipped: float, name: int) -> None:
+        """:meth:`compute`, and this release completed phase ``phase`` of empty barrier ``name``
+        at ``flipped`` (one record when that is the release time, else two)."""
+        buffer = self._buffer
+        if flipped == released:
+            buffer += (end, end - start, released - end, sm, cta, COMPUTE_FLIP, tile, stage, phase, name)
+        else:
+            buffer += (end, end - start, released - end, sm, cta, COMPUTE, tile, stage, 0, 0,
+                       flipped, 0, 0, sm, cta, FLIP_EMPTY, tile, stage, phase, name)
+        if len(buffer) >= self._limit:
+            self._pack()
 
     def span(self, start: float, end: float, sm: int, cta: int, lane: str, kind: str,
              tile: int, stage: int, nbytes: int = 0) -> None:
-        buffer = self._span_buffer
-        buffer.append((end, end - start, sm, cta, lane, kind, tile, stage, nbytes))
-        if len(buffer) >= CHUNK:
-            self._spans.flush()
+        """Any span, by its lane and kind."""
+        self.spanned(self._form((SPAN, lane, kind)), start, end, sm, cta, tile, stage, nbytes)
 
     def event(self, time: float, sm: int, cta: int, kind: str, name: str,
               tile: int = -1, stage: int = -1, phase: int = -1) -> None:
-        buffer = self._event_buffer
-        buffer.append((time, sm, cta, kind, name, tile, stage, phase))
-        if len(buffer) >= CHUNK:
-            self._events.flush()
+        """Any event, by its kind and name."""
+        self.instant(self._form((EVENT, "", kind)), time, sm, cta, self.name(name), tile, stage, phase)
+
+    def _form(self, form: tuple[int, str, str]) -> int:
+        code = self._form_codes.get(form[1:])
+        if code is None or self._forms[code][0] != form[0]:
+            code = self._form_codes[form[1:]] = len(self._forms)
+            self._forms.append(form)
+        return code
+
+    def _pack(self) -> None:
+        """The buffer becomes one chunk, converted whole."""
+        if not self._buffer:
+            return
+        try:
+            rows = np.fromiter(self._buffer, dtype=np.int64, count=len(self._buffer)).reshape(-1, WIDTH)
+        except OverflowError:
+            raise TmasimError("run.records: a time or count beyond 64 bits cannot be recorded; "
+                              "set run.records=false") from None
+        self._chunks.append(_Chunk(rows))
+        self._buffer.clear()
+
+    # ---- reading back ---------------------------------------------------------------------
 
     @property
     def span_count(self) -> int:
-        return len(self._spans)
+        return int(self._per_form() @ self._rows_of(_SPAN_ROWS))
 
     @property
     def event_count(self) -> int:
-        return len(self._events)
+        return int(self._per_form() @ self._rows_of(_EVENT_ROWS))
+
+    def _per_form(self) -> np.ndarray[Any, Any]:
+        """Records of each form, chunk by chunk (no column of the whole run is built)."""
+        forms = len(self._forms)
+        counts = np.bincount(np.array(self._buffer[5::WIDTH], dtype=np.int64), minlength=forms)
+        for chunk in self._chunks:
+            counts += np.bincount(chunk.column(5), minlength=forms)
+        return counts
+
+    def _rows_of(self, rows: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        return rows[self._types(np.arange(len(self._forms)))]
 
     def span_columns(self) -> dict[str, np.ndarray[Any, Any]]:
         """Every span as columns (SPAN_COLUMNS order): int64 numbers, strings for lane and kind."""
-        table = self._spans
-        end = table.column("end_ps")
-        start = end - table.column("duration_ps")
-        return {"start_ps": start, "end_ps": end, **{name: table.column(name) for name in SPAN_COLUMNS[2:]}}
+        rec = self._records()
+        form = rec["form"]
+        rows = _SPAN_ROWS[self._types(form)]
+        pick, second = _expand(rows)
+        form = form[pick]
+        end = rec["time"][pick]
+        end[second] += rec["b"][pick][second]  # the use span of a compute record ends later
+        start = rec["time"][pick] - rec["a"][pick]
+        nbytes = np.where(_HAS_BYTES[self._types(form)], rec["value"][pick], 0)
+        lanes = np.where(second, "slot", self._table(lambda f: f[1])[form])
+        kinds = np.where(second, "use", self._table(lambda f: f[2])[form])
+        return {"start_ps": start, "end_ps": end, "sm": rec["sm"][pick], "cta": rec["cta"][pick],
+                "lane": lanes, "kind": kinds, "tile": rec["tile"][pick], "stage": rec["stage"][pick], "bytes": nbytes}
 
     def event_columns(self) -> dict[str, np.ndarray[Any, Any]]:
         """Every event as columns (EVENT_COLUMNS order): int64 numbers, strings for kind and name."""
-        return {name: self._events.column(name) for name in EVENT_COLUMNS}
+        rec = self._records()
+        types = self._types(rec["form"])
+        pick = np.flatnonzero(_EVENT_ROWS[types])
+        form, kind = rec["form"][pick], types[pick]
+        phase = np.select([kind == BOTH_COPY, kind == BOTH_FILL], [-1, rec["b"][pick]], rec["value"][pick])
+        names = np.array(self._names, dtype=object)
+        time = rec["time"][pick] + np.where(kind == TWO_SPANS_FLIP, rec["b"][pick], 0)  # flips at the release
+        return {"time_ps": time, "sm": rec["sm"][pick], "cta": rec["cta"][pick],
+                "kind": self._table(_event_kind)[form],
+                "name": names[rec["name"][pick]] if len(names) else np.empty(len(pick), dtype=object),
+                "tile": rec["tile"][pick], "stage": rec["stage"][pick], "phase": phase}
+
+    def _records(self) -> dict[str, np.ndarray[Any, Any]]:
+        """Every record's fields as int64 columns, in recorded order."""
+        self._pack()
+        if not self._chunks:
+            return {name: np.empty(0, dtype=np.int64) for name in _FIELDS}
+        return {name: np.concatenate([c.column(i) for c in self._chunks]) for i, name in enumerate(_FIELDS)}
+
+    def _types(self, form: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        return np.array([f[0] for f in self._forms], dtype=np.int64)[form]
+
+    def _table(self, part: Any) -> np.ndarray[Any, Any]:
+        """``part`` of every form, indexable by form codes."""
+        table = np.empty(len(self._forms), dtype=object)
+        table[:] = [part(f) for f in self._forms]
+        return table
+
+
+def _event_kind(form: tuple[int, str, str]) -> str:
+    """The event a record of this form makes: a copy's landing, a fill's flip, or its own kind."""
+    return {BOTH_COPY: "landed", BOTH_FILL: "flip_full", TWO_SPANS_FLIP: "flip_empty"}.get(form[0], form[2])
+
+
+def _expand(rows: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Record index of each output row (a record making ``rows[i]`` of them), and whether the
+    row is its record's second."""
+    pick = np.repeat(np.arange(len(rows)), rows)
+    starts = np.cumsum(rows) - rows
+    second = np.arange(len(pick)) - np.repeat(starts, rows) == 1
+    return pick, second

@@ -8,12 +8,13 @@ so its first S waits pass at once (the slots start empty), as CUTLASS's pipeline
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import simpy
 
 from tmasim.engine.barrier import FlipHook, Mbarrier
 
-SlotHook = Callable[[Mbarrier, int, int], None]  # (barrier, completed phase, slot)
+SlotHook = Callable[[int, Mbarrier, int], None]  # (slot, barrier, completed phase)
 
 
 class StageRing:
@@ -30,7 +31,11 @@ class StageRing:
                       for s in range(stages)]
 
 
+    def watch_empty(self, hook: SlotHook) -> None:
+        """Call ``hook`` at each flip of an empty barrier from now on."""
+        for s, barrier in enumerate(self.empty):
+            barrier.watch(_bind(hook, s))
+
+
 def _bind(hook: SlotHook | None, slot: int) -> FlipHook | None:
-    if hook is None:
-        return None
-    return lambda barrier, phase: hook(barrier, phase, slot)
+    return None if hook is None else partial(hook, slot)  # a partial adds no Python frame of its own

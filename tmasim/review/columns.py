@@ -34,6 +34,8 @@ _NAMES = {
     "ctas": "CTAs", "sms_used": "SMs used", "waves": "units per CTA (persistent) or waves (grid)",
     "races": "reads before data landed", "hbm_bytes": "HBM traffic", "memory_bytes": "L2 traffic",
     "bytes": "bytes into shared memory", "status": "status", "error": "error",
+    "l2_bytes": "L2 traffic (a cluster's same loads once)", "smem_bound_ns": "shared-memory bound",
+    "smem_bytes_per_k_step": "shared-memory traffic per k-step", "operands": "MMA operand source",
 }
 _ROW_LABELS = {"pipeline.stages": "{} stages", "workload.tile": "tile {}", "workload.box": "box {}",
                "pipeline.consumers": "{} consumers", "run.seed": "seed {}"}

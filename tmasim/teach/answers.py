@@ -85,8 +85,8 @@ def _percent(text: str, where: str) -> Reading:
     shown = f"{value:.4g}%"
     note = ""
     if not signed and 0 < abs(value) <= 1:
-        note = (f"read as {shown}; if you meant the fraction {value:g}, that is {value * 100:.4g}%: "
-                f"answer {value * 100:.4g}")
+        note = (f"{value:g} was read as {shown}; if you meant the fraction {value:g}, that is "
+                f"{value * 100:.4g}%: answer {value * 100:.4g}")
     return Reading(value, shown, note)
 
 

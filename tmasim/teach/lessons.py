@@ -128,7 +128,7 @@ def verdict(predicted: Reading | None, answer: float, unit: str) -> str:
         return f"The run's answer: {shown}. (No prediction: give one with --predict VALUE next time.)"
     off = predicted.value - answer
     grade = "right (within 5%)" if is_right(predicted.value, answer) else ("too high" if off > 0 else "too low")
-    note = f" (Your {predicted.note}.)" if predicted.note else ""
+    note = f" ({predicted.note}.)" if predicted.note else ""
     return f"You predicted {predicted.shown}; the run gives {shown}: {grade}.{note}"
 
 
@@ -136,7 +136,8 @@ def teach(number: int, predicted: Reading | None, out: Path | None = None) -> tu
     """The lesson's text and its outcome (the answer and the evidence)."""
     item = lesson(number)
     outcome = item.runs(Lab(item.scenario, out))
-    lines = [f"Run: tmasim run {item.scenario}", *outcome.table, "", verdict(predicted, outcome.answer, item.unit),
+    said = paragraph(verdict(predicted, outcome.answer, item.unit))
+    lines = [f"Run: tmasim run {item.scenario}", *outcome.table, "", said,
              "", *[part if part.startswith(" ") else paragraph(part) for part in ("Why: " + outcome.why).split("\n")]]
     if outcome.figures:
         lines += ["", "Figures:", *[f"  {p}" for p in outcome.figures]]

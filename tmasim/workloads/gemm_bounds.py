@@ -24,21 +24,19 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
     sms = plan.sms
     compute, smem, ingest, serial = ([0.0] * sms for _ in range(4))
     latency = hbm = l2 = 0.0
+    figures = _SegmentFigures(gpu)
     for g, program in enumerate(plan.programs):
         sm = g % sms
         assert isinstance(program, UnitProgram)
-        latency = max(latency, _busiest_slot(program, gpu, stages))
+        latency = max(latency, _busiest_slot(program, gpu, stages, figures))
         for unit in program.units:
             for seg in unit.segments:
-                step_bytes = sum(c.memory_bytes * c.l2_fraction for c in seg.copies)
+                trip, step_bytes, port_time, hbm_bytes = figures(seg)
                 compute[sm] += seg.steps * seg.compute
                 smem[sm] += seg.steps * (seg.compute + seg.hold)  # MMAs, then the SMEM time they left
-                # A multicast slice crosses the port of every CTA it lands in (its peers' slices, ours).
-                ingest[sm] += seg.steps * sum(max(c.memory_bytes * max(1, c.multicast.bit_count())
-                                                  / gpu.sm_port_bandwidth, c.requests * gpu.tma_request_time)
-                                              for c in seg.copies)
-                serial[sm] += seg.steps * slot_round_trip(gpu, seg)
-                hbm += seg.steps * sum(c.memory_bytes * c.hbm_fraction for c in seg.copies)
+                ingest[sm] += seg.steps * port_time
+                serial[sm] += seg.steps * trip
+                hbm += seg.steps * hbm_bytes
                 l2 += seg.steps * step_bytes
             if unit.epilogue is not None:
                 serial[sm] += unit.epilogue.duration
@@ -66,6 +64,28 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
     }
 
 
+class _SegmentFigures:
+    """Per segment: its slot round trip, the bytes the L2 serves, the time its copies take to
+    enter the SM (each the longer of its bytes through the port, where a multicast slice crosses
+    the port of every CTA it lands in, and its requests through the TMA unit) and the bytes from HBM.
+    Every output tile has its own equal segments, so each distinct one is worked out once."""
+
+    def __init__(self, gpu: GpuSpec) -> None:
+        self.gpu = gpu
+        self.known: dict[Segment, tuple[float, float, float, float]] = {}
+
+    def __call__(self, seg: Segment) -> tuple[float, float, float, float]:
+        figures = self.known.get(seg)
+        if figures is None:
+            copies = seg.copies
+            figures = self.known[seg] = (
+                slot_round_trip(self.gpu, seg), sum(c.memory_bytes * c.l2_fraction for c in copies),
+                sum(max(c.memory_bytes * max(1, c.multicast.bit_count()) / self.gpu.sm_port_bandwidth,
+                        c.requests * self.gpu.tma_request_time) for c in copies),
+                sum(c.memory_bytes * c.hbm_fraction for c in copies))
+        return figures
+
+
 def slot_round_trip(gpu: GpuSpec, seg: Segment) -> float:
     """The least time one use of a slot takes: the issue, the copies' latency and transfer at
     the SM port's rate or the TMA unit's request rate, whichever is slower (one after another),
@@ -78,14 +98,14 @@ def slot_round_trip(gpu: GpuSpec, seg: Segment) -> float:
     return gpu.tma_issue + landing + gpu.barrier_wake + seg.compute + seg.tail + remote + gpu.barrier_wake
 
 
-def _busiest_slot(program: UnitProgram, gpu: GpuSpec, stages: int) -> float:
+def _busiest_slot(program: UnitProgram, gpu: GpuSpec, stages: int, figures: _SegmentFigures) -> float:
     """The longest chain of uses of one slot (steps i, i + S, i + 2S, ...) of a CTA; its
     first use waits on no empty barrier."""
     per_slot = [0.0] * stages
     first = 0
     for unit in program.units:
         for seg in unit.segments:
-            trip = slot_round_trip(gpu, seg)
+            trip = figures(seg)[0]
             last = first + seg.steps - 1
             for slot in range(stages):
                 uses = (last - slot) // stages - (first - 1 - slot) // stages
