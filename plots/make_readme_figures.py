@@ -86,9 +86,17 @@ def stream_bandwidth() -> Path:
     return plots.save(plots.bandwidth(result.bandwidth, title=title), HERE / "stream-bandwidth.png")[0]
 
 
+def attention_gantt() -> Path:
+    # One head (66 query blocks on 66 SMs, one unit each): the same CTA pipeline as attention-h100.
+    result = simulate(load("attention-h100", ["run.records=true", "workload.batch=1", "workload.heads=1"]))
+    title = ("attention-h100 (one head of it): ping-pong, each warpgroup's softmax under the other's GEMMs")
+    fig = plots.gantt(result.spans, result.events, title=title, tiles=8)
+    return plots.save(fig, HERE / "attention-gantt.png")[0]
+
+
 FIGURES: tuple[Callable[[], Path], ...] = (reference_gantt, latency_hidden_stages, latency_hidden_stalls,
                                            gemm_stages, stream_stages, gemm_chip_gantt, gemm_cluster_gantt,
-                                           stream_bandwidth)
+                                           stream_bandwidth, attention_gantt)
 
 
 def main() -> None:

@@ -24,4 +24,4 @@ def test_data_files_are_declared():
 
 def test_lesson_scenarios_ship():
     assert "lessons/*.toml" in CONFIG["package-data"]["tmasim.scenarios"]
-    assert len(list((REPO / "scenarios" / "lessons").glob("*.toml"))) == 8
+    assert len(list((REPO / "scenarios" / "lessons").glob("*.toml"))) == 9

@@ -46,7 +46,7 @@ def chip() -> Result:
 
 @pytest.fixture(scope="module")
 def stages_table() -> pd.DataFrame:
-    """latency-hidden over 1..8 stages: latency binds below 6 stages, compute from 6 on."""
+    """latency-hidden over 1..8 stages: the round trip binds below 6 stages, compute from 6 on."""
     return run_sweep("latency-hidden", [], ["pipeline.stages=1,2,3,4,5,6,7,8"], progress=False)
 
 
@@ -78,7 +78,7 @@ def test_stage_sweep_labels_units_and_rings_the_knee(stages_table):
     assert [list(r.get_xdata()) for r in rings] == [[6.0]]
     assert knee_x(stages_table) == {"": 6}
     assert len(lines_with(top, linestyle="--")) == 1  # the steady-state bound, tiles x interval
-    assert {t.get_text() for t in top.texts} >= {"latency binds", "compute binds"}
+    assert {t.get_text() for t in top.texts} >= {"round trip binds", "compute binds"}
 
 
 def test_stage_sweep_bound_is_tiles_times_interval(stages_table):
@@ -170,7 +170,7 @@ def test_stall_breakdown_has_one_bar_per_part_and_lists_rows_that_did_not_run(gr
     assert ax.get_xlabel() == "time (µs)"
     assert sum(t.get_text() == "does not fit (SMEM)" for t in ax.texts) == len(grid_table) - len(ok)
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert "SM-port/TMA-bound" in legend and legend[0].startswith("compute")  # the TMA unit's requests bind
+    assert "SM port/TMA bound" in legend and legend[0].startswith("compute")  # the TMA unit's requests bind
 
 
 def test_stall_breakdown_in_shares_ends_every_bar_at_100(stages_table):

@@ -113,7 +113,7 @@ def stats(name: str, *overrides: str) -> dict:
 
 def test_explain_latency_bound_tiles_says_how_many_stages_hide_it():
     assert explain(stats("latency-hidden", "pipeline.stages=2")) == (
-        "The slot round trip binds: one slot cycles in 8.5 µs (copy latency, load, compute and barrier overheads), "
+        "The round trip binds: one slot cycles in 8.5 µs (copy latency, load, compute and barrier overheads), "
         "so 2 stage(s) deliver at best one tile every 4.25 µs; about 6 stages would hide it.")
 
 
@@ -123,13 +123,13 @@ def test_explain_copy_bound_tiles():
 
 def test_explain_gemm_l2_bound_in_rates():
     s = {"workload": "gemm", "binding": "l2", "compute_bound_ns": 1000.0, "l2_bound_ns": 2000.0,
-         "l2_carried_bytes": 14.4e6}
+         "l2_bytes": 14.4e6}
     assert explain(s) == ("L2 bandwidth binds: to keep the tensor cores busy the SMs together would ask for "
-                          "14.4 TB/s of box data, and L2 supplies 7.2 TB/s, so moving 14.4 MB takes at least 2 µs.")
+                          "14.4 TB/s of L2 traffic, and L2 supplies 7.2 TB/s, so moving 14.4 MB takes at least 2 µs.")
 
 
 @pytest.mark.parametrize(("overrides", "start"), [
-    (["workload.m=1024", "workload.n=1024", "workload.k=1024"], "The SMs' TMA ingest binds: the busiest SM"),
+    (["workload.m=1024", "workload.n=1024", "workload.k=1024"], "The SM port/TMA binds: the busiest SM"),
     (["workload.m=1024", "workload.n=1024", "workload.k=1024", "pipeline.cluster=[2,1]"],
      "Compute binds: the busiest SM needs"),  # B multicast in halves: 256 requests a k-step, not 384
     (["workload.k=1024", "gpu.l2_bandwidth=4 TB/s"], "L2 bandwidth binds"),  # a slower L2 than the TMA units

@@ -43,12 +43,12 @@ def test_gemm_header_shows_the_overridden_k():
 
 def test_preset_overrides_name_the_preset_value_in_its_unit(tmp_path):
     s = scenarios.load("gemm-h100", ['gpu.copy_latency="624 cycles"'])
-    assert "  changed: gpu.copy_latency 319 → 624 cycles" in header(s, unicode=True)
+    assert "  changed: gpu.copy_latency 319 cycles → 624 cycles" in header(s, unicode=True)
     path = tmp_path / "mine.toml"
     path.write_text('name = "mine"\ngpu = {preset = "h100-sxm", copy_latency = "600 cycles"}\n'
                     '[workload]\nkind = "tiles"\ntiles = 2\nload = "1 us"\ncompute = "1 us"\n')
     lines = header(scenarios.load(path), unicode=True)
-    assert "  GPU preset overridden by the file: gpu.copy_latency 319 → 600 cycles" in lines
+    assert "  GPU preset overridden by the file: gpu.copy_latency 319 cycles → 600 cycles" in lines
     assert not any(line.startswith("  changed") for line in lines)
 
 
@@ -56,12 +56,50 @@ def test_change_text():
     assert Change("pipeline.consumers", None, 2, "set").text(unicode=False) == "pipeline.consumers (default) -> 2"
     assert Change("workload.tile", [128, 256, 64], [128, 128, 64], "set").text(True) == \
         "workload.tile [128, 256, 64] → [128, 128, 64]"
-    assert Change("workload.load", "3 us", "4 ns", "set").text(True) == "workload.load 3 us → 4 ns"
+    assert Change("workload.load", "3 us", "4 ns", "set").text(True) == "workload.load 3 µs → 0.004 µs"
+    assert Change("workload.load", "3us", "4 us", "set").text(False) == "workload.load 3 us -> 4 us"
+    assert Change("gpu.hbm_bandwidth", "3.35 TB/s", "unlimited", "file").text(True) == \
+        "gpu.hbm_bandwidth 3.35 TB/s → unlimited"
+    assert Change("gpu.l2_size", "50 MiB", "512 KiB", "set").text(True) == "gpu.l2_size 50 MiB → 0.5 MiB"
+
+
+def test_changed_line_keeps_the_unit_of_the_old_value():
+    lines = header(scenarios.load("reference", ["workload.load=4 us"]), unicode=True)
+    assert lines[1] == "  changed: workload.load 3 µs → 4 µs"
+
+
+def test_changed_table_is_shown_as_the_tables_it_was_and_is():
+    lines = header(scenarios.load("lessons/05-residency", ["pipeline.registers={}"]), unicode=True)
+    assert lines[1] == "  changed: pipeline.registers {producer = 40, consumer = 104} → {}"
+    lines = header(scenarios.load("lessons/05-residency", ["pipeline.registers.producer=24"]), unicode=True)
+    assert lines[1] == "  changed: pipeline.registers {producer = 40, consumer = 104} → {producer = 24, consumer = 104}"
+
+
+def test_preset_override_in_cycles_is_also_given_as_a_time_at_the_clock():
+    line = header(scenarios.load("mma-b200"), unicode=True)[1]
+    assert "gpu.copy_latency 189.88 ns → 0 ns" in line  # the preset's value as written, in the same unit
+    assert "gpu.hbm_latency 229 ns (450 cycles) → 0 ns" in line  # 450 / 1.965 GHz
+    assert "gpu.tma_issue 8.142 ns (16 cycles) → 0 ns" in line
 
 
 def test_latency_binding_says_what_it_means():
     s = scenarios.load("reference", ["pipeline.stages=1"])
     text = describe(simulate(s).stats, s)
-    assert "binding: slot round trip (copy, wait, compute, release)" in text
+    assert "binding: round trip" in text
     assert "binding: latency" not in text
     assert "2 stages" not in text.split("the file's description")[0]
+
+
+def test_share_of_peak_is_against_the_peak_of_the_sms_the_run_uses():
+    from tmasim import format as fmt
+
+    one = scenarios.load("mma-b200")  # one CTA on one of 148 SMs
+    stats = simulate(one).stats
+    peak = one.gpu.tensor_flops["bf16"] * 1e12 / 148
+    assert stats["achieved_flops_per_s"] / peak > 0.99  # the UMMA benchmark reaches one SM's peak
+    assert (f"{fmt.percent(stats['achieved_flops_per_s'] / peak)} of the {fmt.flop_rate(peak)} bf16 peak of the "
+            "1 SM it uses, of 148)") in describe(stats, one)
+    full = scenarios.load("gemm-h100", ["workload.m=4096", "workload.n=4096", "workload.k=512", "run.records=false"])
+    stats = simulate(full).stats
+    share = fmt.percent(stats["achieved_flops_per_s"] / (full.gpu.tensor_flops["bf16"] * 1e12))
+    assert f"{share} of the 989.4 TFLOP/s bf16 peak of all 132 SMs)" in describe(stats, full)

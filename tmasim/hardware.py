@@ -65,6 +65,8 @@ class GpuSpec:
     max_mma_cta_group: int = 1
     cluster_l2_coalescing: bool = False  # same-address TMA loads of one cluster's CTAs reach L2 once
     boost_clock: float = 0.0  # Hz, the part's max boost (for reference; the run assumes clock_hz); 0: not stated
+    exp_per_clock: int = 0  # exponentials (MUFU ex2) per clock per SM; 0: not given (attention refuses)
+    fp32_per_clock: int = 0  # FP32 FMA results per clock per SM; 0: not given
     mma: MmaSpec | None = None  # instruction table; None: a flat tensor_flops rate (ideal machine)
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
@@ -146,12 +148,15 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "max_mma_cta_group": ("int", "SMs one MMA instruction can span (2: Blackwell's cta_group::2)"),
     "cluster_l2_coalescing": ("bool", "same-address TMA loads by the CTAs of one cluster reach L2 once (the GPC "
                                       "merges them): implicit sharing, without multicast"),
+    "exp_per_clock": ("int", "exponentials (MUFU ex2) per clock per SM: attention's softmax"),
+    "fp32_per_clock": ("int", "FP32 fused multiply-adds per clock per SM: attention's softmax"),
 }
 MMA = "mma"  # optional section: the MMA instruction table (tmasim.mma)
 # Optional fields (a preset written before clusters were modelled still loads): their defaults.
 _OPTIONAL: dict[str, Any] = {"tma_request_time": "0 ns", "hbm_request_overhead": "0 B", "boost_clock": None,
                              "gpc_sms": None, "max_cluster_size": 8, "max_cluster_size_opt_in": None,
-                             "cluster_arrive_latency": "0 ns", "max_mma_cta_group": 1, "cluster_l2_coalescing": False}
+                             "cluster_arrive_latency": "0 ns", "max_mma_cta_group": 1, "cluster_l2_coalescing": False,
+                             "exp_per_clock": None, "fp32_per_clock": None}
 
 
 
@@ -243,7 +248,7 @@ def _from_raw(raw: Mapping[str, Any], where: str) -> GpuSpec:
 # Bounds of the whole-number fields: far above any GPU, low enough to keep the engine in memory.
 _INT_LIMITS = {"sms": (1, 4096), "max_ctas_per_sm": (1, 1024), "max_threads_per_sm": (1, 2**16),
                "tma_max_in_flight": (0, 2**20), "max_cluster_size": (1, 64), "max_cluster_size_opt_in": (1, 64),
-               "max_mma_cta_group": (1, 2)}
+               "max_mma_cta_group": (1, 2), "exp_per_clock": (0, 2**16), "fp32_per_clock": (0, 2**16)}
 
 
 def _check(name: str, kind: str, value: Any) -> None:

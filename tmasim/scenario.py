@@ -54,6 +54,7 @@ class Pipeline:
     cluster: tuple[int, int] = (1, 1)  # CTAs per thread-block cluster along M and along N
     mma_cta_group: int = 1  # 2: Blackwell's 2-SM MMA, a CTA pair along M computes one 2·BM x BN tile
     registers: tuple[int | None, int | None] = (None, None)  # setmaxnreg: (producer, consumer) per thread
+    warp_specialized: bool = True  # False: no producer warpgroup, the consumers issue their own copies
 
     def __post_init__(self) -> None:
         """Checked on every construction, ``dataclasses.replace`` included."""
@@ -73,6 +74,7 @@ class Pipeline:
         for i, v in enumerate(self.cluster):
             read.integer(f"pipeline.cluster[{i}]", v, minimum=1, maximum=MAX_CLUSTER_DIM)
         read.integer("pipeline.mma_cta_group", self.mma_cta_group, minimum=1, maximum=2)
+        read.boolean("pipeline.warp_specialized", self.warp_specialized)
         if not isinstance(self.registers, tuple) or len(self.registers) != 2:
             raise ScenarioError("pipeline.registers", self.registers,
                                 "must be (producer, consumer) per-thread register counts (None: the default)")
@@ -260,7 +262,7 @@ def from_dict(raw: Mapping[str, Any], base_dir: Path | None = None) -> Scenario:
 
 def _pipeline(raw: Mapping[str, Any]) -> Pipeline:
     known = ("stages", "consumers", "consumer_mode", "consumer_waits_full", "full_arrivals", "empty_arrivals",
-             "expect_tx", "cluster", "mma_cta_group", "registers")
+             "expect_tx", "cluster", "mma_cta_group", "registers", "warp_specialized")
     read.reject_unknown("pipeline", raw, known)
     # checked by Pipeline
     values = {k: raw[k] for k in known if k in raw and k not in ("expect_tx", "cluster", "registers")}
@@ -291,6 +293,9 @@ def _check_cluster(pipeline: Pipeline, gpu: GpuSpec, workload: WorkloadConfig) -
     if group == 2 and pipeline.cluster[0] % 2:
         raise ScenarioError("pipeline.mma_cta_group", group, f"pairs CTAs along M, so pipeline.cluster[0] must be "
                                                              f"even (it is {pipeline.cluster[0]})")
+    if not pipeline.warp_specialized and workload.kind != "attention":
+        raise ScenarioError("pipeline.warp_specialized", False,
+                            f"is modelled for the attention workload only (this one is {workload.kind!r})")
     if pipeline.cluster != (1, 1) and workload.kind != "gemm":
         raise ScenarioError("pipeline.cluster", list(pipeline.cluster),
                             f"is modelled for the gemm workload only (this one is {workload.kind!r})")

@@ -57,10 +57,7 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False) -> Result:
     stats["fast_forward"] = ff.summary()
     stats["fast_forward_skipped_steps"] = ff.skipped_steps
     stats["valid"], stats["invalid_reason"] = _validity(scenario, races)
-    links = chip.fabric.link_stats() if chip.fabric is not None else {}
-    for name in ("L2", "HBM"):
-        if name in links:
-            stats[f"{name.lower()}_carried_bytes"] = links[name].bytes_carried
+    links = chip.fabric.link_stats() if chip.fabric is not None and record_bandwidth else {}
     bandwidth = _bandwidth_table(links) if record_bandwidth else None
     return Result(scenario, stats, races, recorder, bandwidth)
 
@@ -73,6 +70,8 @@ def _no_skip(scenario: Scenario, plan: Plan, record_bandwidth: bool) -> str:
                (run.records, "run.records = true keeps every span and event"),
                (record_bandwidth, "link loads are recorded over time"),
                (scenario.pipeline.mma_cta_group == 2, "2-SM MMA pairs are simulated in full"),
+               (bool(plan.programs) and not hasattr(plan.programs[0], "run_of"),
+                "this workload's CTA program has no ring steps the skip can cut (attention's K/V rings)"),
                (not scenario.pipeline.consumer_waits_full,
                 "reads are checked step by step (pipeline.consumer_waits_full = false)")]
     return next((why for off, why in reasons if off), "")
@@ -164,8 +163,9 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
     tensor_busy = total("busy_ps", "tensor_core")
     smem_bytes = total("bytes", "copy_engine")
     memory_bytes = total("memory_bytes", "copy_engine")
-    l2_bytes = total("l2_bytes", "copy_engine")  # less than memory_bytes where a cluster's loads coalesce
-    hbm_bytes = total("hbm_bytes", "copy_engine") + total("store_bytes", "copy_engine")
+    l2_loads = total("l2_bytes", "copy_engine")  # less than memory_bytes where a cluster's same loads coalesce
+    store_bytes = total("store_bytes", "copy_engine")
+    hbm_bytes = total("hbm_bytes", "copy_engine") + store_bytes
     gpu = scenario.gpu
     return {
         "scenario": scenario.name,
@@ -186,10 +186,12 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
         "copy_utilization": copy_busy / (sms_used * makespan) if makespan else 0.0,
         "compute_utilization": tensor_busy / (sms_used * makespan) if makespan else 0.0,
         "hbm_utilization": _utilization(hbm_bytes, gpu.hbm_bandwidth, makespan),
-        "l2_utilization": _utilization(l2_bytes + total("store_bytes", "copy_engine"), gpu.l2_bandwidth, makespan),
+        "l2_utilization": _utilization(l2_loads + store_bytes, gpu.l2_bandwidth, makespan),
+        # The traffic figures (see tmasim.names.TRAFFIC): L2 = loads it served + stores; HBM = misses + stores.
         "bytes": int(smem_bytes),
+        "l2_bytes": int(round(l2_loads + store_bytes)),
         "memory_bytes": int(memory_bytes),
-        "l2_bytes": int(round(l2_bytes)),
+        "store_bytes": int(store_bytes),
         "hbm_bytes": int(round(hbm_bytes)),
         "achieved_bytes_per_s": memory_bytes / seconds if seconds else None,
         "achieved_flops_per_s": total("flops", "tensor_core") / seconds if seconds else None,
@@ -208,8 +210,23 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
         "drift_start_ns": scenario.run.drift.start / 1000,
         "drift_latency_cv": scenario.run.drift.latency_cv,
         "simulated_steps": sum(cta.program.steps for cta in chip.ctas),  # ring steps the engine ran
+        **_balance(chip),
         **_cluster_stats(chip),
     }
+
+
+def _balance(chip: Chip) -> dict[str, Any]:
+    """When each SM's last CTA finished: the busiest against the mean (load imbalance)."""
+    last: dict[int, tuple[float, int]] = {}
+    for cta in chip.ctas:
+        end = cta.finished_at or 0
+        if end >= last.get(cta.sm, (0, 0))[0]:
+            last[cta.sm] = (end, cta.multiplicity)
+    if not last:
+        return {}
+    weight = sum(m for _, m in last.values())
+    return {"sm_finish_max_ns": max(end for end, _ in last.values()) / 1000,
+            "sm_finish_mean_ns": sum(end * m for end, m in last.values()) / weight / 1000}
 
 
 def _accumulator_stats(res: Residency) -> dict[str, Any]:

@@ -9,6 +9,7 @@ value beside the new one (``gpu.copy_latency 520 → 624 cycles``).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -23,38 +24,107 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Change:
-    """One field whose value differs from where it came from."""
+    """One field whose value differs from where it came from.
+
+    Old and new are written in the same form: quantities through :mod:`tmasim.format` in one
+    unit (``workload.load 3 µs → 4 µs``), a value in cycles also as a time at the GPU's clock
+    when the other side is a time (``450 cycles (229 ns) → 0 ns``), tables as tables."""
 
     field: str
     before: Any  # None: the field was not set (its default applied)
     after: Any
     source: str  # "set" (a --set override) or "file" (the scenario file overrides its GPU preset)
+    clock_hz: float | None = None  # the GPU's clock, to read a value in cycles as a time
 
     def text(self, unicode: bool | None = None) -> str:
         arrow = fmt.arrow(unicode)
-        after = value_text(self.after)
         if self.before is None:
-            return f"{self.field} (default) {arrow} {after}"
-        before = value_text(self.before)
-        unit_b, unit_a = _unit_of(before), _unit_of(after)
-        if unit_b and unit_b == unit_a:  # 520 cycles -> 624 cycles: say the unit once
-            before = before[: -len(unit_b)].rstrip()
+            return f"{self.field} (default) {arrow} {value_text(self.after, unicode)}"
+        before, after = _pair(self.before, self.after, self.clock_hz, unicode)
         return f"{self.field} {before} {arrow} {after}"
 
 
-def value_text(value: Any) -> str:
+def value_text(value: Any, unicode: bool | None = None) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, Mapping):
-        return "{" + ", ".join(f"{k} = {value_text(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{k} = {value_text(v, unicode)}" for k, v in value.items()) + "}"
     if isinstance(value, list | tuple):
-        return "[" + ", ".join(value_text(v) for v in value) + "]"
+        return "[" + ", ".join(value_text(v, unicode) for v in value) + "]"
+    quantity = _quantity(value, None)
+    if quantity is not None:
+        return _in_unit(quantity[1], quantity[0], _unit(quantity[0], abs(quantity[1])), unicode, _digits(value))
     return str(value)
 
 
-def _unit_of(text: str) -> str:
-    match = re.fullmatch(r"[-+0-9.eE]+\s*([^\d\s].*)", text)
-    return match.group(1) if match else ""
+# A quantity's kind as tmasim.units reads it -> (tmasim.format's kind, factor to its base unit).
+_KINDS = {"time": ("time", 1.0), "size": ("size", 1.0), "bandwidth": ("rate", 1e12),
+          "flop_rate": ("flop_rate", 1e12)}
+_DIGITS = 6  # at most: a value shows the digits it was written with (189.88 ns), at least 4
+
+
+def _quantity(value: Any, clock_hz: float | None) -> tuple[str, float, str] | None:
+    """(format kind, value in its base unit, note) of a string with a unit, or None."""
+    from tmasim import units
+    from tmasim.errors import TmasimError
+
+    if not isinstance(value, str) or units.QUANTITY.fullmatch(value) is None:
+        return None
+    for kind, (shown, factor) in _KINDS.items():
+        try:
+            return shown, units.parse(value, kind, "value") * factor, ""
+        except TmasimError:
+            continue
+    if clock_hz:
+        try:
+            cycles = units.parse(value, "cycles", "value")
+        except TmasimError:
+            return None
+        return "time", cycles / clock_hz * units.PS_PER_S, f" ({_number(cycles)} cycles)"
+    return None
+
+
+def _pair(before: Any, after: Any, clock_hz: float | None, unicode: bool | None) -> tuple[str, str]:
+    """Old and new in one form: two quantities of a kind in the unit of the larger."""
+    if isinstance(before, str) and isinstance(after, str) and "cycle" in before and "cycle" in after:
+        return before, after  # both counted in cycles: the same unit already
+    a, b = _quantity(before, clock_hz), _quantity(after, clock_hz)
+    if a is None or b is None or a[0] != b[0] or not all(math.isfinite(q[1]) for q in (a, b)):
+        return value_text(before, unicode), value_text(after, unicode)
+    unit = _unit(a[0], max(abs(a[1]), abs(b[1])))
+    digits = max(_digits(before), _digits(after))
+    return (_in_unit(a[1], a[0], unit, unicode, digits) + a[2], _in_unit(b[1], b[0], unit, unicode, digits) + b[2])
+
+
+def _unit(kind: str, magnitude: float) -> tuple[float, str]:
+    if not math.isfinite(magnitude):
+        return 1.0, ""
+    _, unit = fmt.scaled(magnitude, kind, _DIGITS)
+    return next((scale, u) for scale, u in fmt.UNITS[kind] if u == unit)
+
+
+def _in_unit(value: float, kind: str, unit: tuple[float, str], unicode: bool | None, digits: int) -> str:
+    if not math.isfinite(value):
+        return "unlimited" if value > 0 else "-unlimited"
+    scale, name = unit
+    name = f"{fmt.micro(unicode)}s" if name == "µs" else name
+    return f"{_number(value / scale, digits)} {name}"
+
+
+def _digits(text: Any) -> int:
+    """The significant digits a quantity was written with, between 4 and :data:`_DIGITS`."""
+    from tmasim import units
+
+    match = units.QUANTITY.fullmatch(text) if isinstance(text, str) else None
+    if match is None or "cycle" in text:
+        return fmt.DIGITS
+    mantissa = re.split(r"[eE]", match["number"])[0].lstrip("+-").replace(".", "").lstrip("0")
+    return min(_DIGITS, max(fmt.DIGITS, len(mantissa)))
+
+
+def _number(x: float, digits: int = fmt.DIGITS) -> str:
+    text = f"{x:.{digits}g}"
+    return f"{x:.0f}" if "e" in text else ("0" if text == "-0" else text)
 
 
 # ---------------------------------------------------------------------------- what changed
@@ -67,14 +137,15 @@ def changes(scenario: Scenario) -> list[Change]:
         return []
     before, after = dict(_flat(_gpu_as_table(origin))), dict(_flat(_gpu_as_table(effective)))
     preset = _preset_values(after.get("gpu.preset") or before.get("gpu.preset"))
+    clock = scenario.gpu.clock_hz
     found = []
     for key, value in after.items():
         if before.get(key, _UNSET) != value:
             old = before.get(key)
             if old is None and key.startswith("gpu."):
                 old = preset.get(key.removeprefix("gpu."))
-            found.append(Change(key, old, value, "set"))
-    found += [Change(key, preset.get(key.removeprefix("gpu.")), value, "file") for key, value in before.items()
+            found.append(Change(key, old, value, "set", clock))
+    found += [Change(key, preset.get(key.removeprefix("gpu.")), value, "file", clock) for key, value in before.items()
               if key.startswith("gpu.") and key != "gpu.preset" and after.get(key) == value]
     return found
 
@@ -88,14 +159,14 @@ def _gpu_as_table(raw: Mapping[str, Any]) -> dict[str, Any]:
     return {**raw, "gpu": {"preset": gpu} if isinstance(gpu, str) else {"preset": "ideal", **gpu}}
 
 
-def _flat(raw: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+def _flat(raw: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    """``section.field`` -> value, one level deep: a field whose value is a table (registers, a
+    distribution, tensor_flops) is compared and shown as the whole table."""
     for key, value in raw.items():
-        dotted = f"{prefix}{key}"
-        is_distribution = isinstance(value, Mapping) and "dist" in value
-        if isinstance(value, Mapping) and value and not is_distribution and dotted != "gpu.tensor_flops":
-            yield from _flat(value, f"{dotted}.")
+        if isinstance(value, Mapping):
+            yield from ((f"{key}.{field}", v) for field, v in value.items())
         else:
-            yield dotted, value
+            yield key, value
 
 
 def _preset_values(name: Any) -> dict[str, Any]:
@@ -183,5 +254,3 @@ def skip_rows(stats: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 def _stall(ns: float, what: str) -> str:
     return "none" if not ns else f"{t(ns)} {what}"
-
-

@@ -32,8 +32,7 @@ def chip_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, s
         ("residency", f"{fmt.size(stats['smem_per_cta_bytes'])} SMEM per CTA, {plural(stats['ctas_per_sm'], 'CTA')} "
                       f"per SM (limited by {stats['residency_limit']}); {stats['tiles']} work units, "
                       f"{plural(stats['ctas'], 'CTA')} on {plural(stats['sms_used'], 'SM')}, {placement}"),
-        ("traffic", f"HBM {fmt.amount(stats['hbm_bytes'])}{_busy(stats['hbm_utilization'])}, "
-                    f"L2 {fmt.amount(stats.get('l2_bytes', stats['memory_bytes']))}{_busy(stats['l2_utilization'])}"),
+        ("traffic", traffic(stats)),
     ]
     rows.append(("clock", scenario.gpu.clock_text() + "; --set gpu.clock=... to study another"))
     if stats.get("drift_start_ns") or stats.get("drift_latency_cv"):
@@ -46,8 +45,32 @@ def chip_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, s
     return rows
 
 
-def _busy(utilization: float | None) -> str:
-    return "" if utilization is None else f" ({fmt.percent(utilization)} busy)"
+def traffic(stats: Mapping[str, Any]) -> str:
+    """The run's traffic, as :data:`tmasim.names.TRAFFIC` defines it: L2 (loads and stores, what
+    its busy share counts), then HBM (misses and stores)."""
+    stores = stats.get("store_bytes") or 0
+    loads = stats["l2_bytes"] - stores   # the loads L2 served
+    parts = f"; {fmt.amount(loads)} loads + {fmt.amount(stores)} stores" if stores else ""
+    if stats["memory_bytes"] > loads * 1.000001:  # a cluster's same loads coalesced in L2 (B200)
+        parts += f"; the SMs took in {fmt.amount(stats['memory_bytes'])}: a cluster's same loads reach L2 once"
+    return (f"L2 {fmt.amount(stats['l2_bytes'])}{_busy(stats['l2_utilization'], parts)}, "
+            f"HBM {fmt.amount(stats['hbm_bytes'])}{_busy(stats['hbm_utilization'])}")
+
+
+def _busy(utilization: float | None, more: str = "") -> str:
+    if utilization is None:
+        return f" ({more.removeprefix('; ')})" if more else ""
+    return f" ({fmt.percent(utilization)} busy{more})"
+
+
+def share_of_peak(flops_per_s: float, scenario: Scenario, dtype: str, sms_used: int) -> str:
+    """``81% of the 989.4 TFLOP/s bf16 peak of all 132 SMs``: against the peak of the SMs the run
+    uses (a one-CTA run against one SM's peak), and saying which."""
+    gpu = scenario.gpu
+    sms = min(sms_used, gpu.sms) or gpu.sms
+    peak = gpu.tensor_flops[dtype] * 1e12 * sms / gpu.sms
+    which = f"all {gpu.sms} SMs" if sms == gpu.sms else f"the {plural(sms, 'SM')} it uses, of {gpu.sms}"
+    return f"{fmt.percent(flops_per_s / peak)} of the {fmt.flop_rate(peak)} {dtype} peak of {which}"
 
 
 def cluster_rows(stats: Mapping[str, Any], shares: str) -> list[tuple[str, str]]:

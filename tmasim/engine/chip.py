@@ -23,12 +23,14 @@ from dataclasses import dataclass, field
 import simpy
 
 from tmasim.drift import NO_DRIFT, Drift
+from tmasim.engine.attention_cta import AttentionCta
+from tmasim.engine.attention_program import AttentionProgram
 from tmasim.engine.copy_engine import CopyEngine, Routes
 from tmasim.engine.cta import Cta, Sync
 from tmasim.engine.drift import latency_noise, start_skews
 from tmasim.engine.program import Program
 from tmasim.engine.recorder import Recorder
-from tmasim.engine.tensor_core import TensorCore
+from tmasim.engine.tensor_core import TensorCore, VectorUnits
 from tmasim.hardware import GpuSpec
 
 
@@ -54,6 +56,7 @@ class Sm:
     copy_engine: CopyEngine
     tensor_core: TensorCore
     queue: deque[tuple[int, Program]]
+    vector_units: VectorUnits | None = None  # FP32 and multi-function units (attention's softmax)
 
 
 class Chip:
@@ -102,7 +105,8 @@ class Chip:
                             latency_noise=latency_noise(self.drift, index, self.seed),
                             request_time=self.gpu.tma_request_time,
                             request_overhead=self.gpu.hbm_request_overhead)
-        return Sm(index, multiplicity, engine, TensorCore(self.env, f"sm{index}.tensor"), deque(work))
+        return Sm(index, multiplicity, engine, TensorCore(self.env, f"sm{index}.tensor"), deque(work),
+                  VectorUnits(self.env, f"sm{index}.vector"))
 
     def _slot(self, sm: Sm, queue: deque[tuple[int, Program]],
               skew: int = 0) -> Generator[simpy.Event, object, None]:
@@ -120,6 +124,13 @@ class Chip:
             yield cta.finished
 
     def _start(self, sm: Sm, cta_index: int, program: Program) -> Cta:
+        if isinstance(program, AttentionProgram):
+            assert sm.vector_units is not None
+            fused = AttentionCta(self.env, sm.index, cta_index, program, self.sync, sm.copy_engine, sm.tensor_core,
+                                 sm.vector_units, self.recorder)
+            fused.multiplicity = sm.multiplicity
+            self.ctas.append(fused)  # type: ignore[arg-type]
+            return fused  # type: ignore[return-value]
         cta = Cta(self.env, sm.index, cta_index, program, self.sync, sm.copy_engine, sm.tensor_core, self.recorder)
         cta.multiplicity = sm.multiplicity
         self.ctas.append(cta)

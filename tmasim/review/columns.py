@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tmasim import format as fmt
+from tmasim import names
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -32,11 +33,15 @@ _NAMES = {
     "copy_utilization": "copy engines busy", "compute_utilization": "tensor cores busy",
     "hbm_utilization": "HBM busy", "l2_utilization": "L2 busy", "residency_limit": "residency limited by",
     "ctas": "CTAs", "sms_used": "SMs used", "waves": "units per CTA (persistent) or waves (grid)",
-    "races": "reads before data landed", "hbm_bytes": "HBM traffic", "memory_bytes": "L2 traffic",
-    "bytes": "bytes into shared memory", "status": "status", "error": "error",
-    "l2_bytes": "L2 traffic (a cluster's same loads once)", "smem_bound_ns": "shared-memory bound",
+    "races": "reads before data landed", "status": "status", "error": "error",
+    **{key: name.text for key, name in names.TRAFFIC.items()},
+    **{f"{key}_bound_ns": f"{name.text} bound" for key, name in names.BOUNDS.items()},
+    **{f"{key}_term_ns": f"{name.text} term" for key, name in names.BOUNDS.items()},
     "smem_bytes_per_k_step": "shared-memory traffic per k-step", "operands": "MMA operand source",
+    "useful_flops_per_s": "useful throughput (FLOP convention)", "sm_finish_max_ns": "busiest SM's finish",
+    "sm_finish_mean_ns": "mean SM finish",
 }
+_BOUND_COLUMNS = ("binding", "littles_law_binding")  # their values are keys of tmasim.names.BOUNDS
 _ROW_LABELS = {"pipeline.stages": "{} stages", "workload.tile": "tile {}", "workload.box": "box {}",
                "pipeline.consumers": "{} consumers", "run.seed": "seed {}"}
 _FIELDS = {"pipeline.stages": "pipeline stages", "workload.tile": "tile (M×N×K)", "workload.box": "TMA box",
@@ -136,6 +141,8 @@ def figure_text(column: str, value: Any) -> str:
     """A summary figure in the unit a reader expects (µs, KiB, TB/s, %), for files (µ, not u)."""
     if fmt.missing(value):
         return fmt.MISSING
+    if column in _BOUND_COLUMNS:
+        return names.bound(value)
     if isinstance(value, str | bool):
         return str(value)
     if is_time(column):
@@ -198,7 +205,7 @@ def failure_text(error: Any) -> str:
 def bound_time_ns(rows: pd.DataFrame) -> tuple[Any, str] | None:
     """The lower bound on the makespan that the table carries, as a time per row, and its name.
 
-    gemm: ``bound_ns`` (the binding one of compute, L2, HBM, SM port, latency); tiles:
+    gemm: ``bound_ns`` (the binding one of compute, L2, HBM, SM port, round trip); tiles:
     ``interval_bound_ns`` × ``tiles`` (the steady-state interval, every tile); stream: the
     bytes over the Little's-law bandwidth.
     """

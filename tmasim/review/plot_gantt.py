@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tmasim import format as fmt
+from tmasim.review.attention_gantt import attention_gantt, attention_window, is_attention
 from tmasim.review.plot_style import COLORS, styled, time_unit
 
 if TYPE_CHECKING:
@@ -38,6 +39,8 @@ def gantt(spans: pd.DataFrame, events: pd.DataFrame, title: str = "",
     stated under the title, with ``note`` (e.g. what the rows of an aggregated run stand for).
     """
     zoom, which = "", ""
+    if is_attention(spans):
+        return _attention(spans, title, window, tiles, note)
     if window is None and tiles is not None:
         window = first_tiles_window(spans, tiles)
         which = f"the first {tiles} tiles of each CTA: "
@@ -52,6 +55,17 @@ def gantt(spans: pd.DataFrame, events: pd.DataFrame, title: str = "",
     if layout == "cta" or (layout == "auto" and len(keys) <= 1):
         return _cta_gantt(spans, events, title, window)
     return _chip_gantt(spans, events, title, window, max_ctas)
+
+
+def _attention(spans: pd.DataFrame, title: str, window: tuple[float, float] | None, blocks: int | None,
+               note: str) -> Figure:
+    """An attention run: its first CTA's copies, tensor cores, softmax units and warpgroups, by
+    default over its first K/V blocks (``blocks`` of them with ``tiles=``)."""
+    which = "" if window is not None else f"the first {blocks or 6} K/V blocks of one CTA: "
+    window = window if window is not None else attention_window(spans, blocks or 6)
+    start, stop = fmt.time(window[0], unicode=True, zero="0"), fmt.time(window[1], unicode=True)
+    zoom = f"zoomed to {which}{start} to {stop} of {fmt.time(float(spans['end_ps'].max()), unicode=True)}"
+    return attention_gantt(spans, "\n".join(t for t in (title, zoom, note) if t), window)
 
 
 def representatives_note(stats: Mapping[str, Any]) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tmasim import format as fmt
+from tmasim import names
 from tmasim.review.columns import (
     bound_time_ns,
     failure_text,
@@ -181,7 +182,7 @@ def _binding_background(ax: Axes, rows: pd.DataFrame, x: str, xmap: dict[Any, fl
     column = next((c for c in ("binding", "littles_law_binding") if c in ok and ok[c].notna().any()), None)
     if ok.empty or column is None:
         return
-    xs, binding = ok["_x"].tolist(), ok[column].tolist()
+    xs, binding = ok["_x"].tolist(), [names.bound(b) for b in ok[column]]
     half = _x_step(xmap) / 2
     where = blended_transform_factory(ax.transData, ax.transAxes)
     start = shade = 0
@@ -248,18 +249,16 @@ def _residency_panel(ax: Axes, groups: Sequence[tuple[str, pd.DataFrame]], x: st
 PARTS = {  # part -> (legend text, colour)
     "compute": ("compute (tensor core busy, mean per SM)", COLORS["compute"]),
     "tail": ("last-wave tail (busiest SM's extra compute)", "#8C8C8C"),
-    "copy": ("copy-bound (copy engine)", "#4C72B0"),
-    "l2": ("L2-bandwidth-bound", "#64B5CD"),
-    "hbm": ("HBM-bandwidth-bound", "#2A4D80"),
-    "port": ("SM-port/TMA-bound", "#7F9FD1"),
-    "smem": ("shared-memory-bound (MMA operand reads + TMA writes)", "#937860"),
-    "latency": ("latency-bound (slot round trip / bytes in flight)", COLORS["wait_empty"]),
-    "issue": ("TMA-issue-bound", COLORS["epilogue"]),
+    # the bound terms, named as tmasim.names.BOUNDS names them
+    "copy": (f"{names.bound('copy')} bound (copy engine)", "#4C72B0"),
+    "l2": (f"{names.bound('l2')} bound (bandwidth)", "#64B5CD"),
+    "hbm": (f"{names.bound('hbm')} bound (bandwidth)", "#2A4D80"),
+    "port": (f"{names.bound('port')} bound", "#7F9FD1"),
+    "smem": (f"{names.bound('smem')} bound (MMA operand reads + TMA writes)", "#937860"),
+    "latency": (f"{names.bound('latency')} bound (too few bytes in flight)", COLORS["wait_empty"]),
+    "issue": (f"{names.bound('issue')} bound", COLORS["epilogue"]),
     "waits": ("not overlapped: fill, drain, barrier waits", COLORS["wait_full"]),
 }
-_BINDING_PART = {"copy": "copy", "l2": "l2", "hbm": "hbm", "port": "port", "smem": "smem", "latency": "latency",
-                 "issue": "issue",
-                 "HBM": "hbm", "L2": "l2", "SM ports": "port", "bytes in flight": "latency", "compute": "compute"}
 
 
 def decompose(row: pd.Series) -> dict[str, float]:
@@ -270,9 +269,9 @@ def decompose(row: pd.Series) -> dict[str, float]:
     ``tail`` = up to the busiest SM's compute (``compute_bound_ns``: work that does not divide
     evenly into waves); the binding term's layer = up to the run's lower bound (``bound_ns``;
     tiles: ``interval_bound_ns × tiles``; stream: bytes / Little's-law bandwidth), named by
-    ``binding`` (copy, L2, HBM, SM port, latency, issue); ``waits`` = the rest of T, time no
-    bound explains: filling and draining the pipeline and stalls on barriers. Each cut is
-    clipped to [previous cut, T], so the parts are never negative and always sum to T.
+    ``binding`` (copy, L2, HBM, SM port, round trip, TMA issue: :data:`tmasim.names.BOUNDS`);
+    ``waits`` = the rest of T, time no bound explains: filling and draining the pipeline and
+    stalls on barriers. Each cut is clipped to [previous cut, T], so the parts are never negative and always sum to T.
     """
     total = float(row["makespan_ns"])
     sms = float(row.get("sms_used") or 1)
@@ -286,7 +285,8 @@ def decompose(row: pd.Series) -> dict[str, float]:
     for value in (mean_compute, float(floor), bound_ns, total):
         cuts.append(min(max(value, cuts[-1]), total))
     named = [row.get(c) for c in ("littles_law_binding", "binding") if not _missing(row.get(c))]
-    binding = _BINDING_PART.get(str(named[0]) if named else "", "latency")
+    binding = names.bound_key(named[0]) if named else "latency"
+    binding = binding if binding in PARTS else "latency"
     parts = {"compute": cuts[1] - cuts[0], "tail": cuts[2] - cuts[1], binding: cuts[3] - cuts[2],
              "waits": cuts[4] - cuts[3]}
     if binding == "compute":  # the bound is the compute floor: nothing between them

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 KEY_FIGURES = ("makespan_ns", "serial_ns", "closed_form_ns", "bound_ns", "interval_bound_ns", "binding",
                "littles_law_bytes_per_s", "littles_law_binding", "achieved_flops_per_s", "achieved_bytes_per_s",
                "efficiency", "consumer_wait_full_ns", "producer_wait_empty_ns", "copy_utilization",
-               "compute_utilization", "hbm_utilization", "l2_utilization", "smem_per_cta_bytes", "ctas_per_sm",
+               "compute_utilization", "l2_bytes", "l2_utilization", "hbm_bytes", "hbm_utilization",
+               "smem_per_cta_bytes", "ctas_per_sm",
                "residency_limit", "ctas", "sms_used", "waves", "races", "cluster", "multicast", "clusters_resident",
                "idle_sms", "aggregation")
 SWEEP_COLUMNS = ("status", "makespan_ns", "binding", "bound_ns", "interval_bound_ns", "achieved_flops_per_s",
@@ -229,7 +230,8 @@ def _timeline_figures(result: Result, out: Path, first_tiles: int | None) -> lis
     from tmasim.review import plots
 
     spans, events = result.spans, result.events
-    per_cta = int(spans[spans["kind"] == "compute"].groupby(["sm", "cta"])["tile"].nunique().max() or 0)
+    counts = spans[spans["kind"] == "compute"].groupby(["sm", "cta"])["tile"].nunique()
+    per_cta = int(counts.max()) if len(counts) else 0  # an attention run records its MMAs by phase instead
     tiles = first_tiles if first_tiles is not None else plots.suggested_tiles(spans)
     zoom = f" (zoomed to the first {tiles} tiles of each CTA; the run has {per_cta})" if tiles else ""
     stats = result.stats

@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tmasim import field_roles
+from tmasim import field_roles, names
 from tmasim import format as fmt
 
 if TYPE_CHECKING:
@@ -248,12 +248,9 @@ def _time_cell(row: dict[str, Any]) -> str:
     return fmt.time_ns(row.get("makespan_ns")) if row.get("status", "ok") == "ok" else "-"
 
 
-_BINDS = {"latency": "round trip", "l2": "L2", "hbm": "HBM", "port": "SM port/TMA", "smem": "shared memory"}
-
-
 def _binds(row: dict[str, Any]) -> str:
     value = row.get("littles_law_binding") if not fmt.missing(row.get("littles_law_binding")) else row.get("binding")
-    return "-" if fmt.missing(value) else _BINDS.get(str(value), str(value))
+    return "-" if fmt.missing(value) else names.bound(value)
 
 
 def _whole(value: Any) -> int | None:

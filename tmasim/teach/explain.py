@@ -15,6 +15,7 @@ from typing import Any
 from tmasim.errors import ModelError
 from tmasim.results import Result
 from tmasim.scenario import Scenario
+from tmasim.teach.explain_attention import attention_story, attention_what_ifs
 from tmasim.teach.explain_broken import explain_failure, explain_invalid
 from tmasim.teach.explain_chip import chip_story, chip_what_ifs
 from tmasim.teach.explain_tiles import tiles_story, tiles_what_ifs
@@ -59,6 +60,9 @@ def explain_result(result: Result, *, base_dir: Path | None = None, what_ifs: bo
     if stats["workload"] == "tiles":
         body = tiles_story(result)
         ifs = tiles_what_ifs(result, base_dir) if what_ifs else []
+    elif stats["workload"] == "attention":
+        body = attention_story(result)
+        ifs = attention_what_ifs(result, base_dir) if what_ifs else []
     else:
         body = chip_story(result)
         ifs = chip_what_ifs(result, base_dir) if what_ifs else []

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tmasim import format as fmt
+from tmasim import names
 from tmasim.format import PS_PER_S
 from tmasim.results import Result
 from tmasim.teach.prose import ordinal, paragraph
@@ -30,10 +31,13 @@ def chip_resources(result: Result) -> list[Resource]:
     stats, gpu = result.stats, result.scenario.gpu
     sms = max(1, stats["sms_used"])
     per_s = PS_PER_S
-    port = gpu.sm_port_bandwidth * per_s * sms
-    links = [Resource("HBM", stats["hbm_bytes"] / gpu.hbm_bandwidth, stats["hbm_bytes"], gpu.hbm_bandwidth * per_s),
-             Resource("L2", stats["memory_bytes"] / gpu.l2_bandwidth, stats["memory_bytes"], gpu.l2_bandwidth * per_s),
-             Resource("SM ports", stats["memory_bytes"] / port * per_s, stats["memory_bytes"], port)]
+    port = gpu.sm_port_bandwidth * per_s  # one SM's: the port row is the busiest SM's
+    loads = stats["memory_bytes"] / sms
+    links = [Resource(names.bound("hbm"), stats["hbm_bytes"] / gpu.hbm_bandwidth, stats["hbm_bytes"],
+                      gpu.hbm_bandwidth * per_s),
+             Resource(names.bound("l2"), stats["l2_bytes"] / gpu.l2_bandwidth, stats["l2_bytes"],
+                      gpu.l2_bandwidth * per_s),
+             Resource(names.bound("port"), loads / port * per_s, loads, port)]
     if "compute_bound_ns" in stats:   # gemm: the busiest SM's bounds, wave quantization included
         compute = stats["compute_bound_ns"] * 1000
         latency = stats["latency_bound_ns"] * 1000
@@ -42,14 +46,14 @@ def chip_resources(result: Result) -> list[Resource]:
                  for r, t in zip(links, bounds, strict=True)]
         if "smem_bound_ns" in stats:  # the busiest SM's shared memory: MMA operand reads + TMA writes
             smem = stats["smem_bound_ns"] * 1000
-            links.append(Resource("shared memory", smem, smem * gpu.smem_bandwidth, gpu.smem_bandwidth * per_s))
+            links.append(Resource(names.bound("smem"), smem, smem * gpu.smem_bandwidth, gpu.smem_bandwidth * per_s))
     else:
         compute = stats["compute_busy_ns"] * 1000 / sms
         per_sm = stats["memory_bytes"] / sms
         rate = stats["bytes_in_flight_per_sm"] / (stats["round_trip_ns"] * 1000)
         latency = per_sm / rate if rate else 0.0
     links = [r for r in links if math.isfinite(r.capacity)]   # the ideal machine's links are unlimited
-    return [Resource("tensor cores", compute), *links, Resource("latency (bytes in flight)", latency)]
+    return [Resource(names.bound("compute"), compute), *links, Resource(names.bound("latency"), latency)]
 
 
 def chip_story(result: Result) -> list[str]:
@@ -62,11 +66,13 @@ def chip_story(result: Result) -> list[str]:
         f"What ran: {stats['tiles']} work units on {stats['sms_used']} SMs of the {scenario.gpu.name} preset "
         f"({stats['ctas']} CTAs, {stats['ctas_per_sm']} per SM, {stats['stages']} stages of shared memory "
         f"each). The run takes {fmt.time(makespan, 4)}.")]
-    rows = [f"  {r.name:<26} {fmt.time(r.time_ps, 4, zero='none'):>10}" + (
-        f"   {fmt.amount(r.nbytes)} at {fmt.rate(r.capacity)}" if r.capacity else "") for r in resources]
-    lines += ["", "Each resource alone would need (the run cannot beat the longest):", *rows]
-    verb = "bind" if binding.name in ("tensor cores", "SM ports") else "binds"
-    text = (f"{binding.name[0].upper()}{binding.name[1:]} {verb}: {fmt.time(binding.time_ps, 4)}, and the run "
+    busiest = {names.bound("port"): " (the busiest SM)", names.bound("compute"): " (the busiest SM's tensor cores)",
+               names.bound("latency"): " (bytes in flight over a slot's round trip)"}
+    rows = [f"  {r.name:<13} {fmt.time(r.time_ps, 4, zero='none'):>10}" + (
+        f"   {fmt.amount(r.nbytes)} at {fmt.rate(r.capacity)}" if r.capacity else "") + busiest.get(r.name, "")
+        for r in resources]
+    lines += ["", "Each bound alone would need (the run cannot beat the longest):", *rows]
+    text = (f"{binding.name[0].upper()}{binding.name[1:]} binds: {fmt.time(binding.time_ps, 4)}, and the run "
             f"reaches {binding.time_ps / makespan:.0%} of that bound.")
     if binding.capacity and compute.time_ps:
         demand = binding.nbytes / compute.time_ps * PS_PER_S
@@ -87,7 +93,7 @@ def chip_story(result: Result) -> list[str]:
                      "under the MMAs.")
         else:
             text += " This machine's links are unlimited, so only the compute and the latency count."
-    elif binding.name.startswith("latency"):
+    elif binding.name == names.bound("latency"):
         text += (" Too few bytes are in flight: each SM's stages x box over a copy's round trip is "
                  "below what the links could carry (Little's law); more stages or bigger boxes help.")
     lines += ["", paragraph(text)]
@@ -104,12 +110,12 @@ def chip_what_ifs(result: Result, base_dir: Path | None) -> list[str]:
     gpu, base = scenario.gpu, stats["makespan_ps"]
     resources = chip_resources(result)
     binding = max(resources, key=lambda r: r.time_ps)
-    field = {"HBM": "hbm_bandwidth", "L2": "l2_bandwidth", "SM ports": "sm_port_bandwidth",
-             "shared memory": "smem_bandwidth"}
+    field = {names.bound(key): f"{gpu_key}_bandwidth"
+             for key, gpu_key in (("hbm", "hbm"), ("l2", "l2"), ("port", "sm_port"), ("smem", "smem"))}
     plans: list[tuple[str, dict[str, Any], str]] = [
         (f"{ordinal(stats['stages'] + 1)} stage", {"pipeline.stages": stats["stages"] + 1},
          f"{binding.name} binds, not the number of slots")]
-    name = binding.name if binding.name in field else "HBM"
+    name = binding.name if binding.name in field else names.bound("hbm")
     rate = getattr(gpu, field[name]) * 2 * PS_PER_S
     if math.isfinite(rate):
         plans.append((f"twice the {name} bandwidth", {f"gpu.{field[name]}": f"{rate:.6g} B/s"},

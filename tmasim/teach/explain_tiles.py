@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tmasim import format as fmt
+from tmasim import names
 from tmasim.format import PS_PER_S
 from tmasim.results import Result
 from tmasim.scenario import Scenario
@@ -109,10 +110,10 @@ _WHY = {
 def _cadence_text(stats: dict[str, Any], scale: int, unit: str) -> str:
     terms = {k: stats[f"{k}_term_ns"] * 1000 for k in ("copy", "compute", "issue", "latency")}
     binding = stats["binding"]
-    names = {"copy": "copy", "compute": "compute", "issue": "issue", "latency": "round trip / S"}
-    shown = ", ".join(f"{names[k]} {num(v, scale)}" for k, v in terms.items() if v or k != "issue")
-    text = (f"Cadence: the steady-state interval per tile is at least max(copy, compute, issue, round trip / S) "
-            f"= max({shown}) = {num(stats['interval_bound_ns'] * 1000, scale)} {unit}; {binding} binds: "
+    term = {k: names.bound(k) + (" / S" if k == "latency" else "") for k in terms}
+    shown = ", ".join(f"{term[k]} {num(v, scale)}" for k, v in terms.items() if v or k != "issue")
+    text = (f"Cadence: the steady-state interval per tile is at least max({', '.join(term.values())}) "
+            f"= max({shown}) = {num(stats['interval_bound_ns'] * 1000, scale)} {unit}; {names.bound(binding)} binds: "
             f"{_WHY[binding]}.")
     if stats["stages"] == 1:
         text = ("Cadence: with one slot the copy of the next tile cannot start until this tile's compute "

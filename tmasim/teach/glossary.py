@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tmasim import names
 from tmasim.teach.prose import paragraph
 
 TERMS: dict[str, str] = {
@@ -27,6 +28,14 @@ TERMS: dict[str, str] = {
                    "product of two operand tiles into an accumulator tile.",
     "accumulator": "The output tile an MMA adds into (fp32 for bf16 inputs): in registers on Hopper, in "
                    "TMEM on Blackwell.",
+    "softmax": "In attention, the normalization of each row of scores S = Q·Kᵀ: subtract the row's "
+               "maximum, exponentiate, divide by the row's sum. FlashAttention does it online, block by "
+               "block, rescaling the output O whenever a row's maximum grows.",
+    "MUFU": "The SM's multi-function units: exponentials, reciprocals, square roots (16 results a clock "
+            "per Hopper SM, against 128 FP32 fused multiply-adds): attention's softmax runs on them.",
+    "ping-pong": "Two consumer warpgroups taking turns on the tensor cores, ordered by a named barrier "
+                 "(a hardware barrier among warps of a CTA): while one runs its GEMMs, the other runs its "
+                 "softmax. Without it (lockstep) both do the same phase at once.",
     "box": "The rectangle of a tensor one TMA copy moves (each side at most 256 elements).",
     "work unit": "What one step of a chip scenario's schedule covers: an output tile of a GEMM (all its "
                  "k-steps), or one box of a stream.",
@@ -69,7 +78,7 @@ TERMS: dict[str, str] = {
     "closed form": "A formula that gives the time exactly, e.g. T = l + c + (N - 1) x max(l, c) for N equal "
                    "tiles with load time l and compute time c and two or more stages.",
     "cadence": "The steady-state interval between tiles once the pipe is full: the slowest of the copy, "
-               "the compute and the slot round trip / S.",
+               "the compute and the round trip / S.",
     "fill and drain": "The start (filling the pipe: nothing to compute yet) and the end (draining: nothing "
                       "left to copy) of a pipeline, where the stages do not overlap.",
     "residency": "How many CTAs fit on one SM at once, limited by shared memory, threads and registers. "
@@ -82,8 +91,15 @@ TERMS: dict[str, str] = {
 
 
 def glossary() -> str:
-    width = max(len(term) for term in TERMS)
-    lines = ["Glossary (terms used by tmasim learn, explain and quiz):", ""]
-    for term, text in TERMS.items():
-        lines.append(paragraph(text, " " * (width + 4), first=f"  {term:<{width}}  "))
+    """The terms, then the bounds and traffic figures under the names every output uses."""
+    sections = (("Glossary (terms used by tmasim learn, explain and quiz):", TERMS),
+                ("Bounds: what can bind a run, as run, explain, sweep, report and figures name them:",
+                 {name.text: name.meaning for name in names.BOUNDS.values()}),
+                ("Traffic: what each byte count of a run counts:",
+                 {name.text: name.meaning for name in names.TRAFFIC.values()}))
+    width = max(len(term) for _, terms in sections for term in terms)
+    lines: list[str] = []
+    for title, terms in sections:
+        lines += [*([""] if lines else []), title, ""]
+        lines += [paragraph(text, " " * (width + 4), first=f"  {term:<{width}}  ") for term, text in terms.items()]
     return "\n".join(lines)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tmasim import format as fmt
+from tmasim import names
 from tmasim.errors import DeadlockError, ModelError, ScenarioError
 from tmasim.results import Result
 from tmasim.scenario import Scenario
@@ -110,12 +111,12 @@ def latency(lab: Lab) -> Outcome:
         times[s] = result.makespan_ps
         per_tile[s] = result.makespan_ps / st["tiles"]
         table.append(row(s, format_time(result.makespan_ps), format_time(per_tile[s], 4),
-                         format_time(st["interval_bound_ns"] * 1000, 4), st["binding"]))
+                         format_time(st["interval_bound_ns"] * 1000, 4), names.bound(st["binding"])))
     best = min(times.values())
     enough = min(s for s, t in times.items() if t == best)
     bound = analytic.steady_state(2 * PS_PER_US, 1.5 * PS_PER_US, enough, 6 * PS_PER_US)
     why = ("Two different things: the copy latency is the 6 us from issuing a copy to its first byte, before "
-           "its 2 us transfer; the slot round trip is everything a slot goes through before it can be refilled: "
+           "its 2 us transfer; a slot's round trip is everything a slot goes through before it can be refilled: "
            "copy latency + transfer + compute = 6 + 2 + 1.5 = 9.5 us. With one slot every round trip is exposed: "
            f"32 x 9.5 us = {format_time(times[1])}. S slots keep S copies in flight, so a tile finishes every "
            "9.5 / S at best (the round-trip bound): the copy latency is "

@@ -1,4 +1,4 @@
-"""``tmasim learn``: eight lessons, each a scenario under ``scenarios/lessons/`` the learner can change.
+"""``tmasim learn``: nine lessons, each a scenario under ``scenarios/lessons/`` the learner can change.
 
 A lesson states a concept in a few sentences, asks for a prediction, runs the scenario (and the
 variants the concept needs), compares, explains why with the run's numbers, and says what to
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tmasim.errors import ScenarioError
+from tmasim.teach import lesson_attention
 from tmasim.teach import lesson_runs as runs
 from tmasim.teach.answers import Reading, answer_text, is_right, read_answer
 from tmasim.teach.lab import Lab, Outcome
@@ -105,10 +106,23 @@ LESSONS: tuple[Lesson, ...] = (
            "columns does it take?", "columns", runs.tmem,
            ("tmasim run lessons/08-tmem", "tmasim run lessons/08-tmem --set gpu=h100-sxm",
             "tmasim run lessons/08-tmem --set pipeline.stages=5")),
+    Lesson(9, "softmax", "The softmax hides under the tensor cores",
+           "Attention (FlashAttention) computes, per block of keys, S = Q·Kᵀ on the tensor cores, then the "
+           "softmax of S (exponentials on the SM's multi-function units, sums and maxima on its FP32 units), "
+           "then O += P·V on the tensor cores. The exponential units are far slower than the tensor cores, so "
+           "the softmax is a resource of its own. Two consumer warpgroups (128 threads each, 64 query rows "
+           "each) can play ping-pong: a named barrier makes them take turns issuing GEMMs, so one's softmax "
+           "runs while the other's GEMMs keep the tensor cores busy.",
+           "One CTA, 128 queries against 64 blocks of 128 keys, head dim 128, on an H100: with ping-pong it "
+           "takes about 75 us. With ping-pong off (the two warpgroups in lockstep), how long (us)?", "us",
+           lesson_attention.softmax,
+           ("tmasim run lessons/09-softmax --set pipeline.consumer_mode=cooperative",
+            "tmasim run lessons/09-softmax --set workload.softmax_overlap=true",
+            "tmasim explain attention-h100")),
 )
 
 
-FIGURES = (1, 2, 3, 4, 7)   # the lessons that draw figures (the others are about chip-wide numbers)
+FIGURES = (1, 2, 3, 4, 7, 9)   # the lessons that draw figures (the others are about chip-wide numbers)
 
 
 def lesson(number: int) -> Lesson:

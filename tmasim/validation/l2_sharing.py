@@ -48,7 +48,7 @@ def model_reads_per_tile(mode: str, group: int) -> float:
     stats = simulate(from_dict(raw)).stats
     box = bn * bk * 2  # one B box, bf16
     a_bytes = group * bm * bk * 2 * (K // bk)
-    return (float(stats["l2_carried_bytes"]) - a_bytes - group * bm * bn * 2) / (box * (K // bk))
+    return (float(stats["l2_bytes"]) - a_bytes - group * bm * bn * 2) / (box * (K // bk))
 
 
 def check(root: Path) -> pd.DataFrame:

@@ -12,11 +12,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from tmasim import fields as read
-from tmasim.workloads import gemm, stream, tiles
+from tmasim.workloads import attention, gemm, stream, tiles
 from tmasim.workloads.base import Workload
 
-WorkloadConfig = tiles.TilesConfig | stream.StreamConfig | gemm.GemmConfig
-WORKLOADS: dict[str, Workload] = {module.KIND: module for module in (tiles, stream, gemm)}
+WorkloadConfig = tiles.TilesConfig | stream.StreamConfig | gemm.GemmConfig | attention.AttentionConfig
+WORKLOADS: dict[str, Workload] = {module.KIND: module for module in (tiles, stream, gemm, attention)}
 KINDS = tuple(WORKLOADS)
 
 

@@ -60,7 +60,6 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
         **{f"{name}_bound_ns": value / 1000 for name, value in bounds.items()},
         "bound_ns": bounds[binding] / 1000,
         "bound_flops_per_s": config.useful_flops / bounds[binding] * 1e12 if bounds[binding] else None,
-        "model_hbm_bytes": hbm,
     }
 
 

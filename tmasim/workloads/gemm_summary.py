@@ -8,26 +8,25 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from tmasim import format as fmt
-from tmasim.summary_rows import chip_rows, cluster_rows, t
+from tmasim import names
+from tmasim.summary_rows import chip_rows, cluster_rows, share_of_peak, t
 from tmasim.workloads.gemm_config import GemmConfig
 
 if TYPE_CHECKING:
     from tmasim.scenario import Scenario
 
-BOUND_NAMES = (("compute", "compute"), ("smem", "shared memory"), ("l2", "L2"), ("hbm", "HBM"),
-               ("port", "SM port/TMA"), ("latency", "latency"))
+BOUND_NAMES = tuple((key, names.bound(key)) for key in ("compute", "smem", "l2", "hbm", "port", "latency"))
 
 
 def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
     config = scenario.workload
     assert isinstance(config, GemmConfig)
-    peak = scenario.gpu.tensor_flops[config.dtype] * 1e12
     rate = stats["achieved_flops_per_s"]
     bounds = ", ".join(f"{name} {t(stats[f'{key}_bound_ns'], zero='none')}" for key, name in BOUND_NAMES)
     binding = dict(BOUND_NAMES).get(stats["binding"], stats["binding"])
     return [
-        ("predicted time", f"{t(stats['makespan_ns'])}   ({fmt.flop_rate(rate)}, {fmt.percent(rate / peak)} of "
-                           f"the {fmt.flop_rate(peak)} {config.dtype} peak)"),
+        ("predicted time", f"{t(stats['makespan_ns'])}   ({fmt.flop_rate(rate)}, "
+                           f"{share_of_peak(rate, scenario, config.dtype, stats['sms_used'])})"),
         ("bound", f"{t(stats['bound_ns'])}, binding: {binding}   (the run reaches {fmt.percent(stats['efficiency'])} "
                   "of it)"),
         ("bounds", bounds),
@@ -104,13 +103,13 @@ def explain(stats: Mapping[str, Any]) -> str:
     if binding == "smem":
         return _explain_smem(s)
     if binding == "port":
-        return (f"The SMs' TMA ingest binds: the busiest SM needs {t(s['port_bound_ns'])} just to take in its "
-                f"operands (each copy takes the longer of its bytes through the SM's port and its row requests "
+        return (f"The {names.bound('port')} binds: the busiest SM needs {t(s['port_bound_ns'])} just to take in "
+                f"its operands (each copy takes the longer of its bytes through the SM's port and its row requests "
                 f"through the TMA unit), more than its {compute} of tensor-core time; fewer rows per k-step "
                 "(multicast slices in a cluster) or more reuse per row (bigger tiles) would help.")
-    return (f"Latency binds: with {s['stages']} stages x {s['ctas_per_sm']} CTA(s) per SM in flight, the busiest "
-            f"SM's slot round trips add up to at least {t(s['latency_bound_ns'])}, more than its {compute} of "
-            "compute; more stages, if shared memory allows, would hide it.")
+    return (f"The round trip binds: with {s['stages']} stages x {s['ctas_per_sm']} CTA(s) per SM in flight, "
+            f"the round trips of the busiest SM's busiest slot add up to at least {t(s['latency_bound_ns'])}, "
+            f"more than its {compute} of compute; more stages, if shared memory allows, would hide it.")
 
 
 def _explain_smem(s: Mapping[str, Any]) -> str:
@@ -128,16 +127,13 @@ def _explain_link(s: Mapping[str, Any], binding: str) -> str:
     nbytes = _link_bytes(s, binding)
     supply = nbytes / (float(s[f"{binding}_bound_ns"]) * 1e-9)
     demand = nbytes / (float(s["compute_bound_ns"]) * 1e-9)
-    what = "box data" if binding == "l2" else "DRAM traffic"
+    what = "L2 traffic" if binding == "l2" else "HBM traffic"
     return (f"{link} bandwidth binds: to keep the tensor cores busy the SMs together would ask for "
             f"{fmt.rate(demand)} of {what}, and {link} supplies {fmt.rate(supply)}, so moving "
             f"{fmt.amount(nbytes)} takes at least {t(s[f'{binding}_bound_ns'])}.")
 
 
 def _link_bytes(s: Mapping[str, Any], link: str) -> float:
-    """What the bound moved over the link: carried bytes where recorded, else the model's count."""
-    for key in ((f"{link}_carried_bytes", "memory_bytes") if link == "l2" else ("model_hbm_bytes", "hbm_bytes")):
-        value = s.get(key)
-        if value is not None and not (isinstance(value, float) and math.isnan(value)):
-            return float(value)
-    return 0.0
+    """What the bound moved over the link: the run's L2 or HBM traffic (tmasim.names.TRAFFIC)."""
+    value = s.get(f"{link}_bytes")
+    return 0.0 if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from tmasim import fields as read
 from tmasim import format as fmt
-from tmasim import l2
+from tmasim import l2, names
 from tmasim.descriptor import ELEMENT_BYTES, TensorDescriptor
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Copy, Segment, Unit, UnitProgram
@@ -199,11 +199,11 @@ def littles_law(config: StreamConfig, gpu: GpuSpec, stages: int, ctas_per_sm: in
     latency = gpu.copy_latency_for(box) + round(hbm * gpu.hbm_latency)
     round_trip = (gpu.tma_issue + latency + box / port
                   + config.compute_per_byte * box + 2 * gpu.barrier_wake)
-    limits = {
-        "HBM": gpu.hbm_bandwidth / hbm if hbm > 0 else float("inf"),
-        "L2": gpu.l2_bandwidth,
-        "SM ports": sms * port,
-        "bytes in flight": sms * in_flight / round_trip if round_trip else float("inf"),
+    limits = {  # keyed as tmasim.names.BOUNDS: "latency" is the round trip (bytes in flight / it)
+        "hbm": gpu.hbm_bandwidth / hbm if hbm > 0 else float("inf"),
+        "l2": gpu.l2_bandwidth,
+        "port": sms * port,
+        "latency": sms * in_flight / round_trip if round_trip else float("inf"),
     }
     binding = min(limits, key=lambda k: limits[k])
     return {"bytes_in_flight_per_sm": in_flight, "round_trip_ns": round_trip / 1000,
@@ -218,7 +218,7 @@ def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str
         ("predicted time", t(stats["makespan_ns"])),
         ("achieved bandwidth", f"{fmt.rate(stats['achieved_bytes_per_s'])}   (Little's law: "
                                f"{fmt.rate(stats['littles_law_bytes_per_s'])}, bound by "
-                               f"{stats['littles_law_binding']})"),
+                               f"{names.bound(stats['littles_law_binding'])})"),
         ("bytes in flight", f"{fmt.size(stats['bytes_in_flight_per_sm'])} per SM; a slot's round trip "
                             f"{t(stats['slot_round_trip_ns'])} (unloaded: {t(stats['round_trip_ns'])})"),
         *chip_rows(stats, scenario),
@@ -231,9 +231,9 @@ def explain(stats: Mapping[str, Any]) -> str:
     sms, in_flight, trip = int(s["sms_used"]), float(s["bytes_in_flight_per_sm"]), float(s["round_trip_ns"])
     offered = sms * in_flight / (trip * 1e-9)
     achieved = f" (the run achieves {fmt.rate(s['achieved_bytes_per_s'])})" if s.get("achieved_bytes_per_s") else ""
-    binding = s["littles_law_binding"]
+    binding = names.bound(s["littles_law_binding"])
     flight = f"{sms} SMs x {fmt.size(in_flight)} in flight over a {t(trip)} round trip"
-    if binding == "bytes in flight":
+    if binding == names.bound("latency"):
         return (f"Little's law binds: {flight} move at most {fmt.rate(offered)}, less than the memory links "
                 f"supply; more stages or bigger boxes would help{achieved}.")
     return (f"{binding} bandwidth binds: {flight} could move {fmt.rate(offered)}, but {binding} supplies "

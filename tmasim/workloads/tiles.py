@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from tmasim import analytic
+from tmasim import analytic, names
 from tmasim import fields as read
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Repeat, TimedProgram
@@ -182,10 +182,6 @@ def _standard_sync(scenario: Scenario) -> bool:
 
 # ------------------------------------------------------------------------------ presentation
 
-# What each term of the steady-state bound is, in words (the "latency" term binds even with no
-# latency at all: it is one slot's round trip shared by the stages).
-BINDING_TEXT = {"copy": "copy", "compute": "compute", "issue": "TMA issue",
-                "latency": "slot round trip (copy, wait, compute, release)"}
 
 
 def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
@@ -197,9 +193,10 @@ def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str
     ]
     if stats.get("maxplus_ns") is not None:
         rows.append(("max-plus recurrence", t(stats["maxplus_ns"])))
-    terms = ", ".join(f"{'round trip / stages' if k == 'latency' else k} {t(stats[f'{k}_term_ns'])}"
+    # The "latency" term binds even with no latency at all: it is one slot's round trip over the stages.
+    terms = ", ".join(f"{names.bound(k)}{' / stages' if k == 'latency' else ''} {t(stats[f'{k}_term_ns'])}"
                       for k in ("copy", "compute", "issue", "latency") if stats[f"{k}_term_ns"] or k != "issue")
-    binding = BINDING_TEXT.get(stats["binding"], stats["binding"])
+    binding = names.bound(stats["binding"])
     rows.append(("bound per tile", f"{t(stats['interval_bound_ns'])}, binding: {binding}   ({terms})"))
     return rows
 
@@ -222,6 +219,6 @@ def explain(stats: Mapping[str, Any]) -> str:
     round_trip = float(s["latency_term_ns"]) * stages
     needed = math.ceil(round_trip / max(float(s["copy_term_ns"]), float(s["compute_term_ns"]),
                                         float(s.get("issue_term_ns") or 0.0), 1e-9) - 1e-9)
-    return (f"The slot round trip binds: one slot cycles in {t(round_trip)} (copy latency, load, compute and "
+    return (f"The round trip binds: one slot cycles in {t(round_trip)} (copy latency, load, compute and "
             f"barrier overheads), so {stages} stage(s) deliver at best one tile every {interval}; about "
             f"{needed} stages would hide it.")

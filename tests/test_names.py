@@ -1,0 +1,165 @@
+"""One name per bound and one number per quantity, in every output (tmasim.names).
+
+Every output of a scenario is rendered (run summary, JSON, explain, sweep table and answer,
+report page, figures' texts, a lesson, the glossary) and searched for the names that were
+used for the same things before; the traffic figures are then cross-checked between the
+summary, the JSON, explain and the report for the GEMM, cluster, 2-SM and stream scenarios.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import matplotlib
+import pytest
+
+from tmasim import format as fmt
+from tmasim import names
+from tmasim.review import report
+from tmasim.scenario import load
+from tmasim.simulation import simulate
+from tmasim.summary import describe
+from tmasim.sweep import answer, run_sweep
+from tmasim.teach import explain, lessons
+from tmasim.teach.glossary import glossary
+
+matplotlib.use("Agg")
+
+# A small GEMM whose stage sweep binds on the round trip (1 stage) and on L2 (more stages).
+GEMM = ["workload.m=4096", "workload.n=4096", "workload.k=1024", "run.records=false"]
+
+
+def stale_names(text: str) -> list[str]:
+    """The old aliases of a canonical name found in ``text`` (none is the goal)."""
+    found = [alias for alias in names.STALE if alias in text]
+    found += [f"{m.group(0)!r} (lower-case L2)" for m in re.finditer(r"(?<![\w.])l2(?![\w.])", text)]
+    found += [f"{m.group(1)!r} (a table's binds cell)" for m in re.finditer(r" {2}(latency|l2|port)$", text, re.M)]
+    return found
+
+
+def figure_texts(fig) -> str:  # type: ignore[no-untyped-def]
+    texts = [fig._suptitle.get_text() if fig._suptitle else ""]
+    for ax in fig.axes:
+        texts += [ax.get_title(), ax.get_xlabel(), ax.get_ylabel(), *(t.get_text() for t in ax.texts)]
+        texts += [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels()]
+        legend = ax.get_legend()
+        if legend is not None:
+            texts += [t.get_text() for t in legend.get_texts()]
+    return "\n".join(texts)
+
+
+@pytest.fixture(scope="module")
+def sweep_table():  # type: ignore[no-untyped-def]
+    table = run_sweep("gemm-h100", GEMM, ["pipeline.stages=1,2,4"], progress=False)
+    assert set(table["binding"]) >= {"latency", "l2"}, "the sweep must show the round trip and L2 binding"
+    return table
+
+
+def test_every_output_uses_only_the_canonical_names(sweep_table, tmp_path):  # type: ignore[no-untyped-def]
+    from tmasim.review import plots
+    from tmasim.review.plot_cli import build_report
+
+    outputs: dict[str, str] = {}
+    for stages in (1, 4):
+        scenario = load("gemm-h100", [*GEMM, f"pipeline.stages={stages}"])
+        result = simulate(scenario)
+        outputs[f"run {stages}"] = describe(result.stats, scenario)
+        outputs[f"explain {stages}"] = explain.explain_result(result, what_ifs=False)
+        outputs[f"report rows {stages}"] = "\n".join(f"{k}: {v}" for k, v in report.summary_rows(result.stats))
+        outputs[f"report verdict {stages}"] = report.explain(result.stats)
+    outputs["sweep"] = answer.summary(sweep_table)
+    outputs["report sweep table"] = "\n".join(" ".join(r) for r in report.sweep_table(sweep_table).rows)
+    page = build_report("reference", ["pipeline.stages=1"], ["pipeline.stages=1,2"], tmp_path / "r")
+    outputs["report page"] = page.read_text(encoding="utf-8")
+    for name, fig in (("stage sweep", plots.stage_sweep(sweep_table)),
+                      ("stall breakdown", plots.stall_breakdown(sweep_table))):
+        outputs[f"figure {name}"] = figure_texts(fig)
+    tiles = load("latency-hidden", ["pipeline.stages=2"])
+    outputs["run tiles"] = describe(simulate(tiles).stats, tiles)
+    outputs["explain tiles"] = explain.explain(tiles, what_ifs=False)
+    outputs["lesson 4"] = lessons.teach(4, None)[0]
+    outputs["glossary"] = glossary()
+    found = {name: stale_names(text) for name, text in outputs.items()}
+    assert {name: aliases for name, aliases in found.items() if aliases} == {}
+    assert "round trip" in outputs["run 1"] and "binding: round trip" in outputs["run 1"]
+    assert "round trip binds" in outputs["figure stage sweep"]
+    assert "round trip" in outputs["sweep"] and "L2" in outputs["sweep"]
+
+
+def test_json_binding_values_and_bound_keys_are_the_names_keys():
+    for name in ("gemm-h100", "stream-h100", "latency-hidden"):
+        stats = json.loads(simulate(load(name, ["run.records=false"])).to_json())
+        for key in ("binding", "littles_law_binding"):
+            if key in stats:
+                assert stats[key] in names.BOUNDS, (name, key, stats[key])
+        bounds = {k.removesuffix("_bound_ns") for k in stats if k.endswith("_bound_ns") and k != "interval_bound_ns"}
+        assert bounds <= set(names.BOUNDS), bounds
+
+
+def test_bound_names_read_old_tables():
+    assert names.bound("latency") == "round trip"
+    assert names.bound("bytes in flight") == "round trip"  # a stream table written before the keys
+    assert names.bound("SM ports") == "SM port/TMA" and names.bound("L2") == "L2" and names.bound("l2") == "L2"
+
+
+# ------------------------------------------------------------------- one number per quantity
+
+
+def _traffic(text: str) -> tuple[str, str]:
+    match = re.search(r"traffic +L2 ([\d.]+ [kMGT]?B) .*HBM ([\d.]+ [kMGT]?B)", text)
+    assert match, text
+    return match.group(1), match.group(2)
+
+
+@pytest.mark.parametrize("name", ["gemm-h100", "gemm-h100-cluster", "gemm-b200-2sm", "stream-h100", "mma-b200"])
+def test_summary_json_explain_and_report_print_the_same_traffic(name):
+    scenario = load(name, ["run.records=false"])
+    result = simulate(scenario)
+    stats = json.loads(result.to_json())
+    l2, hbm = fmt.amount(stats["l2_bytes"]), fmt.amount(stats["hbm_bytes"])
+    assert stats["l2_bytes"] == stats["memory_bytes"] + stats["store_bytes"]
+    assert stats["hbm_bytes"] <= stats["l2_bytes"]  # HBM is reached through L2: never more bytes
+    assert _traffic(describe(result.stats, scenario)) == (l2, hbm)
+    rows = dict(report.summary_rows(result.stats))
+    assert (rows["L2 traffic"], rows["HBM traffic"]) == (l2, hbm)
+    text = explain.explain_result(result, what_ifs=False)
+    limited = {"L2": math_finite(scenario.gpu.l2_bandwidth), "HBM": math_finite(scenario.gpu.hbm_bandwidth)}
+    for link, amount in (("L2", l2), ("HBM", hbm)):
+        if limited[link]:
+            assert re.search(rf"^  {link} +\S+ \S+ +{re.escape(amount)} at ", text, re.M), (link, amount, text)
+    if stats.get("l2_utilization") is not None:  # the busy share is of the same bytes
+        seconds = stats["makespan_ns"] * 1e-9
+        assert stats["l2_utilization"] == pytest.approx(
+            stats["l2_bytes"] / (scenario.gpu.l2_bandwidth * 1e12 * seconds), rel=1e-9)
+        assert stats["hbm_utilization"] == pytest.approx(
+            stats["hbm_bytes"] / (scenario.gpu.hbm_bandwidth * 1e12 * seconds), rel=1e-9)
+
+
+def math_finite(value: float) -> bool:
+    return value != float("inf")
+
+
+def test_fabric_carries_exactly_the_l2_and_hbm_traffic():
+    """The flow model's links, integrated over time, carry the bytes the summary reports."""
+    result = simulate(load("gemm-h100-cluster", ["workload.m=2048", "workload.n=2048", "workload.k=1024",
+                                                 "run.records=false"]), record_bandwidth=True)
+    bw = result.bandwidth
+    for link, key in (("L2", "l2_bytes"), ("HBM", "hbm_bytes")):
+        rows = bw[bw["link"] == link].sort_values("time_ps")
+        times = [*rows["time_ps"], result.stats["makespan_ps"]]
+        per_ps = rows["gbytes_per_s"] / 1000  # bytes per picosecond
+        carried = sum(load * (t1 - t0) for load, t0, t1 in zip(per_ps, times, times[1:], strict=False))
+        assert carried == pytest.approx(result.stats[key], rel=1e-6), link
+
+
+def test_design_doc_documents_every_name():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "design.md").read_text(encoding="utf-8")
+    for key, name in names.BOUNDS.items():
+        assert f'| `"{key}"` | {name.text} | {name.meaning} |' in doc
+    for key, name in names.TRAFFIC.items():
+        assert f"| `{key}` | {name.text} | {name.meaning} |" in doc
+    for name in names.RESOURCES.values():
+        assert f"| {name.text} | {name.meaning} |" in doc

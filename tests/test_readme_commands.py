@@ -1,0 +1,120 @@
+"""Every ``tmasim`` command the README shows runs as printed, top to bottom, in one fresh folder.
+
+Commands are taken from the README's code blocks: ``$ tmasim ...`` lines of a ``text`` block
+(followed by what they print) and ``tmasim ...`` lines of a ``sh`` block (a trailing ``\\``
+continues a line). Each runs in bash through ``python -m tmasim``, in README order, in one
+temporary folder, so a file must be written before a later command reads it. A command whose
+printed output starts with ``tmasim: error:`` must fail with that one-line error (no
+traceback); every other command must succeed.
+
+A command marked in a trailing comment with ``[gpu]`` (needs a GPU), ``[slow]`` (takes
+minutes) or ``[skip: why]`` is not run; the README says so where it defines the markers.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+MARKER = re.compile(r"#.*\[(gpu|slow|skip)\b[^\]]*\]")
+PROGRAM = re.compile(r"^(tmasim|python3? -m tmasim)(\s|$)")
+TIMEOUT_S = 120
+
+
+@dataclass(frozen=True)
+class Command:
+    line: int    # in README.md, 1-based
+    text: str
+    fails: bool  # the README shows it failing with "tmasim: error: ..."
+    skip: str | None
+
+    def __str__(self) -> str:
+        return f"README.md:{self.line}: {self.text}"
+
+
+def readme_commands(text: str) -> list[Command]:
+    """The README's tmasim commands, in order (see the module's docstring for the rules)."""
+    found: list[Command] = []
+    lines = text.splitlines()
+    fence: str | None = None
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("```"):
+            fence = None if fence is not None else line[3:].strip()
+            i += 1
+            continue
+        start, command = i, None
+        if fence == "text" and line.startswith("$ "):
+            command = line[2:]
+        elif fence in ("sh", "bash", "shell") and PROGRAM.match(line):
+            command = line
+        i += 1
+        if command is None or not PROGRAM.match(command):
+            continue
+        while command.rstrip().endswith("\\") and i < len(lines):
+            command = command.rstrip()[:-1] + " " + lines[i].strip()
+            i += 1
+        fails = fence == "text" and i < len(lines) and lines[i].startswith("tmasim: error:")
+        marker = MARKER.search(command)
+        found.append(Command(start + 1, command, fails, marker.group(0) if marker else None))
+    return found
+
+
+COMMANDS = readme_commands(README.read_text(encoding="utf-8"))
+
+
+def test_the_readme_shows_commands_and_marks_few():
+    assert len(COMMANDS) >= 30
+    assert sum(c.skip is not None for c in COMMANDS) <= len(COMMANDS) // 4
+
+
+def test_the_extractor_reads_both_block_kinds_and_the_markers():
+    text = ("```text\n$ tmasim run\nreference: ...\n$ tmasim run --set pipeline.stages=9  # [slow] minutes\n"
+            "$ tmasim run nope\ntmasim: error: no scenario\n```\n"
+            "```sh\ntmasim sweep reference \\\n    --vary pipeline.stages=1,2\npip install x\n```\n")
+    assert readme_commands(text) == [
+        Command(2, "tmasim run", False, None),
+        Command(4, "tmasim run --set pipeline.stages=9  # [slow] minutes", False, "# [slow]"),
+        Command(5, "tmasim run nope", True, None),
+        Command(9, "tmasim sweep reference  --vary pipeline.stages=1,2", False, None)]
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder for every command, and a ``tmasim`` on PATH that is ``python -m tmasim``."""
+    root = tmp_path_factory.mktemp("readme")
+    bin_dir = root / ".bin"
+    bin_dir.mkdir()
+    for name in ("tmasim", "python", "python3"):
+        script = bin_dir / name
+        tail = "-m tmasim " if name == "tmasim" else ""
+        script.write_text(f'#!/bin/sh\nexec "{sys.executable}" {tail}"$@"\n')
+        script.chmod(0o755)
+    work = root / "work"
+    work.mkdir()
+    return work
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: f"L{c.line}")
+def test_readme_command_runs_as_printed(command: Command, folder: Path) -> None:
+    if command.skip:
+        pytest.skip(f"marked {command.skip}")
+    env = {**os.environ, "PATH": f"{folder.parent / '.bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+           "PYTHONPATH": str(REPO), "MPLBACKEND": "Agg"}
+    done = subprocess.run(["bash", "-o", "pipefail", "-c", command.text], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=TIMEOUT_S)
+    said = f"{command}\nexit {done.returncode}\nstdout: {done.stdout[-1500:]}\nstderr: {done.stderr[-1500:]}"
+    assert "Traceback" not in done.stderr, said
+    if command.fails:
+        assert done.returncode != 0 and "tmasim: error:" in done.stderr, said
+    else:
+        assert done.returncode == 0, said

@@ -1,0 +1,341 @@
+"""A CTA running the FlashAttention-3 forward pipeline (Shah et al., 2024) on Hopper.
+
+Producer (a warpgroup of its own), per unit: wait Q's empty barrier, load Q (one TMA copy);
+then per K/V block j: wait k.empty[s], load K_j; wait v.empty[s], load V_j (s = j mod S). K
+and V have rings of their own, each slot with a full and an empty barrier.
+
+Consumer process, per block (``overlap`` off)::
+
+    wait k.full; [turn]  S = Q·K_jᵀ  [pass turn]; wait S; release K_j
+    softmax(S) and the rescale of O on the vector units
+    wait v.full; O += P·V_j; wait it; release V_j
+
+with ``overlap`` on (FA3's intra-warpgroup pipelining, its Algorithm 2): S_0 and its softmax
+first, then for j >= 1::
+
+    wait k.full[j], v.full[j-1]; [turn]  issue S_j, then O += P_{j-1}·V_{j-1}  [pass turn]
+    wait S_j; release K_j; softmax(S_j) (while P·V runs); wait P·V; release V_{j-1}; rescale O
+
+and the last block's P·V after the loop. ``[turn]``: with ping-pong the two warpgroups issue
+their GEMMs in turn (a named-barrier token, as FA3's ``warp_scheduler_barrier``), so one's
+softmax runs under the other's GEMMs. The SM's tensor cores and its vector units (FP32 and
+multi-function units) are each one FIFO server shared by the CTA's consumers.
+
+Cooperative warpgroups without that ordering issue every phase together and share each unit,
+so they move in lockstep and finish each phase together; they are simulated as one consumer
+process doing both warpgroups' rows (its costs are the pair's), which is exact for that
+processor-sharing model. After a unit's last S GEMM its consumers release Q (or, with
+``o_in_q``, once O's store has read the buffer), normalize and stage O, and the last of them
+issues the TMA store of the O tile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+import simpy
+
+from tmasim.engine.attention_program import AttentionProgram, KvBlock, Mma, VectorWork
+from tmasim.engine.barrier import Mbarrier
+from tmasim.engine.copy_engine import CopyEngine
+from tmasim.engine.cta import Race, Sync
+from tmasim.engine.recorder import Recorder
+from tmasim.engine.stages import StageRing
+from tmasim.engine.tensor_core import TensorCore, VectorUnits
+
+Wait = Generator[simpy.Event, object, None]
+
+
+class AttentionCta:
+    def __init__(self, env: simpy.Environment, sm: int, index: int, program: AttentionProgram, sync: Sync,
+                 copy_engine: CopyEngine, tensor_core: TensorCore, vector_units: VectorUnits,
+                 recorder: Recorder | None) -> None:
+        self.env, self.sm, self.index = env, sm, index
+        self.scope = f"sm{sm}.cta{index}"
+        self.program, self.sync, self.recorder = program, sync, recorder
+        self.schedule = program.schedule
+        self.copy_engine, self.tensor_core, self.vector_units = copy_engine, tensor_core, vector_units
+        self.multiplicity = 1
+        consumers, wake, stages = self.schedule.consumers, sync.wake, sync.stages
+        watch = recorder is not None
+        self.k = StageRing(env, f"{self.scope}.k", stages, full_arrivals=1, empty_arrivals=consumers, wake=wake,
+                           on_full_flip=self._on_full(0) if watch else None,
+                           on_empty_flip=self._on_empty(0) if watch else None)
+        self.v = StageRing(env, f"{self.scope}.v", stages, full_arrivals=1, empty_arrivals=consumers, wake=wake,
+                           on_full_flip=self._on_full(stages) if watch else None,
+                           on_empty_flip=self._on_empty(stages) if watch else None)
+        self._landed_at = [0.0] * (2 * stages)
+        self.q_full = Mbarrier(env, f"{self.scope}.q.full", 1, wake)
+        self.q_empty = Mbarrier(env, f"{self.scope}.q.empty", consumers, wake)
+        self.wait_full_ps: float = 0
+        self.wait_empty_ps: float = 0
+        self.slot_cycle_ps: float = 0
+        self.slot_cycles = 0
+        self.finished_at: float | None = None
+        self.finished = env.event()
+        self._waiting: dict[str, tuple[Mbarrier, int]] = {}
+        self._issued_at = [0.0] * (2 * stages)
+        self._consumers_left = consumers
+        self._stores_left = 0
+        self._staged = [0] * len(program.units)  # consumers done with each unit's epilogue
+        self._turn = 0
+        self._turn_changed = env.event()
+        self._rescaled: list[simpy.Event | None] = [None] * consumers  # correction warpgroup's last rescale
+        self._next_load = 0  # without a producer: the next block whose copies are to be issued
+        self.processes = [env.process(self.producer())] if self.schedule.producer else []
+        self.processes += [env.process(self.consumer(w)) for w in range(consumers)]
+
+    # ---- waiting ------------------------------------------------------------------------------
+
+    def _wait(self, barrier: Mbarrier, parity: int, role: str, full: bool, step: int = -1) -> Wait:
+        ready = barrier.wait(parity)
+        if ready.callbacks is None:
+            return
+        t0 = self.env.now
+        self._waiting[role] = (barrier, parity)
+        yield ready
+        del self._waiting[role]
+        waited = self.env.now - t0
+        if full:
+            self.wait_full_ps += waited
+        else:
+            self.wait_empty_ps += waited
+        if self.recorder is not None and waited:
+            lane = role if full else "producer"
+            self.recorder.span(t0, self.env.now, self.sm, self.index, lane, "wait_full" if full else "wait_empty",
+                               step, -1)
+
+    # ---- the producer -------------------------------------------------------------------------
+
+    def producer(self) -> Wait:
+        prog = self.program
+        for u, unit in enumerate(prog.units):
+            yield from self._load_q(u, "producer")
+            for step in range(prog.first_step(u), prog.first_step(u) + unit.blocks):
+                yield from self._load_block(step, "producer")
+
+    def _load_q(self, u: int, role: str) -> Wait:
+        q = self.program.units[u].q
+        yield from self._wait(self.q_empty, (u & 1) ^ 1, role, False)
+        self.q_full.arrive_expect_tx(q.smem_bytes, f"{self.scope}.{role}", u)
+        self.copy_engine.load(q, self.q_full, self.index, u, 2 * self.sync.stages)  # Q's buffer: slot 2S
+
+    def _load_block(self, step: int, role: str) -> Wait:
+        stages = self.sync.stages
+        use, slot = divmod(step, stages)
+        block = self.program.block(step)
+        for ring, copy, offset in ((self.k, block.k, 0), (self.v, block.v, stages)):
+            yield from self._wait(ring.empty[slot], (use & 1) ^ 1, role, False, step)
+            ring.full[slot].arrive_expect_tx(copy.smem_bytes, f"{self.scope}.{role}", use)
+            self._issued_at[offset + slot] = self.env.now
+            self.copy_engine.load(copy, ring.full[slot], self.index, step, offset + slot)
+
+    def _prefetch(self, w: int, upto: int) -> Wait:
+        """Without a producer warpgroup, consumer 0 issues the copies up to block ``upto`` (the
+        ring's depth ahead of what it computes), paying the issue time on its own timeline."""
+        if w or self.schedule.producer:
+            return
+        last = min(upto, self.program.steps - 1)
+        while self._next_load <= last:
+            step = self._next_load
+            self._next_load += 1
+            yield from self._load_block(step, f"consumer{w}")
+            if self.schedule.issue:
+                yield self.env.timeout(2 * self.schedule.issue)
+
+    # ---- the consumers ------------------------------------------------------------------------
+
+    def consumer(self, w: int) -> Wait:
+        prog, role = self.program, f"consumer{w}"
+        stages = self.sync.stages
+        for u, unit in enumerate(prog.units):
+            if not self.schedule.producer and w == 0:
+                yield from self._load_q(u, role)
+            first = prog.first_step(u)
+            yield from self._prefetch(w, first + stages - 1)
+            yield from self._wait(self.q_full, u & 1, role, True)
+            if not unit.blocks:  # a causal query block that sees no key: O is zero
+                self._release_q(u)
+            elif self.schedule.overlap:
+                yield from self._overlapped(w, u, first, unit.blocks)
+            else:
+                yield from self._serial(w, u, first, unit.blocks)
+            yield from self._epilogue(w, u)
+        self._consumers_left -= 1
+        self._maybe_finish()
+
+    def _serial(self, w: int, u: int, first: int, count: int) -> Wait:
+        for step in range(first, first + count):
+            yield from self._prefetch(w, step + self.sync.stages - 1)
+            block = self.program.block(step)
+            yield from self._full(self.k, step, w)
+            yield from self._my_turn(w)
+            s_done = self._mma(block.qk, w, step, "qk")
+            self._pass_turn(w)
+            yield s_done
+            self._release(self.k, step, w)
+            if step == first + count - 1:
+                self._release_q(u)
+            yield from self._vector(block.softmax + block.correction, w, step, "softmax")
+            yield from self._full(self.v, step, w)
+            yield self._mma(block.pv, w, step, "pv")
+            self._release(self.v, step, w)
+
+    def _overlapped(self, w: int, u: int, first: int, count: int) -> Wait:
+        prog, last = self.program, first + count - 1
+        block = prog.block(first)
+        yield from self._full(self.k, first, w)
+        yield from self._my_turn(w)
+        s_done = self._mma(block.qk, w, first, "qk")
+        self._pass_turn(w)
+        yield s_done
+        self._release(self.k, first, w)
+        if count == 1:
+            self._release_q(u)
+        yield from self._vector(block.softmax, w, first, "softmax")
+        for step in range(first + 1, last + 1):
+            block, previous = prog.block(step), prog.block(step - 1)
+            yield from self._full(self.k, step, w)
+            yield from self._full(self.v, step - 1, w)
+            rescaled = self._rescaled[w]
+            if rescaled is not None and rescaled.callbacks is not None:
+                yield rescaled  # the correction warpgroup has not finished rescaling O yet
+            yield from self._my_turn(w)
+            s_done = self._mma(block.qk, w, step, "qk")
+            pv_done = self._mma(previous.pv, w, step - 1, "pv")
+            self._pass_turn(w)
+            yield s_done
+            self._release(self.k, step, w)
+            if step == last:
+                self._release_q(u)
+            yield from self._vector(block.softmax, w, step, "softmax")
+            yield pv_done
+            self._release(self.v, step - 1, w)
+            yield from self._prefetch(w, step + self.sync.stages - 1)
+            if self.schedule.correction_apart:
+                self._rescaled[w] = self._vector_apart(block.correction, w, step)
+            else:
+                yield from self._vector(block.correction, w, step, "correction")
+        yield from self._full(self.v, last, w)
+        rescaled, self._rescaled[w] = self._rescaled[w], None
+        if rescaled is not None and rescaled.callbacks is not None:
+            yield rescaled
+        yield self._mma(prog.block(last).pv, w, last, "pv")
+        self._release(self.v, last, w)
+
+    def _full(self, ring: StageRing, step: int, w: int) -> Wait:
+        use, slot = divmod(step, self.sync.stages)
+        yield from self._wait(ring.full[slot], use & 1, f"consumer{w}", True, step)
+
+    def _release(self, ring: StageRing, step: int, w: int) -> None:
+        use, slot = divmod(step, self.sync.stages)
+        ring.empty[slot].arrive(f"{self.scope}.consumer{w}", phase=use)
+        if ring is self.v and w == 0:
+            self.slot_cycles += 1
+
+    def _release_q(self, u: int) -> None:
+        if not self.schedule.o_in_q:
+            self.q_empty.arrive(f"{self.scope}.consumer", phase=u)
+
+    def _mma(self, mma: Mma, w: int, step: int, kind: str) -> simpy.Event:
+        start, done = self.tensor_core.run(mma.occupancy, mma.flops, mma.tail)
+        if self.recorder is not None:
+            self.recorder.span(start, start + mma.occupancy, self.sm, self.index, "tensor", kind, step, w)
+            self.recorder.span(start, start + mma.occupancy + mma.tail, self.sm, self.index, f"consumer{w}", kind,
+                               step, -1)
+        return done
+
+    def _vector(self, work: VectorWork, w: int, step: int, kind: str) -> Wait:
+        if work.exp or work.fp32:
+            yield self._vector_apart(work, w, step, kind)
+
+    def _vector_apart(self, work: VectorWork, w: int, step: int, kind: str = "correction") -> simpy.Event | None:
+        """Queue ``work`` on the SM's vector units; its end event (the correction warpgroup's
+        rescale of O is not waited for by the softmax warpgroup)."""
+        if not (work.exp or work.fp32):
+            return None
+        start, end, done = self.vector_units.run(work.exp, work.fp32)
+        if self.recorder is not None:
+            self.recorder.span(start, end, self.sm, self.index, "softmax", kind, step, w)
+            if kind != "correction" or not self.schedule.correction_apart:
+                self.recorder.span(start, end, self.sm, self.index, f"consumer{w}", kind, step, -1)
+        return done
+
+    # ---- ping-pong ----------------------------------------------------------------------------
+
+    def _my_turn(self, w: int) -> Wait:
+        if not self.schedule.pingpong:
+            return
+        while self._turn != w:
+            yield self._turn_changed
+
+    def _pass_turn(self, w: int) -> None:
+        if not self.schedule.pingpong:
+            return
+        self._turn = (w + 1) % self.schedule.consumers
+        changed, self._turn_changed = self._turn_changed, self.env.event()
+        changed.succeed()
+
+    # ---- epilogue and exit --------------------------------------------------------------------
+
+    def _epilogue(self, w: int, u: int) -> Wait:
+        epilogue = self.program.units[u].epilogue
+        start = self.env.now
+        if epilogue.duration:
+            yield self.env.timeout(epilogue.duration)
+        if self.recorder is not None:
+            self.recorder.span(start, self.env.now, self.sm, self.index, f"consumer{w}", "epilogue", u, -1)
+        self._staged[u] += 1
+        if self._staged[u] == self.schedule.consumers and epilogue.store is not None:
+            self._stores_left += 1
+            self.copy_engine.store(epilogue.store, lambda _: self._store_done(u), self.index, u)
+        elif self._staged[u] == self.schedule.consumers and self.schedule.o_in_q:
+            self.q_empty.arrive(f"{self.scope}.epilogue", count=self.schedule.consumers, phase=u)
+
+    def _store_done(self, u: int) -> None:
+        self._stores_left -= 1
+        if self.schedule.o_in_q:
+            self.q_empty.arrive(f"{self.scope}.store", count=self.schedule.consumers, phase=u)
+        self._maybe_finish()
+
+    def _maybe_finish(self) -> None:
+        if self._consumers_left == 0 and self._stores_left == 0 and self.finished_at is None:
+            self.finished_at = self.env.now
+            self.finished.succeed(self)
+
+    def _on_full(self, offset: int):  # type: ignore[no-untyped-def]
+        def hook(slot: int, barrier: Mbarrier, phase: int) -> None:
+            assert self.recorder is not None
+            step = phase * self.sync.stages + slot
+            block: KvBlock = self.program.block(step)
+            copy = block.k if offset == 0 else block.v
+            self.recorder.span(self._issued_at[offset + slot], self.env.now, self.sm, self.index, "slot", "fill",
+                               step, offset + slot, copy.smem_bytes)
+            self.recorder.event(self.env.now, self.sm, self.index, "flip_full", barrier.name, step, offset + slot,
+                                phase)
+            self._landed_at[offset + slot] = self.env.now
+        return hook
+
+    def _on_empty(self, offset: int):  # type: ignore[no-untyped-def]
+        def hook(slot: int, barrier: Mbarrier, phase: int) -> None:
+            """Every consumer released the slot: its data was in use from landing until now."""
+            assert self.recorder is not None
+            step = phase * self.sync.stages + slot
+            self.recorder.span(self._landed_at[offset + slot], self.env.now, self.sm, self.index, "slot", "use", step,
+                               offset + slot)
+            self.recorder.event(self.env.now, self.sm, self.index, "flip_empty", barrier.name, step, offset + slot,
+                                phase)
+        return hook
+
+    # ---- what the run's summary and error reports ask of every CTA ----------------------------
+
+    def races(self) -> list[Race]:
+        return []  # consumers always wait on their full barriers (the workload refuses otherwise)
+
+    def waiting(self) -> list[str]:
+        return [f"{self.scope}.{role} waits on {barrier.describe_wait(parity)}"
+                for role, (barrier, parity) in self._waiting.items()]
+
+    @property
+    def done(self) -> bool:
+        return self.finished_at is not None and all(not p.is_alive for p in self.processes)

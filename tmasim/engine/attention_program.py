@@ -1,0 +1,136 @@
+"""An attention CTA's program: per work unit one Q tile, then K/V blocks, then the O epilogue.
+
+Workloads build these (``tmasim.workloads.attention``); :mod:`tmasim.engine.attention_cta`
+runs them. A block's costs are per consumer *process*: a ping-pong warpgroup (its BM / 2 rows),
+or the lockstep pair of cooperative warpgroups (all BM rows; see the CTA's module doc).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tmasim.engine.program import Copy, Epilogue
+
+
+@dataclass(frozen=True)
+class Mma:
+    """One MMA phase: the tensor cores' occupancy, the delay after it until the last instruction
+    completes (what a wait on it sees), and the useful FLOPs (masked scores do not count)."""
+
+    occupancy: int
+    tail: int
+    flops: float
+
+
+@dataclass(frozen=True)
+class VectorWork:
+    """Work on the SM's vector units: ps on the exponential pipe and on the FP32 pipe (they run
+    side by side, see :class:`~tmasim.engine.tensor_core.VectorUnits`)."""
+
+    exp: int = 0
+    fp32: int = 0
+
+    @property
+    def time(self) -> int:
+        """Alone on idle units: the slower pipe."""
+        return max(self.exp, self.fp32)
+
+    def __add__(self, other: VectorWork) -> VectorWork:
+        return VectorWork(self.exp + other.exp, self.fp32 + other.fp32)
+
+
+@dataclass(frozen=True)
+class KvBlock:
+    """One K/V block as one consumer process sees it: S = Q·Kᵀ, the online softmax on the SM's
+    vector units (exponentials, row max and sum), O += P·V, and the rescale of O by the change
+    of the row max (``correction``, vector units, after the previous P·V completed)."""
+
+    k: Copy
+    v: Copy
+    qk: Mma
+    softmax: VectorWork
+    pv: Mma
+    correction: VectorWork
+
+
+@dataclass(frozen=True)
+class AttentionUnit:
+    """A (batch, head, query block): its Q copy, its runs of identical K/V blocks (``(block,
+    count)``: a causal unit's full blocks, then its masked diagonal ones), and its epilogue
+    (per consumer process: normalize and stage O; the store of the whole O tile)."""
+
+    index: int
+    q: Copy
+    runs: tuple[tuple[KvBlock, int], ...]
+    epilogue: Epilogue
+
+    @property
+    def blocks(self) -> int:
+        return sum(count for _, count in self.runs)
+
+    def expanded(self) -> list[KvBlock]:
+        return [block for block, count in self.runs for _ in range(count)]
+
+
+@dataclass(frozen=True)
+class AttentionSchedule:
+    """How the consumers run (all switches of the attention pipeline).
+
+    ``consumers``: consumer processes (2: ping-pong warpgroups; 1: one warpgroup, or the
+    lockstep pair of cooperative ones); ``pingpong``: the processes take turns issuing their
+    GEMMs (named barriers); ``overlap``: inside a process, the softmax of block j runs while
+    P·V of block j - 1 is on the tensor cores (FA3's intra-warpgroup pipelining);
+    ``producer``: a producer warpgroup issues the copies (False: the first consumer does, in
+    its own loop, after waiting for the slot); ``o_in_q``: O is staged in Q's shared memory, so
+    the next Q loads after O's store has read it; ``issue``: a consumer's time to issue a copy;
+    ``correction_apart``: a correction warpgroup rescales O (FA4), so a softmax warpgroup does
+    not wait for it (the next P·V of its tile does)."""
+
+    consumers: int
+    pingpong: bool
+    overlap: bool
+    producer: bool = True
+    o_in_q: bool = False
+    issue: int = 0
+    correction_apart: bool = False
+
+
+class AttentionProgram:
+    """The units one CTA processes, in order. A *step* is one K/V block (its two copies)."""
+
+    __slots__ = ("units", "schedule", "steps", "_first", "_blocks")
+
+    def __init__(self, units: Sequence[AttentionUnit], schedule: AttentionSchedule) -> None:
+        self.units = tuple(units)
+        self.schedule = schedule
+        self._first: list[int] = []
+        self._blocks: list[KvBlock] = []
+        for unit in self.units:
+            self._first.append(len(self._blocks))
+            self._blocks.extend(unit.expanded())
+        self.steps = len(self._blocks)
+
+    def first_step(self, unit: int) -> int:
+        return self._first[unit]
+
+    def block(self, step: int) -> KvBlock:
+        return self._blocks[step]
+
+    def copies(self, step: int) -> tuple[Copy, ...]:
+        block = self._blocks[step]
+        return (block.k, block.v)
+
+    def unit_of(self, step: int) -> int:
+        lo, hi = 0, len(self._first) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self._first[mid] <= step:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def signature(self) -> tuple[object, ...]:
+        """Equal signatures mean identical work: what aggregation of SMs compares."""
+        return (self.schedule, tuple((u.q, u.runs, u.epilogue) for u in self.units))

@@ -1,0 +1,101 @@
+"""One name per bound, per resource and per traffic figure, defined once.
+
+Every output that names what binds a run or what a figure counts takes the words from here:
+the CLI summary, ``explain``, the sweep table and its answer, the HTML report, the figures'
+legends and shading, the lessons and the glossary. The JSON keys stay short and stable
+(``binding = "latency"``, ``latency_bound_ns``); :data:`BOUNDS` says what each one is called
+wherever a person reads it.
+
+The one rename to remember: the bound a slot's round trip sets (issue, copy latency, transfer,
+compute and two barrier wake-ups, shared by the S stages) is called **round trip**, never
+"latency" (the copy latency is only one part of it) nor "slot round trip" nor "bytes in flight".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Name:
+    """A thing's name as printed, and its meaning in one line (the glossary's entry)."""
+
+    text: str
+    meaning: str
+
+
+# key (the JSON's ``binding`` and ``*_bound_ns`` / ``*_term_ns`` prefix) -> name.
+BOUNDS: dict[str, Name] = {
+    "compute": Name("compute", "the tensor cores' work alone: the busiest SM's MMA time (per tile for a "
+                               "tile pipeline)"),
+    "exponentials": Name("exponentials", "attention's softmax alone: the busiest SM's time on its exp "
+                                         "(multi-function) units or its FP32 units, whichever is longer"),
+    "copy": Name("copy", "the copy engine's busy time per tile: loads one after another, nothing else"),
+    "issue": Name("TMA issue", "the copy engine's cost of taking each request, one at a time"),
+    "l2": Name("L2", "every byte that crosses L2 (loads and stores) over its bandwidth"),
+    "hbm": Name("HBM", "every byte read from or written to HBM over its bandwidth"),
+    "port": Name("SM port/TMA", "the busiest SM's copies entering it: each takes the longer of its bytes through "
+                                "the SM's one ingest port from L2 and its row requests (at most 128 B each) "
+                                "through the SM's TMA unit"),
+    "smem": Name("shared memory", "the busiest SM's shared-memory traffic (MMA operand reads and TMA writes) "
+                                  "over its shared-memory bandwidth"),
+    "latency": Name("round trip", "a slot's round trip (issue, copy latency, transfer, compute, two barrier "
+                                  "wake-ups) shared by the S stages: too few bytes in flight (Little's law)"),
+}
+
+# Resources a run uses, as the summary, explain and figures call them.
+RESOURCES: dict[str, Name] = {
+    "tensor cores": Name("tensor cores", "the SM's matrix-multiply units; their busy time is the compute bound"),
+    "copy engine": Name("copy engine", "the SM's TMA unit, which moves boxes from global memory into shared memory"),
+    "SM port": Name("SM port", "one SM's ingest link from L2, shared by that SM's copies"),
+    "L2": Name("L2", "the on-chip cache and the link all SMs share between them and HBM"),
+    "HBM": Name("HBM", "the GPU's main memory and its bandwidth, shared by all SMs"),
+    "shared memory": Name("shared memory", "on-SM storage (SMEM) that holds the stage slots"),
+    "TMEM": Name("TMEM", "Blackwell's Tensor Memory: storage for MMA accumulators, not a copy engine"),
+    "registers": Name("registers", "per-thread storage; on Hopper the MMA accumulators live here"),
+}
+
+# What each traffic figure of a run counts (JSON key -> name). A byte of a multicast copy
+# crosses L2 once and lands in every receiving CTA's shared memory.
+TRAFFIC: dict[str, Name] = {
+    "l2_bytes": Name("L2 traffic", "bytes that crossed L2: the loads it served (a multicast slice once; a "
+                                   "cluster's same-address loads once where they coalesce, B200) plus epilogue "
+                                   "stores; the L2 busy share and the L2 bound count these"),
+    "memory_bytes": Name("loads", "bytes TMA loads brought into the SMs through their ports (a box past a "
+                                  "tensor's edge reads only its inside); more than L2 served where loads coalesce"),
+    "store_bytes": Name("stores", "bytes epilogue stores wrote through L2 to HBM"),
+    "hbm_bytes": Name("HBM traffic", "bytes read from HBM (loads that missed L2) plus bytes stored to it; the "
+                                     "HBM busy share and the HBM bound count these"),
+    "bytes": Name("shared-memory bytes", "bytes the copies landed in shared memory: whole boxes, each "
+                                         "multicast receiver counted"),
+}
+
+# Names that were used for the same things before, and must not come back in any output.
+STALE = {
+    "slot round trip": "round trip",   # as a bound's name
+    "latency bound": "round trip",
+    "latency-bound": "round-trip-bound",
+    "binding: latency": "binding: round trip",
+    "latency binds": "round trip binds",
+    "Latency binds": "The round trip binds",
+    "latency (bytes in flight)": "round trip",
+    "bound by bytes in flight": "bound by round trip",
+    "binding: l2": "binding: L2",
+    "l2-bandwidth": "L2 bandwidth",
+}
+
+# Values of ``littles_law_binding`` written before it used the keys above.
+_LEGACY = {"HBM": "hbm", "L2": "l2", "SM ports": "port", "SM port": "port", "bytes in flight": "latency"}
+
+
+def bound_key(value: object) -> str:
+    """The key of a bound, from a key or a name written by an older table."""
+    text = str(value)
+    return text if text in BOUNDS else _LEGACY.get(text, text)
+
+
+def bound(value: object) -> str:
+    """A bound's name as printed: ``bound("latency")`` is ``"round trip"``."""
+    key = bound_key(value)
+    return BOUNDS[key].text if key in BOUNDS else str(value)
+

@@ -1,0 +1,82 @@
+"""The ``attention`` workload: the forward pass of FlashAttention-3 (Shah et al., 2024) on TMA.
+
+O = softmax(Q·Kᵀ / sqrt(d)) · V for ``batch`` x ``heads`` heads of ``seqlen_q`` query rows
+against ``seqlen_kv`` keys. A work unit is one (batch, head, query block of BM rows): its CTA
+loads the Q tile once, streams the head's K and V blocks (BN rows each) through two stage rings
+(K and V, each slot with its own full and empty barriers), and per block computes S = Q·Kᵀ
+(MMA, shared-memory operands), the online softmax (row max, exponentials, row sum, the rescale
+of O) on the SM's FP32 and multi-function units, and O += P·V (MMA, P from registers); the
+epilogue divides O by the row sums and stores it with TMA. The engine's side is
+:mod:`tmasim.engine.attention_cta`; costs are derived here (:mod:`.attention_costs`).
+
+FLOP convention (as FlashAttention's benchmarks): 4 · seqlen_q · seqlen_kv · head_dim ·
+heads · batch (2 for Q·Kᵀ, 2 for P·V, with head_dim for both), halved when causal. With
+``head_dim_v`` different, the P·V half uses it.
+
+Causal masking (query row r sees keys 0..r + seqlen_kv - seqlen_q, bottom-right aligned as
+FlashAttention 2+): blocks wholly above the diagonal are skipped; blocks the diagonal crosses
+are computed in full and masked (their softmax cost kept; their useful FLOPs are the unmasked
+scores' share). CTAs then do unequal work.
+
+Launch. ``persistent`` (default): one CTA per resident slot walks units in *longest-first*
+order (most K/V blocks first; ties by batch, head, query block), each unit going to the CTA
+with the least work so far (counted in blocks): what a dynamic scheduler taking the next unit
+from a longest-first queue does when a unit's time is proportional to its blocks. ``grid``:
+one CTA per unit, launched in the same order; the block scheduler places them as SMs free up.
+
+L2 reuse: as for GEMM, the units that run at the same time (a *round*: the next P units in
+launch order, P = resident CTAs) read the K/V blocks of their heads nearly in step, so a head's
+blocks come from HBM once per round (the most any unit of that head reads) and the other reads
+hit in L2; Q is read once, from HBM. Grouped-query heads (``kv_heads`` < heads) share K/V.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tmasim.errors import ScenarioError
+from tmasim.workloads.attention_bounds import explain, stats, summary_rows
+from tmasim.workloads.attention_config import FIELDS, KIND, PROBLEM_FIELDS, AttentionConfig, parse
+from tmasim.workloads.attention_plan import plan
+
+if TYPE_CHECKING:
+    from tmasim.engine.chip import Plan
+    from tmasim.scenario import Scenario
+
+__all__ = ["FIELDS", "KIND", "PROBLEM_FIELDS", "AttentionConfig", "check", "describe", "explain", "parse", "plan",
+           "stats", "summary_rows", "work_units"]
+
+
+def check(config: AttentionConfig, scenario: Scenario) -> None:
+    """Rules between attention and the rest of the scenario."""
+    p, gpu = scenario.pipeline, scenario.gpu
+    if not p.consumer_waits_full:
+        raise ScenarioError("pipeline.consumer_waits_full", False, "is modelled for the GEMM-style ring only; the "
+                                                                   "attention consumers always wait")
+    if p.consumers > 2:
+        raise ScenarioError("pipeline.consumers", p.consumers, "must be 1 or 2 for attention (FA3 runs two consumer "
+                                                               "warpgroups, ping-pong or cooperative)")
+    if config.tile[0] % (64 * p.consumers) and gpu.mma is not None and gpu.mma.instruction == "wgmma":
+        raise ScenarioError("workload.tile", list(config.tile),
+                            f"BM = {config.tile[0]} must be a multiple of 64 x {p.consumers} consumer warpgroup(s): "
+                            "each warpgroup's wgmma has M = 64")
+    if config.softmax_scale and (not gpu.exp_per_clock or not gpu.fp32_per_clock):
+        raise ScenarioError("gpu.exp_per_clock", gpu.exp_per_clock,
+                            f"must be set (with gpu.fp32_per_clock) on {gpu.name} for attention's softmax, or "
+                            "workload.softmax_scale = 0 (softmax free)")
+    if config.dtype not in gpu.tensor_flops:
+        raise ScenarioError("workload.dtype", config.dtype, f"has no tensor-core rate on {gpu.name}")
+
+
+def work_units(config: AttentionConfig, plan: Plan) -> int:
+    return plan.units
+
+
+def describe(config: AttentionConfig) -> str:
+    bm, bn = config.tile
+    mask = "causal " if config.causal else ""
+    gqa = f" ({config.kv_heads} K/V heads)" if config.kv_heads not in (None, config.heads) else ""
+    return (f"{mask}{config.dtype} attention forward, batch {config.batch} x {config.heads} heads{gqa}, seqlen "
+            f"{config.seqlen_q}" + (f"/{config.n_kv}" if config.n_kv != config.seqlen_q else "")
+            + f", head dim {config.head_dim}, tile {bm}x{bn}")
+

@@ -1,0 +1,197 @@
+"""Attention's bounds, summary rows and the sentence on what binds.
+
+Bounds a run cannot beat, from the plan alone: ``compute`` (the busiest SM's tensor-core time,
+both GEMMs), ``exponentials`` (the busiest SM's exponential pipe, or its FP32 pipe if busier: softmax and rescale),
+``smem`` (the MMA operands read from shared memory by the busiest SM at its shared-memory
+bandwidth: per block Q once and, for each warpgroup, all of K and V), ``l2`` and
+``hbm`` (all bytes over each link), ``port`` (the busiest SM's bytes over its ingest port),
+``latency`` (per CTA, the uses of its busiest K or V slot one after another, each at least a
+round trip: the issue, the copy's latency and transfer at the port's rate, the full barrier's
+wake-up, the MMAs that read the slot (S = Q·Kᵀ of every consumer for K, P·V for V) on the one
+FIFO of tensor cores and the last one's completion, the empty barrier's wake-up).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from tmasim import names
+from tmasim.engine.attention_program import AttentionProgram
+from tmasim.workloads.attention_config import ELEMENT_BYTES, AttentionConfig
+
+if TYPE_CHECKING:
+    from tmasim.engine.chip import Plan
+    from tmasim.hardware import GpuSpec
+    from tmasim.residency import Residency
+    from tmasim.scenario import Scenario
+
+BOUND_NAMES = tuple((key, names.bound(key)) for key in ("compute", "exponentials", "smem", "l2", "hbm", "port",
+                                                          "latency"))
+
+
+def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict[str, Any]:
+    sms = plan.sms
+    tensor, exp, fp32, smem, port, serial = ([0.0] * sms for _ in range(6))
+    hbm = l2 = latency = 0.0
+    e = ELEMENT_BYTES[config.dtype]
+    bm, bn = config.tile
+    readers = plan.info.get("warpgroups", 2)  # each warpgroup (Blackwell: each Q tile's MMA) reads all of K and V
+    operands = (bm * config.head_dim + readers * bn * (config.head_dim + config.d_v)) * e
+    for g, program in enumerate(plan.programs):
+        assert isinstance(program, AttentionProgram)
+        sm, procs = g % sms, program.schedule.consumers
+        trips = [0.0] * stages
+        step = 0
+        for unit in program.units:
+            q = unit.q
+            port[sm] += q.memory_bytes
+            l2 += q.memory_bytes
+            hbm += q.memory_bytes * q.hbm_fraction
+            serial[sm] += procs * unit.epilogue.duration
+            if unit.epilogue.store is not None:
+                hbm += unit.epilogue.store.memory_bytes
+                l2 += unit.epilogue.store.memory_bytes
+            for block, count in unit.runs:
+                nbytes = block.k.memory_bytes + block.v.memory_bytes
+                tensor[sm] += count * procs * (block.qk.occupancy + block.pv.occupancy)
+                work = block.softmax + block.correction
+                exp[sm] += count * procs * work.exp
+                fp32[sm] += count * procs * work.fp32
+                smem[sm] += count * operands
+                port[sm] += count * nbytes
+                l2 += count * nbytes
+                hbm += count * (block.k.memory_bytes * block.k.hbm_fraction + block.v.memory_bytes *
+                                block.v.hbm_fraction)
+                trip = round_trip(gpu, block, procs)
+                serial[sm] += count * no_overlap(gpu, block, procs)
+                for _ in range(count):
+                    trips[step % stages] += trip
+                    step += 1
+        latency = max(latency, max(trips) - gpu.barrier_wake if step else 0.0)
+    bounds = {
+        "compute": max(tensor),
+        "exponentials": max(max(exp), max(fp32)),
+        "smem": max(smem) / gpu.smem_bandwidth,
+        "l2": l2 / gpu.l2_bandwidth,
+        "hbm": hbm / gpu.hbm_bandwidth,
+        "port": max(port) / gpu.sm_port_bandwidth,
+        "latency": latency,
+    }
+    binding = max(bounds, key=lambda k: bounds[k])
+    return {
+        "serial_ns": max(serial) / 1000,
+        "closed_form_ns": None,
+        "flops": config.useful_flops,
+        "binding": binding,
+        **{f"{name}_bound_ns": value / 1000 for name, value in bounds.items()},
+        "bound_ns": bounds[binding] / 1000,
+        "bound_flops_per_s": config.useful_flops / bounds[binding] * 1e12 if bounds[binding] else None,
+        "model_hbm_bytes": hbm,
+    }
+
+
+def round_trip(gpu: GpuSpec, block: Any, consumers: int = 1) -> float:
+    """The least time one use of a K/V slot takes (see the module doc): the longer of K's and V's."""
+    port = gpu.sm_port_bandwidth
+
+    def trip(copy: Any, mma: Any) -> float:
+        return (gpu.tma_issue + copy.latency + copy.memory_bytes / port + gpu.barrier_wake
+                + consumers * mma.occupancy + mma.tail + gpu.barrier_wake)
+
+    return max(trip(block.k, block.qk), trip(block.v, block.pv))
+
+
+def no_overlap(gpu: GpuSpec, block: Any, consumers: int) -> float:
+    """A block with nothing overlapped: K and V land, then each consumer's S, softmax, rescale, P·V."""
+    landing = gpu.tma_issue + max(block.k.latency, block.v.latency) + (
+        block.k.memory_bytes + block.v.memory_bytes) / gpu.sm_port_bandwidth
+    work = (block.qk.occupancy + block.qk.tail + (block.softmax + block.correction).time + block.pv.occupancy
+            + block.pv.tail)
+    return landing + consumers * work
+
+
+def stats(config: AttentionConfig, scenario: Scenario, plan: Plan, res: Residency, makespan: int) -> dict[str, Any]:
+    extra = breakdown(config, scenario.gpu, plan, scenario.pipeline.stages)
+    extra["efficiency"] = extra["bound_ns"] * 1000 / makespan if makespan else None
+    extra["useful_flops_per_s"] = config.useful_flops / (makespan * 1e-12) if makespan else None
+    extra["o_in_q"] = plan.info.get("o_in_q")
+    extra["units_max_blocks"] = plan.info.get("max_blocks")
+    extra["units_mean_blocks"] = plan.info.get("mean_blocks")
+    return extra
+
+
+def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
+    from tmasim import format as fmt
+    from tmasim.summary_rows import chip_rows, t
+
+    config = scenario.workload
+    assert isinstance(config, AttentionConfig)
+    gpu = scenario.gpu
+    used = int(stats.get("sms_used") or gpu.sms)
+    peak = gpu.tensor_flops[config.dtype] * 1e12 * min(used, gpu.sms) / gpu.sms
+    whose = "" if used >= gpu.sms else (" 1 SM's" if used == 1 else f" {used} SMs'")
+    rate = stats["useful_flops_per_s"]
+    bounds = ", ".join(f"{name} {t(stats[f'{key}_bound_ns'], zero='none')}" for key, name in BOUND_NAMES)
+    binding = dict(BOUND_NAMES).get(stats["binding"], stats["binding"])
+    p = scenario.pipeline
+    mode = "ping-pong" if p.consumer_mode == "pingpong" and p.consumers == 2 else \
+        f"{p.consumers} cooperative (lockstep)" if p.consumers == 2 else "1"
+    rows = [
+        ("predicted time", f"{t(stats['makespan_ns'])}   ({fmt.flop_rate(rate)}, {fmt.percent(rate / peak)} of the"
+                           f"{whose} {fmt.flop_rate(peak)} {config.dtype} peak; FLOPs 4·Sq·Skv·d·h·b"
+                           + (", halved for causal)" if config.causal else ")")),
+        ("bound", f"{t(stats['bound_ns'])}, binding: {binding}   (the run reaches "
+                  f"{fmt.percent(stats['efficiency'])} of it)"),
+        ("bounds", bounds),
+        ("pipeline", f"consumers {mode}, softmax overlap {'on' if config.softmax_overlap else 'off'}, "
+                     f"{'warp-specialized' if p.warp_specialized else 'no producer warpgroup'}, "
+                     f"{p.stages} K/V stages" + (", O staged in Q's buffer" if stats.get("o_in_q") else "")),
+        ("no-overlap time", f"{t(stats['serial_ns'])} on the busiest SM"),
+        *chip_rows(stats, scenario),
+    ]
+    at = [name for name, _ in rows].index("residency") + 1 if "residency" in [n for n, _ in rows] else len(rows)
+    rows[at:at] = _storage_rows(stats, scenario)
+    if stats.get("sm_finish_mean_ns"):
+        busiest, mean = stats["sm_finish_max_ns"], stats["sm_finish_mean_ns"]
+        rows.append(("load balance", f"busiest SM {t(busiest)}, mean {t(mean)} ({fmt.percent(busiest / mean - 1)} "
+                                     f"over); units of {stats['units_mean_blocks']:.4g} K/V blocks on average, "
+                                     f"at most {stats['units_max_blocks']}"))
+    return rows
+
+
+def _storage_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
+    """Where S, P and O live: registers per consumer thread (Hopper) or TMEM columns (Blackwell)."""
+    from tmasim import format as fmt
+
+    mma = scenario.gpu.mma
+    if mma is None:
+        return []
+    if stats.get("registers_per_cta"):
+        return [("registers", f"{stats['registers_per_consumer_thread']} per consumer thread (needs "
+                              f"{stats['registers_needed_per_thread']} for O, S and P), "
+                              f"{stats['registers_per_producer_thread']} per producer thread: "
+                              f"{stats['registers_per_cta']} of {mma.registers_per_sm} per SM")]
+    if stats.get("tmem_columns_per_cta"):
+        columns = stats["tmem_columns_per_cta"]
+        return [("TMEM", f"{columns} columns ({fmt.size(columns * mma.tmem_lanes * 4)}) per CTA for S and O, of "
+                         f"{mma.tmem_columns} per SM")]
+    return []
+
+
+def explain(stats: Mapping[str, Any]) -> str:
+    from tmasim.summary_rows import t
+
+    s = stats
+    binding = s["binding"]
+    compute, vector = t(s["compute_bound_ns"]), t(s["exponentials_bound_ns"])
+    if binding == "compute":
+        return (f"Compute binds: the busiest SM needs {compute} of tensor-core time for both GEMMs, more than its "
+                f"softmax needs on the exponential and FP32 units ({vector}) or any memory path.")
+    if binding == "exponentials":
+        return (f"The softmax binds: the busiest SM needs {vector} on its exponential and FP32 units, more than its "
+                f"{compute} of tensor-core time; a larger head dim (more MMA per exponential) or faster exponentials "
+                "would help.")
+    name = dict(BOUND_NAMES)[binding]
+    return (f"{name} binds: at least {t(s[f'{binding}_bound_ns'])}, more than the {compute} of tensor-core time and "
+            f"the {vector} of softmax.")

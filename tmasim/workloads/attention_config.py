@@ -1,0 +1,147 @@
+"""The ``attention`` workload's configuration: fields, checks, the FLOP convention and which
+K/V blocks a causal query block computes (see :mod:`tmasim.workloads.attention`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from tmasim import fields as read
+from tmasim.errors import ScenarioError
+
+KIND = "attention"
+FIELDS = ("kind", "batch", "heads", "kv_heads", "seqlen_q", "seqlen_kv", "head_dim", "head_dim_v", "dtype", "causal",
+          "tile", "launch", "softmax_overlap", "softmax_scale", "correction_warpgroup")
+# The fields that change the work; the others (tile, launch, softmax_overlap, softmax_scale,
+# correction_warpgroup) are design: how it is done (tmasim.field_roles).
+PROBLEM_FIELDS = ("batch", "heads", "kv_heads", "seqlen_q", "seqlen_kv", "head_dim", "head_dim_v", "dtype", "causal")
+HEAD_DIMS = (64, 96, 128, 192, 256)
+DTYPES = ("bf16", "fp16", "fp8")
+LAUNCHES = ("persistent", "grid")
+MAX_SEQLEN = 2**24
+MAX_UNITS = 10**6
+ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1}
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    kind: ClassVar[str] = KIND
+    batch: int
+    heads: int
+    seqlen_q: int
+    head_dim: int
+    tile: tuple[int, int]
+    kv_heads: int | None = None  # None: = heads
+    seqlen_kv: int | None = None  # None: = seqlen_q
+    head_dim_v: int | None = None  # None: = head_dim
+    dtype: str = "bf16"
+    causal: bool = False
+    launch: str = "persistent"
+    softmax_overlap: bool = True
+    softmax_scale: float = 1.0  # what-if: x the softmax's vector-unit time (0: free)
+    correction_warpgroup: bool = False  # FA4: a warpgroup of its own rescales O, off the softmax's path
+
+    def __post_init__(self) -> None:
+        """Checked on every construction, ``dataclasses.replace`` included."""
+        read.integer("workload.batch", self.batch, minimum=1, maximum=MAX_UNITS)
+        read.integer("workload.heads", self.heads, minimum=1, maximum=MAX_UNITS)
+        read.integer("workload.seqlen_q", self.seqlen_q, minimum=1, maximum=MAX_SEQLEN)
+        if self.seqlen_kv is not None:
+            read.integer("workload.seqlen_kv", self.seqlen_kv, minimum=1, maximum=MAX_SEQLEN)
+        for name in ("head_dim", "head_dim_v"):
+            value = getattr(self, name)
+            if value is not None and value not in HEAD_DIMS:
+                raise ScenarioError(f"workload.{name}", value, f"must be one of {', '.join(map(str, HEAD_DIMS))}")
+        if self.kv_heads is not None:
+            read.integer("workload.kv_heads", self.kv_heads, minimum=1, maximum=MAX_UNITS)
+            if self.heads % self.kv_heads:
+                raise ScenarioError("workload.kv_heads", self.kv_heads,
+                                    f"must divide workload.heads = {self.heads} (each K/V head serves a group of "
+                                    "query heads)")
+        read.choice("workload.dtype", self.dtype, DTYPES)
+        read.boolean("workload.causal", self.causal)
+        read.choice("workload.launch", self.launch, LAUNCHES)
+        read.boolean("workload.softmax_overlap", self.softmax_overlap)
+        read.boolean("workload.correction_warpgroup", self.correction_warpgroup)
+        if isinstance(self.softmax_scale, bool) or not isinstance(self.softmax_scale, (int, float)) \
+                or not 0 <= self.softmax_scale <= 1000:
+            raise ScenarioError("workload.softmax_scale", self.softmax_scale,
+                                "must be a number from 0 (softmax free) to 1000")
+        _check_tile(self.tile)
+        if self.units > MAX_UNITS:
+            raise ScenarioError("workload.tile", list(self.tile),
+                                f"makes {self.units:,} work units (batch x heads x query blocks), over the "
+                                f"{MAX_UNITS:,} the engine simulates; use a bigger BM or a smaller problem")
+
+    @property
+    def kv_group(self) -> int:
+        return self.heads // (self.kv_heads or self.heads)
+
+    @property
+    def n_kv(self) -> int:
+        return self.seqlen_kv if self.seqlen_kv is not None else self.seqlen_q
+
+    @property
+    def d_v(self) -> int:
+        return self.head_dim_v if self.head_dim_v is not None else self.head_dim
+
+    @property
+    def m_blocks(self) -> int:
+        return -(-self.seqlen_q // self.tile[0])
+
+    @property
+    def n_blocks(self) -> int:
+        return -(-self.n_kv // self.tile[1])
+
+    @property
+    def units(self) -> int:
+        return self.batch * self.heads * self.m_blocks
+
+    @property
+    def useful_flops(self) -> float:
+        """The convention: 2·Sq·Skv·(d + d_v) per head (4·Sq·Skv·d when d_v = d), halved if causal."""
+        full = 2.0 * self.seqlen_q * self.n_kv * (self.head_dim + self.d_v) * self.heads * self.batch
+        return full / 2 if self.causal else full
+
+    def visible_keys(self, row: int) -> int:
+        """How many keys query row ``row`` attends to (all, or up to the bottom-right diagonal)."""
+        if not self.causal:
+            return self.n_kv
+        return max(0, min(self.n_kv, row + 1 + self.n_kv - self.seqlen_q))
+
+    def blocks_of(self, m_block: int) -> tuple[int, int]:
+        """(K/V blocks the query block computes, of which the first ``full`` are unmasked):
+        returns (blocks, full)."""
+        bm, bn = self.tile
+        if not self.causal:
+            return self.n_blocks, self.n_blocks
+        first_row, last_row = m_block * bm, min(self.seqlen_q, (m_block + 1) * bm) - 1
+        blocks = -(-self.visible_keys(last_row) // bn)
+        full = min(blocks, self.visible_keys(first_row) // bn)
+        return blocks, full
+
+
+def _check_tile(tile: Any) -> None:
+    if not isinstance(tile, tuple) or len(tile) != 2:
+        raise ScenarioError("workload.tile", tile, "must be a list of two whole numbers [BM, BN] (query rows per "
+                                                   "CTA, K/V rows per block)")
+    for i, v in enumerate(tile):
+        read.integer(f"workload.tile[{i}]", v, minimum=16, maximum=256)
+        if v % 16:
+            raise ScenarioError(f"workload.tile[{i}]", v, "must be a multiple of 16 (the K of one bf16 MMA)")
+
+
+def parse(raw: Mapping[str, Any]) -> AttentionConfig:
+    read.reject_unknown("workload", raw, FIELDS)
+    need = " for kind 'attention'"
+    tile_raw = read.required("workload", raw, "tile", need + " ([BM, BN])")
+    if not isinstance(tile_raw, list) or len(tile_raw) != 2:
+        raise ScenarioError("workload.tile", tile_raw, "must be a list of two whole numbers [BM, BN]")
+    values: dict[str, Any] = {key: read.required("workload", raw, key, need)
+                              for key in ("batch", "heads", "seqlen_q", "head_dim")}
+    values.update({key: raw[key] for key in FIELDS[1:] if key in raw and key not in values and key != "tile"})
+    if "softmax_scale" in values and isinstance(values["softmax_scale"], int) \
+            and not isinstance(values["softmax_scale"], bool):
+        values["softmax_scale"] = float(values["softmax_scale"])
+    return AttentionConfig(tile=(tile_raw[0], tile_raw[1]), **values)

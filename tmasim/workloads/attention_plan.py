@@ -1,0 +1,281 @@
+"""Attention's plan: per-block costs from the MMA tables and the vector units' rates, the
+registers or Tensor Memory they need, the launch order, and the CTAs' programs.
+
+Softmax cost of one block for a consumer of ``r`` query rows (FA3's online softmax): r·BN
+exponentials (MUFU ex2, ``gpu.exp_per_clock`` per SM) and ``FP32_PER_SCORE`` FP32 operations
+per score (the scale-and-subtract FMA that forms ex2's argument, the row max, the row sum, half
+a conversion to 16 bits) at ``gpu.fp32_per_clock``; the two pipes run side by side, so the time
+is the slower of the two. The rescale of O costs one multiply per O element (r·d_v) and r
+exponentials; the epilogue's normalization one multiply per O element, plus staging O through
+shared memory at ``gpu.smem_bandwidth``.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from tmasim.engine.attention_program import AttentionProgram, AttentionSchedule, AttentionUnit, KvBlock, Mma, VectorWork
+from tmasim.engine.chip import Plan
+from tmasim.engine.program import Copy, Epilogue
+from tmasim.errors import ResidencyError, ScenarioError
+from tmasim.hardware import GpuSpec
+from tmasim.mma import K_OF
+from tmasim.residency import Accumulator, Residency, residency
+from tmasim.workloads.attention_config import ELEMENT_BYTES, AttentionConfig
+
+if TYPE_CHECKING:
+    from tmasim.scenario import Pipeline, Scenario
+
+FP32_PER_SCORE = 3.5
+OUT_BYTES = 2  # O is written in 16 bits (bf16/fp16; fp8 inputs too, as FA3)
+PRODUCER_REGISTERS, CONSUMER_REGISTERS = 24, 240  # FA3's setmaxnreg split with two consumer warpgroups
+SECTION_BYTES = 32 * 2**20  # FA3's tile scheduler: K/V heads per section so that their K and V fit 32 MB of L2
+WARPGROUP = 128
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Who computes what: consumer processes (see the engine's module doc) and rows each."""
+
+    processes: int
+    rows: int
+    warpgroups: int
+    pingpong: bool
+
+
+def shape_of(config: AttentionConfig, pipeline: Pipeline) -> Shape:
+    pingpong = pipeline.consumer_mode == "pingpong" and pipeline.consumers == 2
+    processes = 2 if pingpong else 1
+    return Shape(processes, config.tile[0] // processes, pipeline.consumers, pingpong)
+
+
+def mma_phase(gpu: GpuSpec, dtype: str, rows: int, n: int, k: int, flops: float) -> Mma:
+    """``rows`` x ``n`` x ``k`` on the tensor cores: wgmma m64nNk16 per 64 rows (Hopper), one
+    tcgen05.mma of M = rows (Blackwell), or the flat rate where the preset has no table."""
+    table = gpu.mma
+    full = 2.0 * rows * n * k
+    if table is None:
+        return Mma(round(full / gpu.sm_flop_rate(dtype)), 0, flops)
+    depth = K_OF[dtype]
+    m = 64 if table.instruction == "wgmma" else rows
+    count = (rows // m) * (k // depth)
+    latency, ii = table.timing("workload.tile", dtype, m, n)
+    return Mma(gpu.cycles_ps(count * ii), gpu.cycles_ps(latency - ii), flops)
+
+
+def vector_work(gpu: GpuSpec, scale: float, exps: float, fp32: float) -> VectorWork:
+    """``exps`` exponentials and ``fp32`` FP32 operations on one SM, x ``scale`` (0: free)."""
+    if not scale:
+        return VectorWork()
+    return VectorWork(round(scale * exps / gpu.exp_per_clock / gpu.clock_hz * 1e12),
+                      round(scale * fp32 / gpu.fp32_per_clock / gpu.clock_hz * 1e12))
+
+
+def block(config: AttentionConfig, gpu: GpuSpec, rows: int, k: Copy, v: Copy, masked: bool) -> KvBlock:
+    bn, d, dv, scale = config.tile[1], config.head_dim, config.d_v, config.softmax_scale
+    useful = 0.5 if masked else 1.0
+    qk = mma_phase(gpu, config.dtype, rows, bn, d, useful * 2.0 * rows * bn * d)
+    pv = mma_phase(gpu, config.dtype, rows, dv, bn, useful * 2.0 * rows * bn * dv)
+    softmax = vector_work(gpu, scale, rows * bn, FP32_PER_SCORE * rows * bn)
+    correction = vector_work(gpu, scale, rows, rows * dv)
+    return KvBlock(k, v, qk, softmax, pv, correction)
+
+
+def epilogue_ps(config: AttentionConfig, gpu: GpuSpec, rows: int) -> int:
+    normalize = vector_work(gpu, config.softmax_scale, 0, rows * config.d_v).time
+    staging = rows * config.d_v * OUT_BYTES / gpu.smem_bandwidth if gpu.smem_bandwidth != float("inf") else 0
+    return normalize + round(staging)
+
+
+# ---------------------------------------------------------------------------------- residency
+
+
+def registers(config: AttentionConfig, gpu: GpuSpec, pipeline: Pipeline) -> Accumulator | None:
+    """Per consumer thread (Hopper): O (BM/W x d_v fp32), S (BM/W x BN fp32) and, with the
+    softmax overlapped, the previous block's P (16-bit) beside the next S, over 128 threads,
+    plus the preset's overhead; one-line error with the numbers if over the allowance."""
+    table = gpu.mma
+    if table is None or table.tmem_columns:
+        return None
+    bn, rows = config.tile[1], config.tile[0] // pipeline.consumers
+    o, s, p = rows * config.d_v // WARPGROUP, rows * bn // WARPGROUP, rows * bn // (2 * WARPGROUP)
+    needed = o + s + (p if config.softmax_overlap else 0) + table.register_overhead
+    specialized = pipeline.warp_specialized
+    producer = (pipeline.registers[0] or PRODUCER_REGISTERS) if specialized else 0
+    default = CONSUMER_REGISTERS if specialized else table.registers_per_sm // (WARPGROUP * pipeline.consumers)
+    consumer = pipeline.registers[1] or default
+    allowed = min(consumer, table.registers_per_thread)
+    if needed > allowed:
+        parts = f"O {o} + S {s}" + (f" + P {p} (softmax_overlap)" if config.softmax_overlap else "")
+        raise ResidencyError("workload.tile", list(config.tile),
+                             f"needs {needed} registers per consumer thread ({parts} + {table.register_overhead} "
+                             f"overhead, {rows} rows per warpgroup, head_dim_v {config.d_v}), over the {allowed} "
+                             f"allowed (pipeline.registers.consumer = {consumer}; at most "
+                             f"{table.registers_per_thread} per thread)")
+    per_cta = WARPGROUP * (producer + pipeline.consumers * consumer)
+    if per_cta > table.registers_per_sm:
+        raise ResidencyError("pipeline.registers", f"{{producer = {producer}, consumer = {consumer}}}",
+                             f"gives a CTA 128 x ({producer} + {pipeline.consumers} x {consumer}) = {per_cta} "
+                             f"registers, over the {table.registers_per_sm} of an SM on {gpu.name}")
+    return Accumulator(producer, consumer, needed, per_cta)
+
+
+def tensor_memory(config: AttentionConfig, gpu: GpuSpec, shape: Shape) -> Accumulator | None:
+    """Blackwell: each consumer's Q tile keeps S (P overwrites it in 16 bits) and O in Tensor
+    Memory, BN + d_v fp32 columns of its rows' lanes; the CTA allocates a power of two of at
+    least 32 columns, within the SM's 512 (one-line error with the numbers if over)."""
+    table = gpu.mma
+    if table is None or not table.tmem_columns:
+        return None
+    bn = config.tile[1]
+    if shape.rows > table.tmem_lanes:
+        raise ResidencyError("workload.tile", list(config.tile),
+                             f"gives each consumer {shape.rows} query rows, over the {table.tmem_lanes} lanes of "
+                             "Tensor Memory (one row per lane)")
+    columns = shape.processes * (bn + config.d_v)
+    allocated = max(32, 1 << (columns - 1).bit_length())
+    if allocated > table.tmem_columns:
+        raise ResidencyError("workload.tile", list(config.tile),
+                             f"needs {columns} TMEM columns ({shape.processes} Q tile(s) x (S {bn} + O {config.d_v})"
+                             f", fp32), allocated as {allocated}, over the {table.tmem_columns} of an SM on {gpu.name}")
+    return Accumulator(tmem_columns=allocated)
+
+
+def smem_parts(config: AttentionConfig, gpu: GpuSpec, stages: int) -> tuple[int, int, int, bool]:
+    """(K + V bytes per stage, Q bytes, O staging bytes, whether O reuses Q's buffer): O gets a
+    buffer of its own when the CTA still fits with it, else it is staged in Q's (dead by then)."""
+    e = ELEMENT_BYTES[config.dtype]
+    bm, bn = config.tile
+    stage = bn * (config.head_dim + config.d_v) * e
+    q, o = bm * config.head_dim * e, bm * config.d_v * OUT_BYTES
+    barriers = 8 * (4 * stages + 2)
+    own = stages * stage + q + o + barriers <= gpu.smem_per_cta and o > 0
+    return stage, q, (o if own else max(0, o - q)), not own
+
+
+# ---------------------------------------------------------------------------------- launch order
+
+
+def unit_order(config: AttentionConfig) -> list[tuple[int, int, int]]:
+    """(batch, head, query block) in launch order: sections of K/V heads whose K and V fit 32 MB
+    of L2 (FA3's scheduler), inside a section the longest units first (causal: the last query
+    blocks), then by head."""
+    e = ELEMENT_BYTES[config.dtype]
+    per_head = config.n_kv * (config.head_dim + config.d_v) * e
+    section = max(1, SECTION_BYTES // per_head)
+    kv_heads = config.batch * (config.kv_heads or config.heads)
+    order = []
+    for first in range(0, kv_heads, section):
+        heads = [(kv // (kv_heads // config.batch), kv % (kv_heads // config.batch))
+                 for kv in range(first, min(kv_heads, first + section))]
+        units = [(b, kvh * config.kv_group + g, m) for b, kvh in heads for g in range(config.kv_group)
+                 for m in range(config.m_blocks)]
+        units.sort(key=lambda u: (-config.blocks_of(u[2])[0], u[2], u[0], u[1]))
+        order += units
+    return order
+
+
+def assign(blocks: Sequence[int], ctas: int) -> list[list[int]]:
+    """Each unit (in order) to the CTA with the least blocks so far (ties: the lowest index)."""
+    heap = [(0, g) for g in range(ctas)]
+    per_cta: list[list[int]] = [[] for _ in range(ctas)]
+    for position, count in enumerate(blocks):
+        load, g = heapq.heappop(heap)
+        per_cta[g].append(position)
+        heapq.heappush(heap, (load + count, g))
+    return per_cta
+
+
+def round_fractions(config: AttentionConfig, order: Sequence[tuple[int, int, int]], concurrent: int) -> list[float]:
+    """Per unit, the share of its K/V bytes that come from HBM: per round of ``concurrent``
+    units, each K/V head's blocks once (the most any of its units reads) over all blocks read."""
+    fractions: list[float] = []
+    for start in range(0, len(order), concurrent):
+        wave = order[start : start + concurrent]
+        most: dict[tuple[int, int], int] = {}
+        total = 0
+        for b, h, m in wave:
+            count = config.blocks_of(m)[0]
+            key = (b, h // config.kv_group)
+            most[key] = max(most.get(key, 0), count)
+            total += count
+        fractions += [sum(most.values()) / total if total else 1.0] * len(wave)
+    return fractions
+
+
+# ---------------------------------------------------------------------------------- the plan
+
+
+def plan(config: AttentionConfig, scenario: Scenario) -> tuple[Plan, Residency]:
+    gpu, p = scenario.gpu, scenario.pipeline
+    if p.mma_cta_group != 1:
+        raise ScenarioError("pipeline.mma_cta_group", p.mma_cta_group, "is not modelled for attention yet (use 1)")
+    shape = shape_of(config, p)
+    if gpu.mma is not None and gpu.mma.instruction == "wgmma" and shape.rows % 64:
+        raise ScenarioError("workload.tile", list(config.tile),
+                            f"gives each consumer {shape.rows} query rows: must be a multiple of 64 (wgmma's M)")
+    stage, q_bytes, o_bytes, o_in_q = smem_parts(config, gpu, p.stages)
+    acc = registers(config, gpu, p) or tensor_memory(config, gpu, shape)
+    res = residency(gpu, stage_bytes=stage, stages=p.stages, other_smem=q_bytes + o_bytes + 16,
+                    consumers=shape.warpgroups, accumulator=acc)
+    order = unit_order(config)
+    counts = [config.blocks_of(m)[0] for _, _, m in order]
+    persistent = config.launch == "persistent"
+    slots = gpu.sms * res.ctas_per_sm
+    concurrent = min(slots, len(order))
+    fractions = round_fractions(config, order, concurrent)
+    schedule = AttentionSchedule(shape.processes, shape.pingpong, config.softmax_overlap, p.warp_specialized,
+                                 o_in_q, gpu.tma_issue, config.correction_warpgroup)
+    units = _units(config, gpu, shape, order, fractions)
+    if persistent:
+        programs = [AttentionProgram([units[i] for i in positions], schedule)
+                    for positions in assign(counts, concurrent)]
+    else:
+        programs = [AttentionProgram([unit], schedule) for unit in units]
+    sms = min(gpu.sms, len(programs))
+    info = {"o_in_q": o_in_q, "max_blocks": max(counts), "mean_blocks": sum(counts) / len(counts),
+            "processes": shape.processes, "warpgroups": shape.warpgroups}
+    return Plan(programs, persistent, res.ctas_per_sm, sms, flow=True, units=len(units), info=info), res
+
+
+def _units(config: AttentionConfig, gpu: GpuSpec, shape: Shape, order: Sequence[tuple[int, int, int]],
+           fractions: Sequence[float]) -> list[AttentionUnit]:
+    e = ELEMENT_BYTES[config.dtype]
+    bm, bn = config.tile
+    d, dv = config.head_dim, config.d_v
+    blocks_cache: dict[tuple[float, bool, int], KvBlock] = {}
+    tail_rows = config.n_kv - (config.n_blocks - 1) * bn
+
+    def kv(fraction: float, masked: bool, rows_in: int) -> KvBlock:
+        key = (fraction, masked, rows_in)
+        if key not in blocks_cache:
+            k = _copy(gpu, bn * d * e, rows_in * d * e, fraction)
+            v = _copy(gpu, bn * dv * e, rows_in * dv * e, fraction)
+            blocks_cache[key] = block(config, gpu, shape.rows, k, v, masked)
+        return blocks_cache[key]
+
+    epilogue_time = epilogue_ps(config, gpu, shape.rows)
+    runs_cache: dict[tuple[float, int, int], tuple[tuple[KvBlock, int], ...]] = {}
+    last = config.n_blocks - 1
+    units = []
+    for index, ((_, _, m), fraction) in enumerate(zip(order, fractions, strict=True)):
+        rows_in = min(bm, config.seqlen_q - m * bm)
+        blocks, full = config.blocks_of(m)
+        key = (fraction, blocks, full)
+        if key not in runs_cache:
+            # Unmasked blocks, then masked ones; the last K/V block may be cut short by seqlen_kv.
+            cuts = sorted({0, full, blocks, min(blocks, last), min(blocks, last + 1)})
+            runs = [(kv(fraction, lo >= full, tail_rows if lo == last else bn), hi - lo)
+                    for lo, hi in zip(cuts, cuts[1:], strict=False) if hi > lo]
+            runs_cache[key] = tuple(runs)
+        q = _copy(gpu, bm * d * e, rows_in * d * e, 1.0)
+        store = Copy(bm * dv * OUT_BYTES, rows_in * dv * OUT_BYTES, 1.0, 0)
+        units.append(AttentionUnit(index, q, runs_cache[key], Epilogue(epilogue_time, store)))
+    return units
+
+
+def _copy(gpu: GpuSpec, smem: int, memory: int, fraction: float) -> Copy:
+    return Copy(smem, memory, fraction, gpu.copy_latency_for(smem) + round(fraction * gpu.hbm_latency))
