@@ -279,3 +279,16 @@ def test_never_faster_than_any_bound(changes):
     stats = simulate(from_dict(raw)).stats
     for key, _ in BOUND_NAMES:
         assert stats["makespan_ns"] >= stats[f"{key}_bound_ns"], key
+
+
+@pytest.mark.parametrize("changes", [{"head_dim": 256, "tile": [128, 80]},  # O staged in Q's buffer
+                                     {"causal": True, "launch": "grid"}, {"kv_heads": 1},
+                                     {"softmax_overlap": False, "head_dim_v": 64}])
+def test_variants_run_and_conserve_flops(changes):
+    s = scenario(gpu="h100-sxm", seqlen_q=512, **changes)
+    stats = simulate(s).stats
+    executed = stats["achieved_flops_per_s"] * stats["makespan_ps"] / 1e12
+    assert executed == pytest.approx(s.workload.useful_flops, rel=1e-12)
+    assert stats["o_in_q"] is (changes.get("head_dim") == 256)
+    for key in ("compute", "exponentials", "l2", "hbm", "port", "latency"):
+        assert stats["makespan_ns"] >= stats[f"{key}_bound_ns"], key

@@ -137,3 +137,80 @@ def test_any_set_text_through_the_cli_is_a_run_or_one_line(capsys, field, text):
     code = main(["run", "--set", f"{field}={text}", "--set", "workload.tiles=3"])
     _, err = capsys.readouterr()
     assert code == 0 or (code in (2, 3) and len(err.strip().splitlines()) == 1 and err.startswith("tmasim: error: "))
+
+
+# ---- the API path and the teaching commands ---------------------------------------------------
+
+API_VALUES = st.one_of(st.integers(-3, 300), st.sampled_from([2**70, -(2**70), 0.5, math.nan, math.inf, 1e-30]),
+                       st.booleans(), st.none(), st.text(max_size=6),
+                       st.lists(st.integers(-1, 300), max_size=3).map(tuple))
+PARTS = ("gpu", "workload", "pipeline", "run")
+API_BASES = {"reference": [], "gemm-h100-cluster": ["workload.m=256", "workload.n=512", "workload.k=128"]}
+
+
+@FUZZ
+@given(st.sampled_from(sorted(API_BASES)), st.sampled_from(PARTS), st.data())
+def test_any_value_through_dataclasses_replace_is_a_run_or_a_checked_error(name, part, data):
+    """What the API accepts it simulates correctly; anything else is a ScenarioError or TypeError."""
+    import dataclasses
+
+    from tmasim.simulation import simulate
+
+    scenario = load(name, [*API_BASES[name], "run.records=false"])
+    config = getattr(scenario, part)
+    field = data.draw(st.sampled_from([f.name for f in dataclasses.fields(config) if f.name not in ("kind",
+                                                                                                    "sources")]))
+    value = data.draw(API_VALUES)
+    try:
+        edited = dataclasses.replace(scenario, **{part: dataclasses.replace(config, **{field: value})})
+        stats = simulate(edited).stats
+    except (TmasimError, TypeError) as err:
+        assert "\n" not in str(err)
+        return
+    assert 0 < stats["makespan_ps"] < 2**63 and stats["sms_used"] <= edited.gpu.sms
+
+
+PREDICTIONS = st.one_of(unit_texts, st.sampled_from(["nan", "inf", "-inf", "1e400", "-5", "-5 us", "150", "-3%",
+                                                     "101%", "23", "23 us", "0.023 ms", "2 s", "1e30 us"]))
+
+
+@settings(max_examples=min(EXAMPLES, 20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from([1, 3]), PREDICTIONS)
+@example(1, "nan")
+@example(3, "150")
+def test_any_learn_prediction_is_read_by_the_quantity_rules_or_one_line(capsys, lesson, text):
+    capsys.readouterr()
+    code = main(["learn", str(lesson), f"--predict={text}"])
+    out, err = capsys.readouterr()
+    if code == 0:
+        assert "You predicted" in out
+    else:
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and err.startswith("tmasim: error: ")
+
+
+@settings(max_examples=min(EXAMPLES, 10), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(PREDICTIONS.filter(lambda t: "," not in t), min_size=0, max_size=4))
+@example(["b", "nan", "1", "2"])
+def test_any_quiz_answers_are_graded_or_one_line(capsys, answers):
+    capsys.readouterr()
+    code = main(["quiz", "--count", "3", f"--answers={','.join(answers)}"])
+    out, err = capsys.readouterr()
+    assert code == 0 or (code == 2 and len(err.strip().splitlines()) == 1 and err.startswith("tmasim: error: "))
+
+
+@settings(max_examples=min(EXAMPLES, 20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(["dir.gif", "file/x.gif", "x.txt", "x\x00.gif", "a" * 300 + ".gif", "file/deeper/x.html",
+                        "dir.html", "nul\x00/x.gif"]))
+def test_an_animate_out_that_cannot_be_written_is_one_line_before_any_work(tmp_path_factory, capsys, monkeypatch,
+                                                                         name):
+    import tmasim.simulation
+
+    root = tmp_path_factory.mktemp("anim")
+    (root / "dir.gif").mkdir()
+    (root / "dir.html").mkdir()
+    (root / "file").write_text("x")
+    monkeypatch.chdir(root)
+    monkeypatch.setattr(tmasim.simulation, "simulate", lambda *a, **k: (_ for _ in ()).throw(AssertionError("ran")))
+    code = main(["animate", "--out", name])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and err.startswith("tmasim: error: --out")

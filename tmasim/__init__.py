@@ -25,11 +25,12 @@ if _typing.TYPE_CHECKING:
     from tmasim.scenario import Scenario
 
 
-def simulate(scenario: "Scenario") -> "Result":
-    """Run one scenario and return its :class:`~tmasim.results.Result`."""
+def simulate(scenario: "Scenario", *, allow_large: bool = False) -> "Result":
+    """Run one scenario and return its :class:`~tmasim.results.Result`. A run whose estimated time
+    or memory is past the limits (:mod:`tmasim.budget`) is refused unless ``allow_large``."""
     from tmasim.simulation import simulate as _simulate
 
-    return _simulate(scenario)
+    return _simulate(scenario, allow_large=allow_large)
 
 
 def load_scenario(source: "str | Path | None" = None, overrides: "Iterable[str]" = ()) -> "Scenario":
@@ -41,7 +42,8 @@ def load_scenario(source: "str | Path | None" = None, overrides: "Iterable[str]"
 
 def run_sweep(base: object, overrides: "Iterable[str]" = (), vary: object = (), **options: object) -> "pd.DataFrame":
     """Simulate a scenario over field values, one row per point: :func:`tmasim.sweep.runner.run_sweep`
-    (``vary=["pipeline.stages=1,2,4"]``; options ``zip_``, ``jobs``, ``out``, ``executor``, ``progress``)."""
+    (``vary=["pipeline.stages=1,2,4"]``; options ``zip_``, ``jobs``, ``out``, ``executor``, ``progress``,
+    ``allow_large``)."""
     from tmasim.sweep.runner import run_sweep as _run_sweep
 
     return _run_sweep(base, overrides, vary, **options)  # type: ignore[arg-type]

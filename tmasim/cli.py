@@ -73,6 +73,9 @@ def _parser() -> argparse.ArgumentParser:
                           "(gzip-compressed if FILE ends in .gz)")
     run.add_argument("--explain", action="store_true",
                      help="then explain the run in words: the closed form, what binds, stalls, what-ifs")
+    run.add_argument("--yes", action="store_true",
+                     help="run it even if its estimated time or memory is past the limits (see the README's "
+                          "Resource limits); without it such a run is refused before it starts")
     run.set_defaults(handler=_run)
 
     scenarios = sub.add_parser("scenarios", help="list the bundled scenarios, or print one as TOML",
@@ -98,17 +101,23 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from tmasim import budget
     from tmasim import scenario as scenarios
+    from tmasim.outputs import check_file, check_folder
     from tmasim.simulation import simulate
 
     scenario = scenarios.load(args.scenario, args.overrides)
+    frames = args.out is not None or args.trace is not None
+    limits = budget.command_line(args.yes, extra_record_bytes=budget.FRAME_BYTES_PER_RECORD if frames else 0)
     if args.out is not None:
-        _check_out_dir(args.out)
+        check_folder("--out", args.out)
+    if args.trace is not None:
+        check_file("--trace", args.trace)
     if args.trace is not None and not scenario.run.records:
         raise TmasimError("--trace: this scenario keeps no per-event records (run.records = false); "
                           "add --set run.records=true")
     try:
-        result = simulate(scenario, record_bandwidth=args.out is not None or args.trace is not None)
+        result = simulate(scenario, record_bandwidth=frames, limits=limits)
     except ModelError as err:
         if args.explain:
             from tmasim.teach.explain_broken import explain_failure
@@ -144,15 +153,6 @@ def _write_trace(result: Any, path: Path) -> None:
         print(f"wrote {write_chrome_trace(result, path, counters=counters)}", file=sys.stderr)
     except OSError as err:
         raise TmasimError(f"--trace: cannot write {str(path)!r}: {err.strerror}") from None
-
-
-def _check_out_dir(out: Path) -> None:
-    """Refused before the run: a file where the folder should be, a name the OS refuses."""
-    try:
-        if out.exists() and not out.is_dir():
-            raise TmasimError(f"--out: {str(out)!r} exists and is not a directory")
-    except OSError as err:
-        raise TmasimError(f"--out: {str(out)[:100]!r} cannot be used ({err.strerror or err})") from None
 
 
 def _write_outputs(result: Any, out: Path) -> None:

@@ -37,6 +37,11 @@ class ResidencyError(ScenarioError):
     """A CTA that fits on no SM (shared memory, threads or barriers over the limits)."""
 
 
+class ResourceError(TmasimError):
+    """A run or sweep whose estimated time or memory is past the stated limits (tmasim.budget):
+    names the estimate and how to lift the limit."""
+
+
 class ModelError(TmasimError):
     """The modelled program cannot run to completion: deadlock or synchronization misuse."""
 

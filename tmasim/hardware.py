@@ -82,6 +82,10 @@ class GpuSpec:
                                 "a CTA cannot use more shared memory than its SM has")
         if self.mma is not None and not isinstance(self.mma, MmaSpec):
             raise ScenarioError("gpu.mma", self.mma, "must be an MMA instruction table (tmasim.mma.MmaSpec)")
+        if not isinstance(self.gpc_sms, tuple):
+            raise ScenarioError("gpu.gpc_sms", self.gpc_sms, "must be a list of whole numbers (SMs per GPC)")
+        _check_gpcs("gpu", {"sms": self.sms, "gpc_sms": self.gpc_sms, "max_cluster_size": self.max_cluster_size,
+                            "max_cluster_size_opt_in": self.max_cluster_size_opt_in})
 
     @property
     def gpcs(self) -> tuple[int, ...]:
@@ -264,6 +268,9 @@ def _check(name: str, kind: str, value: Any) -> None:
         read.checked_time(name, value, positive=False)
     elif kind == "frequency":
         read.checked_quantity(name, value)
+        if not 1.0 <= value <= 1e12:  # a cycle becomes a time in whole ps (tmasim.ranges)
+            raise ScenarioError(name, f"{value / 1e9:.4g} GHz", "must be from 1 Hz to 1 THz (one cycle from 1 ps to "
+                                                              "1 s, the engine's range of times)")
     elif kind == "bandwidth":
         if value != math.inf:
             read.checked_quantity(name, value)

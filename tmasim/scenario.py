@@ -121,6 +121,9 @@ class Scenario:
                 _unchecked(name, getattr(self, name))
         if not dataclasses.is_dataclass(self.workload) or not isinstance(getattr(self.workload, "kind", None), str):
             _unchecked("workload", self.workload)
+        if self.workload.kind not in WORKLOADS:
+            raise ScenarioError("workload.kind", self.workload.kind, f"must be one of {', '.join(WORKLOADS)}")
+        _check_cluster(self.pipeline, self.gpu, self.workload)  # cross-field rules, on every construction
         check = getattr(WORKLOADS.get(self.workload.kind), "check", None)  # optional for a new workload
         if check is not None:
             check(self.workload, self)
@@ -135,6 +138,15 @@ class Scenario:
     def to_dict(self) -> dict[str, Any]:
         """The scenario as TOML-shaped data (after overrides): what result files carry."""
         return copy.deepcopy(dict(self.raw))
+
+
+def require_scenario(value: Any, caller: str) -> Scenario:
+    """``value`` itself if it is a Scenario; a clear TypeError (with the way to make one) if not."""
+    if isinstance(value, Scenario):
+        return value
+    hint = (" (a scenario's name, file or table: call tmasim.load_scenario(...) first and pass what it returns)"
+            if isinstance(value, (str, Path, Mapping)) else "")
+    raise TypeError(f"{caller}() takes a Scenario, not {type(value).__name__} {value!r:.60}{hint}")
 
 
 def _unchecked(name: str, value: Any) -> None:

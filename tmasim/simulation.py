@@ -12,6 +12,7 @@ from typing import Any
 
 import simpy
 
+from tmasim import budget, ranges
 from tmasim import format as fmt
 from tmasim.engine.chip import Chip, Plan
 from tmasim.engine.cta import Cta, Sync
@@ -20,21 +21,33 @@ from tmasim.engine.recorder import Recorder
 from tmasim.errors import BarrierError, DeadlockError, ModelError, ScenarioError
 from tmasim.residency import Residency
 from tmasim.results import Result
-from tmasim.scenario import Scenario
+from tmasim.scenario import Scenario, require_scenario
 from tmasim.units import PS_PER_S
 from tmasim.workloads import workload_of
 
 
-def simulate(scenario: Scenario, *, record_bandwidth: bool = False) -> Result:
-    """Run one scenario. ``record_bandwidth`` keeps each link's load over time (for plots)."""
+def simulate(scenario: Scenario, *, record_bandwidth: bool = False, allow_large: bool = False,
+             limits: budget.Limits | None = None) -> Result:
+    """Run one scenario. ``record_bandwidth`` keeps each link's load over time (for plots).
+
+    A run whose estimated time or memory is past :mod:`tmasim.budget`'s limits is refused with
+    a :class:`~tmasim.errors.ResourceError` before it starts, unless ``allow_large``; ``limits``
+    (the command line's) also says where to note a large run."""
+    require_scenario(scenario, "simulate")
     scenario.validate()
+    limits = limits if limits is not None else budget.DEFAULT
+    if allow_large:
+        limits = dataclasses.replace(limits, allow=True)
+    _check_plan_size(scenario, limits)
     env = simpy.Environment()
     recorder = Recorder() if scenario.run.records else None
     plan, res = plan_scenario(scenario)
     _check_plan(scenario, plan)
+    _check_used(scenario, res)
     drift = scenario.run.drift
     chip = Chip(env, scenario.gpu, plan, _sync(scenario), recorder, aggregate=scenario.run.aggregate and not drift.on,
                 record_bandwidth=record_bandwidth, drift=drift, seed=scenario.run.seed)
+    budget.check(_run_estimate(scenario, plan, chip, limits), limits)
     why_not = _no_skip(scenario, plan, record_bandwidth)
     ff = FastForward(env, chip, scenario.pipeline.stages, skip=not why_not, note=why_not)
     try:
@@ -95,6 +108,48 @@ def _bandwidth_table(links: dict[str, Any]) -> list[tuple[int, str, float, float
     return rows
 
 
+def estimate(scenario: Scenario, *, extra_record_bytes: int = 0) -> budget.Estimate:
+    """What running ``scenario`` would cost (time, memory, events), without running it: the plan
+    is built (unless building it is what is too large) and the chip laid out, nothing more."""
+    scenario.validate()
+    before = _plan_size_estimate(scenario)
+    if before is not None and before.too_large:
+        return before
+    plan, _ = plan_scenario(scenario)
+    _check_plan(scenario, plan)
+    drift = scenario.run.drift
+    chip = Chip(simpy.Environment(), scenario.gpu, plan, _sync(scenario), None,
+                aggregate=scenario.run.aggregate and not drift.on, drift=drift, seed=scenario.run.seed)
+    return _run_estimate(scenario, plan, chip, budget.Limits(extra_record_bytes=extra_record_bytes))
+
+
+def _plan_size_estimate(scenario: Scenario) -> budget.Estimate | None:
+    size = getattr(workload_of(scenario.workload), "plan_size", None)  # optional for a new workload
+    if size is None:
+        return None
+    steps, units, extra = size(scenario.workload, scenario)
+    every_sm = not scenario.run.aggregate or scenario.run.drift.on
+    simulated = steps if every_sm else steps // max(1, scenario.gpu.sms)
+    return budget.plan_estimate(steps, units, simulated=simulated, extra_plan_bytes=extra)
+
+
+def _check_plan_size(scenario: Scenario, limits: budget.Limits) -> None:
+    """The plan itself can be too big to build (10^9 ring steps): refused before it is made."""
+    before = _plan_size_estimate(scenario)
+    if before is not None:
+        budget.check(before, limits)
+
+
+def _run_estimate(scenario: Scenario, plan: Plan, chip: Chip, limits: budget.Limits) -> budget.Estimate:
+    size = getattr(workload_of(scenario.workload), "plan_size", None)
+    extra = size(scenario.workload, scenario)[2] if size is not None else 0
+    return budget.run_estimate(chip.planned.steps, sum(p.steps for p in plan.programs), plan.units,
+                               chip.planned.ctas, flow=plan.flow, sharers=len(chip.sms), drift=scenario.run.drift.on,
+                               records=scenario.run.records, extra_plan_bytes=extra,
+                               extra_record_bytes=limits.extra_record_bytes,
+                               extra_record_seconds=limits.extra_record_seconds)
+
+
 def plan_scenario(scenario: Scenario) -> tuple[Plan, Residency]:
     return workload_of(scenario.workload).plan(scenario.workload, scenario)
 
@@ -109,6 +164,22 @@ def _check_plan(scenario: Scenario, plan: Plan) -> None:
             raise ScenarioError("gpu.tma_max_bytes_in_flight", fmt.size(cap),
                                 f"is below one copy ({fmt.size(largest)}): must be 0 (unlimited) or at least "
                                 "one copy's bytes")
+    field = getattr(workload_of(scenario.workload), "compute_field", None)  # optional for a workload
+    ranges.check_plan(plan, scenario, field(scenario.workload, scenario) if field else ranges.compute_field(scenario))
+
+
+def _check_used(scenario: Scenario, res: Residency) -> None:
+    """A field the run would ignore is refused, never silently dropped: register counts
+    (setmaxnreg) only mean something where the plan used a register model."""
+    registers = scenario.pipeline.registers
+    acc = res.accumulator
+    if any(count is not None for count in registers) and not (acc is not None and acc.registers_per_cta):
+        where = "its accumulators live in Tensor Memory" if acc is not None and acc.tmem_columns else \
+            "it has no register model"
+        shown = {role: count for role, count in zip(("producer", "consumer"), registers, strict=True) if count}
+        raise ScenarioError("pipeline.registers", shown, f"would be ignored: this {scenario.workload.kind} run on "
+                            f"{scenario.gpu.name} uses no per-thread registers ({where}; setmaxnreg counts apply "
+                            "to an accumulator in registers, as a Hopper GEMM's); remove it")
 
 
 def _run_events(env: simpy.Environment, scenario: Scenario, ctas: list[Cta]) -> None:

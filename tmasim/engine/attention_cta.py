@@ -176,8 +176,15 @@ class AttentionCta:
             self._release(self.k, step, w)
             if step == first + count - 1:
                 self._release_q(u)
-            yield from self._vector(block.softmax + block.correction, w, step, "softmax")
+            if self.schedule.correction_apart:  # the correction warpgroup rescales O meanwhile
+                yield from self._vector(block.softmax, w, step, "softmax")
+                rescaled = self._vector_apart(block.correction, w, step)
+            else:
+                yield from self._vector(block.softmax + block.correction, w, step, "softmax")
+                rescaled = None
             yield from self._full(self.v, step, w)
+            if rescaled is not None and rescaled.callbacks is not None:
+                yield rescaled  # O must be rescaled before P·V adds into it
             yield self._mma(block.pv, w, step, "pv")
             self._release(self.v, step, w)
 

@@ -89,9 +89,11 @@ class Chip:
         self.aggregated = len(self.sms) < plan.sms
         shared: deque[tuple[int, Program]] = deque(enumerate(plan.programs))
         skews = start_skews(drift, plan.sms, seed)
+        own = plan.persistent or self.aggregated
+        self.planned = _count([program for sm in self.sms for _, program in sm.queue] if own else plan.programs)
         for _ in range(plan.ctas_per_sm if not plan.persistent else 1):
             for sm in self.sms:
-                queue = sm.queue if (plan.persistent or self.aggregated) else shared
+                queue = sm.queue if own else shared
                 env.process(self._slot(sm, queue, skews[sm.index]))
 
     def _make_sm(self, index: int, multiplicity: int, work: list[tuple[int, Program]]) -> Sm:
@@ -177,6 +179,10 @@ class Chip:
         self.aggregated = len(classes) < slots
         shared = deque(clusters)
         skews = start_skews(self.drift, plan.sms, self.seed)
+        own = plan.persistent or self.aggregated
+        run = [g for members in classes for cluster in per_slot[members[0]] for g in cluster] if own \
+            else range(len(plan.programs))
+        self.planned = _count([plan.programs[g] for g in run])
         for members in classes:
             q = members[0]
             slot_sms = [sms[(q * size + r) % plan.sms] for r in range(size)]
@@ -202,6 +208,19 @@ class Chip:
         """Work units over resident CTA slots, rounded up: a grid's waves, or how many units
         the busiest persistent CTA walks."""
         return -(-self.plan.units // (self.plan.sms * self.plan.ctas_per_sm))
+
+
+@dataclass(frozen=True)
+class Planned:
+    """What the engine is about to simulate (before it runs): the CTAs and their ring steps,
+    counting one representative per aggregated class (tmasim.budget estimates from this)."""
+
+    ctas: int
+    steps: int
+
+
+def _count(programs: Sequence[Program]) -> Planned:
+    return Planned(len(programs), sum(program.steps for program in programs))
 
 
 def _round_robin(plan: Plan) -> list[list[tuple[int, Program]]]:

@@ -37,6 +37,7 @@ from simpy.events import PENDING, Process
 
 from tmasim.engine.barrier import Mbarrier
 from tmasim.engine.copy_engine import Multicast
+from tmasim.engine.program import TimedProgram
 
 if TYPE_CHECKING:
     from tmasim.engine.chip import Chip
@@ -70,6 +71,10 @@ class FastForward:
 
     def __init__(self, env: simpy.Environment, chip: Chip, stages: int, *, skip: bool, note: str = "") -> None:
         self.env, self.chip, self.stages, self.skip = env, chip, stages, skip
+        first = chip.plan.programs[0] if chip.plan.programs else None
+        if skip and isinstance(first, TimedProgram) and first.steps > 1 and first.run_of(0)[1] == 1:
+            skip, note = False, "per-tile times vary (jitter, or a list of times): no period repeats"
+        self.skip = skip
         self.note = note  # why the skip is off (empty: on)
         sync = chip.sync
         self.units_matter = sync.mode == "pingpong" and sync.consumers > 1  # warpgroups take turns by unit
@@ -305,10 +310,10 @@ class FastForward:
             procs.append((frame.f_lineno, local.get("i", -1) - base, waited, target,
                           None if inner is None or inner.gi_frame is None else inner.gi_frame.f_lineno))
         barriers = tuple((b.phase - base // stages, b._pending, b._tx, max(b._ready_at - now, 0),
-                          b._last._value is PENDING, tuple(describe.callbacks(b._current.callbacks)))
+                          b._last._value is PENDING, describe.callbacks(b._current.callbacks))
                          for ring in (cta.ring.full, cta.ring.empty) for b in ring)
         released = tuple(t - now for t in cta._released_at)
-        exit_waiters = tuple(describe.callbacks(cta.finished.callbacks))
+        exit_waiters = describe.callbacks(cta.finished.callbacks)
         return (tuple(procs), barriers, released, cta._consumers_left, cta._stores_left, cta._turn,
                 cta.finished_at is not None, exit_waiters, tuple(sorted(cta._waiting)))
 
@@ -337,7 +342,7 @@ def _fabric_state(fabric: Fabric, now: int, describe: _Describer) -> tuple[Any, 
     groups = {id(g): n for n, g in enumerate(fabric._groups)}
     classes = []
     for cls in fabric._active:
-        flows = tuple((tag, flow.nbytes, tuple(describe.callbacks(flow.done.callbacks)))
+        flows = tuple((tag, flow.nbytes, describe.callbacks(flow.done.callbacks))
                       for tag, _, flow in sorted(cls.heap, key=lambda e: e[:2]))
         group = None if cls.group is None else groups[id(cls.group)]
         classes.append((_class_name(cls), cls.n, cls.offset, cls.start_sum, group, flows))
@@ -377,8 +382,12 @@ class _Describer:
             return (done.__func__.__name__, self.name(done.__self__))
         raise Opaque(f"a copy target {type(done).__name__}")
 
-    def callbacks(self, callbacks: Iterable[Any] | None) -> Iterable[Any]:
-        for cb in callbacks or ():
+    def callbacks(self, callbacks: list[Any] | None) -> tuple[Any, ...]:
+        """What an event will call, by owner (most events have no callback: the fast path)."""
+        return tuple(self._callbacks(callbacks)) if callbacks else ()
+
+    def _callbacks(self, callbacks: list[Any]) -> Iterable[Any]:
+        for cb in callbacks:
             owner = getattr(cb, "__self__", None)
             if owner is not None:
                 if isinstance(owner, Process):
@@ -426,7 +435,7 @@ class _Describer:
                                                     type(value).__name__)
         is_timer = getattr(self._fabric_of(event), "_timer", None) is event
         ok = getattr(event, "_ok", None)
-        return (named, type(event).__name__, ok, shown, is_timer, tuple(self.callbacks(event.callbacks)))
+        return (named, type(event).__name__, ok, shown, is_timer, self.callbacks(event.callbacks))
 
     def _fabric_of(self, event: simpy.Event) -> Any:
         for cb in event.callbacks or ():

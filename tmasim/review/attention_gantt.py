@@ -43,7 +43,9 @@ def attention_gantt(spans: pd.DataFrame, title: str = "", window: tuple[float, f
     lo, hi = window
     one = one[(one["end_ps"] >= lo) & (one["start_ps"] <= hi)]
     warpgroups = sorted(int(s[len("consumer"):]) for s in one["lane"].unique() if str(s).startswith("consumer"))
-    rows = ["TMA copies", "tensor cores", "softmax units", *[f"warpgroup {w}" for w in warpgroups], "producer waits"]
+    # One consumer lane: one warpgroup, or two cooperative ones in lockstep (simulated as one).
+    names = [f"warpgroup {w}" for w in warpgroups] if len(warpgroups) > 1 else ["consumer\n(lockstep)"]
+    rows = ["TMA copies", "tensor cores", "softmax units", *names, "producer waits"]
     scale, unit = time_unit(hi - lo)
     stages = int(one.loc[one["lane"] == "slot", "stage"].max() + 1) // 2 if (one["lane"] == "slot").any() else 1
     with styled() as plt:
@@ -79,7 +81,8 @@ def attention_gantt(spans: pd.DataFrame, title: str = "", window: tuple[float, f
         ax.set_title(title)
         handles = [Patch(facecolor=SERIES[2], label="K copy"), Patch(facecolor=SERIES[4], label="V copy"),
                    Patch(facecolor=SERIES[5], label="Q copy"),
-                   *[Patch(facecolor=WARPGROUP_COLORS[w % 2], label=f"warpgroup {w}") for w in warpgroups],
+                   *[Patch(facecolor=WARPGROUP_COLORS[w % 2], label=name) for w, name in zip(warpgroups, names,
+                                                                                           strict=False)],
                    *[Patch(facecolor="white", edgecolor="black", hatch=h, label=label) for _, label, h in PHASES],
                    Patch(facecolor=COLORS["wait_full"], label="wait (full barrier)"),
                    Patch(facecolor=COLORS["wait_empty"], label="wait (empty barrier)")]

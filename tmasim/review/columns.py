@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tmasim import format as fmt
@@ -72,9 +73,32 @@ def wrapped(title: str, width_in: float) -> str:
                      for line in textwrap.wrap(part, width=max(24, int(width_in * 8.5))) or [""])
 
 
+def read_csv(path: Path) -> pd.DataFrame:
+    """A table tmasim wrote as CSV, refused (ValueError) when it was cut short: every file tmasim
+    writes ends with a newline, and a sweep table has a status on every row."""
+    import io
+
+    import pandas as pd
+
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        raise ValueError("it is truncated: its last line is cut off")
+    frame = pd.read_csv(io.BytesIO(data))
+    if "status" in frame.columns and frame["status"].isna().any():
+        row = int(frame["status"].isna().to_numpy().argmax()) + 2  # 1-based, after the header line
+        raise ValueError(f"line {row} has no status: the file is truncated or damaged")
+    return frame
+
+
 def varied_fields(table: pd.DataFrame) -> list[str]:
-    """The varied fields of a sweep table: its dotted column names (no summary figure has a dot)."""
-    return [c for c in table.columns if "." in c]
+    """The varied fields of a sweep table: the columns between ``point`` and ``seed`` (the
+    table's layout, tmasim.sweep.table), top-level fields such as ``gpu`` included; else its
+    dotted column names (no summary figure has a dot)."""
+    columns = [str(c) for c in table.columns]
+    laid_out = []
+    if "point" in columns and "seed" in columns and columns.index("point") < columns.index("seed"):
+        laid_out = columns[columns.index("point") + 1:columns.index("seed")]
+    return [*laid_out, *(c for c in columns if "." in c and c not in laid_out)]  # hand-made tables too
 
 
 def require(table: pd.DataFrame, columns: Iterable[str]) -> None:

@@ -127,13 +127,15 @@ def load_result(path: Path) -> LoadedResult:
     """A sweep file by its suffix, a run folder by its summary.csv; anything else is refused."""
     import pandas as pd
 
+    from tmasim.review.columns import read_csv, varied_fields
+
     if path.is_dir():
         summary = path / "summary.csv"
         if not summary.exists():
             raise TmasimError(f"RESULT: {str(path)!r} is a folder without summary.csv; give a `tmasim run --out` "
                               "folder or a sweep file")
         try:
-            return LoadedResult(path, False, pd.read_csv(summary), _optional_csv(path / "spans.csv"),
+            return LoadedResult(path, False, read_csv(summary), _optional_csv(path / "spans.csv"),
                                 _optional_csv(path / "events.csv"), _optional_csv(path / "bandwidth.csv"))
         except (OSError, ValueError) as err:
             raise TmasimError(f"RESULT: {str(path)!r} cannot be read ({' '.join(str(err).split())})") from None
@@ -143,11 +145,11 @@ def load_result(path: Path) -> LoadedResult:
     if suffix not in (".parquet", ".csv"):
         raise TmasimError(f"RESULT: {str(path)!r} is neither a sweep file (.parquet, .csv) nor a run folder")
     try:
-        table = pd.read_parquet(path) if suffix == ".parquet" else pd.read_csv(path)
+        table = pd.read_parquet(path) if suffix == ".parquet" else read_csv(path)
     except (OSError, ValueError) as err:
         raise TmasimError(f"RESULT: {str(path)!r} cannot be read ({err})") from None
-    for column in table.columns:  # list columns come back as arrays: tuples group and label
-        if "." in column and table[column].map(lambda v: getattr(v, "ndim", 0) > 0).any():
+    for column in varied_fields(table):  # list columns come back as arrays: tuples group and label
+        if table[column].map(lambda v: getattr(v, "ndim", 0) > 0).any():
             table[column] = table[column].map(lambda v: tuple(v.tolist()) if getattr(v, "ndim", 0) > 0 else v)
     if "status" not in table.columns:
         raise TmasimError(f"RESULT: {str(path)!r} is not a tmasim sweep table (no status column)")

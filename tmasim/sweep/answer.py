@@ -64,10 +64,10 @@ def _cost(row: dict[str, Any]) -> tuple[float, float, float]:
 
 
 def roles(frame: pd.DataFrame) -> dict[str, tuple[str, ...]]:
-    """The sweep's varied fields (its dotted columns) by role: problem, design, noise."""
+    """The sweep's varied fields (tmasim.review.columns.varied_fields) by role: problem, design, noise."""
     kinds = frame["workload"].dropna().unique().tolist() if "workload" in frame.columns else []
     kind = str(kinds[0]) if len(kinds) == 1 else None
-    fields = [c for c in frame.columns if "." in c]
+    fields = varied_fields(frame)
     try:
         return field_roles.split(fields, kind)
     except KeyError:  # a column that is no scenario field (a hand-made table): treat it as design
@@ -120,6 +120,12 @@ def _answer(records: list[dict[str, Any]], design: tuple[str, ...], problem: tup
     fastest, slowest = float(best["makespan_ns"]), max(float(r["makespan_ns"]) for r in records)
     return Answer(best, knee, later[0] if later else None, design,
                   (slowest - fastest) / fastest if fastest else 0.0, len(records), problem, noise)
+
+
+def varied_fields(frame: pd.DataFrame) -> list[str]:
+    from tmasim.review.columns import varied_fields as fields
+
+    return fields(frame)
 
 
 def point_text(row: dict[str, Any], fields: tuple[str, ...]) -> str:
@@ -225,7 +231,7 @@ def _next_step(knee: dict[str, Any], step: dict[str, Any] | None, fields: tuple[
 
 def table_lines(frame: pd.DataFrame) -> list[str]:
     """A short table: the varied fields, time, what binds and the resources, best first when long."""
-    fields = [c for c in frame.columns if "." in c]
+    fields = varied_fields(frame)
     if len(frame) <= TABLE_ROWS:
         rows = frame
     elif "makespan_ns" in frame.columns:

@@ -39,13 +39,15 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
                        help="Dask scheduler address (default: start a local Dask cluster)")
     sweep.add_argument("--quiet", action="store_true", help="no progress bar")
     sweep.add_argument("--yes", action="store_true",
-                       help=f"run a sweep of more than {BIG_SWEEP:,} points (without it, such a sweep is refused "
-                            "with an estimate of its time)")
+                       help=f"run a sweep of more than {BIG_SWEEP:,} points or estimated to take over 15 min, and "
+                            "points past a run's limits (without it, such a sweep is refused with its estimate)")
     sweep.set_defaults(handler=handle)
     return sweep
 
 
 def handle(args: argparse.Namespace) -> int:
+    from tmasim import budget
+    from tmasim.sweep import estimate
     from tmasim.sweep.runner import default_out, run_sweep
 
     out = args.out if args.out is not None else default_out(args.scenario, args.overrides)
@@ -53,7 +55,9 @@ def handle(args: argparse.Namespace) -> int:
     try:
         frame = run_sweep(args.scenario, args.overrides, args.vary, zip_=args.zip, jobs=args.jobs, out=out,
                           executor=args.executor, scheduler=args.scheduler, progress=not args.quiet,
-                          max_points=None if args.yes else BIG_SWEEP)
+                          max_points=None if args.yes else BIG_SWEEP,
+                          max_seconds=None if args.yes else estimate.LIMIT_SECONDS, allow_large=args.yes,
+                          notify=budget.command_line(args.yes).notify)
     except KeyboardInterrupt:
         if out.exists():
             print(f"tmasim: finished points are in {out}; run the same command again to resume", file=sys.stderr)

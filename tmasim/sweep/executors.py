@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
+import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -22,6 +25,8 @@ from tmasim.sweep.points import Outcome, Task, evaluate_chunk
 from tmasim.sweep.spec import Point
 
 EXECUTORS = ("local", "dask")
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+PARENT_POLL_S = 0.5
 Chunks = Iterable[list[Outcome]]
 
 
@@ -47,7 +52,7 @@ def chunked(points: Sequence[Point], workers: int) -> list[list[Point]]:
 
 @contextlib.contextmanager
 def _process_pool(task: Task, points: Sequence[Point], jobs: int) -> Iterator[Chunks]:
-    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_leave_ctrl_c_to_the_parent)
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_start_worker, initargs=(os.getpid(),))
     try:
         futures = [pool.submit(evaluate_chunk, task, chunk) for chunk in chunked(points, jobs)]
         yield (_result(future) for future in as_completed(futures))
@@ -64,9 +69,31 @@ def _result(future: Any) -> list[Outcome]:
                           "are kept: run the same command again to resume") from None
 
 
-def _leave_ctrl_c_to_the_parent() -> None:
-    """Workers ignore SIGINT: the parent stops the pool and saves what finished, once."""
+def _start_worker(parent: int) -> None:
+    """Workers ignore SIGINT (the parent stops the pool and saves what finished, once) and end
+    when their parent does, however it ends: a worker outliving a killed sweep would hold the
+    journal and the lock (inherited across fork) and keep computing points no one collects."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with(parent)
+
+
+def _die_with(parent: int) -> None:
+    """Linux: the kernel sends SIGKILL when the parent dies (prctl PR_SET_PDEATHSIG); elsewhere,
+    and as a second guard, a daemon thread polls the parent pid."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="tmasim-parent-watch").start()
+    if os.getppid() != parent:  # the parent died before the guard was set
+        os._exit(1)
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)
 
 
 @contextlib.contextmanager

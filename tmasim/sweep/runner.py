@@ -5,16 +5,15 @@ from __future__ import annotations
 import contextlib
 import re
 import sys
-import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tmasim import scenario as scenarios
 from tmasim.errors import TmasimError
-from tmasim.sweep import lock, table
+from tmasim.sweep import estimate, lock, table
 from tmasim.sweep.executors import EXECUTORS, started
-from tmasim.sweep.points import Outcome, Task, evaluate
+from tmasim.sweep.points import Outcome, Task
 from tmasim.sweep.spec import Point, SweepPlan, plan_sweep, read_base, scenario_name
 from tmasim.sweep.store import SweepStore
 
@@ -27,7 +26,8 @@ Vary = Sequence[str] | Mapping[str, Iterable[Any]]
 
 def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip_: bool = False, jobs: int = 1,
               out: str | Path | None = None, executor: str = "local", scheduler: str | None = None,
-              progress: bool = True, max_points: int | None = None) -> pd.DataFrame:
+              progress: bool = True, max_points: int | None = None, max_seconds: float | None = None,
+              allow_large: bool = False, notify: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Simulate every point of a sweep and return its table (one row per point, in point order).
 
     ``base`` is a scenario file, a bundled scenario's name or a raw scenario dict; ``overrides``
@@ -36,9 +36,12 @@ def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip
     CSV if it ends in ``.csv``) at the end or on interruption; running the same sweep again
     computes only what is missing. ``frame.attrs["sweep"]`` says what produced the table.
 
-    With ``max_points``, a sweep with more points left to run is refused before any runs,
-    with an estimate of its time (the command line's ``--yes`` lifts it). A second sweep on
-    the same ``out`` while one runs is refused (see :mod:`tmasim.sweep.lock`).
+    Before any point runs its time is estimated from the plans of a few points
+    (:mod:`tmasim.sweep.estimate`): past ``max_points`` points left to run or ``max_seconds`` the
+    sweep is refused (the command line's ``--yes`` lifts both), and a long one is announced through
+    ``notify``. A point past a run's own limits (:mod:`tmasim.budget`) is an ``invalid`` row
+    unless ``allow_large``. A second sweep on the same ``out`` while one runs is refused (see
+    :mod:`tmasim.sweep.lock`).
 
     ``executor="dask"`` without ``scheduler`` starts a local Dask cluster whose workers are
     spawned processes: a script that calls this must guard its entry point with
@@ -46,6 +49,7 @@ def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip
     """
     _check_options(jobs, executor, scheduler)
     plan = plan_sweep(base, overrides, vary, zip_)
+    task = Task(plan.base_raw, plan.base_dir, allow_large=bool(allow_large))
     store = SweepStore(Path(out), plan) if out is not None else None
     if store is not None:
         store.check_writable()
@@ -54,11 +58,10 @@ def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip
         resumed = len(finished)
         journalled = store is not None and store.journal_path.exists()
         todo = [point for point in plan.points if point.id not in finished]
-        if max_points is not None and len(todo) > max_points:
-            raise TmasimError(_too_big(plan, todo, jobs, max_points))
+        estimate.check(plan, todo, jobs, max_points=max_points, max_seconds=max_seconds, notify=notify)
         written = False
         try:
-            _run_points(plan, todo, finished, store, jobs=jobs, executor=executor, scheduler=scheduler,
+            _run_points(plan, task, todo, finished, store, jobs=jobs, executor=executor, scheduler=scheduler,
                         progress=progress)
         finally:
             if store is not None:
@@ -70,17 +73,6 @@ def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip
     return frame
 
 
-def _too_big(plan: SweepPlan, todo: Sequence[Point], jobs: int, limit: int) -> str:
-    """The refusal of a big grid, with the time it would take (from one point, timed here)."""
-    start = time.perf_counter()
-    evaluate(Task(plan.base_raw, plan.base_dir), todo[0])
-    seconds = (time.perf_counter() - start) * len(todo) / jobs
-    estimate = f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min" if seconds >= 60 \
-        else f"{seconds:.0f} s" if seconds >= 1 else "under 1 s"
-    return (f"sweep: {len(todo):,} points to run, over {limit:,}: about {estimate} with --jobs {jobs} "
-            f"(from one point timed now); add --yes to run them")
-
-
 def _check_options(jobs: int, executor: str, scheduler: str | None) -> None:
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise TmasimError(f"--jobs: {jobs!r} must be a whole number >= 1")
@@ -90,12 +82,11 @@ def _check_options(jobs: int, executor: str, scheduler: str | None) -> None:
         raise TmasimError("--scheduler: a Dask scheduler address needs --executor dask")
 
 
-def _run_points(plan: SweepPlan, todo: Sequence[Point], finished: dict[int, Outcome], store: SweepStore | None,
-                *, jobs: int, executor: str, scheduler: str | None, progress: bool) -> None:
+def _run_points(plan: SweepPlan, task: Task, todo: Sequence[Point], finished: dict[int, Outcome],
+                store: SweepStore | None, *, jobs: int, executor: str, scheduler: str | None, progress: bool) -> None:
     """Each chunk is journalled before it counts as finished, so a kill loses no finished point."""
     if not todo:
         return
-    task = Task(plan.base_raw, plan.base_dir)
     with contextlib.ExitStack() as stack:
         journal = stack.enter_context(store.journal()) if store is not None else None
         chunks = stack.enter_context(started(task, todo, jobs=jobs, executor=executor, scheduler=scheduler))

@@ -63,6 +63,11 @@ class SweepStore:
             raise TmasimError(f"--out: {name[:100]!r} cannot be used ({err.strerror})") from None
         if not os.access(self.out.parent, os.W_OK | os.X_OK):
             raise TmasimError(f"--out: folder {str(self.out.parent)!r} is not writable")
+        roles = {self.journal_path: "journal", self.sidecar: "metadata", self.lock_path: "lock"}
+        for path, role in roles.items():
+            if path.is_dir():
+                raise TmasimError(f"--out: {str(path)!r}, where the sweep keeps its {role}, is a directory; remove "
+                                  "it or choose another --out")
         for path in (self.out, self.journal_path, self.sidecar):
             if path.exists() and not os.access(path, os.W_OK):
                 raise TmasimError(f"--out: {str(path)!r} exists and is read-only")
@@ -125,8 +130,10 @@ class SweepStore:
     def _read_rows(self) -> dict[int, Outcome]:
         import pandas as pd
 
+        from tmasim.review.columns import read_csv
+
         try:
-            frame = pd.read_csv(self.out) if self.csv else pd.read_parquet(self.out)
+            frame = read_csv(self.out) if self.csv else pd.read_parquet(self.out)
             return table.outcomes_from_frame(frame, self.plan)
         except (OSError, ValueError, KeyError) as err:
             raise TmasimError(f"--out: {str(self.out)!r} cannot be read back ({err}); "
@@ -205,7 +212,11 @@ def _write_parquet(frame: pd.DataFrame, metadata: Mapping[str, Any], path: Path)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    arrow = pa.Table.from_pandas(frame, preserve_index=False)
+    try:
+        arrow = pa.Table.from_pandas(frame, preserve_index=False)
+    except (pa.ArrowException, OverflowError, ValueError, TypeError) as err:  # a row no column type can hold
+        raise TmasimError(f"--out: the table cannot be written as Parquet ({' '.join(str(err).split())[:200]}); "
+                          "the journal beside it keeps the finished points") from None
     extra = {METADATA_KEY.encode(): json.dumps(metadata, default=_jsonable).encode()}
     pq.write_table(arrow.replace_schema_metadata({**(arrow.schema.metadata or {}), **extra}), path)
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 LEAD_COLUMNS = ("point",)
 OUTCOME_COLUMNS = ("seed", "status", "error")
+SUMMARY_SUFFIX = " (summary)"  # a figure whose name is a varied field's (``gpu``): ``gpu (summary)``
 
 
 def build(plan: SweepPlan, outcomes: Mapping[int, Outcome]) -> pd.DataFrame:
@@ -33,10 +34,22 @@ def build(plan: SweepPlan, outcomes: Mapping[int, Outcome]) -> pd.DataFrame:
         outcome = outcomes[i]
         row: dict[str, Any] = {"point": i, **{name: varied[name][i] for name in varied}}
         row.update(seed=outcome.seed, status=outcome.status, error=outcome.error)
-        row.update({name: outcome.stats.get(name) for name in figures})
+        row.update({figure_column(name, varied): outcome.stats.get(name) for name in figures})
         rows.append(row)
-    columns = [*LEAD_COLUMNS, *varied, *OUTCOME_COLUMNS, *figures]
+    columns = [*LEAD_COLUMNS, *varied, *OUTCOME_COLUMNS, *(figure_column(name, varied) for name in figures)]
     return pd.DataFrame(rows, columns=columns)
+
+
+def figure_column(name: str, varied: Iterable[str]) -> str:
+    """One column per name: a summary figure named like a varied field (varying ``gpu`` over
+    presets, whose figure ``gpu`` is the preset's name) is ``gpu (summary)``."""
+    return f"{name}{SUMMARY_SUFFIX}" if name in varied or name in LEAD_COLUMNS else name
+
+
+def figure_name(column: str, varied: Iterable[str]) -> str:
+    """The summary figure a column holds (undoes :func:`figure_column`)."""
+    base = column.removesuffix(SUMMARY_SUFFIX)
+    return base if column.endswith(SUMMARY_SUFFIX) and (base in varied or base in LEAD_COLUMNS) else column
 
 
 def figure_names(outcomes: Iterable[Outcome]) -> list[str]:
@@ -99,13 +112,14 @@ def outcomes_from_frame(frame: pd.DataFrame, plan: SweepPlan) -> dict[int, Outco
     """Read back the finished points of a result file (its varied columns come from the plan)."""
     import pandas as pd
 
-    skip = {*LEAD_COLUMNS, *(a.field for a in plan.axes), *OUTCOME_COLUMNS}
+    varied = [a.field for a in plan.axes]
+    skip = {*LEAD_COLUMNS, *varied, *OUTCOME_COLUMNS}
     figures = [c for c in frame.columns if c not in skip]
     outcomes = {}
     for record in frame.to_dict("records"):
         clean = {k: (None if _is_missing(v, pd) else v) for k, v in record.items()}
         point = int(record["point"])
-        stats = {name: clean[name] for name in figures} if clean["status"] == "ok" else {}
+        stats = {figure_name(name, varied): clean[name] for name in figures} if clean["status"] == "ok" else {}
         seed = None if clean["seed"] is None else int(clean["seed"])
         outcomes[point] = Outcome(point, seed, str(clean["status"]), clean["error"], stats)
     return outcomes

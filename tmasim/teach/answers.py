@@ -34,14 +34,27 @@ class Reading:
     note: str = ""
 
 
-def read_answer(text: str, unit: str, where: str) -> Reading:
-    """``text`` as a number in ``unit`` ("us" for times, "%", or a count's noun)."""
+def read_answer(text: str, unit: str, where: str, *, signed: bool = False) -> Reading:
+    """``text`` as a number in ``unit`` ("us" for times, "%", or a count's noun): finite always;
+    unless ``signed`` (a quiz's differences and changes), a time or count >= 0 and a percentage
+    from 0 to 100, the rules of every quantity (a lesson's predictions)."""
     cleaned = text.strip()
     if unit == TIME_UNIT:
-        return _time(cleaned, where)
-    if unit == "%":
-        return _percent(cleaned, where)
-    return _count(cleaned, unit, where)
+        reading = _time(cleaned, where)
+    elif unit == "%":
+        reading = _percent(cleaned, where)
+    else:
+        reading = _count(cleaned, unit, where)
+    if not signed:
+        _check_range(reading, unit, cleaned, where)
+    return reading
+
+
+def _check_range(reading: Reading, unit: str, text: str, where: str) -> None:
+    if unit == "%" and not 0 <= reading.value <= 100:
+        raise ScenarioError(where, text, "must be a percentage from 0 to 100")
+    if reading.value < 0:
+        raise ScenarioError(where, text, "must be >= 0 (a time)" if unit == TIME_UNIT else "must be >= 0 (a count)")
 
 
 def is_right(value: float, answer: float) -> bool:
@@ -56,12 +69,18 @@ def answer_text(answer: float, unit: str) -> str:
     return f"{answer:.4g}%" if unit == "%" else f"{answer:.4g} {unit}".rstrip()
 
 
+def _not_finite(text: str) -> bool:
+    """``nan``, ``inf``, ``1e400``, with or without a unit after it."""
+    head = re.match(r"\s*([-+]?(nan|inf(inity)?)\b|[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?)", text, re.IGNORECASE)
+    return head is not None and head.group(1) is not None and not math.isfinite(float(head.group(1)))
+
+
 def _finite(text: str, where: str, rule: str) -> float:
     if not _NUMBER.fullmatch(text):
-        raise ScenarioError(where, text, rule)
+        raise ScenarioError(where, text, "must be a finite number" if _not_finite(text) else rule)
     value = float(text)
     if not math.isfinite(value):
-        raise ScenarioError(where, text, rule)
+        raise ScenarioError(where, text, "must be a finite number")
     return value
 
 
@@ -74,7 +93,7 @@ def _time(text: str, where: str) -> Reading:
         try:
             ps = parse(text, "time", where)
         except TmasimError:
-            raise ScenarioError(where, text, rule) from None
+            raise ScenarioError(where, text, "must be a finite number" if _not_finite(text) else rule) from None
     return Reading(ps / PS_PER_US, fmt.time(ps, 4))
 
 

@@ -57,7 +57,7 @@ def register_learn(sub: Any) -> None:
 def _learn(args: argparse.Namespace) -> int:
     import sys
 
-    from tmasim.errors import TmasimError
+    from tmasim.outputs import check_folder
     from tmasim.teach import glossary, lessons
 
     if args.glossary:
@@ -67,9 +67,9 @@ def _learn(args: argparse.Namespace) -> int:
         print(lessons.listing())
         return 0
     item = lessons.lesson(args.number)
-    if args.out is not None and args.out.exists() and not args.out.is_dir():
-        raise TmasimError(f"--out: {str(args.out)!r} exists and is not a directory")
     predicted = None if args.predict is None else lessons.parse_prediction(args.predict, item.unit)
+    if args.out is not None:
+        check_folder("--out", args.out)  # before anything is printed
     print(lessons.header(args.number))
     if predicted is None and sys.stdin.isatty():
         predicted = _ask_prediction(item.unit)
@@ -105,14 +105,18 @@ def register_animate(sub: Any) -> None:
     anim.add_argument("--out", type=Path, required=True, metavar="FILE",
                       help="FILE.gif, FILE.mp4 (needs ffmpeg) or FILE.html (a self-contained player with a slider)")
     anim.add_argument("--fps", type=int, default=8, help="frames per second (default 8)")
+    anim.add_argument("--yes", action="store_true",
+                      help="animate even if the run's estimated time or memory is past the limits")
     anim.set_defaults(handler=_animate)
 
 
 def _animate(args: argparse.Namespace) -> int:
     import sys
 
+    from tmasim import budget
     from tmasim import scenario as scenarios
     from tmasim.errors import DeadlockError, ModelError, TmasimError
+    from tmasim.outputs import check_file
     from tmasim.results import Result
     from tmasim.review.animate import FORMATS, animate
     from tmasim.simulation import simulate
@@ -122,11 +126,14 @@ def _animate(args: argparse.Namespace) -> int:
     if not 1 <= args.fps <= 60:
         raise TmasimError(f"--fps: {args.fps} must be between 1 and 60")
     scenario = scenarios.load(args.scenario, args.overrides)
+    check_file("--out", args.out)
     if not scenario.run.records:
         raise TmasimError(f"animate: {scenario.name} keeps no per-event records (run.records = false); add "
                           "--set run.records=true and shrink the problem first")
+    limits = budget.command_line(args.yes, extra_record_bytes=budget.ANIMATE_BYTES_PER_RECORD,
+                                 extra_record_seconds=budget.ANIMATE_SECONDS_PER_RECORD, what="animation")
     try:
-        result = simulate(scenario)
+        result = simulate(scenario, limits=limits)
     except ModelError as err:   # a run that cannot finish: animate it up to the failure, then report
         if err.records is None or not err.records.span_count:
             raise

@@ -43,7 +43,7 @@ class Question:
             if given.lower() not in letters:
                 raise ScenarioError(where, given, f"must be one of the letters {', '.join(letters)}")
             return given.lower()
-        return read_answer(given, self.unit, where).shown
+        return read_answer(given, self.unit, where, signed=True).shown
 
     def check(self, given: str) -> bool:
         """Right or wrong; raises a ScenarioError for an answer that cannot be read."""
@@ -53,7 +53,7 @@ class Question:
         if self.choices:
             return self.read(given) == str(self.answer)
         assert isinstance(self.answer, float)
-        return is_right(read_answer(given, self.unit, "answer").value, self.answer)
+        return is_right(read_answer(given, self.unit, "answer", signed=True).value, self.answer)
 
 
 CONCEPT = Question(

@@ -5,9 +5,9 @@ Softmax cost of one block for a consumer of ``r`` query rows (FA3's online softm
 exponentials (MUFU ex2, ``gpu.exp_per_clock`` per SM) and ``FP32_PER_SCORE`` FP32 operations
 per score (the scale-and-subtract FMA that forms ex2's argument, the row max, the row sum, half
 a conversion to 16 bits) at ``gpu.fp32_per_clock``; the two pipes run side by side, so the time
-is the slower of the two. The rescale of O costs one multiply per O element (r·d_v) and r
-exponentials; the epilogue's normalization one multiply per O element, plus staging O through
-shared memory at ``gpu.smem_bandwidth``.
+is the slower of the two. Each row's rescale factor costs one more exponential (r in all); the
+rescale of O one multiply per O element (r·d_v); the epilogue's normalization one multiply per
+O element, plus staging O through shared memory at ``gpu.smem_bandwidth``.
 """
 
 from __future__ import annotations
@@ -74,13 +74,19 @@ def vector_work(gpu: GpuSpec, scale: float, exps: float, fp32: float) -> VectorW
                       round(scale * fp32 / gpu.fp32_per_clock / gpu.clock_hz * 1e12))
 
 
-def block(config: AttentionConfig, gpu: GpuSpec, rows: int, k: Copy, v: Copy, masked: bool) -> KvBlock:
+def block(config: AttentionConfig, gpu: GpuSpec, rows: int, k: Copy, v: Copy, masked: bool,
+          keys: int | None = None) -> KvBlock:
+    """One K/V block for a consumer of ``rows`` query rows: the MMAs run the whole block, but
+    only ``keys`` of its BN keys exist (the last block of a ragged seqlen_kv) and, masked,
+    half of those count as useful FLOPs."""
     bn, d, dv, scale = config.tile[1], config.head_dim, config.d_v, config.softmax_scale
-    useful = 0.5 if masked else 1.0
+    useful = (0.5 if masked else 1.0) * (keys if keys is not None else bn) / bn
     qk = mma_phase(gpu, config.dtype, rows, bn, d, useful * 2.0 * rows * bn * d)
     pv = mma_phase(gpu, config.dtype, rows, dv, bn, useful * 2.0 * rows * bn * dv)
-    softmax = vector_work(gpu, scale, rows * bn, FP32_PER_SCORE * rows * bn)
-    correction = vector_work(gpu, scale, rows, rows * dv)
+    # The softmax warpgroup also forms each row's rescale factor exp(m_old - m_new); the rescale
+    # of O itself is FP32 multiplies only (by the softmax warpgroup, or FA4's correction warpgroup).
+    softmax = vector_work(gpu, scale, rows * bn + rows, FP32_PER_SCORE * rows * bn)
+    correction = vector_work(gpu, scale, 0, rows * dv)
     return KvBlock(k, v, qk, softmax, pv, correction)
 
 
@@ -254,7 +260,7 @@ def _units(config: AttentionConfig, gpu: GpuSpec, shape: Shape, order: Sequence[
         if key not in blocks_cache:
             k = _copy(gpu, bn * d * e, rows_in * d * e, fraction)
             v = _copy(gpu, bn * dv * e, rows_in * dv * e, fraction)
-            blocks_cache[key] = block(config, gpu, shape.rows, k, v, masked)
+            blocks_cache[key] = block(config, gpu, shape.rows, k, v, masked, rows_in)
         return blocks_cache[key]
 
     epilogue_time = epilogue_ps(config, gpu, shape.rows)

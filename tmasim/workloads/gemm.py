@@ -120,6 +120,11 @@ def _cluster_info(setup: ClusterSetup, placement: ClusterPlacement, slots: int, 
     }
 
 
+def plan_size(config: GemmConfig, scenario: Scenario) -> tuple[int, int, int]:
+    """(ring steps, work units, other bytes) of the plan, before it is built (tmasim.budget)."""
+    return config.units * config.k_steps, config.units, 0
+
+
 def work_units(config: GemmConfig, plan: Plan) -> int:
     return plan.units
 

@@ -66,6 +66,8 @@ class GemmConfig:
             read.checked_size("workload.epilogue_smem", self.epilogue_smem, positive=False)
         read.boolean("workload.l2_reuse", self.l2_reuse)
         read.choice("workload.operands", self.operands, SOURCE_NAMES)
+        if self.multicast is not None:
+            read.choice("workload.multicast", self.multicast, MULTICAST)
 
     @property
     def tiles_m(self) -> int:

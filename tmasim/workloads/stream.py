@@ -87,6 +87,8 @@ class StreamConfig:
         for name in ("ctas", "ctas_per_sm"):
             if getattr(self, name) is not None:
                 read.integer(f"workload.{name}", getattr(self, name), minimum=1, maximum=MAX_BOXES)
+        if self.data_set is not None:
+            read.checked_size("workload.data_set", self.data_set)
 
     def descriptor(self) -> TensorDescriptor:
         """Row-major, innermost dim last in ``shape``; the descriptor wants innermost first."""
@@ -147,6 +149,17 @@ def plan(config: StreamConfig, scenario: Scenario) -> tuple[Plan, Residency]:
         programs = [UnitProgram([unit]) for unit in steps]
     sms = min(gpu.sms, len(programs))
     return Plan(programs, config.launch == "persistent", res.ctas_per_sm, sms, flow=True, units=len(steps)), res
+
+
+def compute_field(config: StreamConfig, scenario: Scenario) -> str:
+    """The field a box's compute time comes from (tmasim.ranges names it when out of range)."""
+    return "workload.compute_per_byte"
+
+
+def plan_size(config: StreamConfig, scenario: Scenario) -> tuple[int, int, int]:
+    """(ring steps, work units, other bytes) of the plan, before it is built (tmasim.budget)."""
+    boxes = math.prod(-(-s // b) for s, b in zip(config.shape, config.box, strict=True))
+    return boxes, boxes, 0
 
 
 def work_units(config: StreamConfig, plan: Plan) -> int:

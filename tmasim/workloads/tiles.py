@@ -39,6 +39,7 @@ STREAMS = {"load": 0, "compute": 1, "latency": 2}
 # microseconds of CPU per tile): 10^8 tiles run in about half an hour without records.
 MAX_TILES = 10**8
 MAX_RECORDED_TILES = 10**7
+PER_TILE_BYTES = 128  # a drawn time per tile, with the draw's temporaries (measured: bench_memory.py)
 TILES_WHY = " (every tile is simulated, one after another; see the README's limits)"
 
 
@@ -132,6 +133,13 @@ def check(config: TilesConfig, scenario: Scenario) -> None:
     if scenario.run.records and config.tiles > MAX_RECORDED_TILES:
         raise ScenarioError("run.records", True, f"keeps per-event records, at most for {MAX_RECORDED_TILES:,} "
                             f"tiles (workload.tiles = {config.tiles:,}); set run.records=false for bigger runs")
+
+
+def plan_size(config: TilesConfig, scenario: Scenario) -> tuple[int, int, int]:
+    """(ring steps, work units, other bytes) of the plan, before it is built (tmasim.budget):
+    a time given per tile or drawn from a distribution is an array of tiles (drawn in batches)."""
+    varying = sum(not isinstance(getattr(config, name), int) for name in STREAMS)
+    return config.tiles, 0, varying * config.tiles * PER_TILE_BYTES
 
 
 def plan(config: TilesConfig, scenario: Scenario) -> tuple[Plan, Residency]:

@@ -1,0 +1,157 @@
+"""What a run will cost, estimated from its plan before any event runs, and the limits past which
+it asks first.
+
+A run's cost follows from its plan: the ring steps the engine simulates (work units x steps per
+unit, over the CTAs it simulates: one representative per class when aggregated), the SimPy
+events and per-event records each step makes, and the memory the plan and the records take.
+The per-step and per-record costs below were measured on the 2-core development machine under
+load (``benchmarks/bench_memory.py`` for the bytes, ``benchmarks/bench_engine.py`` for the
+time); they are meant to be within a factor of about two, and high rather than low.
+
+Two thresholds: past :data:`NOTE_SECONDS` or :data:`NOTE_BYTES` a run says so on its first line
+with the estimate; past :data:`LIMIT_SECONDS` or :data:`LIMIT_BYTES` it is refused (exit 2)
+unless the user confirms (``--yes``; ``allow_large=True`` from Python). Fast-forward of steady
+states, where it skips periods, only makes a run cheaper than estimated here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tmasim import format as fmt
+from tmasim.errors import ResourceError
+
+NOTE_SECONDS = 60.0
+LIMIT_SECONDS = 300.0
+NOTE_BYTES = 2**30
+LIMIT_BYTES = 4 * 2**30
+
+# Measured costs (see the module doc).
+PLAN_BYTES_PER_STEP = 16        # a UnitProgram's per-step lookups (two list slots)
+PLAN_BYTES_PER_UNIT = 400       # a work unit, its coordinates, L2 fractions and segment tuples
+RECORD_BYTES = 25               # a packed span or event (tmasim.engine.recorder)
+FRAME_BYTES_PER_RECORD = 175    # the same record as a row of the spans/events DataFrames (--out, --trace)
+ANIMATE_BYTES_PER_RECORD = 800  # frames, the one-CTA timeline and its change points (tmasim animate)
+ANIMATE_SECONDS_PER_RECORD = 160e-6  # finding each frame's state among the records
+PLAN_SECONDS_PER_STEP = 0.05e-6  # building those lookups
+PLAN_SECONDS_PER_UNIT = 8e-6     # building a work unit
+CTA_BYTES = 8 * 2**10           # a simulated CTA: its barriers, slots, processes and counters
+STEP_SECONDS = {"timed": 25e-6, "flow": 100e-6}  # one ring step: copies, barrier flips, compute
+SHARER_SECONDS = {"lockstep": 0.5e-6, "drift": 11e-6}  # per SM on the fabric, per step (rate recomputations)
+RECORD_SECONDS = 2e-6           # appending and packing one record
+EVENTS_PER_STEP = {"timed": 4, "flow": 12}
+RECORDS_PER_STEP = {"timed": 9, "flow": 16}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A run's predicted cost, and what it came from (for the message)."""
+
+    steps: int          # ring steps the engine will simulate
+    plan_steps: int     # ring steps the plan holds (all CTAs, aggregated or not)
+    seconds: float
+    memory: int         # bytes
+    events: int         # SimPy events
+    records: int        # per-event records kept (0 without run.records)
+    how: str            # what the figures come from, in a few words
+
+    @property
+    def large(self) -> bool:
+        return self.seconds >= NOTE_SECONDS or self.memory >= NOTE_BYTES
+
+    @property
+    def too_large(self) -> bool:
+        return self.seconds >= LIMIT_SECONDS or self.memory >= LIMIT_BYTES
+
+    def text(self) -> str:
+        if not self.steps:  # a plan's own cost
+            return (f"{about(self.seconds)} and {fmt.size(self.memory)} of memory {self.how} "
+                    f"({self.plan_steps:,} ring steps)")
+        records = f", {self.records:,} records" if self.records else ""
+        return (f"{about(self.seconds)} and {fmt.size(self.memory)} of memory ({self.how}: "
+                f"{self.steps:,} ring steps simulated, {self.events:,} events{records})")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How a caller wants the estimate handled: ``allow`` lifts the refusal (``--yes``),
+    ``notify`` receives the one-line note of a large run, before it starts; ``extra_record_bytes``
+    is what the caller keeps per record after the run (DataFrames, an animation)."""
+
+    allow: bool = False
+    notify: Callable[[str], None] | None = None
+    extra_record_bytes: int = 0
+    extra_record_seconds: float = 0.0
+    what: str = "run"
+    lift: str = "add --yes to run it anyway"
+
+
+DEFAULT = Limits(lift="add --yes (tmasim run, animate) or pass allow_large=True (Python) to run it anyway")
+
+
+def command_line(yes: bool, *, extra_record_bytes: int = 0, extra_record_seconds: float = 0.0,
+                 what: str = "run") -> Limits:
+    """A command's limits: ``--yes`` lifts them; a large run is noted on stderr before it starts."""
+    import sys
+
+    def note(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    return Limits(allow=yes, notify=note, extra_record_bytes=extra_record_bytes,
+                  extra_record_seconds=extra_record_seconds, what=what)
+
+
+def about(seconds: float) -> str:
+    """``about 3.4 min``, or ``under 1 s``."""
+    text = duration(seconds)
+    return text if text.startswith("under") else f"about {text}"
+
+
+def duration(seconds: float) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    if seconds >= 60:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds:.0f} s" if seconds >= 1 else "under 1 s"
+
+
+def plan_estimate(steps: int, units: int, *, simulated: int, extra_plan_bytes: int = 0) -> Estimate:
+    """Before planning: what building a plan of ``steps`` ring steps over ``units`` work units
+    costs, and at least what running ``simulated`` of those steps costs (all of them when nothing
+    is aggregated; one SM's share otherwise), at the cheapest per-step cost."""
+    memory = steps * PLAN_BYTES_PER_STEP + units * PLAN_BYTES_PER_UNIT + extra_plan_bytes
+    seconds = steps * PLAN_SECONDS_PER_STEP + units * PLAN_SECONDS_PER_UNIT + simulated * STEP_SECONDS["timed"]
+    return Estimate(0, steps, seconds, memory, 0, 0, "to plan and run it, estimated before planning")
+
+
+def run_estimate(steps: int, plan_steps: int, units: int, ctas: int, *, flow: bool, sharers: int, drift: bool,
+                 records: bool, extra_plan_bytes: int = 0, extra_record_bytes: int = 0,
+                 extra_record_seconds: float = 0.0) -> Estimate:
+    """After planning, before the run: ``steps`` simulated by ``ctas`` CTAs on ``sharers`` SMs
+    sharing the fabric (when ``flow``)."""
+    memory = (plan_steps * PLAN_BYTES_PER_STEP + units * PLAN_BYTES_PER_UNIT + ctas * CTA_BYTES
+              + extra_plan_bytes)
+    planning = plan_steps * PLAN_SECONDS_PER_STEP + units * PLAN_SECONDS_PER_UNIT
+    return _estimate(steps, plan_steps, memory, "flow" if flow else "timed", sharers=sharers if flow else 0,
+                     drift=drift, records=records, extra_record_bytes=extra_record_bytes,
+                     extra_record_seconds=extra_record_seconds, how="from the plan", planning=planning)
+
+
+def _estimate(steps: int, plan_steps: int, memory: int, kind: str, *, sharers: int, drift: bool, records: bool,
+              how: str, extra_record_bytes: int = 0, extra_record_seconds: float = 0.0,
+              planning: float = 0.0) -> Estimate:
+    kept = steps * RECORDS_PER_STEP[kind] if records else 0
+    per_step = STEP_SECONDS[kind] + sharers * SHARER_SECONDS["drift" if drift else "lockstep"]
+    seconds = planning + steps * per_step + kept * (RECORD_SECONDS + extra_record_seconds)
+    memory += kept * (RECORD_BYTES + extra_record_bytes)
+    return Estimate(steps, plan_steps, seconds, memory, steps * EVENTS_PER_STEP[kind], kept, how)
+
+
+def check(estimate: Estimate, limits: Limits) -> None:
+    """Refuse a run past the limits (unless allowed); say so first for a large one."""
+    if estimate.too_large and not limits.allow:
+        raise ResourceError(f"{limits.what}: {estimate.text()}, over the limit of {duration(LIMIT_SECONDS)} or "
+                            f"{fmt.size(LIMIT_BYTES)}; {limits.lift}, or make it smaller")
+    if estimate.large and limits.notify is not None:
+        limits.notify(f"tmasim: note: a large {limits.what}: {estimate.text()}")

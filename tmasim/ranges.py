@@ -1,0 +1,138 @@
+"""Derived durations within the engine's range, checked when the plan is made.
+
+Typed times are read within (0, 1 s] (:mod:`tmasim.fields`). The durations a plan derives from
+other fields must keep to the same rule: a k-step's MMA (from the tensor rate or the clock), a
+copy's latency and its transfer over each link (bytes over the SM port, L2 and HBM bandwidths),
+the shared-memory time of a step and of an epilogue. Otherwise a tensor rate of 1e30 TFLOP/s
+rounds every MMA to 0 ps (a run that takes no time, reported as valid) and an HBM bandwidth of
+1e-30 TB/s makes one copy take 10^27 s. The error names the field the duration came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from tmasim import fields as read
+from tmasim import format as fmt
+from tmasim.errors import ScenarioError
+
+if TYPE_CHECKING:
+    from tmasim.engine.chip import Plan
+    from tmasim.engine.program import Copy, Epilogue, Segment
+    from tmasim.scenario import Scenario
+
+MAX_PS = read.MAX_TIME_PS
+RULE = "must be at most 1 s, as typed times (the engine counts picoseconds in 64 bits)"
+
+
+def check_plan(plan: Plan, scenario: Scenario, compute_field: str) -> None:
+    """Every distinct step and epilogue of the plan's programs (``compute_field``: the field a
+    step's compute time comes from, for the message)."""
+    gpu = _Shown(scenario)
+    seen: set[int] = set()
+    for unit in _units(plan.programs):
+        segments = getattr(unit, "segments", None)
+        if segments is None:  # a unit of another shape: its program's steps, through the protocol
+            _steps(plan.programs, gpu, compute_field)
+            return
+        if id(segments) in seen:
+            continue
+        seen.add(id(segments))
+        for segment in segments:
+            _segment(segment, gpu, compute_field)
+        if unit.epilogue is not None:
+            _epilogue(unit.epilogue, gpu)
+
+
+def _steps(programs: Any, gpu: Any, field: str, limit: int = 4096) -> None:
+    """The first program's steps (the representative's; at most ``limit``), read through the
+    Program protocol: copies, compute, epilogue."""
+    program = programs[0]
+    copies, compute, epilogue = (getattr(program, name, None) for name in ("copies", "compute", "epilogue"))
+    for step in range(min(int(getattr(program, "steps", 0)), limit)):
+        for copy in copies(step) if copies is not None else ():
+            _copy(copy, gpu)
+        if compute is not None:
+            _within(field, gpu, compute(step), "one step's compute")
+        last = epilogue(step) if epilogue is not None else None
+        if last is not None:
+            _epilogue(last, gpu)
+
+
+def compute_field(scenario: Scenario) -> str:
+    """Where a tensor-core step's time comes from: the MMA table's cycles at the clock, or the
+    flat rate of an ideal machine."""
+    return "gpu.clock" if scenario.gpu.mma is not None else "gpu.tensor_flops"
+
+
+def _units(programs: Iterable[Any]) -> Iterable[Any]:
+    for program in programs:
+        yield from getattr(program, "units", ())  # programs of typed times (tiles) hold none
+
+
+def _segment(segment: Segment, gpu: Any, field: str) -> None:
+    if segment.flops > 0 and segment.compute <= 0:
+        raise ScenarioError(field, _shown(field, gpu), f"makes a step of {segment.flops:.4g} FLOP take "
+                            f"{segment.compute} ps, under the engine's 1 ps: must give a step at least 1 ps")
+    # Shared memory first: operand reads at its bandwidth can stretch the MMA too.
+    _within("gpu.smem_bandwidth", gpu, getattr(segment, "hold", 0), "one step's shared-memory time")
+    _within(field, gpu, segment.compute, "one step's compute")
+    _within(field, gpu, segment.tail, "one step's MMA completion")
+    for copy in segment.copies:
+        _copy(copy, gpu)
+
+
+def _epilogue(epilogue: Epilogue, gpu: Any) -> None:
+    _within("gpu.smem_bandwidth", gpu, epilogue.duration, "the epilogue's staging")
+    if epilogue.store is not None:
+        _copy(epilogue.store, gpu)
+
+
+def _copy(copy: Copy, gpu: Any) -> None:
+    _within("gpu.copy_latency", gpu, copy.latency, "a copy's latency")
+    links = (("gpu.sm_port_bandwidth", gpu.sm_port_bandwidth, copy.memory_bytes),
+             ("gpu.l2_bandwidth", gpu.l2_bandwidth, copy.memory_bytes),
+             ("gpu.hbm_bandwidth", gpu.hbm_bandwidth, copy.memory_bytes * copy.hbm_fraction))
+    for field, bandwidth, nbytes in links:
+        if nbytes and bandwidth != float("inf"):
+            _within(field, gpu, nbytes / bandwidth, f"a {fmt.amount(nbytes)} copy's transfer")
+
+
+def _within(field: str, gpu: Any, ps: float, what: str) -> None:
+    if ps > MAX_PS:
+        raise ScenarioError(field, _shown(field, gpu), f"makes {what} take {_seconds(ps)}: {RULE}")
+
+
+class _Shown:
+    """The scenario's GPU (attributes pass through) and, for messages, each field's value as the
+    user wrote it (the scenario's table), else as the preset gives it."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self._gpu, self._raw = scenario.gpu, scenario.raw
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._gpu, name)
+
+    def value(self, field: str) -> Any:
+        node: Any = self._raw
+        for key in field.split("."):
+            node = node.get(key) if isinstance(node, dict) else None
+        if node is not None:
+            return node
+        name, gpu = field.removeprefix("gpu."), self._gpu
+        if name.endswith("bandwidth"):
+            return f"{getattr(gpu, name):.4g} TB/s"  # bytes per ps
+        if name == "tensor_flops":
+            return ", ".join(f"{dtype} {rate:.4g} TFLOP/s" for dtype, rate in gpu.tensor_flops.items())
+        if name == "clock":
+            return f"{gpu.clock_hz / 1e9:.4g} GHz"
+        return fmt.time(getattr(gpu, name, 0))
+
+
+def _shown(field: str, gpu: Any) -> Any:
+    return gpu.value(field)
+
+
+def _seconds(ps: float) -> str:
+    return fmt.time(ps) if ps < 1e15 else f"{ps / 1e12:.3g} s"
