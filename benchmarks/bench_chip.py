@@ -25,9 +25,11 @@ import checkout  # noqa: F401  (this checkout's tmasim first on sys.path)
 import simpy
 
 from tmasim import format as fmt
+from tmasim import names
 from tmasim.engine.chip import Chip
 from tmasim.scenario import load
 from tmasim.simulation import _sync, plan_scenario, simulate
+from tmasim.summary_rows import traffic
 
 
 class SchedulingEnvironment(simpy.Environment):
@@ -121,16 +123,14 @@ def main() -> None:
         print(f"  SimPy events per k-step of the run, fast-forward {'on ' if ff else 'off'}: {events / steps:6.3f}   "
               f"({events} events, {steps} k-steps, aggregated)")
     print("  bounds (what no schedule can beat):")
-    for name in ("compute", "l2", "hbm", "port", "latency"):
-        flag = "  <- binds" if name == agg["binding"] else ""
-        print(f"    {name:<8} {fmt.time_ns(agg[f'{name}_bound_ns']):>10}{flag}")
-    print(f"  the run reaches {fmt.percent(agg['efficiency'])} of the binding bound; "
-          f"HBM {fmt.amount(agg['hbm_bytes'])} ({fmt.percent(agg['hbm_utilization'])} busy), "
-          f"L2 {fmt.amount(agg['memory_bytes'])} ({fmt.percent(agg['l2_utilization'])} busy)")
+    for key in (k for k in names.BOUNDS if f"{k}_bound_ns" in agg):
+        flag = "  <- binds" if key == agg["binding"] else ""
+        print(f"    {names.bound(key):<13} {fmt.time_ns(agg[f'{key}_bound_ns']):>10}{flag}")
+    print(f"  the run reaches {fmt.percent(agg['efficiency'])} of the binding bound; traffic {traffic(agg)}")
     cluster = simulate(load("gemm-h100-cluster", ["run.records=false"])).stats
     print("gemm-h100-cluster: the same GEMM, 2x1 clusters multicasting B")
     print(f"  predicted: {fmt.time_ns(cluster['makespan_ns'])}, {fmt.flop_rate(cluster['achieved_flops_per_s'])}, "
-          f"L2 {fmt.amount(cluster['memory_bytes'])} (no clusters: {fmt.amount(agg['memory_bytes'])}); "
+          f"L2 traffic {fmt.amount(cluster['l2_bytes'])} (no clusters: {fmt.amount(agg['l2_bytes'])}); "
           f"aggregation {cluster['aggregation']}, {cluster['cluster_classes']} cluster slot(s)")
     for name in ("gemm-h100", "gemm-h100-cluster"):
         per_step, steps, wall = events_per_k_step(name)

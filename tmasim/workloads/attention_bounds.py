@@ -123,14 +123,11 @@ def stats(config: AttentionConfig, scenario: Scenario, plan: Plan, res: Residenc
 
 def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
     from tmasim import format as fmt
-    from tmasim.summary_rows import chip_rows, t
+    from tmasim.summary_rows import chip_rows, share_of_peak, t
 
     config = scenario.workload
     assert isinstance(config, AttentionConfig)
-    gpu = scenario.gpu
-    used = int(stats.get("sms_used") or gpu.sms)
-    peak = gpu.tensor_flops[config.dtype] * 1e12 * min(used, gpu.sms) / gpu.sms
-    whose = "" if used >= gpu.sms else (" 1 SM's" if used == 1 else f" {used} SMs'")
+    used = int(stats.get("sms_used") or scenario.gpu.sms)
     rate = stats["useful_flops_per_s"]
     bounds = ", ".join(f"{name} {t(stats[f'{key}_bound_ns'], zero='none')}" for key, name in BOUND_NAMES)
     binding = dict(BOUND_NAMES).get(stats["binding"], stats["binding"])
@@ -138,8 +135,8 @@ def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str
     mode = "ping-pong" if p.consumer_mode == "pingpong" and p.consumers == 2 else \
         f"{p.consumers} cooperative (lockstep)" if p.consumers == 2 else "1"
     rows = [
-        ("predicted time", f"{t(stats['makespan_ns'])}   ({fmt.flop_rate(rate)}, {fmt.percent(rate / peak)} of the"
-                           f"{whose} {fmt.flop_rate(peak)} {config.dtype} peak; FLOPs 4·Sq·Skv·d·h·b"
+        ("predicted time", f"{t(stats['makespan_ns'])}   ({fmt.flop_rate(rate)}, "
+                           f"{share_of_peak(rate, scenario, config.dtype, used)}; FLOPs 4·Sq·Skv·d·h·b"
                            + (", halved for causal)" if config.causal else ")")),
         ("bound", f"{t(stats['bound_ns'])}, binding: {binding}   (the run reaches "
                   f"{fmt.percent(stats['efficiency'])} of it)"),
