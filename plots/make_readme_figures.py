@@ -33,7 +33,7 @@ def reference_gantt() -> Path:
 
 
 def latency_hidden_stages() -> Path:
-    """The teaching sweep: latency binds until about 6 stages hide it, then compute does."""
+    """The teaching sweep: the round trip binds until about 6 stages hide it, then compute does."""
     table = run_sweep("latency-hidden", [], ["pipeline.stages=1,2,3,4,5,6,7,8,9,10"], progress=False)
     fig = plots.stage_sweep(table, title="latency-hidden: 32 tiles, 6 µs copy latency, load 1 µs, compute 1.5 µs")
     return plots.save(fig, HERE / "latency-hidden-stages.png")[0]

@@ -185,10 +185,13 @@ def test_more_stages_never_slower_while_residency_is_unchanged():
 
 
 def test_more_bandwidth_never_slower():
-    slow = gemm(m=2048, n=2048, k=1024, tile=(128, 256, 64), stages=4).makespan_ps
-    fast = gemm(m=2048, n=2048, k=1024, tile=(128, 256, 64), stages=4,
-                gpu={"preset": "h100-sxm", "l2_bandwidth": "12 TB/s"}).makespan_ps
+    slow = gemm(m=2048, n=2048, k=1024, tile=(128, 256, 64), stages=4,
+                gpu={"preset": "h100-sxm", "l2_bandwidth": "4 TB/s"}).makespan_ps  # L2 binds
+    fast = gemm(m=2048, n=2048, k=1024, tile=(128, 256, 64), stages=4).makespan_ps
     assert fast < slow
+    faster = gemm(m=2048, n=2048, k=1024, tile=(128, 256, 64), stages=4,  # the TMA unit's requests bind
+                  gpu={"preset": "h100-sxm", "tma_request_time": "2 cycles"}).makespan_ps
+    assert faster < fast
 
 
 def test_the_ideal_machine_runs_a_gemm_at_the_compute_roofline():
@@ -264,7 +267,7 @@ def test_l2_miss_fraction_is_zero_up_to_the_fit_size_then_rises_as_stated():
 
 def test_stream_data_set_in_l2_is_bound_by_l2_and_past_it_by_hbm():
     gpu = {"preset": "h200", "l2_bandwidth": "10 TB/s", "hbm_bandwidth": "4 TB/s", "l2_fit_size": "40 MiB",
-           "l2_miss_scale": "10 MiB"}
+           "l2_miss_scale": "10 MiB", "tma_request_time": "0 ns"}  # the L2 model alone
     fits = stream(stages=8, shape=(16384, 8192), box=(128, 64), gpu=gpu, data_set="8 MiB").stats
     spills = stream(stages=8, shape=(16384, 8192), box=(128, 64), gpu=gpu, data_set="50 MiB").stats
     once = stream(stages=8, shape=(16384, 8192), box=(128, 64), gpu=gpu).stats

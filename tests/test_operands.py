@@ -21,7 +21,7 @@ PER_CYCLE = B200.smem_bandwidth * 1e12 / B200.clock_hz  # bytes per cycle of one
 # Only shared memory costs anything on the memory side: what binds is the MMA or shared memory.
 SMEM_ONLY = {"hbm_bandwidth": "unlimited", "l2_bandwidth": "unlimited", "sm_port_bandwidth": "unlimited",
              "copy_latency": "0 ns", "copy_latency_per_kib": "0 ns", "hbm_latency": "0 ns", "tma_issue": "0 ns",
-             "barrier_wake": "0 ns"}
+             "barrier_wake": "0 ns", "tma_request_time": "0 ns"}
 
 
 def one_cta(tile: tuple[int, int, int], k_steps: int, stages: int = 4, operands: str = "SS",

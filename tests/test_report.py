@@ -129,9 +129,10 @@ def test_explain_gemm_l2_bound_in_rates():
 
 
 @pytest.mark.parametrize(("overrides", "start"), [
-    (["workload.m=1024", "workload.n=1024", "workload.k=1024"], "Compute binds: the busiest SM needs"),
-    (["pipeline.stages=1", "workload.tile=[64, 64, 64]", "pipeline.registers={producer=24, consumer=48}"],
-     "L2 bandwidth binds"),  # setmaxnreg counts that let 4 CTAs share an SM's registers
+    (["workload.m=1024", "workload.n=1024", "workload.k=1024"], "The SM port/TMA binds: the busiest SM"),
+    (["workload.m=1024", "workload.n=1024", "workload.k=1024", "pipeline.cluster=[2,1]"],
+     "Compute binds: the busiest SM needs"),  # B multicast in halves: 256 requests a k-step, not 384
+    (["workload.k=1024", "gpu.l2_bandwidth=4 TB/s"], "L2 bandwidth binds"),  # a slower L2 than the TMA units
     (["workload.k=64", "workload.m=16384"], "HBM bandwidth binds"),
 ])
 def test_explain_gemm_names_each_binding_term(overrides, start):

@@ -45,6 +45,8 @@ MAX_STRIDE_BYTES = 2**40
 MAX_BOX_DIM = 256
 MAX_ELEMENT_STRIDE = 8
 ALIGN_BYTES = 16
+# The widest request of a tensor copy: one 128-byte L2 line, the 128-byte swizzle span (docs/design.md, 12).
+REQUEST_BYTES = 128
 
 Coord = tuple[int, ...]
 
@@ -117,6 +119,15 @@ class TensorDescriptor:
         """Bytes one copy writes to shared memory and announces to its barrier, edge or not."""
         per_dim = (-(-b // k) for b, k in zip(self.box_dims, self._element_strides(), strict=True))
         return self.element_bytes * math.prod(per_dim)
+
+    @property
+    def requests(self) -> int:
+        """Requests the TMA unit makes for one box: one per row segment of the inner dimension,
+        each at most ``REQUEST_BYTES`` (docs/design.md section 12). A box of narrow rows moves the
+        same bytes in more requests."""
+        per_dim = [-(-b // k) for b, k in zip(self.box_dims, self._element_strides(), strict=True)]
+        row_bytes = per_dim[0] * self.element_bytes
+        return -(-row_bytes // REQUEST_BYTES) * math.prod(per_dim[1:])
 
     @property
     def box_count(self) -> tuple[int, ...]:

@@ -52,6 +52,8 @@ class GpuSpec:
     copy_latency_per_kib: int
     hbm_latency: int
     tma_issue: int
+    tma_request_time: int
+    hbm_request_overhead: int
     tma_max_in_flight: int
     tma_max_bytes_in_flight: int
     barrier_wake: int
@@ -62,6 +64,7 @@ class GpuSpec:
     cluster_arrive_latency: int = 0
     max_mma_cta_group: int = 1
     cluster_l2_coalescing: bool = False  # same-address TMA loads of one cluster's CTAs reach L2 once
+    boost_clock: float = 0.0  # Hz, the part's max boost (for reference; the run assumes clock_hz); 0: not stated
     exp_per_clock: int = 0  # exponentials (MUFU ex2) per clock per SM; 0: not given (attention refuses)
     fp32_per_clock: int = 0  # FP32 FMA results per clock per SM; 0: not given
     mma: MmaSpec | None = None  # instruction table; None: a flat tensor_flops rate (ideal machine)
@@ -71,7 +74,8 @@ class GpuSpec:
         """Every value within its rules, on every construction (``dataclasses.replace`` included)."""
         for key, (kind, _) in _FIELDS.items():
             attr = "clock_hz" if key == "clock" else key
-            _check(f"gpu.{key}", kind, getattr(self, attr))
+            if key != "boost_clock" or self.boost_clock:
+                _check(f"gpu.{key}", kind, getattr(self, attr))
         if self.smem_per_cta > self.smem_per_sm:
             raise ScenarioError("gpu.smem_per_cta", fmt.size(self.smem_per_cta),
                                 f"must be <= gpu.smem_per_sm ({fmt.size(self.smem_per_sm)}): "
@@ -92,6 +96,12 @@ class GpuSpec:
         """Dense tensor-core FLOP per picosecond of one SM for ``dtype``."""
         return self.tensor_flops[dtype] / self.sms
 
+    def clock_text(self) -> str:
+        """The clock the run assumed, what it is, and the part's max boost (the summary's line)."""
+        what = self.sources.get("clock", "").split(":")[0].split(";")[0].strip()
+        boost = f"; max boost {_ghz(self.boost_clock)}" if self.boost_clock else ""
+        return _ghz(self.clock_hz) + (f" ({what}{boost})" if what or boost else "")
+
     def cycles_ps(self, cycles: float) -> int:
         """``cycles`` of this GPU's clock in whole picoseconds."""
         return round(cycles / self.clock_hz * units.PS_PER_S)
@@ -107,7 +117,9 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "name": ("text", "preset name"),
     "description": ("text", "what the preset describes"),
     "sms": ("int", "streaming multiprocessors"),
-    "clock": ("frequency", "SM clock, for values given in cycles"),
+    "clock": ("frequency", "the SM clock the run assumes (values given in cycles are SM cycles at it); "
+                           "presets: the clock tensor-core-heavy kernels sustain under the power limit"),
+    "boost_clock": ("frequency", "the part's max boost clock, for reference (the run assumes gpu.clock)"),
     "smem_per_sm": ("size", "shared memory per SM"),
     "smem_per_cta": ("size", "largest shared memory one CTA may use"),
     "smem_reserved_per_cta": ("size", "shared memory the system reserves per CTA"),
@@ -123,7 +135,11 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "copy_latency": ("time", "TMA load latency before bytes stream (L2 hit)"),
     "copy_latency_per_kib": ("time", "extra latency per KiB of box"),
     "hbm_latency": ("time", "extra latency of a copy whose bytes come from HBM"),
-    "tma_issue": ("time", "TMA unit's issue cost per request"),
+    "tma_issue": ("time", "TMA unit's issue cost per copy instruction"),
+    "tma_request_time": ("time", "TMA unit's time per request (one per <= 128 B row segment of a box): "
+                                 "a copy streams no faster than its requests pass"),
+    "hbm_request_overhead": ("size", "HBM cost of each TMA request beyond its bytes, relative to 128-byte "
+                                     "requests: rows narrower than 128 B cost HBM more per byte"),
     "tma_max_in_flight": ("int", "copies in flight per SM (0: unlimited)"),
     "tma_max_bytes_in_flight": ("size", "bytes in flight per SM (0: unlimited)"),
     "barrier_wake": ("time", "from an mbarrier phase flip until its waiters run"),
@@ -141,7 +157,8 @@ _FIELDS: dict[str, tuple[str, str]] = {
 }
 MMA = "mma"  # optional section: the MMA instruction table (tmasim.mma)
 # Optional fields (a preset written before clusters were modelled still loads): their defaults.
-_OPTIONAL: dict[str, Any] = {"gpc_sms": None, "max_cluster_size": 8, "max_cluster_size_opt_in": None,
+_OPTIONAL: dict[str, Any] = {"tma_request_time": "0 ns", "hbm_request_overhead": "0 B", "boost_clock": None,
+                             "gpc_sms": None, "max_cluster_size": 8, "max_cluster_size_opt_in": None,
                              "cluster_arrive_latency": "0 ns", "max_mma_cta_group": 1, "cluster_l2_coalescing": False,
                              "exp_per_clock": None, "fp32_per_clock": None}
 
@@ -325,6 +342,7 @@ def describe(gpu: GpuSpec) -> dict[str, str]:
         "L2 BW": _rate(gpu.l2_bandwidth),
         "SM port": _rate(gpu.sm_port_bandwidth),
         "bf16": fmt.flop_rate(None if bf16 is None else bf16 * units.PS_PER_S),
+        "clock": _ghz(gpu.clock_hz) + (f" (boost {_ghz(gpu.boost_clock)})" if gpu.boost_clock else ""),
         "copy latency": fmt.time(gpu.copy_latency),
         "description": gpu.description,
     }
@@ -352,6 +370,10 @@ def describe_mma(gpu: GpuSpec) -> list[str]:
                          f"{min(s.latency for s in rows):g}-{max(s.latency for s in rows):g}{peak}"
                          + (f"  [{mma.sources[dtype]}]" if dtype in mma.sources else ""))
     return lines
+
+
+def _ghz(hz: float) -> str:
+    return f"{hz / 1e9:.4g} GHz"
 
 
 def _rate(bytes_per_ps: float) -> str:

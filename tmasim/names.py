@@ -34,7 +34,9 @@ BOUNDS: dict[str, Name] = {
     "issue": Name("TMA issue", "the copy engine's cost of taking each request, one at a time"),
     "l2": Name("L2", "every byte that crosses L2 (loads and stores) over its bandwidth"),
     "hbm": Name("HBM", "every byte read from or written to HBM over its bandwidth"),
-    "port": Name("SM port", "the busiest SM's bytes through its one ingest port from L2"),
+    "port": Name("SM port/TMA", "the busiest SM's copies entering it: each takes the longer of its bytes through "
+                                "the SM's one ingest port from L2 and its row requests (at most 128 B each) "
+                                "through the SM's TMA unit"),
     "smem": Name("shared memory", "the busiest SM's shared-memory traffic (MMA operand reads and TMA writes) "
                                   "over its shared-memory bandwidth"),
     "latency": Name("round trip", "a slot's round trip (issue, copy latency, transfer, compute, two barrier "

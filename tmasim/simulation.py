@@ -277,6 +277,7 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
         "sms_used": sms_used,
         "waves": chip.waves(),
         "sm_classes": len(chip.sms),
+        "clock_hz": scenario.gpu.clock_hz,
         "drift_start_ns": scenario.run.drift.start / 1000,
         "drift_latency_cv": scenario.run.drift.latency_cv,
         "simulated_steps": sum(cta.program.steps for cta in chip.ctas),  # ring steps the engine ran

@@ -34,6 +34,7 @@ def chip_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, s
                       f"{plural(stats['ctas'], 'CTA')} on {plural(stats['sms_used'], 'SM')}, {placement}"),
         ("traffic", traffic(stats)),
     ]
+    rows.append(("clock", scenario.gpu.clock_text() + "; --set gpu.clock=... to study another"))
     if stats.get("drift_start_ns") or stats.get("drift_latency_cv"):
         rows.append(("drift", f"SM start skew U(0, {t(stats['drift_start_ns'])}), copy latency x Gamma(mean 1, "
                               f"CV {fmt.percent(stats['drift_latency_cv'])}); all {stats['sms_used']} SMs simulated, "

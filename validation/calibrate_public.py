@@ -27,6 +27,10 @@ def figure(source: public.Source, table, path: Path, text: str) -> None:  # noqa
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7.2, 4.6), layout="constrained")
     scale, unit = (1e12, "TB/s") if source.predict.endswith("bytes_per_s") else (1.0, "ns")
+    if source.measure.startswith("slice_"):  # a sixth of the chip was simulated: show the whole chip
+        from tmasim.validation import public_hopper as hopper
+
+        scale /= hopper.H800_SMS / hopper.SLICE_SMS
     rows = table.sort_values(source.x)
     ax.scatter(rows[source.x], rows["predicted"] / scale, marker="x", s=30, color="#4C72B0", zorder=4,
                label="tmasim with the fitted values (every point)")
@@ -38,12 +42,30 @@ def figure(source: public.Source, table, path: Path, text: str) -> None:  # noqa
     if source.log_x:
         ax.set_xscale("log", base=2)
     ax.set_xlabel(source.x_label)
-    ax.set_ylabel(source.y_label or f"{'bandwidth' if unit == 'TB/s' else 'latency'} ({unit})")
+    chip = " (all SMs)" if source.measure.startswith("slice_") else ""
+    ax.set_ylabel(source.y_label or f"{'bandwidth' if unit == 'TB/s' else 'latency'}{chip} ({unit})")
     ax.set_title(f"{source.name}: {text}", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def hopper_closed_form_rows() -> list[str]:
+    """The Hopper mechanisms fitted in closed form, not by simulation (tmasim/validation/public_hopper.py):
+    the remote-SM hop of distributed shared memory and the clock under back-to-back wgmma."""
+    import pandas as pd
+
+    from tmasim.validation import public_hopper as hopper
+
+    dsmem = hopper.dsmem_fit(pd.read_csv(ROOT / "h800-pcie" / "dsmem_latency.csv"))
+    wgmma = hopper.wgmma_fit(pd.read_csv(ROOT / "h800-pcie" / "wgmma.csv"))
+    return [f"| `h800-pcie/dsmem_latency.csv` | h100-sxm, h200 | {dsmem.train} | {dsmem.held_out} | local "
+            f"{dsmem.local:.0f} cycles, hop {dsmem.hop:.1f} cycles (cluster_arrive_latency = local + hop = "
+            f"{dsmem.arrive:.0f} cycles) | {dsmem.holdout_mape:.1f}% | {dsmem.holdout_mape:.1f}% |",
+            f"| `h800-pcie/wgmma.csv` | h100-sxm, h200 | 1 | 2 | II {wgmma.ii_cycles:.0f} cycles (m64n256k16), "
+            f"clock under load {wgmma.clock_ghz:.3f} GHz ({wgmma.share_of_nominal:.1%} of 1.755) | "
+            f"{wgmma.holdout_mape:.1f}% | {wgmma.holdout_mape:.1f}% |"]
 
 
 DEPTH_CHECK = "b200-umma-depth"
@@ -142,12 +164,14 @@ def main(names: list[str]) -> None:
         for p in cal.parameters:
             print(f'{p.name} = {{ value = "{p.preset_value(cal.fitted[p.name])}", '
                   f'source = "{public.source_text(source, cal)}" }}')
+    lines += hopper_closed_form_rows()  # cheap: always refreshed
     summary = out / "summary.md"
     if names and summary.is_file():  # a subset: keep the other sources' rows
         mine = {line.split("|")[1] for line in lines[2:]}
         kept = [line for line in summary.read_text().splitlines()[2:] if line.split("|")[1] not in mine]
         order = [f" `{s.table}` " for s in public.SOURCES.values()]
-        rows = sorted(kept + lines[2:], key=lambda line: order.index(line.split("|")[1]))
+        rows = sorted(kept + lines[2:], key=lambda line: order.index(line.split("|")[1])
+                      if line.split("|")[1] in order else len(order))  # closed-form rows last
         lines = lines[:2] + rows
     summary.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

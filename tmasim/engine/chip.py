@@ -104,7 +104,9 @@ class Chip:
         engine = CopyEngine(self.env, f"sm{index}.tma", index, self.gpu.tma_issue, self.recorder, routes=routes,
                             multiplicity=multiplicity, max_copies=self.gpu.tma_max_in_flight,
                             max_bytes=self.gpu.tma_max_bytes_in_flight,
-                            latency_noise=latency_noise(self.drift, index, self.seed))
+                            latency_noise=latency_noise(self.drift, index, self.seed),
+                            request_time=self.gpu.tma_request_time,
+                            request_overhead=self.gpu.hbm_request_overhead)
         return Sm(index, multiplicity, engine, TensorCore(self.env, f"sm{index}.tensor"), deque(work),
                   VectorUnits(self.env, f"sm{index}.vector"))
 

@@ -3,7 +3,8 @@
 Each request pays, in order:
   1. issue    - the unit takes ``issue`` ps per request, one request after another;
   2. latency  - a delay before its bytes stream, which overlaps other copies (pipelined);
-  3. transfer - the bytes move, one copy after another in the order they became ready (the
+  3. transfer - the bytes move (no faster than the unit passes the copy's requests, one per
+     row segment of the box, at ``request_time`` each), one copy after another in the order they became ready (the
      unit streams a box's requests before the next box's, so an SM's own copies do not share
      its port: the first stage lands first). With a fixed busy time (the ``tiles`` workload)
      the transfer takes that time; otherwise it is a flow through the fabric, sharing L2 and
@@ -71,11 +72,13 @@ class CopyEngine:
     __slots__ = ("env", "name", "sm", "issue", "recorder", "routes", "multiplicity", "max_copies", "max_bytes",
                  "_accept_free", "_transfer_free", "_route_cache", "_pending", "_ready", "_wake_at", "_requests",
                  "in_flight", "bytes_in_flight", "_transferring", "_busy_since", "busy_ps", "bytes", "memory_bytes",
-                 "l2_bytes", "hbm_bytes", "copies", "store_bytes", "latency_noise", "_code")
+                 "l2_bytes", "hbm_bytes", "copies", "store_bytes", "latency_noise", "_code", "request_time",
+                 "request_overhead")
 
     def __init__(self, env: simpy.Environment, name: str, sm: int, issue: int, recorder: Recorder | None, *,
                  routes: Routes | None = None, multiplicity: int = 1, max_copies: int = 0,
-                 max_bytes: int = 0, latency_noise: Callable[[int], int] | None = None) -> None:
+                 max_bytes: int = 0, latency_noise: Callable[[int], int] | None = None,
+                 request_time: int = 0, request_overhead: int = 0) -> None:
         self.env = env
         self.name = name
         self.sm = sm
@@ -87,6 +90,8 @@ class CopyEngine:
         self.max_copies = max_copies
         self.max_bytes = max_bytes
         self.latency_noise = latency_noise  # SM drift: scales each copy's latency
+        self.request_time = request_time  # ps per request through the unit (0: no request ceiling)
+        self.request_overhead = request_overhead  # HBM bytes each request costs beyond its own
         self._accept_free: float = 0  # SimPy's clock is typed float; it holds ints here
         self._transfer_free: float = 0
         self._route_cache: dict[tuple[float, object], tuple[tuple[Link, float], ...]] = {}
@@ -183,9 +188,22 @@ class CopyEngine:
         self._busy_since = start
         self._transferring = 1
         ports = done.ports if type(done) is Multicast else None
-        route = self._route(copy.hbm_fraction, stage < 0, ports, copy.l2_fraction)
-        flow = self.routes.fabric.start_flow(route, copy.memory_bytes)
+        cap = None
+        if copy.requests and self.request_time and copy.memory_bytes:
+            # The unit passes the copy's requests one after another: the flow is no faster than that.
+            cap = copy.memory_bytes / (copy.requests * self.request_time)
+        hbm = copy.hbm_fraction * self._hbm_cost(copy) if copy.hbm_fraction else 0.0
+        route = self._route(hbm, stage < 0, ports, copy.l2_fraction)
+        flow = self.routes.fabric.start_flow(route, copy.memory_bytes, cap=cap)
         flow.done.callbacks.append(lambda _: self._land(copy, done, start, cta, tile, stage))
+
+    def _hbm_cost(self, copy: Copy) -> float:
+        """HBM capacity per byte of the copy, relative to 128-byte requests (what the presets'
+        HBM bandwidth was measured with): each request costs ``request_overhead`` bytes beyond
+        its own, so narrow rows cost more per byte."""
+        if not (self.request_overhead and copy.requests and copy.memory_bytes):
+            return 1.0
+        return (1 + self.request_overhead * copy.requests / copy.memory_bytes) / (1 + self.request_overhead / 128)
 
     def _route(self, hbm_fraction: float, is_store: bool, ports: tuple[Link, ...] | None = None,
                l2_fraction: float = 1.0) -> tuple[tuple[Link, float], ...]:

@@ -20,7 +20,9 @@ class Copy(NamedTuple):
     """One TMA copy. ``smem_bytes`` land in shared memory and are what the barrier counts;
     ``memory_bytes`` come through the memory system (fewer for a box at a tensor's edge, which
     is zero-filled); ``hbm_fraction`` of them come from HBM, the rest hit in L2. ``busy`` is a
-    fixed copy-engine time (the ``tiles`` workload), or ``FLOW``: the bytes share the fabric."""
+    fixed copy-engine time (the ``tiles`` workload), or ``FLOW``: the bytes share the fabric.
+    A flow copy's ``requests`` pass the SM's TMA unit at its request rate, which caps the
+    flow's own rate (no event per request)."""
 
     smem_bytes: int
     memory_bytes: int
@@ -29,6 +31,7 @@ class Copy(NamedTuple):
     busy: int = FLOW
     multicast: int = 0  # cluster ranks (a bit mask) whose SMEM receives the bytes; 0: this CTA's only
     l2_fraction: float = 1.0  # share of the bytes L2 serves; the rest a cluster peer's same load brought
+    requests: int = 0  # TMA requests (row segments, docs/design.md 12); 0: bytes alone set the time
 
 
 class Epilogue(NamedTuple):

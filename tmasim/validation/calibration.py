@@ -37,9 +37,11 @@ if TYPE_CHECKING:
 
 # GPU fields a calibration may fit: the continuous ones (times and bandwidths).
 GPU_FIELDS = {"copy_latency": "time", "copy_latency_per_kib": "time", "hbm_latency": "time", "tma_issue": "time",
-              "barrier_wake": "time", "hbm_bandwidth": "bandwidth", "l2_bandwidth": "bandwidth",
+              "tma_request_time": "time", "cluster_arrive_latency": "time", "barrier_wake": "time",
+              "hbm_bandwidth": "bandwidth", "l2_bandwidth": "bandwidth",
               "sm_port_bandwidth": "bandwidth", "smem_bandwidth": "bandwidth", "l2_fit_size": "size",
-              "l2_miss_scale": "size"}
+              "l2_miss_scale": "size",
+              "hbm_request_overhead": "size"}
 MAPPING_FIELDS = ("ps_per_iter_byte",)
 Say = Callable[[str], None]
 

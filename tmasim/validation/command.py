@@ -44,7 +44,8 @@ CALIBRATE_EPILOG = f"""examples:
       --holdout 0.3 --seed 1 --max-evals 60 --jobs 4 --out my-h200.toml
   then: tmasim validate out/measured_runs.csv --set gpu=my-h100.toml
 
-fittable: copy_latency, copy_latency_per_kib, hbm_latency, tma_issue, barrier_wake,
+fittable: copy_latency, copy_latency_per_kib, hbm_latency, tma_issue, tma_request_time,
+cluster_arrive_latency, barrier_wake,
 hbm_bandwidth, l2_bandwidth, sm_port_bandwidth, smem_bandwidth, l2_fit_size, l2_miss_scale
 (GPU preset fields) and
 ps_per_iter_byte (the backend map's compute constant). Each is fitted as its logarithm, to

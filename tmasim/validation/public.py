@@ -177,3 +177,27 @@ def source_text(source: Source, cal: Calibration) -> str:
     counts = cal.table["split"].value_counts()
     return (f"fitted: validation/public/{source.table} ({source.rows}; {counts.get('train', 0)} fitted, "
             f"{counts.get('holdout', 0)} held out, seed {SEED}), held-out MAPE {cal.holdout_mape:.1f}%")
+
+
+# ------------------------------------------------------------------ Hopper (H800 PCIe, Luo et al.)
+from tmasim.validation import public_hopper as _hopper  # noqa: E402  (its points live in their own module)
+
+_H800 = "NVIDIA H800 PCIe (114 SMs, 1.755 GHz)"
+SOURCES.update({s.name: s for s in (
+    Source("h800-tma-throughput", "h100-sxm", "h800-pcie/tma_throughput_boxes.csv", "h800-pcie/tma_throughput.toml",
+           _H800, ("box=workload.box", "shape=workload.shape", "ctas_per_sm=workload.ctas_per_sm"),
+           "slice_gbps:GB/s", "achieved_bytes_per_s", ("tma_request_time", "hbm_bandwidth"),
+           "bytes_in_flight_kib", "bytes in flight per SM (KiB)",
+           "all 68 rows of the 2-D and 3-D tables (60 distinct points)",
+           _hopper.box_points, 10.0),
+    Source("h800-tma-bulk", "h100-sxm", "h800-pcie/tma_throughput_bulk.csv", "h800-pcie/tma_bulk.toml", _H800,
+           ("box=workload.box", "shape=workload.shape", "ctas_per_sm=workload.ctas_per_sm"), "slice_gbps:GB/s",
+           "achieved_bytes_per_s", ("hbm_bandwidth",), "bytes_in_flight_kib", "bytes in flight per SM (KiB)",
+           "all 24 rows; a check of the shipped latency and request time with the 2-D/3-D fit's HBM "
+           "bandwidth (the shipped preset's error is the check; the fit only shows how far HBM would move)",
+           _hopper.bulk_points, 10.0),
+    Source("h800-tma-latency", "h100-sxm", "h800-pcie/latency_tma.csv", "h800-pcie/latency_tma.toml", _H800,
+           ("data_set_kib=workload.data_set:KiB",), "latency_ns:ns", "makespan_ns", ("copy_latency", "hbm_latency"),
+           "data_set_kib", "data set (KiB)", "all 189 rows (a TMA copy bypasses L1: every row is an L2 hit or a "
+           "miss)", _hopper.chase_points, 10.0),
+)})

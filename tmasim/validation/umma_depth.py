@@ -26,7 +26,8 @@ FORMATS = {"BF16": "bf16"}  # fp8 at D > 8 would need a box deeper than 256 elem
 FREE_MEMORY = {"hbm_bandwidth": "unlimited", "l2_bandwidth": "unlimited", "sm_port_bandwidth": "unlimited",
                "smem_bandwidth": "unlimited", "copy_latency": "0 ns", "copy_latency_per_kib": "0 ns",
                "hbm_latency": "0 ns", "tma_issue": "0 ns", "barrier_wake": "0 ns",
-               "cluster_arrive_latency": "0 ns"}  # the benchmark waits on no barrier between batches
+               "cluster_arrive_latency": "0 ns",
+               "tma_request_time": "0 ns"}  # the benchmark waits on no barrier between batches
 BATCHES = (2, 4)  # k-steps simulated: the steady batch is the difference over the extra two
 
 

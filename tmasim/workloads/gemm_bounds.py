@@ -15,13 +15,14 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
     compute: the busiest SM's tensor-core time (wave quantization included); smem: the busiest
     SM's shared-memory time, its MMAs' operand reads and the TMA's writes at ``smem_bandwidth``
     (never less than its compute; tmasim.operands); hbm and l2: all
-    bytes over each link's bandwidth; port: the busiest SM's bytes over its ingest port;
+    bytes over each link's bandwidth; port: the busiest SM's bytes over its ingest port (or its
+    TMA requests at the unit's request rate, where those take longer);
     latency: the busiest slot of any CTA, whose uses follow one another, each at least one
     round trip (see :func:`slot_round_trip`). ``serial_ns`` is the no-overlap time of the
     busiest SM: every step's copy, then its compute, one after another.
     """
     sms = plan.sms
-    compute, smem, nbytes, serial = ([0.0] * sms for _ in range(4))
+    compute, smem, ingest, serial = ([0.0] * sms for _ in range(4))
     latency = hbm = l2 = 0.0
     figures = _SegmentFigures(gpu)
     for g, program in enumerate(plan.programs):
@@ -30,10 +31,10 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
         latency = max(latency, _busiest_slot(program, gpu, stages, figures))
         for unit in program.units:
             for seg in unit.segments:
-                trip, step_bytes, port_bytes, hbm_bytes = figures(seg)
+                trip, step_bytes, port_time, hbm_bytes = figures(seg)
                 compute[sm] += seg.steps * seg.compute
                 smem[sm] += seg.steps * (seg.compute + seg.hold)  # MMAs, then the SMEM time they left
-                nbytes[sm] += seg.steps * port_bytes
+                ingest[sm] += seg.steps * port_time
                 serial[sm] += seg.steps * trip
                 hbm += seg.steps * hbm_bytes
                 l2 += seg.steps * step_bytes
@@ -47,7 +48,7 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
         "smem": max(smem),
         "hbm": hbm / gpu.hbm_bandwidth,
         "l2": l2 / gpu.l2_bandwidth,
-        "port": max(nbytes) / gpu.sm_port_bandwidth,
+        "port": max(ingest),
         "latency": latency,
     }
     binding = max(bounds, key=lambda k: bounds[k])
@@ -63,8 +64,9 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
 
 
 class _SegmentFigures:
-    """Per segment: its slot round trip, the bytes the L2 serves, the bytes through the SM
-    ports (a multicast slice crosses the port of every CTA it lands in) and the bytes from HBM.
+    """Per segment: its slot round trip, the bytes the L2 serves, the time its copies take to
+    enter the SM (each the longer of its bytes through the port, where a multicast slice crosses
+    the port of every CTA it lands in, and its requests through the TMA unit) and the bytes from HBM.
     Every output tile has its own equal segments, so each distinct one is worked out once."""
 
     def __init__(self, gpu: GpuSpec) -> None:
@@ -77,19 +79,20 @@ class _SegmentFigures:
             copies = seg.copies
             figures = self.known[seg] = (
                 slot_round_trip(self.gpu, seg), sum(c.memory_bytes * c.l2_fraction for c in copies),
-                sum(c.memory_bytes * max(1, c.multicast.bit_count()) for c in copies),
+                sum(max(c.memory_bytes * max(1, c.multicast.bit_count()) / self.gpu.sm_port_bandwidth,
+                        c.requests * self.gpu.tma_request_time) for c in copies),
                 sum(c.memory_bytes * c.hbm_fraction for c in copies))
         return figures
 
 
 def slot_round_trip(gpu: GpuSpec, seg: Segment) -> float:
     """The least time one use of a slot takes: the issue, the copies' latency and transfer at
-    the SM port's rate (one after another), the full barrier's wake-up, the compute, and the
+    the SM port's rate or the TMA unit's request rate, whichever is slower (one after another),
+    the full barrier's wake-up, the compute, and the
     empty barrier's wake-up before the producer may refill the slot."""
-    port = gpu.sm_port_bandwidth
-    total = sum(c.memory_bytes for c in seg.copies)
-    landing = max(min(c.latency for c in seg.copies) + total / port,
-                  max(c.latency + c.memory_bytes / port for c in seg.copies))
+    transfer = [max(c.memory_bytes / gpu.sm_port_bandwidth, c.requests * gpu.tma_request_time) for c in seg.copies]
+    landing = max(min(c.latency for c in seg.copies) + sum(transfer),
+                  max(c.latency + x for c, x in zip(seg.copies, transfer, strict=True)))
     remote = gpu.cluster_arrive_latency if any(c.multicast for c in seg.copies) else 0
     return gpu.tma_issue + landing + gpu.barrier_wake + seg.compute + seg.tail + remote + gpu.barrier_wake
 

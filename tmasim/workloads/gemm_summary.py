@@ -103,9 +103,10 @@ def explain(stats: Mapping[str, Any]) -> str:
     if binding == "smem":
         return _explain_smem(s)
     if binding == "port":
-        return (f"The SM port binds: the busiest SM needs {t(s['port_bound_ns'])} just to take in its "
-                f"operands through its one port, more than its {compute} of tensor-core time; bigger tiles "
-                "(more reuse per byte) would help.")
+        return (f"The {names.bound('port')} binds: the busiest SM needs {t(s['port_bound_ns'])} just to take in "
+                f"its operands (each copy takes the longer of its bytes through the SM's port and its row requests "
+                f"through the TMA unit), more than its {compute} of tensor-core time; fewer rows per k-step "
+                "(multicast slices in a cluster) or more reuse per row (bigger tiles) would help.")
     return (f"The round trip binds: with {s['stages']} stages x {s['ctas_per_sm']} CTA(s) per SM in flight, "
             f"the round trips of the busiest SM's busiest slot add up to at least {t(s['latency_bound_ns'])}, "
             f"more than its {compute} of compute; more stages, if shared memory allows, would hide it.")

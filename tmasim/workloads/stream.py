@@ -187,7 +187,7 @@ def _units(descriptor: TensorDescriptor, latency: int, compute: int, hbm_fractio
         nbytes = box if inside else descriptor.bytes_from_memory(coord)
         segment = segments.get(nbytes)
         if segment is None:
-            copy = Copy(box, nbytes, hbm_fraction, latency)
+            copy = Copy(box, nbytes, hbm_fraction, latency, requests=descriptor.requests)
             segment = segments[nbytes] = Segment(1, (copy,), compute, 0.0)
         units.append(Unit(index, (segment,), None))
     return units
@@ -198,20 +198,24 @@ def littles_law(config: StreamConfig, gpu: GpuSpec, stages: int, ctas_per_sm: in
     SMs x bytes in flight / the unloaded round trip.
 
     The unloaded round trip of a slot is the issue cost, the latency, one box crossing the SM's
-    port alone, the consumer's compute and two barrier wake-ups (full, then empty). Under load
+    port alone (or its requests passing the TMA unit, if slower), the consumer's compute and two
+    barrier wake-ups (full, then empty). Under load
     the round trip grows (copies share the port and HBM), so the run can only fall short of
     this bound; with one stage it meets it exactly. The run's measured mean round trip
     (``slot_round_trip_ns``) satisfies Little's law itself: bandwidth = bytes in flight / it."""
-    box = config.descriptor().box_bytes
+    descriptor = config.descriptor()
+    box = descriptor.box_bytes
+    # An SM takes in a box no faster than its port carries the bytes or its TMA unit passes the requests.
+    port = min(gpu.sm_port_bandwidth, box / (descriptor.requests * gpu.tma_request_time or 1e-300))
     in_flight = stages * box * ctas_per_sm
     hbm = config.hbm_fraction(gpu)
     latency = gpu.copy_latency_for(box) + round(hbm * gpu.hbm_latency)
-    round_trip = (gpu.tma_issue + latency + box / gpu.sm_port_bandwidth
+    round_trip = (gpu.tma_issue + latency + box / port
                   + config.compute_per_byte * box + 2 * gpu.barrier_wake)
     limits = {  # keyed as tmasim.names.BOUNDS: "latency" is the round trip (bytes in flight / it)
         "hbm": gpu.hbm_bandwidth / hbm if hbm > 0 else float("inf"),
         "l2": gpu.l2_bandwidth,
-        "port": sms * gpu.sm_port_bandwidth,
+        "port": sms * port,
         "latency": sms * in_flight / round_trip if round_trip else float("inf"),
     }
     binding = min(limits, key=lambda k: limits[k])
