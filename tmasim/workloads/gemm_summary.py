@@ -42,9 +42,10 @@ def _with_mma_rows(rows: list[tuple[str, str]], stats: Mapping[str, Any],
     storage, shown beside SMEM right after the residency row, apart from the TMA traffic)."""
     mma_rows = []
     if stats.get("mma_instruction"):
+        tail = stats["mma_completion_ns"]
+        when = f"{t(tail)} later" if tail > 0 else "as its issue interval ends (latency = issue interval)"
         mma_rows.append(("MMA", f"{stats['mma_per_k_step']} x {stats['mma_instruction']} per k-step: tensor cores "
-                                f"busy {t(stats['mma_k_step_ns'])}, the last completes "
-                                f"{t(stats['mma_completion_ns'])} later"))
+                                f"busy {t(stats['mma_k_step_ns'])}, the last completes {when}"))
         mma_rows.append(("shared memory", _smem_row(stats, scenario)))
     mma = scenario.gpu.mma
     if stats.get("registers_per_cta") and mma is not None:
