@@ -65,7 +65,7 @@ def test_every_bundled_scenario_agrees_with_its_full_run(name):
     raw = dict(scenario.raw)
     if scenario.workload.kind == "gemm" and scenario.pipeline.cluster != (1, 1):  # a smaller GEMM: CI time
         raw = {**raw, "workload": {**raw["workload"], "m": 2048, "n": 2048, "k": 1024}}
-    if scenario.workload.kind == "attention":  # fewer heads, same sequence: the causal grid's 120 SM classes cost minutes
+    if scenario.workload.kind == "attention":  # fewer heads, same sequence: the causal grid's 120 classes take minutes
         raw = {**raw, "workload": {**raw["workload"], "batch": 1, "heads": 2, "kv_heads": 2}}
     try:
         both(raw)

@@ -89,7 +89,8 @@ def test_every_output_uses_only_the_canonical_names(sweep_table, tmp_path):  # t
 
 def test_json_binding_values_and_bound_keys_are_the_names_keys():
     for name in ("gemm-h100", "stream-h100", "latency-hidden", "attention-h100-causal"):
-        smaller = ["workload.batch=1", "workload.heads=2", "workload.kv_heads=2"] if name.startswith("attention") else []
+        attention = name.startswith("attention")
+        smaller = ["workload.batch=1", "workload.heads=2", "workload.kv_heads=2"] if attention else []
         stats = json.loads(simulate(load(name, ["run.records=false", *smaller])).to_json())
         for key in ("binding", "littles_law_binding"):
             if key in stats:
