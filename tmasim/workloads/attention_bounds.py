@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from tmasim import names
 from tmasim.engine.attention_program import AttentionProgram
 from tmasim.workloads.attention_config import ELEMENT_BYTES, AttentionConfig
+from tmasim.workloads.bound_figures import bound_figures
 
 if TYPE_CHECKING:
     from tmasim.engine.chip import Plan
@@ -78,17 +79,7 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
         "port": max(port) / gpu.sm_port_bandwidth,
         "latency": latency,
     }
-    binding = max(bounds, key=lambda k: bounds[k])
-    return {
-        "serial_ns": max(serial) / 1000,
-        "closed_form_ns": None,
-        "flops": config.useful_flops,
-        "binding": binding,
-        **{f"{name}_bound_ns": value / 1000 for name, value in bounds.items()},
-        "bound_ns": bounds[binding] / 1000,
-        "bound_flops_per_s": config.useful_flops / bounds[binding] * 1e12 if bounds[binding] else None,
-        "model_hbm_bytes": hbm,
-    }
+    return {**bound_figures(bounds, max(serial), config.useful_flops), "model_hbm_bytes": hbm}
 
 
 def round_trip(gpu: GpuSpec, block: Any, consumers: int = 1) -> float:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Segment, UnitProgram
 from tmasim.hardware import GpuSpec
+from tmasim.workloads.bound_figures import bound_figures
 from tmasim.workloads.gemm_config import GemmConfig
 
 
@@ -51,16 +52,7 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
         "port": max(ingest),
         "latency": latency,
     }
-    binding = max(bounds, key=lambda k: bounds[k])
-    return {
-        "serial_ns": max(serial) / 1000,
-        "closed_form_ns": None,
-        "flops": config.useful_flops,
-        "binding": binding,
-        **{f"{name}_bound_ns": value / 1000 for name, value in bounds.items()},
-        "bound_ns": bounds[binding] / 1000,
-        "bound_flops_per_s": config.useful_flops / bounds[binding] * 1e12 if bounds[binding] else None,
-    }
+    return bound_figures(bounds, max(serial), config.useful_flops)
 
 
 class _SegmentFigures:
