@@ -82,7 +82,6 @@ def _no_skip(scenario: Scenario, plan: Plan, record_bandwidth: bool) -> str:
                (run.drift.on, "SM drift makes durations random"),
                (run.records, "run.records = true keeps every span and event"),
                (record_bandwidth, "link loads are recorded over time"),
-               (scenario.pipeline.mma_cta_group == 2, "2-SM MMA pairs are simulated in full"),
                (bool(plan.programs) and not hasattr(plan.programs[0], "run_of"),
                 "this workload's CTA program has no ring steps the skip can cut (attention's K/V rings)"),
                (not scenario.pipeline.consumer_waits_full,
