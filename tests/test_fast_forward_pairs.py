@@ -7,6 +7,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_fast_forward import both
+from test_record_shift import both as records_both
 
 from tmasim.errors import ScenarioError
 from tmasim.scenario import from_dict
@@ -54,3 +55,10 @@ def test_random_pair_gemms_on_small_chips_agree_exactly(m, n, k, ragged, stages,
     except ScenarioError:
         return  # a shape the GPU refuses (too many stages for shared memory)
     both(raw)
+
+
+def test_pairs_with_records_give_the_full_runs_spans_and_events_row_for_row():
+    fast, _ = records_both(pairs(1024, 1024 - 88, 4096, stages=3))  # a ragged edge column of tiles
+    assert fast.stats["fast_forward_skipped_steps"] > 0.5 * fast.stats["simulated_steps"]
+    follower = fast.spans[(fast.spans["kind"] == "compute") & (fast.spans["sm"] % 2 == 1)]
+    assert len(follower) == len(fast.spans[(fast.spans["kind"] == "compute") & (fast.spans["sm"] % 2 == 0)])

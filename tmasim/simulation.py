@@ -80,7 +80,6 @@ def _no_skip(scenario: Scenario, plan: Plan, record_bandwidth: bool) -> str:
     run = scenario.run
     reasons = [(not run.fast_forward, "run.fast_forward = false"),
                (run.drift.on, "SM drift makes durations random"),
-               (run.records, "run.records = true keeps every span and event"),
                (record_bandwidth, "link loads are recorded over time"),
                (bool(plan.programs) and not hasattr(plan.programs[0], "run_of"),
                 "this workload's CTA program has no ring steps the skip can cut (attention's K/V rings)"),
