@@ -18,8 +18,9 @@ first, then for j >= 1::
 
 and the last block's P·V after the loop. ``[turn]``: with ping-pong the two warpgroups issue
 their GEMMs in turn (a named-barrier token, as FA3's ``warp_scheduler_barrier``), so one's
-softmax runs under the other's GEMMs. The SM's tensor cores and its vector units (FP32 and
-multi-function units) are each one FIFO server shared by the CTA's consumers.
+softmax runs under the other's GEMMs. The SM's tensor cores are one FIFO server shared by the
+CTA's consumers; its vector units (FP32 and multi-function units) are shared by processor
+sharing (:mod:`tmasim.engine.vector_units`): warpgroups with vector work at once split the rate.
 
 Cooperative warpgroups without that ordering issue every phase together and share each unit,
 so they move in lockstep and finish each phase together; they are simulated as one consumer
@@ -261,12 +262,19 @@ class AttentionCta:
         rescale of O is not waited for by the softmax warpgroup)."""
         if not (work.exp or work.fp32):
             return None
-        start, end, done = self.vector_units.run(work.exp, work.fp32)
-        if self.recorder is not None:
+        done = self.vector_units.run(work.exp, work.fp32)
+        if self.recorder is not None:  # the units are shared: the end is known when it comes
+            done.callbacks.append(self._vector_span(self.env.now, w, step, kind))  # type: ignore[union-attr]
+        return done
+
+    def _vector_span(self, start: float, w: int, step: int, kind: str):  # type: ignore[no-untyped-def]
+        def record(_: simpy.Event) -> None:
+            assert self.recorder is not None
+            end = self.env.now
             self.recorder.span(start, end, self.sm, self.index, "softmax", kind, step, w)
             if kind != "correction" or not self.schedule.correction_apart:
                 self.recorder.span(start, end, self.sm, self.index, f"consumer{w}", kind, step, -1)
-        return done
+        return record
 
     # ---- ping-pong ----------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ class Mma:
 @dataclass(frozen=True)
 class VectorWork:
     """Work on the SM's vector units: ps on the exponential pipe and on the FP32 pipe (they run
-    side by side, see :class:`~tmasim.engine.tensor_core.VectorUnits`)."""
+    side by side, see :class:`~tmasim.engine.vector_units.VectorUnits`)."""
 
     exp: int = 0
     fp32: int = 0

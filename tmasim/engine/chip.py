@@ -30,7 +30,8 @@ from tmasim.engine.cta import Cta, Sync
 from tmasim.engine.drift import latency_noise, start_skews
 from tmasim.engine.program import Program
 from tmasim.engine.recorder import Recorder
-from tmasim.engine.tensor_core import TensorCore, VectorUnits
+from tmasim.engine.tensor_core import TensorCore
+from tmasim.engine.vector_units import VectorUnits
 from tmasim.hardware import GpuSpec
 
 
