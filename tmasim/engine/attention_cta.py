@@ -177,9 +177,11 @@ class AttentionCta:
             self._release(self.k, step, w)
             if step == first + count - 1:
                 self._release_q(u)
-            if self.schedule.correction_apart:  # the correction warpgroup rescales O meanwhile
-                yield from self._vector(block.softmax, w, step, "softmax")
+            if self.schedule.correction_apart:  # the correction warpgroup rescales O meanwhile:
+                # it needs only the new row max (taken as known when the softmax starts) and the
+                # previous P·V (done), so its multiplies share the FP32 pipe with the softmax's.
                 rescaled = self._vector_apart(block.correction, w, step)
+                yield from self._vector(block.softmax, w, step, "softmax")
             else:
                 yield from self._vector(block.softmax + block.correction, w, step, "softmax")
                 rescaled = None
