@@ -24,6 +24,7 @@ import simpy
 
 from tmasim.drift import NO_DRIFT, Drift
 from tmasim.engine.attention_cta import AttentionCta
+from tmasim.engine.attention_pair import AttentionPairCta
 from tmasim.engine.attention_program import AttentionProgram
 from tmasim.engine.copy_engine import CopyEngine, Routes
 from tmasim.engine.cta import Cta, Sync
@@ -129,8 +130,9 @@ class Chip:
     def _start(self, sm: Sm, cta_index: int, program: Program) -> Cta:
         if isinstance(program, AttentionProgram):
             assert sm.vector_units is not None
-            fused = AttentionCta(self.env, sm.index, cta_index, program, self.sync, sm.copy_engine, sm.tensor_core,
-                                 sm.vector_units, self.recorder)
+            kind = AttentionPairCta if program.schedule.pair else AttentionCta
+            fused = kind(self.env, sm.index, cta_index, program, self.sync, sm.copy_engine, sm.tensor_core,
+                         sm.vector_units, self.recorder)
             fused.multiplicity = sm.multiplicity
             self.ctas.append(fused)  # type: ignore[arg-type]
             return fused  # type: ignore[return-value]
