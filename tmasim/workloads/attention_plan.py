@@ -218,10 +218,8 @@ def round_fractions(config: AttentionConfig, order: Sequence[tuple[int, int, int
 
 def plan(config: AttentionConfig, scenario: Scenario) -> tuple[Plan, Residency]:
     gpu, p = scenario.gpu, scenario.pipeline
-    if p.mma_cta_group == 2:
-        from tmasim.workloads.attention_pair import plan_pair
-
-        return plan_pair(config, scenario)
+    if p.mma_cta_group != 1:  # the 2-SM pair has its own plan (tmasim.workloads.attention_pair)
+        raise ScenarioError("pipeline.mma_cta_group", p.mma_cta_group, "is planned by attention_pair.plan_pair")
     shape = shape_of(config, p)
     if gpu.mma is not None and gpu.mma.instruction == "wgmma" and shape.rows % 64:
         raise ScenarioError("workload.tile", list(config.tile),
