@@ -111,13 +111,15 @@ class RecordShift:
         """Whether every link's load series repeats from cut i: the point in effect at cut j is
         the one at cut i, Δ later and with the same load, and nothing replaced the latter."""
         delta = j.now - i.now
-        for link, (len_i, last_i), (len_j, last_j) in zip(self.links, i.series, j.series, strict=True):
+        for link, (len_i, last_i), (_, last_j) in zip(self.links, i.series, j.series, strict=True):
             if len_i and link._series[len_i - 1] is not last_i:
-                return False
-            if (last_i is None) != (last_j is None):
-                return False
-            if last_i is not None and last_j is not None and (last_j[1] != last_i[1] or last_j[0] - last_i[0] != delta
-                                                              and not (last_i[0] < i.now and last_j[0] < j.now)):
+                return False  # replaced by a change at the same instant, after the cut
+            if last_i is None or last_j is None:
+                if last_i is not last_j:
+                    return False
+                continue
+            same_place = last_j[0] - last_i[0] == delta or (last_i[0] < i.now and last_j[0] < j.now)
+            if last_j[1] != last_i[1] or not same_place:
                 return False
         return True
 
