@@ -57,8 +57,8 @@ def test_random_pair_gemms_on_small_chips_agree_exactly(m, n, k, ragged, stages,
     both(raw)
 
 
-def test_pairs_with_records_give_the_full_runs_spans_and_events_row_for_row():
-    fast, _ = records_both(pairs(1024, 1024 - 88, 4096, stages=3))  # a ragged edge column of tiles
+def test_pairs_with_records_give_the_full_runs_spans_events_and_link_loads_row_for_row():
+    fast, _ = records_both(pairs(1024, 1024 - 88, 4096, stages=3), bandwidth=True)  # a ragged edge column
     assert fast.stats["fast_forward_skipped_steps"] > 0.5 * fast.stats["simulated_steps"]
     follower = fast.spans[(fast.spans["kind"] == "compute") & (fast.spans["sm"] % 2 == 1)]
     assert len(follower) == len(fast.spans[(fast.spans["kind"] == "compute") & (fast.spans["sm"] % 2 == 0)])
