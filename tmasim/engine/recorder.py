@@ -59,6 +59,7 @@ CHUNK = 1 << 14  # records per packed chunk
 #   COMPUTE_FLIP  COMPUTE + the empty barrier's flip when the slot is released (value = phase, name)
 WIDTH = 10
 _PACK = struct.Struct(f"<{WIDTH}q").pack  # a record as the buffer keeps it: WIDTH 64-bit integers
+_RECORD_BYTES = WIDTH * 8
 _FIELDS = ("time", "a", "b", "sm", "cta", "form", "tile", "stage", "value", "name")
 _NARROW = np.dtype([("time", "<i4"), ("a", "<u4"), ("b", "<i4"), ("sm", "<i2"), ("cta", "<i2"), ("form", "<u2"),
                     ("tile", "<i4"), ("stage", "<i2"), ("value", "<i4"), ("name", "<u2")])
@@ -106,6 +107,10 @@ class _Chunk:
     def __len__(self) -> int:
         return len(self.records)
 
+    def rows(self) -> np.ndarray[Any, Any]:
+        """The chunk's records as int64 rows of WIDTH values."""
+        return self.records.copy() if not self.narrow else np.column_stack([self.column(i) for i in range(WIDTH)])
+
     def column(self, index: int) -> np.ndarray[Any, Any]:
         if not self.narrow:
             return self.records[:, index]
@@ -117,12 +122,13 @@ class Recorder:
     """Collects spans and events; hands them back in the column order of SPAN_COLUMNS /
     EVENT_COLUMNS, in the order they were recorded."""
 
-    __slots__ = ("_buffer", "_limit", "_chunks", "_forms", "_form_codes", "_names", "_name_codes")
+    __slots__ = ("_buffer", "_limit", "_chunks", "_packed", "_forms", "_form_codes", "_names", "_name_codes")
 
     def __init__(self) -> None:
         self._buffer = bytearray()
-        self._limit = CHUNK * WIDTH * 8
+        self._limit = CHUNK * _RECORD_BYTES
         self._chunks: list[_Chunk] = []
+        self._packed = 0  # records in the chunks
         self._forms = list(_KNOWN)
         self._form_codes = {form[1:]: code for code, form in enumerate(_KNOWN) if form[0] in (SPAN, EVENT)}
         self._names: list[str] = []
@@ -234,12 +240,57 @@ class Recorder:
     def _pack(self) -> None:
         """The buffer becomes one chunk, read whole."""
         if self._buffer:
-            self._chunks.append(_Chunk(self._rows()))
+            rows = self._rows()
+            self._chunks.append(_Chunk(rows))
+            self._packed += len(rows)
             self._buffer.clear()
 
     def _rows(self) -> np.ndarray[Any, Any]:
         """The buffer's records as an int64 array, one row each (a copy: the buffer is reused)."""
         return np.frombuffer(self._buffer, dtype="<i8").reshape(-1, WIDTH).astype(np.int64)
+
+    # ---- whole records, by position (fast-forward regenerates skipped periods: record_shift.py)
+
+    @property
+    def count(self) -> int:
+        """Records so far: the position the next one will have in the stream."""
+        return self._packed + len(self._buffer) // _RECORD_BYTES
+
+    @property
+    def forms(self) -> tuple[tuple[int, str, str], ...]:
+        """Every form code's (type, lane, kind), indexable by the records' ``form`` field."""
+        return tuple(self._forms)
+
+    def rows(self, start: int, end: int) -> np.ndarray[Any, Any]:
+        """Records ``start`` to ``end`` (exclusive) of the stream, as int64 rows of WIDTH values."""
+        self._pack()
+        parts, first = [], 0
+        for chunk in self._chunks:
+            last = first + len(chunk)
+            if last > start and first < end:
+                parts.append(chunk.rows()[max(start - first, 0): min(end, last) - first])
+            first = last
+        return np.concatenate(parts) if parts else np.empty((0, WIDTH), dtype=np.int64)
+
+    def append_rows(self, rows: np.ndarray[Any, Any]) -> None:
+        """Records made elsewhere (int64 rows of WIDTH values), after every record so far."""
+        self._pack()
+        for begin in range(0, len(rows), CHUNK):
+            part = rows[begin: begin + CHUNK]
+            self._chunks.append(_Chunk(part if len(part) == len(rows) else part.copy()))  # no view of the whole
+            self._packed += len(part)
+
+    def map_rows(self, start: int, change: Any) -> None:
+        """Replace every record from ``start`` on (where a chunk begins) by ``change(rows)``, chunk by
+        chunk (the same number of rows)."""
+        self._pack()
+        first = 0
+        for n, chunk in enumerate(self._chunks):
+            if first >= start:
+                self._chunks[n] = _Chunk(change(chunk.rows()))
+            elif first + len(chunk) > start:
+                raise ValueError(f"record {start} is inside a chunk (records {first}..{first + len(chunk) - 1})")
+            first += len(chunk)
 
     # ---- reading back ---------------------------------------------------------------------
 
