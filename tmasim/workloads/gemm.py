@@ -207,7 +207,7 @@ def _copy(gpu: GpuSpec, descriptor: TensorDescriptor, coord: tuple[int, int], hb
     fraction = min(1.0, hbm_fraction * parts)
     latency = gpu.copy_latency_for(smem) + round(fraction * gpu.hbm_latency)
     return Copy(smem, memory, fraction, latency, multicast=mask, l2_fraction=max(fraction, 1.0 / alike),
-                requests=_part(descriptor.requests, index, parts))
+                requests=_part(descriptor.requests_from_memory(coord), index, parts))
 
 
 def _part(nbytes: int, index: int, parts: int) -> int:
