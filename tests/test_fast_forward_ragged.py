@@ -18,8 +18,12 @@ def test_ragged_128x192_tiles_skip_most_k_steps_across_their_classes():
     # 32 x 22 tiles on 132 SMs: 5 or 6 each, the edge ones at different places in the SMs' walks
     assert fast["sm_classes"] >= 4
     assert full["simulated_steps"] % 128 == 0  # the classes' representatives' tiles, 128 k-steps each
-    # each class's edge unit ends a jump for all, and each unit's transient is simulated: ~20 of 128
-    assert fast["fast_forward_skipped_steps"] > 0.75 * full["simulated_steps"]
+    # the classes' first tiles are all full ones: one jump takes each of them most of the way
+    first_jump = 108 * fast["sm_classes"]  # (127 - 16) // 4 periods of 4 k-steps after a 16-step transient
+    assert fast["fast_forward_skipped_steps"] >= first_jump
+    # while a class runs an edge unit (fewer row requests, faster k-steps) the chip's state does
+    # not repeat (docs/design.md 9): a third of the k-steps are skipped here
+    assert fast["fast_forward_skipped_steps"] > 0.3 * full["simulated_steps"]
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
