@@ -9,9 +9,9 @@ from typing import Any
 
 from tmasim import format as fmt
 from tmasim.results import Result
-from tmasim.units import PS_PER_S
 from tmasim.teach.prose import paragraph
 from tmasim.teach.what_if import WhatIf, run_what_if, what_if_line
+from tmasim.units import PS_PER_S
 from tmasim.workloads.attention_bounds import BOUND_NAMES
 
 
