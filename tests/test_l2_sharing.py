@@ -20,7 +20,8 @@ MIB = 1024 * 1024
 def two_ctas_sharing_b(multicast: str, coalescing: bool | None = None, gpu: str = "b200") -> dict[str, Any]:
     """m = 256, n = 128, k = 4096, 128x128x64 bf16 tiles in one 2x1 cluster: each CTA its own A
     row panel (1 MiB), both the same B column panel (1 MiB); C is 64 KiB."""
-    preset: Any = gpu if coalescing is None else {"preset": gpu, "cluster_l2_coalescing": coalescing}
+    preset: Any = gpu if coalescing is None else {"preset": gpu, "cluster_l2_coalescing": coalescing,
+                                                  "l2_merge_bytes": "1068 KiB" if coalescing else "0 B"}
     raw = {"gpu": preset, "workload": {"kind": "gemm", "m": 256, "n": 128, "k": 4096, "tile": [128, 128, 64],
                                        "multicast": multicast, "epilogue_smem": 0},
            "pipeline": {"stages": 4, "consumers": 1, "cluster": [2, 1]}, "run": {"records": False}}
@@ -52,18 +53,15 @@ def test_hopper_keeps_the_model_without_coalescing() -> None:
     assert load_gpu("b200").cluster_l2_coalescing is True
 
 
-def test_the_b200_table_inside_a_cluster_and_across_clusters() -> None:
-    """Inside a cluster (with or without multicast) L2 serves a shared tile about once: the
-    model's 1.0 against 1.001-1.002 (multicast) and 1.03 (2 CTAs) / 1.14 (4 CTAs) (implicit).
-    Across clusters (launch-order neighbours) the model reads L2 once per CTA; the table shows
-    fewer (1.8 of 2, 9.7 of 32): those rows are reported, not modelled."""
+def test_the_b200_table_inside_a_cluster() -> None:
+    """Inside a cluster (with or without multicast) L2 serves a shared tile about once: the model's
+    1.0 against 1.001-1.002 (multicast) and 1.05 (2 CTAs) / 1.21 (4 CTAs) (implicit; the merge fails
+    more as boxes grow: 1.2-2.2 at 48-56 KiB boxes). Launch-order neighbours: test_public_calibration."""
     summary = l2_sharing.summary(l2_sharing.check(ROOT)).set_index(["mode_name", "group"])
     for mode in ("explicit_mcast", "no_sharing"):
         assert summary.loc[(mode, 2), "mape"] < 1 and summary.loc[(mode, 4), "mape"] < 1
-    assert summary.loc[("implicit_l2_intra", 2), "mape"] < 5 and summary.loc[("implicit_l2_intra", 4), "mape"] < 12
-    cross = summary.loc["implicit_l2_cross"]
-    assert list(cross["predicted"]) == [2.0, 4.0, 8.0, 16.0, 32.0]
-    assert (cross["measured"] < cross["predicted"]).all()
+    assert summary.loc[("implicit_l2_intra", 2), "mape"] < 5 and summary.loc[("implicit_l2_intra", 4), "mape"] < 14
+    assert (summary.loc["implicit_l2_intra", "predicted"] == 1.0).all()
 
 
 def test_a_coalescing_flag_that_is_no_boolean_is_a_one_line_error() -> None:

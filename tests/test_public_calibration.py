@@ -93,3 +93,55 @@ def test_the_mma_pipes_latency_and_ii_rule_matches_mmas_in_flight() -> None:
     table = umma_depth.check(ROOT, every=12)
     assert len(table) == 20 and umma_depth.mape(table) < 5.0
     assert (table["error_pct"] < 0).mean() > 0.9  # the model is the faster: it has no timer overhead
+
+
+def test_launch_order_neighbours_merge_in_their_gpc_within_the_held_out_bounds() -> None:
+    """The B200 table's implicit_l2_cross rows (groups of 2-32 neighbours, no cluster): the GPC
+    merge window re-fitted on its half of the tile shapes is the shipped one, and the held-out
+    half stays within each group's bound (results/b200-l2-sharing.md; 10 % the target, 8 and 32
+    above it: the model has no partial merge at 8 and a linear window at 32)."""
+    from tmasim.validation import l2_sharing
+
+    table = l2_sharing.check(ROOT)
+    shipped = load_gpu("b200").l2_merge_bytes
+    assert abs(table.attrs["l2_merge_bytes"] / shipped - 1) <= 0.01
+    held = table[table["split"] == "holdout"].groupby("group")["error_pct"].apply(lambda e: e.abs().mean())
+    bounds = {2: 3.0, 4: 5.0, 8: 12.0, 16: 7.0, 32: 16.0}
+    assert {g: held[g] <= bound for g, bound in bounds.items()} == dict.fromkeys(bounds, True), held.to_dict()
+    cross = table[table["mode_name"] == "implicit_l2_cross"]
+    assert cross["predicted"].max() < 32 * 0.9  # a group of 32 no longer reads L2 once per CTA
+
+
+def _b_sharers(stages: int, merge: str = "1068 KiB") -> dict[str, float]:
+    """Eight CTAs on one GPC (no cluster) each load their own A row panel (1 MiB) and the same B
+    column panel (1 MiB), 128x128x64 bf16 tiles, k = 4096; C is 8 x 32 KiB."""
+    from tmasim.scenario import from_dict
+    from tmasim.simulation import simulate
+
+    raw = {"gpu": {"preset": "b200", "sms": 8, "l2_merge_bytes": merge},
+           "workload": {"kind": "gemm", "m": 8 * 128, "n": 128, "k": 4096, "tile": [128, 128, 64],
+                        "epilogue_smem": 0},
+           "pipeline": {"stages": stages, "consumers": 1}, "run": {"records": False}}
+    return simulate(from_dict(raw)).stats
+
+
+def test_identical_copies_at_once_cost_one_upstream_read() -> None:
+    """Closed forms of tmasim.l2_merge. With 8 x 2 stages x 32 KiB = 512 KiB in flight on the GPC
+    (under the 1068 KiB window) the eight B loads of a k-step are one L2 read; with 6 stages
+    (1.5 MiB in flight) each follower misses the merge with p = 1 - 1068 KiB / 1.5 MiB, so B
+    costs 1 + 7p reads. HBM is read once either way; with no window every CTA reads L2."""
+    mib, c_bytes = 1024 * 1024, 8 * 32 * 1024
+    once = _b_sharers(2)
+    assert once["l2_bytes"] == pytest.approx(8 * mib + 1 * mib + c_bytes, rel=1e-12)
+    p = 1 - 1068 / 1536
+    partial = _b_sharers(6)
+    assert partial["l2_bytes"] == pytest.approx(8 * mib + (1 + 7 * p) * mib + c_bytes, rel=1e-9)
+    assert partial["hbm_bytes"] == once["hbm_bytes"]
+    assert _b_sharers(2, "0 B")["l2_bytes"] == pytest.approx(16 * mib + c_bytes, rel=1e-12)
+
+
+def test_hopper_presets_do_not_merge_across_clusters() -> None:
+    """No Hopper table of launch-order sharing: the mechanism is not transferred."""
+    for name in ("h100-sxm", "h200", "ideal"):
+        assert load_gpu(name).l2_merge_bytes == 0
+    assert load_gpu("b200").l2_merge_bytes == 1068 * 1024

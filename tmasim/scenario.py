@@ -308,9 +308,11 @@ def _check_cluster(pipeline: Pipeline, gpu: GpuSpec, workload: WorkloadConfig) -
     if not pipeline.warp_specialized and workload.kind != "attention":
         raise ScenarioError("pipeline.warp_specialized", False,
                             f"is modelled for the attention workload only (this one is {workload.kind!r})")
-    if pipeline.cluster != (1, 1) and workload.kind != "gemm":
+    pair = workload.kind == "attention" and group == 2 and pipeline.cluster == (2, 1)  # attention's 2-SM pair
+    if pipeline.cluster != (1, 1) and workload.kind != "gemm" and not pair:
         raise ScenarioError("pipeline.cluster", list(pipeline.cluster),
-                            f"is modelled for the gemm workload only (this one is {workload.kind!r})")
+                            f"is modelled for the gemm workload only (this one is {workload.kind!r}; attention "
+                            "takes [2, 1] with pipeline.mma_cta_group = 2)")
 
 
 def _check_registers(name: str, count: Any) -> None:

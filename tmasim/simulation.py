@@ -80,7 +80,6 @@ def _no_skip(scenario: Scenario, plan: Plan, record_bandwidth: bool) -> str:
     run = scenario.run
     reasons = [(not run.fast_forward, "run.fast_forward = false"),
                (run.drift.on, "SM drift makes durations random"),
-               (run.records, "run.records = true keeps every span and event"),
                (record_bandwidth, "link loads are recorded over time"),
                (scenario.pipeline.mma_cta_group == 2, "2-SM MMA pairs are simulated in full"),
                (bool(plan.programs) and not hasattr(plan.programs[0], "run_of"),

@@ -51,8 +51,9 @@ def traffic(stats: Mapping[str, Any]) -> str:
     stores = stats.get("store_bytes") or 0
     loads = stats["l2_bytes"] - stores   # the loads L2 served
     parts = f"; {fmt.amount(loads)} loads + {fmt.amount(stores)} stores" if stores else ""
-    if stats["memory_bytes"] > loads * 1.000001:  # a cluster's same loads coalesced in L2 (B200)
-        parts += f"; the SMs took in {fmt.amount(stats['memory_bytes'])}: a cluster's same loads reach L2 once"
+    if stats["memory_bytes"] > loads * 1.000001:  # same-address loads merged before L2 (B200)
+        parts += (f"; the SMs took in {fmt.amount(stats['memory_bytes'])}: same-address loads merge before L2, "
+                  "a cluster's and neighbours' in one GPC")
     return (f"L2 {fmt.amount(stats['l2_bytes'])}{_busy(stats['l2_utilization'], parts)}, "
             f"HBM {fmt.amount(stats['hbm_bytes'])}{_busy(stats['hbm_utilization'])}")
 

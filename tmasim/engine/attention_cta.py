@@ -18,8 +18,9 @@ first, then for j >= 1::
 
 and the last block's P·V after the loop. ``[turn]``: with ping-pong the two warpgroups issue
 their GEMMs in turn (a named-barrier token, as FA3's ``warp_scheduler_barrier``), so one's
-softmax runs under the other's GEMMs. The SM's tensor cores and its vector units (FP32 and
-multi-function units) are each one FIFO server shared by the CTA's consumers.
+softmax runs under the other's GEMMs. The SM's tensor cores are one FIFO server shared by the
+CTA's consumers; its vector units (FP32 and multi-function units) are shared by processor
+sharing (:mod:`tmasim.engine.vector_units`): warpgroups with vector work at once split the rate.
 
 Cooperative warpgroups without that ordering issue every phase together and share each unit,
 so they move in lockstep and finish each phase together; they are simulated as one consumer
@@ -176,9 +177,11 @@ class AttentionCta:
             self._release(self.k, step, w)
             if step == first + count - 1:
                 self._release_q(u)
-            if self.schedule.correction_apart:  # the correction warpgroup rescales O meanwhile
-                yield from self._vector(block.softmax, w, step, "softmax")
+            if self.schedule.correction_apart:  # the correction warpgroup rescales O meanwhile:
+                # it needs only the new row max (taken as known when the softmax starts) and the
+                # previous P·V (done), so its multiplies share the FP32 pipe with the softmax's.
                 rescaled = self._vector_apart(block.correction, w, step)
+                yield from self._vector(block.softmax, w, step, "softmax")
             else:
                 yield from self._vector(block.softmax + block.correction, w, step, "softmax")
                 rescaled = None
@@ -261,12 +264,19 @@ class AttentionCta:
         rescale of O is not waited for by the softmax warpgroup)."""
         if not (work.exp or work.fp32):
             return None
-        start, end, done = self.vector_units.run(work.exp, work.fp32)
-        if self.recorder is not None:
+        done = self.vector_units.run(work.exp, work.fp32)
+        if self.recorder is not None:  # the units are shared: the end is known when it comes
+            done.callbacks.append(self._vector_span(self.env.now, w, step, kind))  # type: ignore[union-attr]
+        return done
+
+    def _vector_span(self, start: float, w: int, step: int, kind: str):  # type: ignore[no-untyped-def]
+        def record(_: simpy.Event) -> None:
+            assert self.recorder is not None
+            end = self.env.now
             self.recorder.span(start, end, self.sm, self.index, "softmax", kind, step, w)
             if kind != "correction" or not self.schedule.correction_apart:
                 self.recorder.span(start, end, self.sm, self.index, f"consumer{w}", kind, step, -1)
-        return done
+        return record
 
     # ---- ping-pong ----------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ class Mma:
 @dataclass(frozen=True)
 class VectorWork:
     """Work on the SM's vector units: ps on the exponential pipe and on the FP32 pipe (they run
-    side by side, see :class:`~tmasim.engine.tensor_core.VectorUnits`)."""
+    side by side, see :class:`~tmasim.engine.vector_units.VectorUnits`)."""
 
     exp: int = 0
     fp32: int = 0
@@ -85,7 +85,8 @@ class AttentionSchedule:
     its own loop, after waiting for the slot); ``o_in_q``: O is staged in Q's shared memory, so
     the next Q loads after O's store has read it; ``issue``: a consumer's time to issue a copy;
     ``correction_apart``: a correction warpgroup rescales O (FA4), so a softmax warpgroup does
-    not wait for it (the next P·V of its tile does)."""
+    not wait for it (the next P·V of its tile does); ``pair``: the CTA is one of a 2-SM MMA pair
+    (:mod:`tmasim.engine.attention_pair`)."""
 
     consumers: int
     pingpong: bool
@@ -94,6 +95,7 @@ class AttentionSchedule:
     o_in_q: bool = False
     issue: int = 0
     correction_apart: bool = False
+    pair: bool = False
 
 
 class AttentionProgram:

@@ -24,13 +24,15 @@ import simpy
 
 from tmasim.drift import NO_DRIFT, Drift
 from tmasim.engine.attention_cta import AttentionCta
+from tmasim.engine.attention_pair import AttentionPairCta
 from tmasim.engine.attention_program import AttentionProgram
 from tmasim.engine.copy_engine import CopyEngine, Routes
 from tmasim.engine.cta import Cta, Sync
 from tmasim.engine.drift import latency_noise, start_skews
 from tmasim.engine.program import Program
 from tmasim.engine.recorder import Recorder
-from tmasim.engine.tensor_core import TensorCore, VectorUnits
+from tmasim.engine.tensor_core import TensorCore
+from tmasim.engine.vector_units import VectorUnits
 from tmasim.hardware import GpuSpec
 
 
@@ -128,8 +130,9 @@ class Chip:
     def _start(self, sm: Sm, cta_index: int, program: Program) -> Cta:
         if isinstance(program, AttentionProgram):
             assert sm.vector_units is not None
-            fused = AttentionCta(self.env, sm.index, cta_index, program, self.sync, sm.copy_engine, sm.tensor_core,
-                                 sm.vector_units, self.recorder)
+            kind = AttentionPairCta if program.schedule.pair else AttentionCta
+            fused = kind(self.env, sm.index, cta_index, program, self.sync, sm.copy_engine, sm.tensor_core,
+                         sm.vector_units, self.recorder)
             fused.multiplicity = sm.multiplicity
             self.ctas.append(fused)  # type: ignore[arg-type]
             return fused  # type: ignore[return-value]

@@ -103,6 +103,10 @@ class _Chunk:
     def __len__(self) -> int:
         return len(self.records)
 
+    def rows(self) -> np.ndarray[Any, Any]:
+        """The chunk's records as int64 rows of WIDTH values."""
+        return self.records.copy() if not self.narrow else np.column_stack([self.column(i) for i in range(WIDTH)])
+
     def column(self, index: int) -> np.ndarray[Any, Any]:
         if not self.narrow:
             return self.records[:, index]
@@ -114,12 +118,13 @@ class Recorder:
     """Collects spans and events; hands them back in the column order of SPAN_COLUMNS /
     EVENT_COLUMNS, in the order they were recorded."""
 
-    __slots__ = ("_buffer", "_limit", "_chunks", "_forms", "_form_codes", "_names", "_name_codes")
+    __slots__ = ("_buffer", "_limit", "_chunks", "_packed", "_forms", "_form_codes", "_names", "_name_codes")
 
     def __init__(self) -> None:
         self._buffer: list[int] = []
         self._limit = CHUNK * WIDTH
         self._chunks: list[_Chunk] = []
+        self._packed = 0  # records in the chunks
         self._forms = list(_KNOWN)
         self._form_codes = {form[1:]: code for code, form in enumerate(_KNOWN) if form[0] in (SPAN, EVENT)}
         self._names: list[str] = []
@@ -215,7 +220,51 @@ class Recorder:
             raise TmasimError("run.records: a time or count beyond 64 bits cannot be recorded; "
                               "set run.records=false") from None
         self._chunks.append(_Chunk(rows))
+        self._packed += len(rows)
         self._buffer.clear()
+
+    # ---- whole records, by position (fast-forward regenerates skipped periods: record_shift.py)
+
+    @property
+    def count(self) -> int:
+        """Records so far: the position the next one will have in the stream."""
+        return self._packed + len(self._buffer) // WIDTH
+
+    @property
+    def forms(self) -> tuple[tuple[int, str, str], ...]:
+        """Every form code's (type, lane, kind), indexable by the records' ``form`` field."""
+        return tuple(self._forms)
+
+    def rows(self, start: int, end: int) -> np.ndarray[Any, Any]:
+        """Records ``start`` to ``end`` (exclusive) of the stream, as int64 rows of WIDTH values."""
+        self._pack()
+        parts, first = [], 0
+        for chunk in self._chunks:
+            last = first + len(chunk)
+            if last > start and first < end:
+                parts.append(chunk.rows()[max(start - first, 0): min(end, last) - first])
+            first = last
+        return np.concatenate(parts) if parts else np.empty((0, WIDTH), dtype=np.int64)
+
+    def append_rows(self, rows: np.ndarray[Any, Any]) -> None:
+        """Records made elsewhere (int64 rows of WIDTH values), after every record so far."""
+        self._pack()
+        for begin in range(0, len(rows), CHUNK):
+            part = rows[begin: begin + CHUNK]
+            self._chunks.append(_Chunk(part if len(part) == len(rows) else part.copy()))  # no view of the whole
+            self._packed += len(part)
+
+    def map_rows(self, start: int, change: Any) -> None:
+        """Replace every record from ``start`` on (where a chunk begins) by ``change(rows)``, chunk by
+        chunk (the same number of rows)."""
+        self._pack()
+        first = 0
+        for n, chunk in enumerate(self._chunks):
+            if first >= start:
+                self._chunks[n] = _Chunk(change(chunk.rows()))
+            elif first + len(chunk) > start:
+                raise ValueError(f"record {start} is inside a chunk (records {first}..{first + len(chunk) - 1})")
+            first += len(chunk)
 
     # ---- reading back ---------------------------------------------------------------------
 

@@ -1,8 +1,11 @@
-"""The SM's tensor cores: one FIFO server shared by every consumer warpgroup on the SM."""
+"""The SM's tensor cores: one FIFO server shared by every consumer warpgroup on the SM (the
+SM's vector units are in :mod:`tmasim.engine.vector_units`)."""
 
 from __future__ import annotations
 
 import simpy
+
+from tmasim.engine.vector_units import VectorUnits  # noqa: F401  (its home before; importers keep working)
 
 
 class TensorCore:
@@ -46,35 +49,3 @@ class TensorCore:
         self.flops += flops
         return start, self.env.timeout(end + wait - now)
 
-
-class VectorUnits:
-    """The SM's multi-function units (exponentials) and FP32 units: two pipes side by side, each
-    a FIFO. A job's exponentials and its FP32 operations queue on their own pipe and run at once;
-    the job is done when both parts are (a rescale, FP32 only, runs beside another's exponentials)."""
-
-    __slots__ = ("env", "name", "_exp_free", "_fp32_free", "exp_busy_ps", "fp32_busy_ps")
-
-    def __init__(self, env: simpy.Environment, name: str) -> None:
-        self.env = env
-        self.name = name
-        self._exp_free: float = 0
-        self._fp32_free: float = 0
-        self.exp_busy_ps = 0
-        self.fp32_busy_ps = 0
-
-    def run(self, exp_ps: int, fp32_ps: int) -> tuple[float, float, simpy.Timeout]:
-        """Queue a job; returns its start, its end and an event at its end."""
-        now = self.env.now
-        start = end = now
-        if exp_ps:
-            begin = self._exp_free if self._exp_free > now else now
-            self._exp_free = end = begin + exp_ps
-            start = begin
-            self.exp_busy_ps += exp_ps
-        if fp32_ps:
-            begin = self._fp32_free if self._fp32_free > now else now
-            self._fp32_free = begin + fp32_ps
-            start = min(start, begin) if exp_ps else begin
-            end = max(end, begin + fp32_ps)
-            self.fp32_busy_ps += fp32_ps
-        return start, end, self.env.timeout(end - now)

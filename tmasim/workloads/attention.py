@@ -37,10 +37,12 @@ from typing import TYPE_CHECKING
 from tmasim.errors import ScenarioError
 from tmasim.workloads.attention_bounds import explain, stats, summary_rows
 from tmasim.workloads.attention_config import FIELDS, KIND, PROBLEM_FIELDS, AttentionConfig, parse
-from tmasim.workloads.attention_plan import plan
+from tmasim.workloads.attention_pair import plan_pair
+from tmasim.workloads.attention_plan import plan as plan_single
 
 if TYPE_CHECKING:
     from tmasim.engine.chip import Plan
+    from tmasim.residency import Residency
     from tmasim.scenario import Scenario
 
 __all__ = ["FIELDS", "KIND", "PROBLEM_FIELDS", "AttentionConfig", "check", "describe", "explain", "parse", "plan",
@@ -66,6 +68,13 @@ def check(config: AttentionConfig, scenario: Scenario) -> None:
                             "workload.softmax_scale = 0 (softmax free)")
     if config.dtype not in gpu.tensor_flops:
         raise ScenarioError("workload.dtype", config.dtype, f"has no tensor-core rate on {gpu.name}")
+
+
+def plan(config: AttentionConfig, scenario: Scenario) -> tuple[Plan, Residency]:
+    """One CTA per work unit, or with the 2-SM MMA pairs of CTAs (:mod:`.attention_pair`)."""
+    if scenario.pipeline.mma_cta_group == 2:
+        return plan_pair(config, scenario)
+    return plan_single(config, scenario)
 
 
 def work_units(config: AttentionConfig, plan: Plan) -> int:

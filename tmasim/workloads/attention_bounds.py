@@ -38,7 +38,8 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
     e = ELEMENT_BYTES[config.dtype]
     bm, bn = config.tile
     readers = plan.info.get("warpgroups", 2)  # each warpgroup (Blackwell: each Q tile's MMA) reads all of K and V
-    operands = (bm * config.head_dim + readers * bn * (config.head_dim + config.d_v)) * e
+    halves = plan.info.get("mma_cta_group", 1)  # a 2-SM pair: each SM's shared memory holds half of K and V
+    operands = (bm * config.head_dim + readers * bn * (config.head_dim + config.d_v) // halves) * e
     for g, program in enumerate(plan.programs):
         assert isinstance(program, AttentionProgram)
         sm, procs = g % sms, program.schedule.consumers
@@ -114,7 +115,7 @@ def stats(config: AttentionConfig, scenario: Scenario, plan: Plan, res: Residenc
 
 def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
     from tmasim import format as fmt
-    from tmasim.summary_rows import chip_rows, share_of_peak, t
+    from tmasim.summary_rows import chip_rows, cluster_rows, share_of_peak, t
 
     config = scenario.workload
     assert isinstance(config, AttentionConfig)
@@ -137,6 +138,8 @@ def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str
                      f"{p.stages} K/V stages" + (", O staged in Q's buffer" if stats.get("o_in_q") else "")),
         ("no-overlap time", f"{t(stats['serial_ns'])} on the busiest SM"),
         *chip_rows(stats, scenario),
+        *(cluster_rows(stats, "a 2-SM MMA pair: each CTA loads its own Q rows and half of every K and V block, "
+                              "the leader's MMA reads both halves") if stats.get("cluster") else []),
     ]
     at = [name for name, _ in rows].index("residency") + 1 if "residency" in [n for n, _ in rows] else len(rows)
     rows[at:at] = _storage_rows(stats, scenario)

@@ -150,12 +150,13 @@ def tensor_memory(config: AttentionConfig, gpu: GpuSpec, shape: Shape) -> Accumu
     return Accumulator(tmem_columns=allocated)
 
 
-def smem_parts(config: AttentionConfig, gpu: GpuSpec, stages: int) -> tuple[int, int, int, bool]:
+def smem_parts(config: AttentionConfig, gpu: GpuSpec, stages: int, halves: int = 1) -> tuple[int, int, int, bool]:
     """(K + V bytes per stage, Q bytes, O staging bytes, whether O reuses Q's buffer): O gets a
-    buffer of its own when the CTA still fits with it, else it is staged in Q's (dead by then)."""
+    buffer of its own when the CTA still fits with it, else it is staged in Q's (dead by then).
+    ``halves``: 2 for a CTA of a 2-SM pair, which holds half of each K and V block."""
     e = ELEMENT_BYTES[config.dtype]
     bm, bn = config.tile
-    stage = bn * (config.head_dim + config.d_v) * e
+    stage = bn * (config.head_dim + config.d_v) * e // halves
     q, o = bm * config.head_dim * e, bm * config.d_v * OUT_BYTES
     barriers = 8 * (4 * stages + 2)
     own = stages * stage + q + o + barriers <= gpu.smem_per_cta and o > 0
@@ -217,8 +218,8 @@ def round_fractions(config: AttentionConfig, order: Sequence[tuple[int, int, int
 
 def plan(config: AttentionConfig, scenario: Scenario) -> tuple[Plan, Residency]:
     gpu, p = scenario.gpu, scenario.pipeline
-    if p.mma_cta_group != 1:
-        raise ScenarioError("pipeline.mma_cta_group", p.mma_cta_group, "is not modelled for attention yet (use 1)")
+    if p.mma_cta_group != 1:  # the 2-SM pair has its own plan (tmasim.workloads.attention_pair)
+        raise ScenarioError("pipeline.mma_cta_group", p.mma_cta_group, "is planned by attention_pair.plan_pair")
     shape = shape_of(config, p)
     if gpu.mma is not None and gpu.mma.instruction == "wgmma" and shape.rows % 64:
         raise ScenarioError("workload.tile", list(config.tile),
@@ -258,8 +259,8 @@ def _units(config: AttentionConfig, gpu: GpuSpec, shape: Shape, order: Sequence[
     def kv(fraction: float, masked: bool, rows_in: int) -> KvBlock:
         key = (fraction, masked, rows_in)
         if key not in blocks_cache:
-            k = _copy(gpu, bn * d * e, rows_in * d * e, fraction)
-            v = _copy(gpu, bn * dv * e, rows_in * dv * e, fraction)
+            k = tma_copy(gpu, bn * d * e, rows_in * d * e, fraction)
+            v = tma_copy(gpu, bn * dv * e, rows_in * dv * e, fraction)
             blocks_cache[key] = block(config, gpu, shape.rows, k, v, masked, rows_in)
         return blocks_cache[key]
 
@@ -277,11 +278,11 @@ def _units(config: AttentionConfig, gpu: GpuSpec, shape: Shape, order: Sequence[
             runs = [(kv(fraction, lo >= full, tail_rows if lo == last else bn), hi - lo)
                     for lo, hi in zip(cuts, cuts[1:], strict=False) if hi > lo]
             runs_cache[key] = tuple(runs)
-        q = _copy(gpu, bm * d * e, rows_in * d * e, 1.0)
+        q = tma_copy(gpu, bm * d * e, rows_in * d * e, 1.0)
         store = Copy(bm * dv * OUT_BYTES, rows_in * dv * OUT_BYTES, 1.0, 0)
         units.append(AttentionUnit(index, q, runs_cache[key], Epilogue(epilogue_time, store)))
     return units
 
 
-def _copy(gpu: GpuSpec, smem: int, memory: int, fraction: float) -> Copy:
+def tma_copy(gpu: GpuSpec, smem: int, memory: int, fraction: float) -> Copy:
     return Copy(smem, memory, fraction, gpu.copy_latency_for(smem) + round(fraction * gpu.hbm_latency))

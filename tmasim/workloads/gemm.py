@@ -34,6 +34,7 @@ from tmasim.operands import k_step_smem_bytes, k_step_smem_hold
 from tmasim.residency import Residency, residency
 from tmasim.workloads.gemm_bounds import breakdown
 from tmasim.workloads.gemm_config import FIELDS, KIND, PROBLEM_FIELDS, GemmConfig, parse
+from tmasim.workloads.gemm_l2_merge import merge_factors
 from tmasim.workloads.gemm_layout import (
     ClusterSetup,
     GemmLayout,
@@ -79,13 +80,14 @@ def plan(config: GemmConfig, scenario: Scenario) -> tuple[Plan, Residency]:
     slots = min(len(coords) // size, placement.clusters)  # clusters resident at once
     concurrent = slots * size
     fractions = hbm_fractions(config, coords, concurrent, gpu.l2_fit_size)  # what L2 holds (tmasim.l2)
-    cache: dict[tuple[int, int, float, float, int], Unit] = {}
+    merged = merge_factors(gpu, setup, placement, coords, concurrent, stages * (layout.a.box_bytes + b_stage))
+    cache: dict[tuple[int, int, float, float, int, float, float], Unit] = {}
     units = []
-    for index, ((row, col), (fa, fb)) in enumerate(zip(coords, fractions, strict=True)):
+    for index, ((row, col), (fa, fb), (ma, mb)) in enumerate(zip(coords, fractions, merged, strict=True)):
         rank = index % size
-        key = (_edge(row, config.tiles_m), _edge(col, config.tiles_n), fa, fb, rank)
+        key = (_edge(row, config.tiles_m), _edge(col, config.tiles_n), fa, fb, rank, ma, mb)
         if key not in cache:
-            cache[key] = _unit(config, layout, gpu, step, row, col, fa, fb, setup, rank)
+            cache[key] = _unit(config, layout, gpu, step, row, col, (fa, fb), setup, rank, (ma, mb))
         units.append(Unit(index, cache[key].segments, cache[key].epilogue))
     if config.launch == "persistent":
         programs = [UnitProgram(units[g::concurrent]) for g in range(concurrent)]
@@ -153,9 +155,11 @@ def _edge(index: int, count: int) -> bool:
     return index == count - 1
 
 
-def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, row: int, col: int, fa: float,
-          fb: float, setup: ClusterSetup, rank: int) -> Unit:
+def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, row: int, col: int,
+          hbm: tuple[float, float], setup: ClusterSetup, rank: int, merged: tuple[float, float]) -> Unit:
+    """``hbm``: the A and B loads' HBM shares; ``merged``: their L2 shares after neighbours merge."""
     bm, bn, bk = config.tile
+    (fa, fb), (ma, mb) = hbm, merged
     rows_in = min(bm, config.m - row * bm)
     cols_in = min(bn, config.n - col * bn)
     cx = setup.shape[0]
@@ -172,8 +176,8 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, r
     segments = []
     for first_k, count in _k_segments(config):
         k_in = min(bk, config.k - first_k)
-        a = _copy(gpu, layout.a, (first_k, row * bm), fa, a_parts, a_index, a_mask, a_alike)
-        b = _copy(gpu, layout.b, (first_k, col * bn), fb, b_parts, b_index, b_mask, b_alike)
+        a = _copy(gpu, layout.a, (first_k, row * bm), fa, a_parts, a_index, a_mask, a_alike / ma)
+        b = _copy(gpu, layout.b, (first_k, col * bn), fb, b_parts, b_index, b_mask, b_alike / mb)
         flops = 0.0 if setup.pair and rank % 2 else 2.0 * rows_in * cols_in * k_in
         segments.append(Segment(count, (a, b), step.occupancy, flops, step.tail, expect, hold))
     c_bytes = layout.c.box_bytes
@@ -191,12 +195,13 @@ def _k_segments(config: GemmConfig) -> list[tuple[int, int]]:
 
 
 def _copy(gpu: GpuSpec, descriptor: TensorDescriptor, coord: tuple[int, int], hbm_fraction: float,
-          parts: int = 1, index: int = 0, mask: int = 0, alike: int = 1) -> Copy:
+          parts: int = 1, index: int = 0, mask: int = 0, alike: float = 1.0) -> Copy:
     """One TMA load: the whole box, or (multicast) slice ``index`` of ``parts`` of it, delivered
     to the cluster ranks in ``mask``. The slice is read once from L2; the wave's HBM misses
     for the panel are spread over ``parts`` times fewer reads, so HBM bytes do not change.
     ``alike``: CTAs of the cluster that load this same box without multicast, on a GPU whose
-    GPCs coalesce them (``cluster_l2_coalescing``): L2 serves it once, 1/alike of each load."""
+    GPCs coalesce them (``cluster_l2_coalescing``): L2 serves it once, 1/alike of each load; divided
+    by the share that still reaches L2 after other clusters' loads merge (tmasim.workloads.gemm_l2_merge)."""
     smem = _part(descriptor.box_bytes, index, parts)
     memory = _part(descriptor.bytes_from_memory(coord), index, parts)
     fraction = min(1.0, hbm_fraction * parts)

@@ -1,0 +1,154 @@
+"""A CTA of a 2-SM pair running the attention pipeline (FlashAttention-4's ``cta_group::2``).
+
+Two CTAs on two SMs of one cluster (ranks 2i and 2i + 1) cover 2 x BM query rows: each holds
+its BM rows of Q, and its rows' S and O in its own Tensor Memory; one MMA instruction of
+M = 2 x 128 spans both SMs' tensor cores. Its B operand is split along N: each CTA loads half
+of every K block (BN / 2 keys) and half of every V block (d_v / 2 columns), so the pair reads
+each K/V block once. As in FA4 (``flash_fwd_sm100.py``, and :mod:`tmasim.engine.cta`'s GEMM
+pair):
+
+- each CTA's producer waits on its *own* empty barriers and issues its own Q tile and its own
+  halves, whose bytes complete on the *leader's* full barriers (the leader announces the
+  pair's bytes); the leader's MMA releases a slot in both CTAs, the peer's after the cluster's
+  remote-arrival latency;
+- only the leader's consumers issue MMAs, which keep both SMs' tensor cores busy (FLOPs
+  counted once, on the leader); each S lands in both CTAs' TMEM at once;
+- each CTA's softmax (and correction) warpgroups run on their own SM's vector units; the
+  leader's next P·V waits for both, the peer's arrival after the remote-arrival latency;
+- after a unit's last P·V each CTA's consumers normalize and store their own O tile.
+
+The leader's consumer process stands for the pair's softmax warpgroups too (it starts the
+peer's vector work when S is ready); the follower runs its producer and its epilogues.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+import simpy
+
+from tmasim.engine.attention_cta import AttentionCta
+from tmasim.engine.attention_program import Mma, VectorWork
+
+Wait = Generator[simpy.Event, object, None]
+
+
+class AttentionPairCta(AttentionCta):
+    leader: AttentionPairCta | None = None  # set on the follower
+    follower: AttentionPairCta | None = None  # set on the leader
+    cluster, rank, arrive_latency = -1, 0, 0
+
+    def join_cluster(self, cluster: int, rank: int, peers: list[AttentionPairCta], arrive_latency: int) -> None:
+        """Wire the pair: rank 2i leads rank 2i + 1; the leader's full barriers take both halves."""
+        self.cluster, self.rank, self.arrive_latency = cluster, rank, arrive_latency
+        if self.recorder is not None:
+            self.recorder.event(self.env.now, self.sm, self.index, "cluster", f"cluster {cluster}", -1, rank)
+        if rank % 2:
+            self.leader = peers[rank - 1]
+            return
+        self.follower = peers[rank + 1]
+        for barrier in (*self.k.full, *self.v.full, self.q_full):
+            barrier.signed_tx = True  # the peer's half may land before our expect_tx
+        units = len(self.program.units)
+        self._accumulated = [[self.env.event() for _ in range(self.schedule.consumers)] for _ in range(units)]
+
+    # ---- the producer: own empty barriers, the leader's full ones ------------------------------
+
+    def _load_q(self, u: int, role: str) -> Wait:
+        q = self.program.units[u].q
+        yield from self._wait(self.q_empty, (u & 1) ^ 1, role, False)
+        if self.leader is not None:
+            self.copy_engine.load(q, self.leader.q_full, self.index, u, 2 * self.sync.stages)
+            return
+        assert self.follower is not None
+        pair_bytes = q.smem_bytes + self.follower.program.units[u].q.smem_bytes
+        self.q_full.arrive_expect_tx(pair_bytes, f"{self.scope}.{role}", u)
+        self.copy_engine.load(q, self.q_full, self.index, u, 2 * self.sync.stages)
+
+    def _load_block(self, step: int, role: str) -> Wait:
+        stages = self.sync.stages
+        use, slot = divmod(step, stages)
+        block = self.program.block(step)
+        owner = self.leader or self
+        peer = self.follower.program.block(step) if self.follower is not None else None
+        for ring, target, copy, offset in ((self.k, owner.k, block.k, 0), (self.v, owner.v, block.v, stages)):
+            yield from self._wait(ring.empty[slot], (use & 1) ^ 1, role, False, step)
+            if peer is not None:
+                pair_bytes = copy.smem_bytes + (peer.k if offset == 0 else peer.v).smem_bytes
+                target.full[slot].arrive_expect_tx(pair_bytes, f"{self.scope}.{role}", use)
+            self._issued_at[offset + slot] = self.env.now
+            self.copy_engine.load(copy, target.full[slot], self.index, step, offset + slot)
+
+    # ---- the leader's consumers: one MMA on both SMs, both SMs' softmax ------------------------
+
+    def _release(self, ring, step: int, w: int) -> None:  # type: ignore[no-untyped-def]
+        super()._release(ring, step, w)
+        assert self.follower is not None
+        use, slot = divmod(step, self.sync.stages)
+        peer_ring = self.follower.k if ring is self.k else self.follower.v
+        self._remote(lambda: peer_ring.empty[slot].arrive(f"{self.scope}.consumer{w}", phase=use))
+
+    def _release_q(self, u: int) -> None:
+        super()._release_q(u)
+        if not self.schedule.o_in_q:
+            assert self.follower is not None
+            follower = self.follower
+            self._remote(lambda: follower.q_empty.arrive(f"{self.scope}.consumer", phase=u))
+
+    def _remote(self, arrive) -> None:  # type: ignore[no-untyped-def]
+        """An arrival on a barrier of the peer CTA: after the cluster's remote-arrival latency."""
+        if not self.arrive_latency:
+            arrive()
+        else:
+            self.env.timeout(self.arrive_latency).callbacks.append(lambda _: arrive())  # type: ignore[union-attr]
+
+    def _mma(self, mma: Mma, w: int, step: int, kind: str) -> simpy.Event:
+        assert self.follower is not None
+        start, done = self.tensor_core.run_with(self.follower.tensor_core, mma.occupancy, mma.flops, mma.tail)
+        if self.recorder is not None:
+            for cta in (self, self.follower):
+                self.recorder.span(start, start + mma.occupancy, cta.sm, cta.index, "tensor", kind, step, w)
+            self.recorder.span(start, start + mma.occupancy + mma.tail, self.sm, self.index, f"consumer{w}", kind,
+                               step, -1)
+        return done
+
+    def _vector_apart(self, work: VectorWork, w: int, step: int, kind: str = "correction") -> simpy.Event | None:
+        """Both CTAs' softmax (or rescale) of their own rows, each on its own SM's units; done when
+        ours is and the peer's arrival (remote) is in."""
+        assert self.follower is not None
+        ours = super()._vector_apart(work, w, step, kind)
+        theirs = AttentionCta._vector_apart(self.follower, work, w, step, kind)
+        if ours is None or theirs is None:
+            return ours
+        both = self.env.event()
+        left = [2]
+
+        def one(_: simpy.Event) -> None:
+            left[0] -= 1
+            if not left[0]:
+                both.succeed()
+
+        ours.callbacks.append(one)  # type: ignore[union-attr]
+        theirs.callbacks.append(lambda _: self._remote(lambda: one(theirs)))  # type: ignore[union-attr]
+        return both
+
+    def _epilogue(self, w: int, u: int) -> Wait:
+        if self.follower is not None:
+            self._accumulated[u][w].succeed()  # the unit's last P·V is done: the peer's O too
+        yield from super()._epilogue(w, u)
+
+    # ---- the follower's consumers: its epilogues only ------------------------------------------
+
+    def consumer(self, w: int) -> Wait:
+        if self.leader is None:
+            yield from super().consumer(w)
+            return
+        for u in range(len(self.program.units)):
+            done = self.leader._accumulated[u][w]
+            if done.callbacks is not None:
+                self._waiting[f"consumer{w}"] = (self.leader.q_full, u & 1)
+                yield done
+                del self._waiting[f"consumer{w}"]
+            yield from AttentionCta._epilogue(self, w, u)
+        self._consumers_left -= 1
+        self._maybe_finish()

@@ -1,0 +1,115 @@
+"""The SM's FP32 and multi-function (exponential) units, shared by processor sharing.
+
+An SM has four sub-partitions; a warpgroup puts one warp on each, and each sub-partition's
+scheduler issues from a different ready warp every cycle. Two warpgroups with FP32 or
+exponential work at once therefore share each pipe's throughput cycle by cycle instead of
+queueing behind each other: with n jobs on a pipe, each advances at 1/n of the pipe's rate
+(egalitarian processor sharing). A job alone gets the whole pipe, as before.
+
+Each pipe keeps a *virtual clock* that advances at the rate one job of n receives; a job's
+finish tag is the virtual time at its arrival plus its work, so the job with the smallest tag
+finishes first and arrivals need not touch the others. Virtual time is kept in units of
+1/``SCALE`` ps, with ``SCALE`` divisible by every n up to 16, so it is exact for integer times;
+a finish that falls between picoseconds is rounded up to the next one.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import simpy
+
+SCALE = 720_720  # lcm(1..16)
+
+
+class _Job:
+    """One request: done when each of its parts (one per pipe it uses) has finished."""
+
+    __slots__ = ("left", "done")
+
+    def __init__(self, parts: int, done: simpy.Event) -> None:
+        self.left = parts
+        self.done = done
+
+    def part_done(self) -> None:
+        self.left -= 1
+        if not self.left:
+            self.done.succeed()
+
+
+class SharedPipe:
+    """One pipe (the exponential or the FP32 units of an SM) under processor sharing."""
+
+    __slots__ = ("env", "_jobs", "_virtual", "_last", "_generation", "_count")
+
+    def __init__(self, env: simpy.Environment) -> None:
+        self.env = env
+        self._jobs: list[tuple[int, int, _Job]] = []  # (finish tag, arrival order, job)
+        self._virtual = 0
+        self._last: float = 0
+        self._generation = 0
+        self._count = 0
+
+    def add(self, work_ps: int, job: _Job) -> None:
+        self._advance()
+        self._count += 1
+        heapq.heappush(self._jobs, (self._virtual + work_ps * SCALE, self._count, job))
+        self._schedule()
+
+    def _advance(self) -> None:
+        now = self.env.now
+        if self._jobs and now > self._last:
+            self._virtual += int(now - self._last) * SCALE // len(self._jobs)
+        self._last = now
+
+    def _schedule(self) -> None:
+        """A wake-up when the job with the smallest tag finishes (earlier ones are stale)."""
+        self._generation += 1
+        if not self._jobs:
+            return
+        left = (self._jobs[0][0] - self._virtual) * len(self._jobs)
+        generation = self._generation
+        wake = self.env.timeout(-(-left // SCALE))
+        wake.callbacks.append(lambda _: self._finish(generation))  # type: ignore[union-attr]
+
+    def _finish(self, generation: int) -> None:
+        if generation != self._generation:
+            return
+        self._advance()
+        jobs = self._jobs
+        while jobs and jobs[0][0] <= self._virtual:
+            heapq.heappop(jobs)[2].part_done()
+        self._schedule()
+
+
+class VectorUnits:
+    """The SM's multi-function units (exponentials) and FP32 units: two pipes side by side, each
+    shared by processor sharing among the jobs on it. A job's exponentials and its FP32
+    operations run on their own pipes at once; it is done when both parts are (a rescale, FP32
+    only, shares the FP32 pipe with another warpgroup's softmax and runs beside its
+    exponentials)."""
+
+    __slots__ = ("env", "name", "_exp", "_fp32", "exp_busy_ps", "fp32_busy_ps")
+
+    def __init__(self, env: simpy.Environment, name: str) -> None:
+        self.env = env
+        self.name = name
+        self._exp = SharedPipe(env)
+        self._fp32 = SharedPipe(env)
+        self.exp_busy_ps = 0  # work done, in ps of a whole pipe (its busy time: the pipes never idle with work)
+        self.fp32_busy_ps = 0
+
+    def run(self, exp_ps: int, fp32_ps: int) -> simpy.Event:
+        """Start a job of ``exp_ps`` and ``fp32_ps`` ps of whole-pipe work now; its end event."""
+        done = self.env.event()
+        job = _Job((exp_ps > 0) + (fp32_ps > 0), done)
+        if not job.left:
+            done.succeed()
+            return done
+        if exp_ps:
+            self.exp_busy_ps += exp_ps
+            self._exp.add(exp_ps, job)
+        if fp32_ps:
+            self.fp32_busy_ps += fp32_ps
+            self._fp32.add(fp32_ps, job)
+        return done
