@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from tmasim_helpers import US, costly_gpu, ps
 
 from tmasim import analytic
+from tmasim.engine import exact_sum, fast_forward
 from tmasim.errors import ModelError, ScenarioError
 from tmasim.scenario import bundled_names, from_dict, load
 from tmasim.simulation import simulate
@@ -75,17 +76,40 @@ def test_every_bundled_scenario_agrees_with_its_full_run(name):
         assert str(again.value) == str(err)
 
 
+def test_the_cuts_float_sums_stay_exact_when_they_fold_at_every_new_value(monkeypatch):
+    """The float counters' parts (one per cut, fractional where L2 serves part of a copy) are kept
+    by count and folded into one integer past ``DISTINCT`` values: folding at every new value,
+    skipping or not, changes no bit of any counter."""
+    finals: list[list[float]] = []
+    finish = fast_forward.FastForward.finish
+
+    def keep(ff: fast_forward.FastForward) -> None:
+        finish(ff)
+        finals.append([getattr(owner, attr) for owner, attr, _ in ff.floats])
+
+    monkeypatch.setattr(fast_forward.FastForward, "finish", keep)
+    raw = dict(load("gemm-ideal").raw)
+    kept, _ = both(raw)
+    monkeypatch.setattr(exact_sum, "DISTINCT", 0)
+    monkeypatch.setattr(fast_forward, "DISTINCT", 0)
+    folded, _ = both(raw)
+    assert folded == kept and kept["fast_forward_skipped_steps"] > 0
+    assert finals[0] == finals[1] == finals[2] == finals[3]
+    assert any(not value.is_integer() for value in finals[0])  # some parts were fractional
+
+
 def test_clusters_with_multicast_skip_too():
     raw = dict(load("gemm-h100-cluster").raw)
     fast, _ = both({**raw, "workload": {**raw["workload"], "m": 4096, "n": 4096, "k": 8192}})
     assert fast["fast_forward_skipped_steps"] > 0.4 * fast["simulated_steps"]  # 128 k-steps a tile: most repeat
 
 
-def test_two_sm_mma_pairs_run_in_full_and_say_so():
-    raw = dict(load("gemm-b200-2sm").raw)
-    fast, _ = both({**raw, "workload": {**raw["workload"], "m": 2048, "n": 2048, "k": 1024}})
-    assert fast["fast_forward"] == "off: 2-SM MMA pairs are simulated in full"
-    assert fast["fast_forward_skipped_steps"] == 0
+def test_two_sm_mma_pairs_skip_too():
+    fast, full = both(dict(load("gemm-b200-2sm").raw))
+    assert fast["fast_forward"].startswith("on: ")
+    # 1024 tiles of 256 x 256 on 74 pairs: two classes of pairs (14 and 13 tiles of 128 k-steps)
+    assert full["simulated_steps"] == (14 + 13) * 128 * 2
+    assert fast["fast_forward_skipped_steps"] > 0.8 * fast["simulated_steps"]
 
 
 def test_jitter_runs_in_full_and_says_why():

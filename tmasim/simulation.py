@@ -48,7 +48,7 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False, allow_large:
     chip = Chip(env, scenario.gpu, plan, _sync(scenario), recorder, aggregate=scenario.run.aggregate and not drift.on,
                 record_bandwidth=record_bandwidth, drift=drift, seed=scenario.run.seed)
     budget.check(_run_estimate(scenario, plan, chip, limits), limits)
-    why_not = _no_skip(scenario, plan, record_bandwidth)
+    why_not = _no_skip(scenario, plan)
     ff = FastForward(env, chip, scenario.pipeline.stages, skip=not why_not, note=why_not)
     try:
         _run_events(env, scenario, chip.ctas)
@@ -75,13 +75,11 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False, allow_large:
     return Result(scenario, stats, races, recorder, bandwidth)
 
 
-def _no_skip(scenario: Scenario, plan: Plan, record_bandwidth: bool) -> str:
+def _no_skip(scenario: Scenario, plan: Plan) -> str:
     """Why repeated periods are not skipped in this run ('' when they may be)."""
     run = scenario.run
     reasons = [(not run.fast_forward, "run.fast_forward = false"),
                (run.drift.on, "SM drift makes durations random"),
-               (record_bandwidth, "link loads are recorded over time"),
-               (scenario.pipeline.mma_cta_group == 2, "2-SM MMA pairs are simulated in full"),
                (bool(plan.programs) and not hasattr(plan.programs[0], "run_of"),
                 "this workload's CTA program has no ring steps the skip can cut (attention's K/V rings)"),
                (not scenario.pipeline.consumer_waits_full,

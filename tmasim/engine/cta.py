@@ -110,7 +110,7 @@ class Cta:
         self._stores_left = 0
         self._turn = 0  # ping-pong: the unit whose mainloop may run
         self._turn_changed = env.event()
-        self.on_step: Callable[[Cta, int], None] | None = None  # called as the producer reaches each step
+        self.on_step: Callable[[Cta, int], None] | None = None  # called as the producer reaches slot 0
         self.steps_may_drop = False  # fast-forward may shorten the program: loops re-read its length
         self.processes = [env.process(self.producer())]
         self.processes += [env.process(self.consumer(w)) for w in range(sync.consumers)]
@@ -163,17 +163,22 @@ class Cta:
         """A pair follower's consumers run no MMA: they wait for each accumulator half, then
         write it out."""
         assert self.leader is not None
-        prog = self.program
-        for i in self._steps_of(warpgroup):
-            epilogue = prog.epilogue(i)
-            if epilogue is None:
+        prog, turns = self.program, self.sync.mode != COOPERATIVE and self.sync.consumers > 1
+        # By unit, not by step: the wait stays put when fast-forward drops steps before it.
+        for unit, done in enumerate(self.leader._unit_done):
+            if turns and unit % self.sync.consumers != warpgroup:
                 continue
-            done = self.leader._unit_done[prog.unit_of(i)]
+            if prog.epilogue(prog.last_step(unit)) is None:
+                continue
             if done.callbacks is not None:
-                slot, parity = i % self.sync.stages, (i // self.sync.stages) & 1
-                self._waiting[f"consumer{warpgroup}"] = (self.leader.ring.full[slot], parity, self.env.now, i)
+                i = prog.last_step(unit)
+                slot, parity, t0 = i % self.sync.stages, (i // self.sync.stages) & 1, self.env.now
+                self._waiting[f"consumer{warpgroup}"] = (self.leader.ring.full[slot], parity, t0, i)
                 yield done
                 del self._waiting[f"consumer{warpgroup}"]
+            i = prog.last_step(unit)
+            epilogue = prog.epilogue(i)
+            assert epilogue is not None
             yield from self._epilogue(warpgroup, i, epilogue.duration, epilogue.store)
         self._consumers_left -= 1
         self._maybe_finish()
@@ -191,9 +196,9 @@ class Cta:
         stages, fulls, empties, copies_of = ring.stages, ring.full, ring.empty, prog.copies
         on_step = self.on_step
         for i in self._steps():
-            if on_step is not None:  # fast-forward's cut: may shorten the program (engine/fast_forward.py)
-                on_step(self, i)
             use, slot = divmod(i, stages)
+            if not slot and on_step is not None:  # fast-forward's cut, once a lap: may shorten the program
+                on_step(self, i)
             parity = use & 1
             empty = empties[slot]
             ready = empty.wait(parity ^ 1)

@@ -21,20 +21,27 @@ full run makes k·Δ later and k·p_c steps further (spans begun before the cut 
 state at a cut holds when each open wait began), are shifted by the jumps so far when the next
 jump comes or the run ends. The stream is then, record for record, the full run's: spans and
 events tables, Gantt charts and traces are identical. They cost the memory of the full run's.
+
+Links' loads over time (``record_bandwidth``: each link's series of (time, load) change points)
+repeat the same way: the period's points, m·Δ later. A point is dropped where the load does not
+change and replaced where two change at one instant, so the period's first change must see the
+same point before it as in the full run: the point in effect at cut j must be the one at cut i,
+Δ later, with the same load. Until it is (a transient), the jump waits for a later cut.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from tmasim.engine.flows import Link
 from tmasim.engine.recorder import BOTH_COPY, BOTH_FILL, EVENT, SPAN, TWO_SPANS, TWO_SPANS_FLIP, WIDTH, Recorder
 
 # How a record of each form moves with its CTA: whether ``tile`` is a ring step, and which field
 # (if any) holds a barrier phase. A form missing here cannot be shifted (fast-forward then does
-# not skip); the deadlock-only ``stuck`` event and the unchecked reads' ``race`` are left out on
-# purpose (neither happens in a run that skips).
+# not skip); the unchecked reads' ``race`` is left out on purpose (such runs do not skip).
 _STEP, _UNIT, _NONE = "step", "unit", "none"
 RULES: dict[tuple[int, str, str], tuple[str, int | None]] = {
     (BOTH_COPY, "tma", "transfer"): (_STEP, None),
@@ -57,6 +64,16 @@ RULES: dict[tuple[int, str, str], tuple[str, int | None]] = {
     (EVENT, "", "cluster"): (_NONE, None),
 }
 _TIME, _TILE, _CTA, _FORM = 0, 6, 4, 5
+LoadPoint = tuple[int, float]
+
+
+class Mark(NamedTuple):
+    """Where a cut is in what is recorded: the time, the records so far, each link's series
+    length and its last point (the load in effect)."""
+
+    now: int
+    records: int
+    series: tuple[tuple[int, LoadPoint | None], ...]
 
 
 class Unshiftable(Exception):
@@ -64,26 +81,69 @@ class Unshiftable(Exception):
 
 
 class RecordShift:
-    """Regenerates the records of skipped periods; one per run with records and the skip on."""
+    """Regenerates the records (and link loads) of skipped periods; one per run that keeps
+    records or link loads and may skip."""
 
-    def __init__(self, recorder: Recorder, stages: int) -> None:
-        self.recorder, self.stages = recorder, stages
+    def __init__(self, recorder: Recorder | None, links: Sequence[Link], stages: int) -> None:
+        self.recorder, self.links, self.stages = recorder, list(links), stages
         self.time_shift = 0  # what the jumps so far moved the run: time, and each CTA's steps
         self.step_shift: dict[int, int] = {}
         self.raw_from = 0  # records from here on are as the run made them, not yet shifted
         self.regenerated = 0  # records made by shifting
+        # Per link: (index in the run's series, the copies to insert there, the time shift after them).
+        self.inserts: list[list[tuple[int, list[LoadPoint], int]]] = [[] for _ in self.links]
 
-    def cannot_shift(self, start: int, end: int) -> str:
-        """Why the records ``start``..``end`` could not be repeated exactly ('' when they can)."""
+    def mark(self, now: int) -> Mark:
+        count = self.recorder.count if self.recorder is not None else 0
+        series = tuple((len(lk._series), lk._series[-1] if lk._series else None) for lk in self.links)
+        return Mark(now, count, series)
+
+    def cannot_shift(self, i: Mark, j: Mark) -> str:
+        """Why the records between cuts i and j could never be repeated exactly ('' when they can)."""
+        if self.recorder is None:
+            return ""
         forms = self.recorder.forms
-        codes = np.unique(self.recorder.rows(start, end)[:, _FORM])
+        codes = np.unique(self.recorder.rows(i.records, j.records)[:, _FORM])
         missing = [forms[c] for c in codes if forms[c] not in RULES]
         return f"records of kind {missing[0][2]!r} cannot be shifted into skipped periods" if missing else ""
 
-    def jump(self, start: int, end: int, k: int, delta: int, moves: dict[int, int]) -> None:
-        """The run skips k periods of ``delta`` ps: records ``start``..``end`` (the period just
-        simulated, ``end`` the recorder's count now) are repeated k times, each CTA (by index)
-        ``moves[cta]`` steps further each time."""
+    def aligned(self, i: Mark, j: Mark) -> bool:
+        """Whether every link's load series repeats from cut i: the point in effect at cut j is
+        the one at cut i, Δ later and with the same load, and nothing replaced the latter."""
+        delta = j.now - i.now
+        for link, (len_i, last_i), (_, last_j) in zip(self.links, i.series, j.series, strict=True):
+            if len_i and link._series[len_i - 1] is not last_i:
+                return False  # replaced by a change at the same instant, after the cut
+            if last_i is None or last_j is None:
+                if last_i is not last_j:
+                    return False
+                continue
+            same_place = last_j[0] - last_i[0] == delta or (last_i[0] < i.now and last_j[0] < j.now)
+            if last_j[1] != last_i[1] or not same_place:
+                return False
+        return True
+
+    def jump(self, i: Mark, j: Mark, k: int, moves: dict[int, int]) -> None:
+        """The run skips k periods of Δ = j.now - i.now: what was recorded between cuts i and j
+        (j is now) is repeated k times, each CTA (by index) ``moves[cta]`` steps further each time."""
+        delta = j.now - i.now
+        if self.recorder is not None:
+            self._jump_records(i.records, j.records, k, delta, moves)
+        for link, inserts, (len_i, _), (len_j, _) in zip(self.links, self.inserts, i.series, j.series, strict=True):
+            period = link._series[len_i:len_j]
+            inserts.append((len_j, [(t + m * delta, load) for m in range(1, k + 1) for t, load in period], k * delta))
+
+    def finish(self) -> None:
+        """After the run: the records made since the last jump move as the jumps moved the run;
+        the links' series get the skipped periods' points."""
+        if self.recorder is not None:
+            self._settle()
+        for link, inserts in zip(self.links, self.inserts, strict=True):
+            if inserts:
+                link._series[:] = _spliced(link._series, inserts)
+
+    def _jump_records(self, start: int, end: int, k: int, delta: int, moves: dict[int, int]) -> None:
+        assert self.recorder is not None
         self._settle()
         period = self.recorder.rows(start, end)
         step = self._delta(period, delta, moves)
@@ -98,11 +158,8 @@ class RecordShift:
                 self.step_shift[cta] = self.step_shift.get(cta, 0) + k * p
         self.raw_from = self.recorder.count
 
-    def finish(self) -> None:
-        """After the run: the records made since the last jump move as the jumps moved the run."""
-        self._settle()
-
     def _settle(self) -> None:
+        assert self.recorder is not None
         if self.time_shift or self.step_shift:
             self.recorder.map_rows(self.raw_from, lambda rows: rows + self._delta(rows, self.time_shift,
                                                                                   self.step_shift))
@@ -110,8 +167,8 @@ class RecordShift:
 
     def _delta(self, rows: np.ndarray[Any, Any], delta: int, moves: dict[int, int]) -> np.ndarray[Any, Any]:
         """What each record gains when the run is ``delta`` ps later and CTA c is moves[c] steps further."""
-        forms = self.recorder.forms
-        rules = [RULES.get(f) for f in forms]
+        assert self.recorder is not None
+        rules = [RULES.get(f) for f in self.recorder.forms]
         if any(rules[c] is None for c in np.unique(rows[:, _FORM])):
             raise Unshiftable("a record without a shift rule")  # cannot_shift said so before the jump
         is_step = np.array([r is not None and r[0] == _STEP for r in rules])
@@ -127,3 +184,16 @@ class RecordShift:
         for field in (2, 8):
             out[:, field] = np.where(phase_in[form] == field, steps // self.stages, 0)
         return out
+
+
+def _spliced(series: list[LoadPoint], inserts: list[tuple[int, list[LoadPoint], int]]) -> list[LoadPoint]:
+    """The run's series with each jump's copies inserted where it was cut, every point after a
+    jump moved by the jump's time shift (and the ones before it)."""
+    out: list[LoadPoint] = []
+    shift = done = 0
+    for at, copies, moved in inserts:
+        out += [(t + shift, load) for t, load in series[done:at]]
+        out += [(t + shift, load) for t, load in copies]
+        shift, done = shift + moved, at
+    out += [(t + shift, load) for t, load in series[done:]]
+    return out
