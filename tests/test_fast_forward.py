@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from tmasim_helpers import US, costly_gpu, ps
 
 from tmasim import analytic
+from tmasim.engine import exact_sum, fast_forward
 from tmasim.errors import ModelError, ScenarioError
 from tmasim.scenario import bundled_names, from_dict, load
 from tmasim.simulation import simulate
@@ -73,6 +74,28 @@ def test_every_bundled_scenario_agrees_with_its_full_run(name):
         with pytest.raises(type(err)) as again:
             simulate(from_dict({**raw, "run": {**raw.get("run", {}), "records": False, "fast_forward": False}}))
         assert str(again.value) == str(err)
+
+
+def test_the_cuts_float_sums_stay_exact_when_they_fold_at_every_new_value(monkeypatch):
+    """The float counters' parts (one per cut, fractional where L2 serves part of a copy) are kept
+    by count and folded into one integer past ``DISTINCT`` values: folding at every new value,
+    skipping or not, changes no bit of any counter."""
+    finals: list[list[float]] = []
+    finish = fast_forward.FastForward.finish
+
+    def keep(ff: fast_forward.FastForward) -> None:
+        finish(ff)
+        finals.append([getattr(owner, attr) for owner, attr, _ in ff.floats])
+
+    monkeypatch.setattr(fast_forward.FastForward, "finish", keep)
+    raw = dict(load("gemm-ideal").raw)
+    kept, _ = both(raw)
+    monkeypatch.setattr(exact_sum, "DISTINCT", 0)
+    monkeypatch.setattr(fast_forward, "DISTINCT", 0)
+    folded, _ = both(raw)
+    assert folded == kept and kept["fast_forward_skipped_steps"] > 0
+    assert finals[0] == finals[1] == finals[2] == finals[3]
+    assert any(not value.is_integer() for value in finals[0])  # some parts were fractional
 
 
 def test_clusters_with_multicast_skip_too():

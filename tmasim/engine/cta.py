@@ -110,7 +110,7 @@ class Cta:
         self._stores_left = 0
         self._turn = 0  # ping-pong: the unit whose mainloop may run
         self._turn_changed = env.event()
-        self.on_step: Callable[[Cta, int], None] | None = None  # called as the producer reaches each step
+        self.on_step: Callable[[Cta, int], None] | None = None  # called as the producer reaches slot 0
         self.steps_may_drop = False  # fast-forward may shorten the program: loops re-read its length
         self.processes = [env.process(self.producer())]
         self.processes += [env.process(self.consumer(w)) for w in range(sync.consumers)]
@@ -191,9 +191,9 @@ class Cta:
         stages, fulls, empties, copies_of = ring.stages, ring.full, ring.empty, prog.copies
         on_step = self.on_step
         for i in self._steps():
-            if on_step is not None:  # fast-forward's cut: may shorten the program (engine/fast_forward.py)
-                on_step(self, i)
             use, slot = divmod(i, stages)
+            if not slot and on_step is not None:  # fast-forward's cut, once a lap: may shorten the program
+                on_step(self, i)
             parity = use & 1
             empty = empties[slot]
             ready = empty.wait(parity ^ 1)

@@ -7,7 +7,8 @@ stops repeating (a unit's last step, its epilogue). So the run can skip whole pe
 
 *Cuts.* When the reference CTA's producer reaches a step that is a multiple of the stage count,
 the run is *cut*: the fabric's float clocks are rebased to zero and float counters are moved
-into lists summed exactly at the end (:func:`math.fsum`), so that equal states hold equal bits.
+into exact sums (engine/exact_sum.py: one integer each, whatever the run's length, rounded
+once at the end as :func:`math.fsum` of the parts would be), so that equal states hold equal bits.
 Cuts happen whether or not the skip is on, so a run with ``run.fast_forward = false`` computes
 exactly what the fast-forwarded one does, without the skip.
 
@@ -37,6 +38,7 @@ from simpy.events import PENDING, Process
 
 from tmasim.engine.barrier import Mbarrier
 from tmasim.engine.copy_engine import Multicast
+from tmasim.engine.exact_sum import DISTINCT, ExactSum
 from tmasim.engine.program import TimedProgram
 from tmasim.engine.record_shift import Mark, RecordShift
 
@@ -62,11 +64,11 @@ class Opaque(Exception):
 
 
 class _Cut:
-    __slots__ = ("now", "base", "low", "ints", "cuts", "records")
+    __slots__ = ("now", "base", "low", "ints", "sums", "records")
 
-    def __init__(self, now: int, base: list[int], low: list[int], ints: list[Any], cuts: int,
+    def __init__(self, now: int, base: list[int], low: list[int], ints: list[Any], sums: list[int],
                  records: Mark | None) -> None:
-        self.now, self.base, self.low, self.ints, self.cuts, self.records = now, base, low, ints, cuts, records
+        self.now, self.base, self.low, self.ints, self.sums, self.records = now, base, low, ints, sums, records
 
 
 class FastForward:
@@ -92,10 +94,9 @@ class FastForward:
         self.engines = [sm.copy_engine for sm in chip.sms]
         self.cores = [sm.tensor_core for sm in chip.sms]
         self.links = list(self.fabric._links.values()) if self.fabric is not None else []
-        floats = [(o, a) for o in (*self.cores, *self.engines, *self.links) for a in FLOAT_COUNTERS[type(o).__name__]]
-        self.floats = floats
-        self.parts: list[list[float]] = [[] for _ in floats]  # each float counter's value at each cut
-        self.cuts = 0
+        # Each float counter with the exact sum of its values at the cuts (it restarts at zero).
+        self.floats = [(o, a, ExactSum()) for o in (*self.cores, *self.engines, *self.links)
+                       for a in FLOAT_COUNTERS[type(o).__name__]]
         self.seen: dict[tuple[Any, ...], _Cut] = {}
         self.run: tuple[int, int] | None = None
         self.shifts: list[tuple[int, set[int]]] = []  # (k·Δ, ids of CTAs finished before the skip)
@@ -157,28 +158,33 @@ class FastForward:
     def _normalize(self) -> None:
         """Value-preserving canonical form at a cut (done with the skip off too): fabric clocks
         rebased to zero, busy intervals split at now, float counters moved to exact sums."""
-        now: int = self.env.now  # type: ignore[assignment]
-        if self.fabric is not None:
+        if self.fabric is not None:  # without one, no engine streams a flow and there are no links
+            now: int = self.env.now  # type: ignore[assignment]
             _rebase(self.fabric)
-        for engine in self.engines:
-            if engine._transferring:
-                engine.busy_ps += now - engine._busy_since
-                engine._busy_since = now
-        for link in self.links:
-            if link._classes:
-                link._busy_ps += now - link._busy_since
-                link._busy_since = now
-        for (owner, attr), parts in zip(self.floats, self.parts, strict=True):
-            parts.append(getattr(owner, attr))
-            setattr(owner, attr, 0.0)
-        self.cuts += 1
+            for engine in self.engines:
+                if engine._transferring:
+                    engine.busy_ps += now - engine._busy_since
+                    engine._busy_since = now
+            for link in self.links:
+                if link._classes:
+                    link._busy_ps += now - link._busy_since
+                    link._busy_since = now
+        for owner, attr, total in self.floats:
+            value = getattr(owner, attr)
+            if value:  # ExactSum.add, inline: this runs every lap
+                counts = total.counts
+                counts[value] = counts.get(value, 0) + 1
+                setattr(owner, attr, 0.0)
+                if len(counts) > DISTINCT:
+                    total.fold()
 
     def _cut(self) -> _Cut:
         base = [c.issued for c in self.ctas]
         low = [min([b, *(_step(p) for p in c.processes[1:] if p.is_alive)])
                for c, b in zip(self.ctas, base, strict=True)]
+        sums = [total.fold() for _, _, total in self.floats]
         records = self.records.mark(self.env.now) if self.records is not None else None  # type: ignore[arg-type]
-        return _Cut(self.env.now, base, low, self._ints(), self.cuts, records)  # type: ignore[arg-type]
+        return _Cut(self.env.now, base, low, self._ints(), sums, records)  # type: ignore[arg-type]
 
     def _ints(self) -> list[Any]:
         values: list[Any] = [getattr(c, a) for c in self.ctas for a in CTA_COUNTERS]
@@ -237,9 +243,8 @@ class FastForward:
             if p:
                 cta.program.drop_steps(base, k * p, self.units_matter)  # type: ignore[attr-defined]
         self._set_ints([v + k * (v - w) for v, w in zip(j.ints, i.ints, strict=True)])
-        for parts in self.parts:  # the period's float increments, k more times
-            parts.extend(parts[i.cuts : j.cuts] * k)
-        self.cuts += (j.cuts - i.cuts) * k  # the length of every list in parts
+        for (_, _, total), before, now in zip(self.floats, i.sums, j.sums, strict=True):
+            total.add_units(k * (now - before))  # the period's float increments, k more times, exactly
         self.shifts.append((k * delta, {id(c) for c in self.ctas if c.finished_at is not None}))
         if self.records is not None:
             by_index = {c.index: p for c, p in zip(self.ctas, moves, strict=True)}
@@ -255,8 +260,8 @@ class FastForward:
             for cta in self.ctas:
                 if id(cta) not in finished and cta.finished_at is not None:
                     cta.finished_at += shift
-        for (owner, attr), parts in zip(self.floats, self.parts, strict=True):
-            setattr(owner, attr, math.fsum(parts))
+        for owner, attr, total in self.floats:
+            setattr(owner, attr, total.value())
         if self.records is not None:
             self.records.finish()
 

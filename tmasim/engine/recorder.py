@@ -5,16 +5,17 @@ for that once per event and skip the record entirely.
 
 Records cost little, in time and in memory:
 
-- One stream, in the order things happened: every record is ``WIDTH`` integers appended to one
-  flat list (no tuple per record, no string: lanes, kinds and names are small integer codes
-  that the components look up once, when they are built).
+- One stream, in the order things happened: every record is ``WIDTH`` integers packed at once
+  into one byte buffer as 64-bit numbers (:mod:`struct`: no Python object is kept per record or
+  per number, and the chunk needs no conversion; no string: lanes, kinds and names are small
+  integer codes that the components look up once, when they are built).
 - One record where one moment makes several rows: a copy that lands is its ``transfer`` span
   and its ``landed`` event; a full barrier's flip is the slot's ``fill`` span and the
   ``flip_full`` event; an MMA step is the consumer's ``compute`` span and the slot's ``use``
   span (same start, the slot held ``tail`` longer). The rows are derived when the tables are
   built, in the order they were recorded, so the tables are the same as with one record each.
-- Every :data:`CHUNK` records the list becomes one packed numpy array, whole (one conversion,
-  not one per column): about 30 bytes a record instead of some 300 as Python objects. Records
+- Every :data:`CHUNK` records the buffer becomes one numpy array, whole (read in place, not
+  converted number by number): about 30 bytes a record instead of some 300 as Python objects. Records
   arrive nearly in time order, so a chunk keeps each record's time as the step from the one
   before (32 bits, signed) and is packed in this narrow layout when its values fit, else (a
   step over 2 ms, a CTA index over 32767, ...) in 64-bit columns, for that chunk only. A
@@ -24,6 +25,7 @@ Records cost little, in time and in memory:
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 import numpy as np
@@ -56,6 +58,8 @@ CHUNK = 1 << 14  # records per packed chunk
 #   COMPUTE   a compute span (time = end, a = duration) + the slot's use span (ends b later)
 #   COMPUTE_FLIP  COMPUTE + the empty barrier's flip when the slot is released (value = phase, name)
 WIDTH = 10
+_PACK = struct.Struct(f"<{WIDTH}q").pack  # a record as the buffer keeps it: WIDTH 64-bit integers
+_RECORD_BYTES = WIDTH * 8
 _FIELDS = ("time", "a", "b", "sm", "cta", "form", "tile", "stage", "value", "name")
 _NARROW = np.dtype([("time", "<i4"), ("a", "<u4"), ("b", "<i4"), ("sm", "<i2"), ("cta", "<i2"), ("form", "<u2"),
                     ("tile", "<i4"), ("stage", "<i2"), ("value", "<i4"), ("name", "<u2")])
@@ -121,8 +125,8 @@ class Recorder:
     __slots__ = ("_buffer", "_limit", "_chunks", "_packed", "_forms", "_form_codes", "_names", "_name_codes")
 
     def __init__(self) -> None:
-        self._buffer: list[int] = []
-        self._limit = CHUNK * WIDTH
+        self._buffer = bytearray()
+        self._limit = CHUNK * _RECORD_BYTES
         self._chunks: list[_Chunk] = []
         self._packed = 0  # records in the chunks
         self._forms = list(_KNOWN)
@@ -130,7 +134,9 @@ class Recorder:
         self._names: list[str] = []
         self._name_codes: dict[str, int] = {}
 
-    # ---- recording (the engine's hot path: each call appends WIDTH ints) --------------------
+    # ---- recording (the engine's hot path: each call packs WIDTH ints onto the buffer) -----
+    # ``struct.error`` (a number beyond 64 bits) is caught where it happens: in Python 3.11 a
+    # ``try`` costs nothing until something is raised.
 
     def name(self, text: str) -> int:
         """The code of a name (a barrier's, a copy engine's): look it up once, record it often."""
@@ -144,7 +150,10 @@ class Recorder:
                 nbytes: int = 0) -> None:
         """A span of a known form (``WAIT_FULL``, ...)."""
         buffer = self._buffer
-        buffer += (end, end - start, 0, sm, cta, form, tile, stage, nbytes, 0)
+        try:
+            buffer += _PACK(end, end - start, 0, sm, cta, form, tile, stage, nbytes, 0)
+        except struct.error as err:
+            raise _too_wide(err) from None
         if len(buffer) >= self._limit:
             self._pack()
 
@@ -152,7 +161,10 @@ class Recorder:
                 phase: int = -1) -> None:
         """An event of a known form (``ISSUE``, ...); ``name`` is a code from :meth:`name`."""
         buffer = self._buffer
-        buffer += (time, 0, 0, sm, cta, form, tile, stage, phase, name)
+        try:
+            buffer += _PACK(time, 0, 0, sm, cta, form, tile, stage, phase, name)
+        except struct.error as err:
+            raise _too_wide(err) from None
         if len(buffer) >= self._limit:
             self._pack()
 
@@ -160,7 +172,10 @@ class Recorder:
              name: int) -> None:
         """A load's transfer span and its landed event (on copy engine ``name``)."""
         buffer = self._buffer
-        buffer += (end, end - start, 0, sm, cta, COPY, tile, stage, nbytes, name)
+        try:
+            buffer += _PACK(end, end - start, 0, sm, cta, COPY, tile, stage, nbytes, name)
+        except struct.error as err:
+            raise _too_wide(err) from None
         if len(buffer) >= self._limit:
             self._pack()
 
@@ -168,7 +183,10 @@ class Recorder:
              phase: int, name: int) -> None:
         """A slot's fill span (issue to landed) and its full barrier ``name``'s flip."""
         buffer = self._buffer
-        buffer += (end, end - start, phase, sm, cta, FILL, tile, stage, nbytes, name)
+        try:
+            buffer += _PACK(end, end - start, phase, sm, cta, FILL, tile, stage, nbytes, name)
+        except struct.error as err:
+            raise _too_wide(err) from None
         if len(buffer) >= self._limit:
             self._pack()
 
@@ -176,7 +194,10 @@ class Recorder:
                 stage: int) -> None:
         """A compute span (``start`` to ``end``) and the slot's use span (``start`` to ``released``)."""
         buffer = self._buffer
-        buffer += (end, end - start, released - end, sm, cta, COMPUTE, tile, stage, 0, 0)
+        try:
+            buffer += _PACK(end, end - start, released - end, sm, cta, COMPUTE, tile, stage, 0, 0)
+        except struct.error as err:
+            raise _too_wide(err) from None
         if len(buffer) >= self._limit:
             self._pack()
 
@@ -186,10 +207,16 @@ class Recorder:
         at ``flipped`` (one record when that is the release time, else two)."""
         buffer = self._buffer
         if flipped == released:
-            buffer += (end, end - start, released - end, sm, cta, COMPUTE_FLIP, tile, stage, phase, name)
+            try:
+                buffer += _PACK(end, end - start, released - end, sm, cta, COMPUTE_FLIP, tile, stage, phase, name)
+            except struct.error as err:
+                raise _too_wide(err) from None
         else:
-            buffer += (end, end - start, released - end, sm, cta, COMPUTE, tile, stage, 0, 0,
-                       flipped, 0, 0, sm, cta, FLIP_EMPTY, tile, stage, phase, name)
+            try:
+                buffer += _PACK(end, end - start, released - end, sm, cta, COMPUTE, tile, stage, 0, 0)
+                buffer += _PACK(flipped, 0, 0, sm, cta, FLIP_EMPTY, tile, stage, phase, name)
+            except struct.error as err:
+                raise _too_wide(err) from None
         if len(buffer) >= self._limit:
             self._pack()
 
@@ -211,24 +238,23 @@ class Recorder:
         return code
 
     def _pack(self) -> None:
-        """The buffer becomes one chunk, converted whole."""
-        if not self._buffer:
-            return
-        try:
-            rows = np.fromiter(self._buffer, dtype=np.int64, count=len(self._buffer)).reshape(-1, WIDTH)
-        except OverflowError:
-            raise TmasimError("run.records: a time or count beyond 64 bits cannot be recorded; "
-                              "set run.records=false") from None
-        self._chunks.append(_Chunk(rows))
-        self._packed += len(rows)
-        self._buffer.clear()
+        """The buffer becomes one chunk, read whole."""
+        if self._buffer:
+            rows = self._rows()
+            self._chunks.append(_Chunk(rows))
+            self._packed += len(rows)
+            self._buffer.clear()
+
+    def _rows(self) -> np.ndarray[Any, Any]:
+        """The buffer's records as an int64 array, one row each (a copy: the buffer is reused)."""
+        return np.frombuffer(self._buffer, dtype="<i8").reshape(-1, WIDTH).astype(np.int64)
 
     # ---- whole records, by position (fast-forward regenerates skipped periods: record_shift.py)
 
     @property
     def count(self) -> int:
         """Records so far: the position the next one will have in the stream."""
-        return self._packed + len(self._buffer) // WIDTH
+        return self._packed + len(self._buffer) // _RECORD_BYTES
 
     @property
     def forms(self) -> tuple[tuple[int, str, str], ...]:
@@ -279,7 +305,7 @@ class Recorder:
     def _per_form(self) -> np.ndarray[Any, Any]:
         """Records of each form, chunk by chunk (no column of the whole run is built)."""
         forms = len(self._forms)
-        counts = np.bincount(np.array(self._buffer[5::WIDTH], dtype=np.int64), minlength=forms)
+        counts = np.bincount(self._rows()[:, 5], minlength=forms)
         for chunk in self._chunks:
             counts += np.bincount(chunk.column(5), minlength=forms)
         return counts
@@ -332,6 +358,12 @@ class Recorder:
         table = np.empty(len(self._forms), dtype=object)
         table[:] = [part(f) for f in self._forms]
         return table
+
+
+def _too_wide(err: struct.error) -> TmasimError:
+    """A record's number does not fit the buffer's 64 bits (struct's own message says which rule)."""
+    return TmasimError(f"run.records: a time or count beyond 64 bits cannot be recorded ({err}); "
+                       "set run.records=false")
 
 
 def _event_kind(form: tuple[int, str, str]) -> str:
