@@ -19,6 +19,7 @@ from tmasim_helpers import US, costly_gpu, ps
 
 from tmasim import analytic
 from tmasim.cli import main
+from tmasim.engine import record_shift
 from tmasim.engine import recorder as rec
 from tmasim.engine.record_shift import RULES, RecordShift
 from tmasim.errors import ScenarioError
@@ -96,7 +97,8 @@ def test_a_gemm_on_a_small_chip_with_several_sm_classes_sharing_l2_and_hbm():
 
 def test_every_sm_simulated_with_a_ragged_last_wave_of_a_grid():
     # 16 tiles of a grid launch on 6 SMs: two full waves, then 4 CTAs; ragged edge tiles (+40)
-    fast, _ = both(small_gemm(3 * 128 + 40, 4 * 128 + 40, 48 * 64, launch="grid", aggregate=False, stages=4))
+    # (160 k-steps: the edge tiles request only their in-bounds rows, which lengthens the transient)
+    fast, _ = both(small_gemm(3 * 128 + 40, 4 * 128 + 40, 160 * 64, launch="grid", aggregate=False, stages=4))
     assert skipped(fast) > 0
     assert fast.spans["cta"].nunique() == 20
 
@@ -152,6 +154,19 @@ def test_a_record_of_a_kind_without_a_rule_turns_the_skip_off_with_the_reason():
     assert shift.cannot_shift(shift.mark(0)._replace(records=0), shift.mark(5)._replace(records=1)) == ""
     assert shift.cannot_shift(shift.mark(0)._replace(records=0), shift.mark(5)) == \
         "records of kind 'race' cannot be shifted into skipped periods"
+
+
+def test_a_kind_without_a_rule_after_a_jump_runs_it_again_in_full(monkeypatch):
+    # epilogues fall between periods, never inside one: without their rule the jump happens, then
+    # the first epilogue after it cannot be moved, and the run is simulated again without the skip
+    rules = {form: rule for form, rule in RULES.items() if form[2] != "epilogue"}
+    monkeypatch.setattr(record_shift, "RULES", rules)
+    raw = small_gemm(7 * 128, 5 * 128, 64 * 64)
+    fast, full = (simulate(from_dict({**raw, "run": {"records": True, "fast_forward": on}})) for on in (True, False))
+    assert fast.stats["fast_forward"] == ("off: records of kind 'epilogue' cannot be shifted into skipped periods, "
+                                          "so the run was simulated in full")
+    assert fast.stats["fast_forward_skipped_steps"] == 0
+    pd.testing.assert_frame_equal(fast.spans, full.spans)
 
 
 def test_every_kind_the_engine_records_in_a_skipping_run_has_a_rule():
