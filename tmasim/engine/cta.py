@@ -262,13 +262,13 @@ class Cta:
         release = self._release
         compute_of, flops_of, tail_of, epilogue_of = prog.compute, prog.flops, prog.tail, prog.epilogue
         hold_of = getattr(prog, "hold", None)
+        # Ping-pong: a warpgroup waits for its turn by unit, before it takes the unit's first
+        # step, so fast-forward may drop steps of the unit in progress while it waits.
+        if ordered and prog.steps and warpgroup <= prog.unit_of(prog.steps - 1):
+            yield from self._await_turn(warpgroup)
         for i in self._steps_of(warpgroup):
             use, slot = divmod(i, stages)
             parity = use & 1
-            if ordered:
-                unit = prog.unit_of(i)
-                while self._turn != unit:
-                    yield self._turn_changed
             if waits_full:
                 full = fulls[slot]
                 ready = full.wait(parity)
@@ -330,10 +330,13 @@ class Cta:
                 rec.span(start, env.now + late, self.sm, self.index, "slot", "use", i, slot)
             if pair is not None and epilogue is not None:
                 self._accumulator_ready(prog.unit_of(i))
-            if ordered and (i + 1 == prog.steps or prog.unit_of(i + 1) != prog.unit_of(i)):
+            last = ordered and (i + 1 == prog.steps or prog.unit_of(i + 1) != prog.unit_of(i))
+            if last:
                 self._pass_turn()
             if epilogue is not None:
                 yield from self._epilogue(warpgroup, i, epilogue.duration, epilogue.store)
+            if last and prog.unit_of(i) + self.sync.consumers <= prog.unit_of(prog.steps - 1):
+                yield from self._await_turn(prog.unit_of(i) + self.sync.consumers)
         self._consumers_left -= 1
         self._maybe_finish()
 
@@ -358,6 +361,11 @@ class Cta:
         self._turn += 1
         changed, self._turn_changed = self._turn_changed, self.env.event()
         changed.succeed()
+
+    def _await_turn(self, unit: int) -> Generator[simpy.Event, object, None]:
+        """Ping-pong: wait until the mainloop of the unit at position ``unit`` may run."""
+        while self._turn != unit:
+            yield self._turn_changed
 
     def _steps_of(self, warpgroup: int) -> Iterable[int]:
         prog = self.program

@@ -40,6 +40,7 @@ from tmasim.engine.barrier import Mbarrier
 from tmasim.engine.copy_engine import Multicast
 from tmasim.engine.exact_sum import DISTINCT, ExactSum
 from tmasim.engine.fast_forward_pairs import follower_consumer_state, leader_state, unit_names
+from tmasim.engine.fast_forward_turns import awaited_unit, turn_wait_state
 from tmasim.engine.program import TimedProgram
 from tmasim.engine.record_shift import Mark, RecordShift
 
@@ -181,8 +182,10 @@ class FastForward:
 
     def _cut(self) -> _Cut:
         base = [c.issued for c in self.ctas]
-        low = [min([b, *(_step(p) for p in c.processes[1:] if p.is_alive and c.leader is None)])
-               for c, b in zip(self.ctas, base, strict=True)]  # a 2-SM follower's consumers run no steps
+        # a 2-SM follower's consumers run no steps; a ping-pong warpgroup awaiting its turn holds none
+        low = [min([b, *(_step(p) for p in c.processes[1:]
+                         if p.is_alive and c.leader is None and awaited_unit(p) is None)])
+               for c, b in zip(self.ctas, base, strict=True)]
         sums = [total.fold() for _, _, total in self.floats]
         records = self.records.mark(self.env.now) if self.records is not None else None  # type: ignore[arg-type]
         return _Cut(self.env.now, base, low, self._ints(), sums, records)  # type: ignore[arg-type]
@@ -342,11 +345,15 @@ class FastForward:
             if cta.leader is not None and role != "producer":
                 procs.append(follower_consumer_state(cta, role, proc, describe, self.env.active_process))
                 continue
+            target = None if proc is self.env.active_process else describe.target(proc._target)
+            unit = awaited_unit(proc) if role != "producer" else None
+            if unit is not None:
+                procs.append(turn_wait_state(proc, unit, target))
+                continue
             frame = proc._generator.gi_frame  # type: ignore[attr-defined]
             local = frame.f_locals
             inner = proc._generator.gi_yieldfrom  # type: ignore[attr-defined]
             waited = local["t0"] - now if role in cta._waiting else None
-            target = None if proc is self.env.active_process else describe.target(proc._target)
             began = local["start"] - now if describe.bases is not None and "start" in local else None
             procs.append((frame.f_lineno, local.get("i", -1) - base, waited, target,
                           None if inner is None or inner.gi_frame is None else inner.gi_frame.f_lineno, began))
