@@ -37,7 +37,17 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tmasim.engine.flows import Link
-from tmasim.engine.recorder import BOTH_COPY, BOTH_FILL, EVENT, SPAN, TWO_SPANS, TWO_SPANS_FLIP, WIDTH, Recorder
+from tmasim.engine.recorder import (
+    BOTH_COPY,
+    BOTH_FILL,
+    EVENT,
+    SPAN,
+    SPAN_EVENT,
+    TWO_SPANS,
+    TWO_SPANS_FLIP,
+    WIDTH,
+    Recorder,
+)
 
 # How a record of each form moves with its CTA: whether ``tile`` is a ring step, and which field
 # (if any) holds a barrier phase. A form missing here cannot be shifted (fast-forward then does
@@ -49,6 +59,7 @@ RULES: dict[tuple[int, str, str], tuple[str, int | None]] = {
     (TWO_SPANS, "consumer", "compute"): (_STEP, None),
     (TWO_SPANS_FLIP, "consumer", "compute"): (_STEP, 8),  # value: the empty barrier's phase
     (SPAN, "producer", "wait_empty"): (_STEP, None),
+    (SPAN_EVENT, "producer", "wait_empty"): (_STEP, None),  # b: the issue, relative to the wait's end
     (SPAN, "consumer", "wait_full"): (_STEP, None),
     (SPAN, "consumer", "compute"): (_STEP, None),
     (SPAN, "slot", "use"): (_STEP, None),
