@@ -98,3 +98,26 @@ def test_narrow_rows_cost_hbm_more_per_byte_by_the_request_overhead() -> None:
     assert 0.95 * hbm < wide < hbm  # HBM-bound (less the start and the drain)
     assert _hbm_bound_stream([64, 32], "0 B") == pytest.approx(wide, rel=1e-9)
     assert 0.97 * hbm * 3 / 10 < narrow <= hbm * 3 / 10
+
+
+def test_an_edge_box_requests_only_its_in_bounds_row_segments() -> None:
+    """A 128 x 64 bf16 box (128-byte rows) over a 200 x 96 tensor: inside, 128 requests; at row
+    128 only 72 rows are in bounds (72 requests); at column 64 each row keeps 32 elements, one
+    64-byte segment (still one request a row); past the end, none. The box's bytes for the
+    barrier do not change."""
+    d = TensorDescriptor.matrix(200, 96, "bf16", 128, 64)
+    assert [d.requests_from_memory(c) for c in ((0, 0), (0, 128), (64, 0), (64, 128), (0, 256))] == [
+        128, 72, 128, 72, 0]
+    assert d.requests == 128 and d.box_bytes == 128 * 64 * 2
+
+
+def test_a_ragged_gemm_edge_tile_pays_for_its_in_bounds_rows_only() -> None:
+    """m = 32 with 128 x 128 x 64 bf16 tiles: the one tile's A box has 32 rows in bounds, so each
+    k-step issues 32 + 128 requests, not 128 + 128 (the port bound counts them)."""
+    raw = {"gpu": "h100-sxm", "workload": {"kind": "gemm", "m": 32, "n": 128, "k": 640, "tile": [128, 128, 64]},
+           "pipeline": {"stages": 4, "consumers": 1}, "run": {"records": False}}
+    stats = simulate(from_dict(raw)).stats
+    t, port = H100.tma_request_time, H100.sm_port_bandwidth
+    edge = max(32 * 128 / port, 32 * t) + max(16384 / port, 128 * t)
+    assert stats["port_bound_ns"] * 1000 == pytest.approx(10 * edge, rel=1e-9)
+    assert edge < 2 * max(16384 / port, 128 * t)

@@ -129,6 +129,17 @@ class TensorDescriptor:
         row_bytes = per_dim[0] * self.element_bytes
         return -(-row_bytes // REQUEST_BYTES) * math.prod(per_dim[1:])
 
+    def requests_from_memory(self, coord: Sequence[int]) -> int:
+        """Requests for the box at ``coord``: one per in-bounds row segment. The TMA unit zero-fills
+        what lies past the tensor's edge itself (PTX ISA, cp.async.bulk.tensor: out-of-bound
+        elements are filled, not loaded); that it sends no request for them is an assumption (no
+        public table separates it). Equals :attr:`requests` for a box inside the tensor."""
+        if len(coord) != self.rank:
+            raise DescriptorError("coord", tuple(coord), f"must have {self.rank} entries, one per dim")
+        per_dim = [self._in_bounds(i, c) for i, c in enumerate(coord)]
+        row_bytes = per_dim[0] * self.element_bytes
+        return -(-row_bytes // REQUEST_BYTES) * math.prod(per_dim[1:])
+
     @property
     def box_count(self) -> tuple[int, ...]:
         """Boxes needed along each dim to cover the tensor (the last one may hang over)."""

@@ -63,8 +63,9 @@ class GpuSpec:
     max_cluster_size_opt_in: int = 8
     cluster_arrive_latency: int = 0
     max_mma_cta_group: int = 1
-    cluster_l2_coalescing: bool = False  # same-address TMA loads of one cluster's CTAs reach L2 once
+    cluster_l2_coalescing: bool = False  # same-address TMA loads of one cluster's CTAs merge before L2
     l2_merge_bytes: int = 0  # pending reads a GPC tracks to merge other clusters' same-address loads; 0: none
+    cluster_l2_merge_bytes: int = 0  # the same inside one cluster (with cluster_l2_coalescing); 0: every load merges
     boost_clock: float = 0.0  # Hz, the part's max boost (for reference; the run assumes clock_hz); 0: not stated
     exp_per_clock: int = 0  # exponentials (MUFU ex2) per clock per SM; 0: not given (attention refuses)
     fp32_per_clock: int = 0  # FP32 FMA results per clock per SM; 0: not given
@@ -151,10 +152,12 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "max_cluster_size_opt_in": ("int", "CTAs per cluster with the kernel's non-portable opt-in"),
     "cluster_arrive_latency": ("time", "a remote mbarrier arrival across the cluster (DSMEM)"),
     "max_mma_cta_group": ("int", "SMs one MMA instruction can span (2: Blackwell's cta_group::2)"),
-    "cluster_l2_coalescing": ("bool", "same-address TMA loads by the CTAs of one cluster reach L2 once (the GPC "
-                                      "merges them): implicit sharing, without multicast"),
+    "cluster_l2_coalescing": ("bool", "same-address TMA loads by the CTAs of one cluster merge in the GPC before "
+                                      "L2 (window: cluster_l2_merge_bytes): implicit sharing, without multicast"),
     "l2_merge_bytes": ("size", "pending reads a GPC tracks to merge the same-address loads of CTAs of different "
                                "clusters (launch-order neighbours) before L2; 0 B: none (tmasim.l2_merge)"),
+    "cluster_l2_merge_bytes": ("size", "pending reads a GPC tracks to merge the same-address loads of one cluster's "
+                                       "CTAs (with cluster_l2_coalescing); 0 B: every one merges (tmasim.l2_merge)"),
     "exp_per_clock": ("int", "exponentials (MUFU ex2) per clock per SM: attention's softmax"),
     "fp32_per_clock": ("int", "FP32 fused multiply-adds per clock per SM: attention's softmax"),
 }
@@ -163,7 +166,8 @@ MMA = "mma"  # optional section: the MMA instruction table (tmasim.mma)
 _OPTIONAL: dict[str, Any] = {"tma_request_time": "0 ns", "hbm_request_overhead": "0 B", "boost_clock": None,
                              "gpc_sms": None, "max_cluster_size": 8, "max_cluster_size_opt_in": None,
                              "cluster_arrive_latency": "0 ns", "max_mma_cta_group": 1, "cluster_l2_coalescing": False,
-                             "l2_merge_bytes": "0 B", "exp_per_clock": None, "fp32_per_clock": None}
+                             "l2_merge_bytes": "0 B", "cluster_l2_merge_bytes": "0 B",
+                             "exp_per_clock": None, "fp32_per_clock": None}
 
 
 

@@ -80,7 +80,6 @@ def _no_skip(scenario: Scenario, plan: Plan) -> str:
     run = scenario.run
     reasons = [(not run.fast_forward, "run.fast_forward = false"),
                (run.drift.on, "SM drift makes durations random"),
-               (scenario.pipeline.mma_cta_group == 2, "2-SM MMA pairs are simulated in full"),
                (bool(plan.programs) and not hasattr(plan.programs[0], "run_of"),
                 "this workload's CTA program has no ring steps the skip can cut (attention's K/V rings)"),
                (not scenario.pipeline.consumer_waits_full,

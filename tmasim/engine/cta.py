@@ -163,17 +163,22 @@ class Cta:
         """A pair follower's consumers run no MMA: they wait for each accumulator half, then
         write it out."""
         assert self.leader is not None
-        prog = self.program
-        for i in self._steps_of(warpgroup):
-            epilogue = prog.epilogue(i)
-            if epilogue is None:
+        prog, turns = self.program, self.sync.mode != COOPERATIVE and self.sync.consumers > 1
+        # By unit, not by step: the wait stays put when fast-forward drops steps before it.
+        for unit, done in enumerate(self.leader._unit_done):
+            if turns and unit % self.sync.consumers != warpgroup:
                 continue
-            done = self.leader._unit_done[prog.unit_of(i)]
+            if prog.epilogue(prog.last_step(unit)) is None:
+                continue
             if done.callbacks is not None:
-                slot, parity = i % self.sync.stages, (i // self.sync.stages) & 1
-                self._waiting[f"consumer{warpgroup}"] = (self.leader.ring.full[slot], parity, self.env.now, i)
+                i = prog.last_step(unit)
+                slot, parity, t0 = i % self.sync.stages, (i // self.sync.stages) & 1, self.env.now
+                self._waiting[f"consumer{warpgroup}"] = (self.leader.ring.full[slot], parity, t0, i)
                 yield done
                 del self._waiting[f"consumer{warpgroup}"]
+            i = prog.last_step(unit)
+            epilogue = prog.epilogue(i)
+            assert epilogue is not None
             yield from self._epilogue(warpgroup, i, epilogue.duration, epilogue.store)
         self._consumers_left -= 1
         self._maybe_finish()

@@ -39,6 +39,7 @@ from simpy.events import PENDING, Process
 from tmasim.engine.barrier import Mbarrier
 from tmasim.engine.copy_engine import Multicast
 from tmasim.engine.exact_sum import DISTINCT, ExactSum
+from tmasim.engine.fast_forward_pairs import follower_consumer_state, leader_state, unit_names
 from tmasim.engine.program import TimedProgram
 from tmasim.engine.record_shift import Mark, RecordShift
 
@@ -180,8 +181,8 @@ class FastForward:
 
     def _cut(self) -> _Cut:
         base = [c.issued for c in self.ctas]
-        low = [min([b, *(_step(p) for p in c.processes[1:] if p.is_alive)])
-               for c, b in zip(self.ctas, base, strict=True)]
+        low = [min([b, *(_step(p) for p in c.processes[1:] if p.is_alive and c.leader is None)])
+               for c, b in zip(self.ctas, base, strict=True)]  # a 2-SM follower's consumers run no steps
         sums = [total.fold() for _, _, total in self.floats]
         records = self.records.mark(self.env.now) if self.records is not None else None  # type: ignore[arg-type]
         return _Cut(self.env.now, base, low, self._ints(), sums, records)  # type: ignore[arg-type]
@@ -310,6 +311,7 @@ class FastForward:
                 for kind, ring in (("full", cta.ring.full), ("empty", cta.ring.empty)):
                     for s, barrier in enumerate(ring):
                         names[id(barrier)] = (kind, n, s)
+                names.update(unit_names(cta, n))
             for n, engine in enumerate(self.engines):
                 names[id(engine)] = ("engine", n)
             if self.fabric is not None:
@@ -327,8 +329,8 @@ class FastForward:
     def _cta_state(self, cta: Cta, now: int, describe: _Describer) -> tuple[Any, ...]:
         if cta.done:
             return ("done",)
-        if cta.leader is not None or cta.follower is not None or cta._reads:
-            raise Opaque("2-SM MMA pairs and unchecked reads are not described")
+        if cta._reads:
+            raise Opaque("unchecked reads are not described")
         base = cta.issued
         stages = self.stages
         procs: list[tuple[Any, ...] | None] = []
@@ -336,6 +338,9 @@ class FastForward:
         for role, proc in zip(roles, cta.processes, strict=True):
             if not proc.is_alive:
                 procs.append(None)
+                continue
+            if cta.leader is not None and role != "producer":
+                procs.append(follower_consumer_state(cta, role, proc, describe, self.env.active_process))
                 continue
             frame = proc._generator.gi_frame  # type: ignore[attr-defined]
             local = frame.f_locals
@@ -345,15 +350,19 @@ class FastForward:
             began = local["start"] - now if describe.bases is not None and "start" in local else None
             procs.append((frame.f_lineno, local.get("i", -1) - base, waited, target,
                           None if inner is None or inner.gi_frame is None else inner.gi_frame.f_lineno, began))
-        barriers = tuple((b.phase - base // stages, b._pending, b._tx, max(b._ready_at - now, 0),
-                          b._last._value is PENDING, describe.callbacks(b._current.callbacks))
+        unused = cta.ring.full if cta.leader is not None else ()  # a follower's bytes land on its leader's
+        barriers = tuple((b.phase - (0 if ring is unused else base // stages), b._pending, b._tx,
+                          max(b._ready_at - now, 0), b._last._value is PENDING,
+                          describe.callbacks(b._current.callbacks))
                          for ring in (cta.ring.full, cta.ring.empty) for b in ring)
-        released = tuple(t - now for t in cta._released_at)
+        released = tuple(t - now for t in cta._released_at) if cta.leader is None else ()
         exit_waiters = describe.callbacks(cta.finished.callbacks)
-        issued = () if describe.bases is None else tuple(  # when each fill still in flight was issued
+        # when each fill still in flight was issued (records only; a follower's fills are its leader's)
+        issued = () if describe.bases is None or cta.leader is not None else tuple(
             t - now for s, t in enumerate(cta._issued_at) if cta.ring.full[s].phase * stages + s < base)
         return (tuple(procs), barriers, released, cta._consumers_left, cta._stores_left, cta._turn,
-                cta.finished_at is not None, exit_waiters, tuple(sorted(cta._waiting)), issued)
+                cta.finished_at is not None, exit_waiters, tuple(sorted(cta._waiting)), issued,
+                leader_state(cta, describe))
 
 
 def _step(proc: Process) -> int:

@@ -59,6 +59,8 @@ class Program(Protocol):
 
     def unit_of(self, step: int) -> int: ...
 
+    def last_step(self, unit: int) -> int: ...
+
 
 class Repeat(Sequence[int]):
     """One value for every step, without a list of them: 10^8 equal tiles need no 800 MB list."""
@@ -145,6 +147,9 @@ class TimedProgram:
     def unit_of(self, step: int) -> int:
         return 0
 
+    def last_step(self, unit: int) -> int:
+        return self.steps - 1
+
     def run_of(self, step: int, units_matter: bool = True) -> tuple[int, int]:
         """The steps around ``step`` that are identical to it: all of them when every tile is
         the same (:class:`Repeat`), else just ``step`` (fast-forward, engine/fast_forward.py)."""
@@ -194,18 +199,20 @@ class Unit:
 class UnitProgram:
     """The units one CTA processes, in order (a persistent CTA walks several)."""
 
-    __slots__ = ("units", "steps", "_segment_of_step", "_unit_of_step", "_last_step")
+    __slots__ = ("units", "steps", "_segment_of_step", "_unit_of_step", "_last_step", "_ends")
 
     def __init__(self, units: Sequence[Unit]) -> None:
         self.units = tuple(units)
         self._segment_of_step: list[Segment] = []
         self._unit_of_step: list[int] = []
         self._last_step: dict[int, Epilogue | None] = {}
+        self._ends: list[int] = []  # each unit's last step
         for position, unit in enumerate(self.units):
             for segment in unit.segments:
                 self._segment_of_step.extend([segment] * segment.steps)
             self._unit_of_step.extend([position] * unit.steps)
             self._last_step[len(self._unit_of_step) - 1] = unit.epilogue
+            self._ends.append(len(self._unit_of_step) - 1)
         self.steps = len(self._unit_of_step)
 
     def copies(self, step: int) -> tuple[Copy, ...]:
@@ -235,6 +242,11 @@ class UnitProgram:
     def unit_of(self, step: int) -> int:
         """The position (0, 1, ...) in this program of the unit that ``step`` belongs to."""
         return self._unit_of_step[step]
+
+    def last_step(self, unit: int) -> int:
+        """The step that ends the unit at position ``unit`` (as the program now stands: the
+        fast-forward may have dropped steps before it)."""
+        return self._ends[unit]
 
     def run_of(self, step: int, units_matter: bool = True) -> tuple[int, int]:
         """The steps around ``step`` that are identical to it, ``(first, end)`` with end
@@ -270,6 +282,7 @@ class UnitProgram:
         del self._unit_of_step[start:stop]
         self._last_step = {(s - count if s >= stop else s): e for s, e in self._last_step.items()
                            if not start <= s < stop}
+        self._ends = [s - count if s >= stop else s for s in self._ends]
         self.steps -= count
 
     def signature(self) -> tuple[object, ...]:

@@ -157,7 +157,8 @@ def _edge(index: int, count: int) -> bool:
 
 def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, row: int, col: int,
           hbm: tuple[float, float], setup: ClusterSetup, rank: int, merged: tuple[float, float]) -> Unit:
-    """``hbm``: the A and B loads' HBM shares; ``merged``: their L2 shares after neighbours merge."""
+    """``hbm``: the A and B loads' HBM shares; ``merged``: the shares of their bytes L2 serves after
+    same-address loads merge in the GPC (tmasim.workloads.gemm_l2_merge)."""
     bm, bn, bk = config.tile
     (fa, fb), (ma, mb) = hbm, merged
     rows_in = min(bm, config.m - row * bm)
@@ -166,7 +167,6 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, r
     (a_parts, b_parts), (a_mask, b_mask) = setup.share, setup.masks(rank)
     # A CTA issues its slice of each shared box: along N (index y) for A, along M (index x) for B.
     a_index, b_index = rank // cx, setup.b_slice(rank)
-    a_alike, b_alike = setup.loaded_alike() if gpu.cluster_l2_coalescing else (1, 1)
     expect = layout.a.box_bytes + layout.b.box_bytes if a_mask or b_mask else 0
     if setup.pair:  # each CTA holds its A box and half of B; the leader's full barrier counts both CTAs'
         expect = 2 * layout.a.box_bytes + layout.b.box_bytes if rank % 2 == 0 else 0
@@ -176,8 +176,8 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, r
     segments = []
     for first_k, count in _k_segments(config):
         k_in = min(bk, config.k - first_k)
-        a = _copy(gpu, layout.a, (first_k, row * bm), fa, a_parts, a_index, a_mask, a_alike / ma)
-        b = _copy(gpu, layout.b, (first_k, col * bn), fb, b_parts, b_index, b_mask, b_alike / mb)
+        a = _copy(gpu, layout.a, (first_k, row * bm), fa, a_parts, a_index, a_mask, ma)
+        b = _copy(gpu, layout.b, (first_k, col * bn), fb, b_parts, b_index, b_mask, mb)
         flops = 0.0 if setup.pair and rank % 2 else 2.0 * rows_in * cols_in * k_in
         segments.append(Segment(count, (a, b), step.occupancy, flops, step.tail, expect, hold))
     c_bytes = layout.c.box_bytes
@@ -195,19 +195,18 @@ def _k_segments(config: GemmConfig) -> list[tuple[int, int]]:
 
 
 def _copy(gpu: GpuSpec, descriptor: TensorDescriptor, coord: tuple[int, int], hbm_fraction: float,
-          parts: int = 1, index: int = 0, mask: int = 0, alike: float = 1.0) -> Copy:
+          parts: int = 1, index: int = 0, mask: int = 0, l2_share: float = 1.0) -> Copy:
     """One TMA load: the whole box, or (multicast) slice ``index`` of ``parts`` of it, delivered
     to the cluster ranks in ``mask``. The slice is read once from L2; the wave's HBM misses
     for the panel are spread over ``parts`` times fewer reads, so HBM bytes do not change.
-    ``alike``: CTAs of the cluster that load this same box without multicast, on a GPU whose
-    GPCs coalesce them (``cluster_l2_coalescing``): L2 serves it once, 1/alike of each load; divided
-    by the share that still reaches L2 after other clusters' loads merge (tmasim.workloads.gemm_l2_merge)."""
+    ``l2_share``: the share of its bytes L2 serves after the same loads of cluster peers and
+    neighbours merge in the GPC (tmasim.workloads.gemm_l2_merge); never below its HBM share."""
     smem = _part(descriptor.box_bytes, index, parts)
     memory = _part(descriptor.bytes_from_memory(coord), index, parts)
     fraction = min(1.0, hbm_fraction * parts)
     latency = gpu.copy_latency_for(smem) + round(fraction * gpu.hbm_latency)
-    return Copy(smem, memory, fraction, latency, multicast=mask, l2_fraction=max(fraction, 1.0 / alike),
-                requests=_part(descriptor.requests, index, parts))
+    return Copy(smem, memory, fraction, latency, multicast=mask, l2_fraction=max(fraction, l2_share),
+                requests=_part(descriptor.requests_from_memory(coord), index, parts))
 
 
 def _part(nbytes: int, index: int, parts: int) -> int:

@@ -138,15 +138,6 @@ class ClusterSetup:
         b = sum(1 << (i + y * cx) for i in b_group) if self.share[1] > (2 if self.pair else 1) else 0
         return a, b
 
-    def loaded_alike(self) -> tuple[int, int]:
-        """(CTAs of the cluster that each load the same A box, the same B box or half) without
-        multicast: what a GPC that coalesces same-address loads reads from L2 once."""
-        cx, cy = self.shape
-        a = cy if self.share[0] == 1 else 1
-        if self.pair:
-            return a, cx // 2 if self.share[1] == 2 else 1
-        return a, cx if self.share[1] == 1 else 1
-
     def b_slice(self, rank: int) -> int:
         """Which of the ``share[1]`` slices of the B box this CTA loads."""
         x = rank % self.shape[0]

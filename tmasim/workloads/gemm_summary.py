@@ -87,7 +87,7 @@ def _cluster_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[st
         shares["none"] = "each CTA of the pair loads its A box and half of B; the leader's MMA reads both"
     coalesced = ""
     if scenario.gpu.cluster_l2_coalescing and stats["multicast"] != "both":
-        coalesced = "; the cluster's same-address loads of what is not multicast reach L2 once (implicit sharing)"
+        coalesced = "; the cluster's same-address loads of what is not multicast merge before L2 (implicit sharing)"
     return cluster_rows(stats, f"multicast {stats['multicast']} ({chosen}; {shares[stats['multicast']]}{coalesced})")
 
 

@@ -178,17 +178,18 @@ def stats(config: StreamConfig, scenario: Scenario, plan: Plan, res: Residency, 
 def _units(descriptor: TensorDescriptor, latency: int, compute: int, hbm_fraction: float) -> list[Unit]:
     """One unit per box. Boxes inside the tensor share one segment (only edge boxes read fewer
     bytes), which keeps planning a stream of many boxes cheap."""
-    segments: dict[int, Segment] = {}
+    segments: dict[tuple[int, int], Segment] = {}
     edges = tuple(zip(descriptor.global_dims, descriptor.box_dims, strict=True))
     box = descriptor.box_bytes
     units = []
     for index, coord in enumerate(descriptor.boxes()):
         inside = all(c + b <= d for c, (d, b) in zip(coord, edges, strict=True))
         nbytes = box if inside else descriptor.bytes_from_memory(coord)
-        segment = segments.get(nbytes)
+        requests = descriptor.requests if inside else descriptor.requests_from_memory(coord)
+        segment = segments.get((nbytes, requests))
         if segment is None:
-            copy = Copy(box, nbytes, hbm_fraction, latency, requests=descriptor.requests)
-            segment = segments[nbytes] = Segment(1, (copy,), compute, 0.0)
+            copy = Copy(box, nbytes, hbm_fraction, latency, requests=requests)
+            segment = segments[nbytes, requests] = Segment(1, (copy,), compute, 0.0)
         units.append(Unit(index, (segment,), None))
     return units
 
