@@ -114,7 +114,8 @@ def _traffic(text: str) -> tuple[str, str]:
     return match.group(1), match.group(2)
 
 
-@pytest.mark.parametrize("name", ["gemm-h100", "gemm-h100-cluster", "gemm-b200-2sm", "stream-h100", "mma-b200"])
+@pytest.mark.parametrize("name", ["gemm-h100", "gemm-h100-cluster", "gemm-b200-2sm", "stream-h100", "mma-b200",
+                                  "attention-h100"])
 def test_summary_json_explain_and_report_print_the_same_traffic(name):
     scenario = load(name, ["run.records=false"])
     result = simulate(scenario)
@@ -139,6 +140,11 @@ def test_summary_json_explain_and_report_print_the_same_traffic(name):
             stats["l2_bytes"] / (scenario.gpu.l2_bandwidth * 1e12 * seconds), rel=1e-9)
         assert stats["hbm_utilization"] == pytest.approx(
             stats["hbm_bytes"] / (scenario.gpu.hbm_bandwidth * 1e12 * seconds), rel=1e-9)
+    for link, key in (("l2", "l2_bytes"), ("hbm", "hbm_bytes")):  # a workload's bound counts the same bytes
+        capacity = getattr(scenario.gpu, f"{link}_bandwidth")
+        if stats.get(f"{link}_bound_ns") and math_finite(capacity):
+            assert stats[f"{link}_bound_ns"] == pytest.approx(stats[key] / capacity / 1000, rel=1e-9), link
+    assert not any(key.startswith("model_") for key in stats), "one figure per quantity: no model_* duplicates"
 
 
 def math_finite(value: float) -> bool:

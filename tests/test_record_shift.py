@@ -19,6 +19,7 @@ from tmasim_helpers import US, costly_gpu, ps
 
 from tmasim import analytic
 from tmasim.cli import main
+from tmasim.engine import record_shift
 from tmasim.engine import recorder as rec
 from tmasim.engine.record_shift import RULES, RecordShift
 from tmasim.errors import ScenarioError
@@ -153,6 +154,19 @@ def test_a_record_of_a_kind_without_a_rule_turns_the_skip_off_with_the_reason():
     assert shift.cannot_shift(shift.mark(0)._replace(records=0), shift.mark(5)._replace(records=1)) == ""
     assert shift.cannot_shift(shift.mark(0)._replace(records=0), shift.mark(5)) == \
         "records of kind 'race' cannot be shifted into skipped periods"
+
+
+def test_a_kind_without_a_rule_after_a_jump_runs_it_again_in_full(monkeypatch):
+    # epilogues fall between periods, never inside one: without their rule the jump happens, then
+    # the first epilogue after it cannot be moved, and the run is simulated again without the skip
+    rules = {form: rule for form, rule in RULES.items() if form[2] != "epilogue"}
+    monkeypatch.setattr(record_shift, "RULES", rules)
+    raw = small_gemm(7 * 128, 5 * 128, 64 * 64)
+    fast, full = (simulate(from_dict({**raw, "run": {"records": True, "fast_forward": on}})) for on in (True, False))
+    assert fast.stats["fast_forward"] == ("off: records of kind 'epilogue' cannot be shifted into skipped periods, "
+                                          "so the run was simulated in full")
+    assert fast.stats["fast_forward_skipped_steps"] == 0
+    pd.testing.assert_frame_equal(fast.spans, full.spans)
 
 
 def test_every_kind_the_engine_records_in_a_skipping_run_has_a_rule():

@@ -72,3 +72,12 @@ def test_numpy_columns_are_int64_for_the_tables():
     recorder = Recorder()
     recorder.span(0, 3, 0, 0, "tma", "transfer", 0, 0, 16)
     assert all(v.dtype == np.int64 for k, v in recorder.span_columns().items() if k not in ("lane", "kind"))
+
+
+def test_a_float_number_is_cut_to_its_integer_part_field_by_field():
+    recorder = Recorder()
+    recorder.event(12.7, 0, 0, "issue", "sm0.tma")
+    recorder.copy(1.5, 9.9, 0, 0, 3, 1, 100, recorder.name("sm0.tma"))  # end 9, duration 8.4 -> 8: start 1
+    assert recorder.event_columns()["time_ps"].tolist() == [12, 9]
+    spans = recorder.span_columns()
+    assert (spans["start_ps"].tolist(), spans["end_ps"].tolist()) == ([1], [9])

@@ -17,6 +17,7 @@ from tmasim import format as fmt
 from tmasim.engine.chip import Chip, Plan
 from tmasim.engine.cta import Cta, Sync
 from tmasim.engine.fast_forward import FastForward
+from tmasim.engine.record_shift import Unshiftable
 from tmasim.engine.recorder import Recorder
 from tmasim.errors import BarrierError, DeadlockError, ModelError, ScenarioError
 from tmasim.residency import Residency
@@ -53,13 +54,16 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False, allow_large:
     try:
         _run_events(env, scenario, chip.ctas)
         _check_finished(chip.ctas, env.now)
+        ff.finish()
     except ModelError as err:
         if ff.jumps:  # say when it failed in the full run's times: run it again without the skip
-            return simulate(dataclasses.replace(scenario, run=dataclasses.replace(scenario.run, fast_forward=False)),
-                            record_bandwidth=record_bandwidth)
+            return simulate(_unskipped(scenario), record_bandwidth=record_bandwidth)
         err.records = recorder  # what happened up to the failure: a Gantt or trace of the bug
         raise
-    ff.finish()
+    except Unshiftable as why:  # a record made after a jump that no rule shifts: never wrong records
+        full = simulate(_unskipped(scenario), record_bandwidth=record_bandwidth, allow_large=True)
+        full.stats["fast_forward"] = f"off: {why}"
+        return full
     races = [race for cta in chip.ctas for race in cta.races()]
     makespan = int(max(cta.finished_at or 0 for cta in chip.ctas))
     workload = workload_of(scenario.workload)
@@ -73,6 +77,10 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False, allow_large:
     links = chip.fabric.link_stats() if chip.fabric is not None and record_bandwidth else {}
     bandwidth = _bandwidth_table(links) if record_bandwidth else None
     return Result(scenario, stats, races, recorder, bandwidth)
+
+
+def _unskipped(scenario: Scenario) -> Scenario:
+    return dataclasses.replace(scenario, run=dataclasses.replace(scenario.run, fast_forward=False))
 
 
 def _no_skip(scenario: Scenario, plan: Plan) -> str:

@@ -29,7 +29,7 @@ import simpy
 
 from tmasim.engine.barrier import Mbarrier
 from tmasim.engine.program import Copy
-from tmasim.engine.recorder import ISSUE, STORE, STORE_SPAN, Recorder
+from tmasim.engine.recorder import ISSUE, STORE, STORE_SPAN, WAIT_EMPTY, Recorder
 
 if TYPE_CHECKING:
     from tmasim.engine.fabric import Fabric, Link
@@ -119,12 +119,17 @@ class CopyEngine:
         self._accept_free = accepted + self.issue
         return accepted
 
-    def load(self, copy: Copy, barrier: Mbarrier | Multicast, cta: int, tile: int, stage: int) -> None:
-        """Copy ``copy`` into shared memory; retire its bytes on ``barrier`` when they land."""
+    def load(self, copy: Copy, barrier: Mbarrier | Multicast, cta: int, tile: int, stage: int,
+             waited: float | None = None) -> None:
+        """Copy ``copy`` into shared memory; retire its bytes on ``barrier`` when they land.
+        ``waited``: with records, when the producer's wait for the slot began (its span is
+        recorded here, with the issue when the copy starts now)."""
         if (self.max_copies or self.max_bytes) and self._full(copy):
+            if waited is not None:
+                self.recorder.spanned(WAIT_EMPTY, waited, self.env.now, self.sm, cta, tile, stage)  # type: ignore[union-attr]
             self._pending.append((copy, barrier, cta, tile, stage))
         else:
-            self._start(copy, barrier, cta, tile, stage)
+            self._start(copy, barrier, cta, tile, stage, waited)
 
     def store(self, copy: Copy, done: Target, cta: int, tile: int) -> None:
         """Write ``copy``'s bytes from shared memory back to global memory (a TMA store)."""
@@ -137,11 +142,14 @@ class CopyEngine:
         return bool((self.max_copies and self.in_flight >= self.max_copies)
                     or (self.max_bytes and self.in_flight and self.bytes_in_flight + copy.smem_bytes > self.max_bytes))
 
-    def _start(self, copy: Copy, done: Target, cta: int, tile: int, stage: int) -> None:
+    def _start(self, copy: Copy, done: Target, cta: int, tile: int, stage: int, waited: float | None = None) -> None:
         self.in_flight += 1
         self.bytes_in_flight += copy.smem_bytes
         accepted = self._accept()
-        if self.recorder is not None:
+        if waited is not None:  # records: the producer's wait and this issue, one record
+            self.recorder.wait_issue(waited, self.env.now, accepted, self.sm, cta, tile, stage,  # type: ignore[union-attr]
+                                     self._code)
+        elif self.recorder is not None:
             self.recorder.instant(ISSUE if stage >= 0 else STORE, accepted, self.sm, cta, self._code, tile, stage)
         latency = copy.latency if self.latency_noise is None else self.latency_noise(copy.latency)
         ready = accepted + self.issue + latency

@@ -58,6 +58,13 @@ class Race:
     landed_ps: float | None  # None: the copy never landed
 
 
+def _arrives_quietly(full: Mbarrier, use: int) -> bool:
+    """Whether the producer's arrival on ``full`` for phase ``use``, announcing some bytes, can
+    neither complete the phase nor fail: then nothing is recorded between its wait and its first
+    copy's issue, and the two make one record."""
+    return full.phase == use and full.pending_arrivals > 0 and full.pending_tx >= 0
+
+
 class Cta:
     def __init__(self, env: simpy.Environment, sm: int, index: int, program: Program, sync: Sync,
                  copy_engine: CopyEngine, tensor_core: TensorCore, recorder: Recorder | None) -> None:
@@ -202,6 +209,7 @@ class Cta:
             parity = use & 1
             empty = empties[slot]
             ready = empty.wait(parity ^ 1)
+            waited = None  # with records: when a wait began, recorded with the first copy's issue
             if ready.callbacks is not None:
                 t0 = env.now
                 self._waiting["producer"] = (empty, parity ^ 1, t0, i)
@@ -210,10 +218,12 @@ class Cta:
                 if env.now > t0:
                     self.wait_empty_ps += env.now - t0
                     if rec is not None:
-                        rec.spanned(WAIT_EMPTY, t0, env.now, self.sm, self.index, i, slot)
+                        waited = t0
             full = fulls[slot]
             copies = copies_of(i)
             if follower:  # 2-SM MMA: our half completes on the leader's full barrier
+                if waited is not None:
+                    rec.spanned(WAIT_EMPTY, waited, env.now, self.sm, self.index, i, slot)  # type: ignore[union-attr]
                 self.issued = i + 1
                 for copy in copies:
                     engine.load(copy, targets[slot][copy.multicast or solo], self.index, i, slot)
@@ -226,12 +236,16 @@ class Cta:
                 announced = copies[0].smem_bytes
             else:
                 announced = sum(c.smem_bytes for c in copies)
+            if waited is not None and not (copies and announced > 0 and _arrives_quietly(full, use)):
+                rec.spanned(WAIT_EMPTY, waited, env.now, self.sm, self.index, i, slot)  # type: ignore[union-attr]
+                waited = None
             full.arrive_expect_tx(announced, who, use)
             self._issued_at[slot] = env.now
             self.issued = i + 1
             for copy in copies:
                 key = copy.multicast or solo
-                engine.load(copy, targets[slot][key] if key else full, self.index, i, slot)
+                engine.load(copy, targets[slot][key] if key else full, self.index, i, slot, waited)
+                waited = None
 
     def consumer(self, warpgroup: int) -> Generator[simpy.Event, object, None]:
         if self.leader is not None:

@@ -37,7 +37,17 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from tmasim.engine.flows import Link
-from tmasim.engine.recorder import BOTH_COPY, BOTH_FILL, EVENT, SPAN, TWO_SPANS, TWO_SPANS_FLIP, WIDTH, Recorder
+from tmasim.engine.recorder import (
+    BOTH_COPY,
+    BOTH_FILL,
+    EVENT,
+    SPAN,
+    SPAN_EVENT,
+    TWO_SPANS,
+    TWO_SPANS_FLIP,
+    WIDTH,
+    Recorder,
+)
 
 # How a record of each form moves with its CTA: whether ``tile`` is a ring step, and which field
 # (if any) holds a barrier phase. A form missing here cannot be shifted (fast-forward then does
@@ -49,6 +59,7 @@ RULES: dict[tuple[int, str, str], tuple[str, int | None]] = {
     (TWO_SPANS, "consumer", "compute"): (_STEP, None),
     (TWO_SPANS_FLIP, "consumer", "compute"): (_STEP, 8),  # value: the empty barrier's phase
     (SPAN, "producer", "wait_empty"): (_STEP, None),
+    (SPAN_EVENT, "producer", "wait_empty"): (_STEP, None),  # b: the issue, relative to the wait's end
     (SPAN, "consumer", "wait_full"): (_STEP, None),
     (SPAN, "consumer", "compute"): (_STEP, None),
     (SPAN, "slot", "use"): (_STEP, None),
@@ -77,7 +88,7 @@ class Mark(NamedTuple):
 
 
 class Unshiftable(Exception):
-    """A record whose form has no rule: its copies could not be made exactly."""
+    """A record whose form has no rule, made after a jump: the run is simulated again in full."""
 
 
 class RecordShift:
@@ -168,9 +179,12 @@ class RecordShift:
     def _delta(self, rows: np.ndarray[Any, Any], delta: int, moves: dict[int, int]) -> np.ndarray[Any, Any]:
         """What each record gains when the run is ``delta`` ps later and CTA c is moves[c] steps further."""
         assert self.recorder is not None
-        rules = [RULES.get(f) for f in self.recorder.forms]
-        if any(rules[c] is None for c in np.unique(rows[:, _FORM])):
-            raise Unshiftable("a record without a shift rule")  # cannot_shift said so before the jump
+        forms = self.recorder.forms
+        rules = [RULES.get(f) for f in forms]
+        missing = [forms[c] for c in np.unique(rows[:, _FORM]) if rules[c] is None]
+        if missing:  # made after a jump (cannot_shift checks the period before it)
+            raise Unshiftable(f"records of kind {missing[0][2]!r} cannot be shifted into skipped periods, "
+                              "so the run was simulated in full")
         is_step = np.array([r is not None and r[0] == _STEP for r in rules])
         phase_in = np.array([-1 if r is None or r[1] is None else r[1] for r in rules])
         by_cta = np.zeros(max([*moves, int(rows[:, _CTA].max(initial=0))]) + 1, dtype=np.int64)

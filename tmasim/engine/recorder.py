@@ -57,6 +57,8 @@ CHUNK = 1 << 14  # records per packed chunk
 #   FILL      a fill span (time = end, a = duration, value = bytes) + flip_full (b = phase, name)
 #   COMPUTE   a compute span (time = end, a = duration) + the slot's use span (ends b later)
 #   COMPUTE_FLIP  COMPUTE + the empty barrier's flip when the slot is released (value = phase, name)
+#   WAIT_ISSUE  the producer's wait_empty span (time = end, a = duration) + the issue event of the
+#               copy it then made (b later, value = phase -1, name = the copy engine)
 WIDTH = 10
 _PACK = struct.Struct(f"<{WIDTH}q").pack  # a record as the buffer keeps it: WIDTH 64-bit integers
 _RECORD_BYTES = WIDTH * 8
@@ -67,10 +69,10 @@ _LOW = np.array([np.iinfo(_NARROW[f]).min for f in _FIELDS], dtype=np.int64)
 _HIGH = np.array([np.iinfo(_NARROW[f]).max for f in _FIELDS], dtype=np.int64)
 
 # What a form is: how many span rows and event rows one record of it makes.
-SPAN, EVENT, BOTH_COPY, BOTH_FILL, TWO_SPANS, TWO_SPANS_FLIP = range(6)
-_SPAN_ROWS = np.array([1, 0, 1, 1, 2, 2], dtype=np.int64)
-_EVENT_ROWS = np.array([0, 1, 1, 1, 0, 1], dtype=np.int64)
-_HAS_BYTES = np.array([True, False, True, True, False, False])
+SPAN, EVENT, BOTH_COPY, BOTH_FILL, TWO_SPANS, TWO_SPANS_FLIP, SPAN_EVENT = range(7)
+_SPAN_ROWS = np.array([1, 0, 1, 1, 2, 2, 1], dtype=np.int64)
+_EVENT_ROWS = np.array([0, 1, 1, 1, 0, 1, 1], dtype=np.int64)
+_HAS_BYTES = np.array([True, False, True, True, False, False, False])
 
 # The forms every recorder knows from the start (codes the components use directly): (type, lane
 # or "", kind). More are added as :meth:`Recorder.span` and :meth:`Recorder.event` meet them.
@@ -81,9 +83,9 @@ _KNOWN: tuple[tuple[int, str, str], ...] = (
     (SPAN, "consumer", "epilogue"), (SPAN, "consumer", "compute"), (SPAN, "slot", "use"),
     (EVENT, "", "issue"), (EVENT, "", "store"), (EVENT, "", "flip_empty"), (EVENT, "", "landed"),
     (EVENT, "", "flip_full"), (EVENT, "", "multicast"), (EVENT, "", "remote_arrive"), (EVENT, "", "cluster"),
-    (EVENT, "", "race"))
+    (EVENT, "", "race"), (SPAN_EVENT, "producer", "wait_empty"))
 (COPY, FILL, COMPUTE, COMPUTE_FLIP, WAIT_EMPTY, WAIT_FULL, STORE_SPAN, EPILOGUE, COMPUTE_SPAN, USE_SPAN,
- ISSUE, STORE, FLIP_EMPTY, *_) = range(len(_KNOWN))
+ ISSUE, STORE, FLIP_EMPTY, *_, WAIT_ISSUE) = range(len(_KNOWN))
 
 
 class _Chunk:
@@ -135,8 +137,9 @@ class Recorder:
         self._name_codes: dict[str, int] = {}
 
     # ---- recording (the engine's hot path: each call packs WIDTH ints onto the buffer) -----
-    # ``struct.error`` (a number beyond 64 bits) is caught where it happens: in Python 3.11 a
-    # ``try`` costs nothing until something is raised.
+    # A number that is not a 64-bit integer (a float time, a count beyond 64 bits) takes the
+    # slow path where ``struct.error`` is caught: in Python 3.11 a ``try`` costs nothing until
+    # something is raised.
 
     def name(self, text: str) -> int:
         """The code of a name (a barrier's, a copy engine's): look it up once, record it often."""
@@ -152,8 +155,8 @@ class Recorder:
         buffer = self._buffer
         try:
             buffer += _PACK(end, end - start, 0, sm, cta, form, tile, stage, nbytes, 0)
-        except struct.error as err:
-            raise _too_wide(err) from None
+        except struct.error:
+            buffer += _pack_slowly(end, end - start, 0, sm, cta, form, tile, stage, nbytes, 0)
         if len(buffer) >= self._limit:
             self._pack()
 
@@ -163,8 +166,8 @@ class Recorder:
         buffer = self._buffer
         try:
             buffer += _PACK(time, 0, 0, sm, cta, form, tile, stage, phase, name)
-        except struct.error as err:
-            raise _too_wide(err) from None
+        except struct.error:
+            buffer += _pack_slowly(time, 0, 0, sm, cta, form, tile, stage, phase, name)
         if len(buffer) >= self._limit:
             self._pack()
 
@@ -174,8 +177,20 @@ class Recorder:
         buffer = self._buffer
         try:
             buffer += _PACK(end, end - start, 0, sm, cta, COPY, tile, stage, nbytes, name)
-        except struct.error as err:
-            raise _too_wide(err) from None
+        except struct.error:
+            buffer += _pack_slowly(end, end - start, 0, sm, cta, COPY, tile, stage, nbytes, name)
+        if len(buffer) >= self._limit:
+            self._pack()
+
+    def wait_issue(self, start: float, end: float, issued: float, sm: int, cta: int, tile: int, stage: int,
+                   name: int) -> None:
+        """The producer's wait for an empty slot and the issue of the copy it made next (on copy
+        engine ``name``, at ``issued``): one record where nothing was recorded between the two."""
+        buffer = self._buffer
+        try:
+            buffer += _PACK(end, end - start, issued - end, sm, cta, WAIT_ISSUE, tile, stage, -1, name)
+        except struct.error:
+            buffer += _pack_slowly(end, end - start, issued - end, sm, cta, WAIT_ISSUE, tile, stage, -1, name)
         if len(buffer) >= self._limit:
             self._pack()
 
@@ -185,8 +200,8 @@ class Recorder:
         buffer = self._buffer
         try:
             buffer += _PACK(end, end - start, phase, sm, cta, FILL, tile, stage, nbytes, name)
-        except struct.error as err:
-            raise _too_wide(err) from None
+        except struct.error:
+            buffer += _pack_slowly(end, end - start, phase, sm, cta, FILL, tile, stage, nbytes, name)
         if len(buffer) >= self._limit:
             self._pack()
 
@@ -196,8 +211,8 @@ class Recorder:
         buffer = self._buffer
         try:
             buffer += _PACK(end, end - start, released - end, sm, cta, COMPUTE, tile, stage, 0, 0)
-        except struct.error as err:
-            raise _too_wide(err) from None
+        except struct.error:
+            buffer += _pack_slowly(end, end - start, released - end, sm, cta, COMPUTE, tile, stage, 0, 0)
         if len(buffer) >= self._limit:
             self._pack()
 
@@ -209,14 +224,16 @@ class Recorder:
         if flipped == released:
             try:
                 buffer += _PACK(end, end - start, released - end, sm, cta, COMPUTE_FLIP, tile, stage, phase, name)
-            except struct.error as err:
-                raise _too_wide(err) from None
+            except struct.error:
+                buffer += _pack_slowly(end, end - start, released - end, sm, cta, COMPUTE_FLIP, tile, stage, phase,
+                                       name)
         else:
-            try:
-                buffer += _PACK(end, end - start, released - end, sm, cta, COMPUTE, tile, stage, 0, 0)
-                buffer += _PACK(flipped, 0, 0, sm, cta, FLIP_EMPTY, tile, stage, phase, name)
-            except struct.error as err:
-                raise _too_wide(err) from None
+            for record in ((end, end - start, released - end, sm, cta, COMPUTE, tile, stage, 0, 0),
+                           (flipped, 0, 0, sm, cta, FLIP_EMPTY, tile, stage, phase, name)):
+                try:
+                    buffer += _PACK(*record)
+                except struct.error:
+                    buffer += _pack_slowly(*record)
         if len(buffer) >= self._limit:
             self._pack()
 
@@ -337,7 +354,8 @@ class Recorder:
         form, kind = rec["form"][pick], types[pick]
         phase = np.select([kind == BOTH_COPY, kind == BOTH_FILL], [-1, rec["b"][pick]], rec["value"][pick])
         names = np.array(self._names, dtype=object)
-        time = rec["time"][pick] + np.where(kind == TWO_SPANS_FLIP, rec["b"][pick], 0)  # flips at the release
+        later = (kind == TWO_SPANS_FLIP) | (kind == SPAN_EVENT)  # a flip at the release, an issue after a wait
+        time = rec["time"][pick] + np.where(later, rec["b"][pick], 0)
         return {"time_ps": time, "sm": rec["sm"][pick], "cta": rec["cta"][pick],
                 "kind": self._table(_event_kind)[form],
                 "name": names[rec["name"][pick]] if len(names) else np.empty(len(pick), dtype=object),
@@ -360,15 +378,20 @@ class Recorder:
         return table
 
 
-def _too_wide(err: struct.error) -> TmasimError:
-    """A record's number does not fit the buffer's 64 bits (struct's own message says which rule)."""
-    return TmasimError(f"run.records: a time or count beyond 64 bits cannot be recorded ({err}); "
-                       "set run.records=false")
+def _pack_slowly(*values: float) -> bytes:
+    """A record whose numbers are not all 64-bit integers (the slow path): a float is cut to its
+    integer part, as numpy's conversion did; beyond 64 bits is an error."""
+    try:
+        return _PACK(*map(int, values))
+    except struct.error:
+        raise TmasimError("run.records: a time or count beyond 64 bits cannot be recorded; "
+                          "set run.records=false") from None
 
 
 def _event_kind(form: tuple[int, str, str]) -> str:
     """The event a record of this form makes: a copy's landing, a fill's flip, or its own kind."""
-    return {BOTH_COPY: "landed", BOTH_FILL: "flip_full", TWO_SPANS_FLIP: "flip_empty"}.get(form[0], form[2])
+    return {BOTH_COPY: "landed", BOTH_FILL: "flip_full", TWO_SPANS_FLIP: "flip_empty",
+            SPAN_EVENT: "issue"}.get(form[0], form[2])
 
 
 def _expand(rows: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:

@@ -11,6 +11,7 @@ from tmasim import format as fmt
 from tmasim.results import Result
 from tmasim.teach.prose import paragraph
 from tmasim.teach.what_if import WhatIf, run_what_if, what_if_line
+from tmasim.units import PS_PER_S
 from tmasim.workloads.attention_bounds import BOUND_NAMES
 
 
@@ -29,7 +30,8 @@ def attention_story(result: Result) -> list[str]:
         "FLOP convention.")]
     width = max(len(name) for name, _ in bounds)
     lines += ["", "Each resource alone would need (the run cannot beat the longest):",
-              *[f"  {name:<{width}}  {fmt.time(t, 4):>10}" for name, t in bounds]]
+              *[f"  {name:<{width}}  {fmt.time(t, 4):>10}{_carried(key, result)}"
+                for (key, _), (name, t) in zip(BOUND_NAMES, bounds, strict=True)]]
     lines += ["", paragraph(
         f"{binding[0].upper()}{binding[1:]} binds: {fmt.time(bound, 4)}, and the run reaches "
         f"{bound / makespan:.0%} of that bound. The tensor cores are busy {stats['compute_utilization']:.0%} of "
@@ -37,6 +39,14 @@ def attention_story(result: Result) -> list[str]:
         f"FP32 units of the busiest SM, {stats['exponentials_bound_ns'] / stats['compute_bound_ns']:.0%} of its "
         "tensor-core time, so it costs nothing only while it runs under another warpgroup's GEMMs.")]
     return lines
+
+
+def _carried(key: str, result: Result) -> str:
+    """The bytes a link's bound counts (the summary's ``l2_bytes`` / ``hbm_bytes``) and its rate."""
+    if key not in ("l2", "hbm"):
+        return ""
+    capacity = getattr(result.scenario.gpu, f"{key}_bandwidth") * PS_PER_S
+    return f"   {fmt.amount(result.stats[f'{key}_bytes'])} at {fmt.rate(capacity)}" if capacity < float("inf") else ""
 
 
 def attention_what_ifs(result: Result, base_dir: Path | None) -> list[str]:

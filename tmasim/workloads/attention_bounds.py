@@ -80,7 +80,7 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
         "port": max(port) / gpu.sm_port_bandwidth,
         "latency": latency,
     }
-    return {**bound_figures(bounds, max(serial), config.useful_flops), "model_hbm_bytes": hbm}
+    return bound_figures(bounds, max(serial), config.useful_flops)
 
 
 def round_trip(gpu: GpuSpec, block: Any, consumers: int = 1) -> float:

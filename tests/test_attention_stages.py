@@ -1,0 +1,62 @@
+"""Why attention-h100 is slower with 3 K/V stages than with 2 (the stage sweep 1..4, reduced to
+one batch of four heads: two work units per CTA).
+
+Two mechanisms of the model, both at a work unit's start, and nothing else:
+1. *O staged in Q's buffer.* Three stages of K and V (3 x 64 KiB) and Q (32 KiB) leave no room
+   for O's own 32 KiB staging buffer under the 227 KiB a CTA may use, so O is staged in Q's
+   buffer and the next unit's Q load waits until O's TMA store has read it.
+2. *Q overtaken.* By then every K and V slot is free, and the producer issues up to 2·S K/V
+   copies right after Q. They hit L2, Q comes from HBM (216 ns more latency), so they become
+   ready first and the TMA unit, streaming one box after another in the order they became
+   ready, lands all of them before Q. More stages, more copies ahead of Q.
+With O given its own buffer (more shared memory) and Q read at L2 latency, more stages are
+never slower; each mechanism alone brings part of the slowdown back.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tmasim.errors import ScenarioError
+from tmasim.scenario import load
+from tmasim.simulation import simulate
+
+REDUCED = ["workload.batch=1", "workload.heads=4", "run.records=false"]
+ROOMY = ['gpu.smem_per_sm="400 KiB"', 'gpu.smem_per_cta="400 KiB"']  # O gets its own buffer at any stage count
+Q_AT_L2 = ['gpu.hbm_latency="0 ns"']  # Q's copy is ready as early as the K/V copies issued after it
+
+
+def _run(stages: int, *extra: str) -> dict:
+    return simulate(load("attention-h100", [*REDUCED, f"pipeline.stages={stages}", *extra])).stats
+
+
+def _times(stages: range, *extra: str) -> list[int]:
+    return [_run(s, *extra)["makespan_ps"] for s in stages]
+
+
+def test_three_stages_stage_o_in_q_and_are_slower_four_do_not_fit():
+    one, two, three = (_run(s) for s in (1, 2, 3))
+    assert one["makespan_ps"] > 1.8 * two["makespan_ps"]  # one stage: every round trip exposed
+    assert (one["o_in_q"], two["o_in_q"], three["o_in_q"]) == (False, False, True)
+    assert three["makespan_ps"] > two["makespan_ps"]
+    with pytest.raises(ScenarioError, match=r"pipeline\.stages: 4 needs 288\.1 KiB"):
+        _run(4)
+
+
+def test_without_both_mechanisms_more_stages_are_never_slower():
+    times = _times(range(1, 5), *ROOMY, *Q_AT_L2)
+    assert times == sorted(times, reverse=True) and len(set(times)) == 4
+
+
+def test_q_overtaken_alone_makes_each_further_stage_slower():
+    two, three, four = _times(range(2, 5), *ROOMY)
+    assert two < three < four
+
+
+def test_each_mechanism_alone_leaves_part_of_the_slowdown():
+    two, three = _times(range(2, 4))
+    roomy_two, roomy_three = _times(range(2, 4), *ROOMY)
+    fast_two, fast_three = _times(range(2, 4), *Q_AT_L2)
+    slowdown = three - two
+    assert 0 < roomy_three - roomy_two < slowdown
+    assert 0 < fast_three - fast_two < slowdown
