@@ -18,7 +18,12 @@ Cost is what shapes the design: a GEMM moves ~10^6 flows over 132 SMs. So
   its own clock, an offset from its group's;
 - the common case, every class frozen by one link they all cross (HBM or L2 saturated), is
   detected in O(log #links) from a heap of each link's capacity / weight, and only changes the
-  one group's rate; anything else runs the full progressive filling, O(Σ route length · log).
+  one group's rate; anything else runs the full progressive filling, O(Σ route length · log);
+- the other common case, no shared link binding (each SM's copy at its cap or its own port, as
+  when SMs do unequal work and seldom fill L2), is read off in one pass
+  (:func:`~tmasim.engine.flows.own_bounds`), and its one-class levels at equal rates share one
+  *merged* group, so advancing time costs O(#distinct rates), not O(#SMs). Both give the full
+  filling's rates, clocks and finishing order bit for bit (tests/test_fabric_shortcuts.py).
 
 Times are integer picoseconds: a flow finishes at the nearest picosecond to its exact time,
 computed from the clock snapshot taken when rates last changed, so a flow alone on a link of
@@ -34,9 +39,13 @@ from typing import Any
 
 import simpy
 
-from tmasim.engine.flows import Flow, FlowClass, Link, LinkStats, RateGroup, Route, progressive_filling
+from tmasim.engine.flows import Flow, FlowClass, Link, LinkStats, RateGroup, Route, filling, progressive_filling
 
 __all__ = ["Fabric", "Flow", "Link", "LinkStats", "Route"]
+
+
+def _rank(cls: FlowClass) -> int:
+    return cls.rank
 
 
 class Fabric:
@@ -231,12 +240,29 @@ class Fabric:
             self._t = now
 
     def _finish_due(self, group: RateGroup, elapsed: int) -> None:
+        if group.merged:
+            self._finish_due_by_rank(group, elapsed)
+            return
         rate = group.rate
         while (entry := group.top()) is not None:
             if round((entry[0] - group.clock) / rate) > elapsed:
                 return
             heapq.heappop(group.heap)
             self._finish_head(entry[2])
+
+    def _finish_due_by_rank(self, group: RateGroup, elapsed: int) -> None:
+        """A merged group's due flows, class by class in level order, each class's in finish
+        order: what the one-class groups it stands for would have done, one after another."""
+        rate = group.rate
+        due = []
+        while (entry := group.top()) is not None and round((entry[0] - group.clock) / rate) <= elapsed:
+            heapq.heappop(group.heap)
+            due.append(entry[2])
+        due.sort(key=_rank)
+        for cls in due:
+            self._finish_head(cls)
+            while cls.group is group and round((cls.heap[0][0] - cls.offset - group.clock) / rate) <= elapsed:
+                self._finish_head(cls)
 
     def _request_settle(self) -> None:
         if not self._settle_pending:
@@ -288,8 +314,9 @@ class Fabric:
         if link is not None and len(link._classes) != len(self._active):
             return False
         groups = self._groups
-        if len(groups) == 1:  # every active class is in it or fresh
+        if len(groups) == 1 and (not groups[0].merged or groups[0].nclasses == 1):  # all in it or fresh
             group, joining = groups[0], self._fresh
+            group.merged = False
         else:
             group, joining = RateGroup(), list(self._active)
             self._groups = [group]
@@ -327,10 +354,40 @@ class Fabric:
         heapq.heapify(self._link_heap)
 
     def _water_fill(self) -> None:
-        """Progressive filling over classes: each freeze level becomes one rate group."""
+        """Progressive filling over classes: each freeze level becomes one rate group, or joins
+        the group before it when both are one class at the same rate (a merged group)."""
         levels = progressive_filling(list(self._active))
+        groups: list[RateGroup] = []
+        self._groups = groups
+        alone: RateGroup | None = None  # the last group, if its levels had one class each
+        seq = self._seq
+        for rank, (rate, members) in enumerate(levels):
+            if alone is not None and len(members) == 1 and rate == alone.rate:
+                group = alone
+                group.merged = True
+            else:
+                group = RateGroup()
+                group.rate = rate
+                groups.append(group)
+                alone = group if len(members) == 1 else None
+            entries = group.heap
+            for cls in members:  # _join, with the heap built once below
+                old = cls.group
+                clock = cls.offset if old is None else old.clock + cls.offset
+                cls.group = group
+                cls.offset = clock - group.clock
+                cls.rank = rank
+                group.nclasses += 1
+                cls.stamp = stamp = next(seq)
+                entries.append((cls.heap[0][0] - cls.offset, stamp, cls))
+        for group in groups:
+            heapq.heapify(group.heap)
+
+    def _water_fill_plain(self) -> None:
+        """The reference the shortcuts must equal bit for bit (tests, benchmarks/bench_attention.py):
+        the full progressive filling, one rate group per freeze level."""
         self._groups = []
-        for rate, members in levels:
+        for rate, members in filling(list(self._active)):
             group = RateGroup()
             group.rate = rate
             for cls in members:

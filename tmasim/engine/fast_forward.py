@@ -393,8 +393,9 @@ def _fabric_state(fabric: Fabric, now: int, describe: _Describer) -> tuple[Any, 
         flows = tuple((tag, flow.nbytes, describe.callbacks(flow.done.callbacks))
                       for tag, _, flow in sorted(cls.heap, key=lambda e: e[:2]))
         group = None if cls.group is None else groups[id(cls.group)]
-        classes.append((_class_name(cls), cls.n, cls.offset, cls.start_sum, group, flows))
-    group_states = tuple((g.rate, g.clock, g.nclasses) for g in fabric._groups)
+        rank = cls.rank if cls.group is not None and cls.group.merged else None  # its turn in a merged group
+        classes.append((_class_name(cls), cls.n, cls.offset, cls.start_sum, group, rank, flows))
+    group_states = tuple((g.rate, g.clock, g.nclasses, g.merged) for g in fabric._groups)
     links = tuple((lk._weight, tuple(_class_name(c) for c in lk._classes)) for lk in fabric._links.values())
     fresh = tuple(_class_name(c) for c in fabric._fresh)
     return (fabric._t - now, fabric._settle_pending, tuple(classes), group_states, links, fresh)

@@ -103,6 +103,7 @@ class FlowClass:
         "stamp",
         "start_sum",
         "in_cap_heap",
+        "rank",
     )
 
     def __init__(self, route: tuple[tuple[Link, float], ...], cap: float) -> None:
@@ -115,6 +116,7 @@ class FlowClass:
         self.stamp = -1  # seq of this class's live entry in its group's heap
         self.start_sum = 0.0  # Σ class clock at each in-flight flow's start: gives progress
         self.in_cap_heap = False
+        self.rank = 0  # its freeze level's position in the last progressive filling
 
     def clock(self) -> float:
         group = self.group
@@ -122,9 +124,14 @@ class FlowClass:
 
 
 class RateGroup:
-    """Classes frozen at one level: one rate, one virtual clock, one heap of next finishes."""
+    """Classes frozen at one level: one rate, one virtual clock, one heap of next finishes.
 
-    __slots__ = ("rate", "clock", "heap", "nclasses")
+    ``merged``: the group stands for several levels of equal rate, one class each (classes
+    frozen one by one at equal caps). Those groups would have had equal clocks, bit for bit
+    (each starts at 0 and gains the same rate × elapsed), so one clock serves them all; their
+    flows finish class by class in level order (:attr:`FlowClass.rank`), as theirs would."""
+
+    __slots__ = ("rate", "clock", "heap", "nclasses", "merged")
 
     def __init__(self) -> None:
         self.rate = 0.0
@@ -132,6 +139,7 @@ class RateGroup:
         # (head flow's tag in group clock, stamp, class)
         self.heap: list[tuple[float, int, FlowClass]] = []
         self.nclasses = 0
+        self.merged = False
 
     def top(self) -> tuple[float, int, FlowClass] | None:
         """The earliest live entry, dropping entries left by classes that moved or changed head."""
@@ -146,12 +154,18 @@ class RateGroup:
 
 
 def progressive_filling(active: list[FlowClass]) -> list[tuple[float, list[FlowClass]]]:
-    """Weighted max-min rates: [(rate, classes frozen at it)], rates non-decreasing.
+    """Weighted max-min rates: [(rate, classes frozen at it)], rates non-decreasing. The
+    classes must be the fabric's active ones (each link's ``_classes`` lists those crossing it).
+    When no shared link binds, :func:`own_bounds` gives the same result in one pass."""
+    alone = own_bounds(active)
+    return alone if alone is not None else filling(active)
 
-    All unfrozen classes rise together; the next event is either a link saturating (every
-    unfrozen class through it freezes) or a class reaching its cap. A heap keeps each link's
-    saturation level, re-pushed when a freeze changes its load, so the cost is
-    O(Σ route length · log #links).
+
+def filling(active: list[FlowClass]) -> list[tuple[float, list[FlowClass]]]:
+    """Progressive filling. All unfrozen classes rise together; the next event is either a link
+    saturating (every unfrozen class through it freezes) or a class reaching its cap. A heap
+    keeps each link's saturation level, re-pushed when a freeze changes its load, so the cost
+    is O(Σ route length · log #links).
     """
     unfrozen_weight: dict[Link, float] = {}
     unfrozen_count: dict[Link, int] = {}
@@ -203,3 +217,44 @@ def progressive_filling(active: list[FlowClass]) -> list[tuple[float, list[FlowC
         else:
             freeze([cls for cls in active if cls not in frozen], math.inf)
     return levels
+
+
+
+# A shared link counts as unsaturated for the shortcut below only with this much room to spare:
+# far more than the float rounding of the filling's sums (about 1e-12 relative at most).
+_ROOM = 1e-6
+
+
+def own_bounds(active: list[FlowClass]) -> list[tuple[float, list[FlowClass]]] | None:
+    """The filling's result when no shared link binds, found without the filling.
+
+    A class's own bound is its cap or, if lower, the level of a link only it crosses (its SM's
+    port): ``capacity / (n · weight)``, as the filling computes it. If every link that two or
+    more classes cross keeps room to spare with every class at its own bound, the filling never
+    freezes anyone there (each such link's level stays above the next bound, exactly, with the
+    margin), so it freezes the classes one by one at their own bounds, in the order it would:
+    by level, a cap before a link at the same level, caps by position, links by index. None
+    when some class has no finite bound or some shared link would be nearly full."""
+    keyed: list[tuple[float, int, int, FlowClass]] = []
+    load: dict[Link, float] = {}
+    for i, cls in enumerate(active):
+        bound, kind, index, n = cls.cap, 0, i, cls.n
+        for link, weight in cls.route:
+            if len(link._classes) == 1:
+                level = link.capacity / (n * weight)
+                if level < bound or (level == bound and kind and link._index < index):
+                    bound, kind, index = level, 1, link._index
+        if bound == math.inf:
+            return None
+        keyed.append((bound, kind, index, cls))
+        for link, weight in cls.route:
+            if len(link._classes) > 1:
+                load[link] = load.get(link, 0.0) + n * weight * bound
+    if any(carried > link.capacity * (1 - _ROOM) for link, carried in load.items()):
+        return None
+    keyed.sort(key=_order)
+    return [(bound, [cls]) for bound, _, _, cls in keyed]
+
+
+def _order(entry: tuple[float, int, int, FlowClass]) -> tuple[float, int, int]:
+    return entry[:3]  # type: ignore[return-value]
