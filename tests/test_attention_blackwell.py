@@ -142,3 +142,19 @@ def test_pair_aggregation_is_exact():
     assert on["cluster_classes"] < off["cluster_classes"]
     for key in ("makespan_ps", "memory_bytes", "achieved_flops_per_s"):
         assert on[key] == off[key], key
+
+
+@pytest.mark.parametrize("name", ["attention-b200", "attention-b200-2sm"])
+def test_blackwell_issues_pv_before_the_next_s_because_p_overwrites_s_in_tmem(name):
+    """FA4's order with the softmax overlapped: each tile's P·V of block j - 1, then its S of
+    block j (S_j lands in the TMEM columns where P_{j-1} lives); the tensor cores of the
+    CTA's SM (both SMs of a pair) run warpgroup 0's GEMMs as S_0, P·V_0, S_1, P·V_1, ..."""
+    s = scenarios.load(name, ["workload.batch=1", "workload.heads=1", "workload.seqlen_q=512",
+                              "workload.seqlen_kv=512", "run.records=true"])
+    spans = simulate(s).spans
+    sms = sorted(set(spans["sm"]))[: (2 if s.pipeline.mma_cta_group == 2 else 1)]
+    for sm in sms:
+        tensor = spans[(spans["lane"] == "tensor") & (spans["sm"] == sm) & (spans["stage"] == 0)]
+        order = [(kind, step) for kind, step in tensor.sort_values("start_ps")[["kind", "tile"]].itertuples(
+            index=False)]
+        assert order == [("qk", 0), ("pv", 0), ("qk", 1), ("pv", 1), ("qk", 2), ("pv", 2), ("qk", 3), ("pv", 3)]

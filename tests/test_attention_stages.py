@@ -60,3 +60,12 @@ def test_each_mechanism_alone_leaves_part_of_the_slowdown():
     slowdown = three - two
     assert 0 < roomy_three - roomy_two < slowdown
     assert 0 < fast_three - fast_two < slowdown
+
+
+def test_explain_says_why_one_more_stage_is_slower():
+    from tmasim.teach import explain
+
+    text = " ".join(explain.explain_result(simulate(load("attention-h100", [*REDUCED, "pipeline.stages=2"]))).split())
+    assert "3 stages: " in text and "O no longer fits beside the slots and is staged in Q's buffer" in text
+    text = " ".join(explain.explain_result(simulate(load("attention-h100", [*REDUCED, *ROOMY]))).split())
+    assert "3 stages: " in text and "staged in Q's buffer" not in text

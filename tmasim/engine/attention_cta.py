@@ -211,8 +211,12 @@ class AttentionCta:
             if rescaled is not None and rescaled.callbacks is not None:
                 yield rescaled  # the correction warpgroup has not finished rescaling O yet
             yield from self._my_turn(w)
-            s_done = self._mma(block.qk, w, step, "qk")
-            pv_done = self._mma(previous.pv, w, step - 1, "pv")
+            if self.schedule.pv_first:  # S_j would overwrite P_{j-1} in TMEM: FA4 issues P·V first
+                pv_done = self._mma(previous.pv, w, step - 1, "pv")
+                s_done = self._mma(block.qk, w, step, "qk")
+            else:
+                s_done = self._mma(block.qk, w, step, "qk")
+                pv_done = self._mma(previous.pv, w, step - 1, "pv")
             self._pass_turn(w)
             yield s_done
             self._release(self.k, step, w)

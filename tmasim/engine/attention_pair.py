@@ -45,6 +45,7 @@ class AttentionPairCta(AttentionCta):
             self.recorder.event(self.env.now, self.sm, self.index, "cluster", f"cluster {cluster}", -1, rank)
         if rank % 2:
             self.leader = peers[rank - 1]
+            self._landed_at = self.leader._landed_at  # our halves land on its full barriers (records' slot use)
             return
         self.follower = peers[rank + 1]
         for barrier in (*self.k.full, *self.v.full, self.q_full):

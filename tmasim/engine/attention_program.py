@@ -86,7 +86,9 @@ class AttentionSchedule:
     the next Q loads after O's store has read it; ``issue``: a consumer's time to issue a copy;
     ``correction_apart``: a correction warpgroup rescales O (FA4), so a softmax warpgroup does
     not wait for it (the next P·V of its tile does); ``pair``: the CTA is one of a 2-SM MMA pair
-    (:mod:`tmasim.engine.attention_pair`)."""
+    (:mod:`tmasim.engine.attention_pair`); ``pv_first``: with ``overlap``, P·V of block j - 1 is
+    issued before S of block j (Blackwell: P lives in TMEM over S, so S_j must wait for P·V to
+    have read it; FA4's order), not after (FA3: two S buffers in registers)."""
 
     consumers: int
     pingpong: bool
@@ -96,6 +98,7 @@ class AttentionSchedule:
     issue: int = 0
     correction_apart: bool = False
     pair: bool = False
+    pv_first: bool = False
 
 
 class AttentionProgram:

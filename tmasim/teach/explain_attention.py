@@ -10,7 +10,7 @@ from typing import Any
 from tmasim import format as fmt
 from tmasim.results import Result
 from tmasim.teach.prose import paragraph
-from tmasim.teach.what_if import WhatIf, run_what_if, what_if_line
+from tmasim.teach.what_if import WhatIf, run_what_if, variant, what_if_line
 from tmasim.units import PS_PER_S
 from tmasim.workloads.attention_bounds import BOUND_NAMES
 
@@ -61,10 +61,23 @@ def attention_what_ifs(result: Result, base_dir: Path | None) -> list[str]:
     label = "softmax overlap off" if overlap else "softmax overlap on"
     lines.append(what_if_line(base, run_what_if(scenario, label, {"workload.softmax_overlap": not overlap},
                                                 base_dir), "ping-pong already hides the softmax"))
-    lines.append(what_if_line(base, run_what_if(scenario, f"{stats['stages'] + 1} stages",
-                                                {"pipeline.stages": stats["stages"] + 1}, base_dir),
-                              "the slots are not what binds"))
+    more = run_what_if(scenario, f"{stats['stages'] + 1} stages", {"pipeline.stages": stats["stages"] + 1}, base_dir)
+    lines.append(what_if_line(base, more, "the slots are not what binds") + _o_loses_its_buffer(result, more, base_dir))
     return lines
+
+
+def _o_loses_its_buffer(result: Result, more: WhatIf, base_dir: Path | None) -> str:
+    """Why one more stage can be slower (README, "Why 3 stages are slower here"): the plan with it
+    stages O in Q's buffer, so each unit's Q load waits for O's store."""
+    from tmasim.simulation import plan_scenario
+
+    if more.makespan_ps is None or more.makespan_ps <= result.stats["makespan_ps"] or result.stats.get("o_in_q"):
+        return ""
+    plan, _ = plan_scenario(variant(result.scenario, more.overrides, base_dir))
+    if not plan.info.get("o_in_q"):
+        return ""
+    return ("; O no longer fits beside the slots and is staged in Q's buffer, so each unit's Q load waits for "
+            "O's store")
 
 
 def _idle_line(base: int, w: WhatIf, stats: dict[str, Any], unchanged: str) -> str:

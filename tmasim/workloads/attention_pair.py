@@ -88,7 +88,7 @@ def plan_pair(config: AttentionConfig, scenario: Scenario) -> tuple[Plan, Reside
     concurrent = min(placement.clusters, len(order))  # pairs resident at once
     fractions = round_fractions(config, order, concurrent)
     schedule = AttentionSchedule(shape.processes, shape.pingpong, config.softmax_overlap, True, o_in_q,
-                                 gpu.tma_issue, config.correction_warpgroup, pair=True)
+                                 gpu.tma_issue, config.correction_warpgroup, pair=True, pv_first=True)
     leaders, followers = (_units(config, gpu, shape, order, fractions, rank) for rank in (0, 1))
     persistent = config.launch == "persistent"
     groups = assign(counts, concurrent) if persistent else [[i] for i in range(len(order))]

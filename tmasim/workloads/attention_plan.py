@@ -235,7 +235,8 @@ def plan(config: AttentionConfig, scenario: Scenario) -> tuple[Plan, Residency]:
     concurrent = min(slots, len(order))
     fractions = round_fractions(config, order, concurrent)
     schedule = AttentionSchedule(shape.processes, shape.pingpong, config.softmax_overlap, p.warp_specialized,
-                                 o_in_q, gpu.tma_issue, config.correction_warpgroup)
+                                 o_in_q, gpu.tma_issue, config.correction_warpgroup,
+                                 pv_first=bool(gpu.mma is not None and gpu.mma.tmem_columns))  # P over S in TMEM
     units = _units(config, gpu, shape, order, fractions)
     if persistent:
         programs = [AttentionProgram([units[i] for i in positions], schedule)
