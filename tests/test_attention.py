@@ -292,3 +292,32 @@ def test_variants_run_and_conserve_flops(changes):
     assert stats["o_in_q"] is (changes.get("head_dim") == 256)
     for key in ("compute", "exponentials", "l2", "hbm", "port", "latency"):
         assert stats["makespan_ns"] >= stats[f"{key}_bound_ns"], key
+
+
+def test_copies_are_charged_per_row_request_as_gemm_boxes_are():
+    """Q, K and V copies carry one request per in-bounds row segment of at most 128 bytes, and
+    the SM port/TMA bound charges each copy the longer of its bytes at the port's rate and its
+    requests at the TMA unit's rate (the engine caps the copy's flow the same way)."""
+    from tmasim.workloads.attention_bounds import transfer
+
+    s = scenario(batch=1, seqlen_q=1000, head_dim=64)  # 64 bf16 = 128-byte rows; 1000 = 7 x 128 + 104
+    plan, _ = plan_scenario(s)
+    units = [unit for program in plan.programs for unit in program.units]
+    assert {unit.q.requests for unit in units} == {128, 104}  # the edge tile requests its 104 rows only
+    blocks = {block for unit in units for block, _ in unit.runs}
+    assert {(b.k.requests, b.v.requests) for b in blocks} == {(128, 128), (104, 104)}
+    gpu = s.gpu
+    wide = scenario(batch=1, seqlen_q=1024, head_dim=128)  # 256-byte rows: two requests a row
+    block = plan_scenario(wide)[0].programs[0].units[0].runs[0][0]
+    assert (block.k.requests, block.v.requests) == (256, 256)
+    assert transfer(gpu, block.k) == max(block.k.memory_bytes / gpu.sm_port_bandwidth,
+                                         256 * gpu.tma_request_time)
+    # Requests slow enough to bind: a K or V box's 256 requests take 256 x 20 ns = 5.12 us, the
+    # port's 32 KiB at 100 GB/s 0.33 us; the run is then bound by them, 4 boxes a block.
+    slow = scenario(gpu={**COSTLY, "tma_request_time": "20 ns"}, batch=1, seqlen_q=1024, head_dim=128)
+    stats = simulate(slow).stats
+    assert stats["binding"] == "port"
+    assert stats["makespan_ps"] > simulate(wide).stats["makespan_ps"]
+    per_sm = max(sum(2 * 256 * 20_000 * count for _, count in unit.runs) + unit.q.requests * 20_000
+                 for program in plan_scenario(slow)[0].programs for unit in program.units)
+    assert stats["port_bound_ns"] * 1000 >= per_sm

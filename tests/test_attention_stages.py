@@ -10,7 +10,9 @@ Two mechanisms of the model, both at a work unit's start, and nothing else:
    ready first and the TMA unit, streaming one box after another in the order they became
    ready, lands all of them before Q. More stages, more copies ahead of Q.
 With O given its own buffer (more shared memory) and Q read at L2 latency, more stages are
-never slower; each mechanism alone brings part of the slowdown back.
+never slower; without either mechanism alone a third stage already helps (it hides the K/V
+copies' row requests through the TMA unit), and with O in its own buffer a fourth stage is
+slower again, Q now overtaken by eight copies.
 """
 
 from __future__ import annotations
@@ -48,18 +50,17 @@ def test_without_both_mechanisms_more_stages_are_never_slower():
     assert times == sorted(times, reverse=True) and len(set(times)) == 4
 
 
-def test_q_overtaken_alone_makes_each_further_stage_slower():
-    two, three, four = _times(range(2, 5), *ROOMY)
-    assert two < three < four
+def test_q_overtaken_alone_makes_a_fourth_stage_slower():
+    three, four = _times(range(3, 5), *ROOMY)
+    assert three < four  # with O in its own buffer, 8 K/V copies land ahead of Q instead of 6
 
 
-def test_each_mechanism_alone_leaves_part_of_the_slowdown():
+def test_without_either_mechanism_a_third_stage_helps():
     two, three = _times(range(2, 4))
     roomy_two, roomy_three = _times(range(2, 4), *ROOMY)
     fast_two, fast_three = _times(range(2, 4), *Q_AT_L2)
-    slowdown = three - two
-    assert 0 < roomy_three - roomy_two < slowdown
-    assert 0 < fast_three - fast_two < slowdown
+    assert three > two  # both mechanisms: the third stage costs more than it hides
+    assert roomy_three < roomy_two and fast_three < fast_two
 
 
 def test_explain_says_why_one_more_stage_is_slower():

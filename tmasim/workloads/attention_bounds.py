@@ -4,9 +4,10 @@ Bounds a run cannot beat, from the plan alone: ``compute`` (the busiest SM's ten
 both GEMMs), ``exponentials`` (the busiest SM's exponential pipe, or its FP32 pipe if busier: softmax and rescale),
 ``smem`` (the MMA operands read from shared memory by the busiest SM at its shared-memory
 bandwidth: per block Q once and, for each warpgroup, all of K and V), ``l2`` and
-``hbm`` (all bytes over each link), ``port`` (the busiest SM's bytes over its ingest port),
+``hbm`` (all bytes over each link), ``port`` (the busiest SM's copies through its ingest port,
+each no faster than its bytes at the port's rate or its row requests at the TMA unit's rate),
 ``latency`` (per CTA, the uses of its busiest K or V slot one after another, each at least a
-round trip: the issue, the copy's latency and transfer at the port's rate, the full barrier's
+round trip: the issue, the copy's latency and transfer (port or TMA requests), the full barrier's
 wake-up, the MMAs that read the slot (S = Q·Kᵀ of every consumer for K, P·V for V) on the one
 FIFO of tensor cores and the last one's completion, the empty barrier's wake-up).
 """
@@ -47,7 +48,7 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
         step = 0
         for unit in program.units:
             q = unit.q
-            port[sm] += q.memory_bytes
+            port[sm] += transfer(gpu, q)
             l2 += q.memory_bytes
             hbm += q.memory_bytes * q.hbm_fraction
             serial[sm] += procs * unit.epilogue.duration
@@ -61,7 +62,7 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
                 exp[sm] += count * procs * work.exp
                 fp32[sm] += count * procs * work.fp32
                 smem[sm] += count * operands
-                port[sm] += count * nbytes
+                port[sm] += count * (transfer(gpu, block.k) + transfer(gpu, block.v))
                 l2 += count * nbytes
                 hbm += count * (block.k.memory_bytes * block.k.hbm_fraction + block.v.memory_bytes *
                                 block.v.hbm_fraction)
@@ -77,18 +78,23 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
         "smem": max(smem) / gpu.smem_bandwidth,
         "l2": l2 / gpu.l2_bandwidth,
         "hbm": hbm / gpu.hbm_bandwidth,
-        "port": max(port) / gpu.sm_port_bandwidth,
+        "port": max(port),
         "latency": latency,
     }
     return bound_figures(bounds, max(serial), config.useful_flops)
 
 
+def transfer(gpu: GpuSpec, copy: Any) -> float:
+    """The least time a copy takes through its SM: its bytes at the port's rate, or its row
+    requests at the TMA unit's rate, whichever is longer (as the engine caps the copy's flow)."""
+    return max(copy.memory_bytes / gpu.sm_port_bandwidth, copy.requests * gpu.tma_request_time)
+
+
 def round_trip(gpu: GpuSpec, block: Any, consumers: int = 1) -> float:
     """The least time one use of a K/V slot takes (see the module doc): the longer of K's and V's."""
-    port = gpu.sm_port_bandwidth
 
     def trip(copy: Any, mma: Any) -> float:
-        return (gpu.tma_issue + copy.latency + copy.memory_bytes / port + gpu.barrier_wake
+        return (gpu.tma_issue + copy.latency + transfer(gpu, copy) + gpu.barrier_wake
                 + consumers * mma.occupancy + mma.tail + gpu.barrier_wake)
 
     return max(trip(block.k, block.qk), trip(block.v, block.pv))
@@ -96,8 +102,7 @@ def round_trip(gpu: GpuSpec, block: Any, consumers: int = 1) -> float:
 
 def no_overlap(gpu: GpuSpec, block: Any, consumers: int) -> float:
     """A block with nothing overlapped: K and V land, then each consumer's S, softmax, rescale, P·V."""
-    landing = gpu.tma_issue + max(block.k.latency, block.v.latency) + (
-        block.k.memory_bytes + block.v.memory_bytes) / gpu.sm_port_bandwidth
+    landing = gpu.tma_issue + max(block.k.latency, block.v.latency) + transfer(gpu, block.k) + transfer(gpu, block.v)
     work = (block.qk.occupancy + block.qk.tail + (block.softmax + block.correction).time + block.pv.occupancy
             + block.pv.tail)
     return landing + consumers * work

@@ -117,8 +117,8 @@ def _units(config: AttentionConfig, gpu: GpuSpec, shape: Shape, order: list[tupl
     def kv(fraction: float, keys: int, share: float) -> KvBlock:
         if (fraction, keys, share) not in blocks:
             mine = min(bn // 2, max(0, keys - rank * bn // 2))  # rank 0: the first BN / 2 keys of K
-            k = tma_copy(gpu, bn // 2 * d * e, mine * d * e, fraction)
-            v = tma_copy(gpu, bn * dv // 2 * e, keys * dv // 2 * e, fraction)  # every key, d_v / 2 columns
+            k = tma_copy(gpu, bn // 2 * d * e, mine, d * e, fraction)
+            v = tma_copy(gpu, bn * dv // 2 * e, keys, dv // 2 * e, fraction)  # every key, d_v / 2 columns
             own = block(config, gpu, shape.rows, k, v, False, keys)  # this CTA's softmax and rescale
             qk = pair_mma(gpu, config.dtype, shape.rows, bn, d, share * own.qk.flops)
             pv = pair_mma(gpu, config.dtype, shape.rows, dv, bn, share * own.pv.flops)
@@ -134,7 +134,7 @@ def _units(config: AttentionConfig, gpu: GpuSpec, shape: Shape, order: list[tupl
         share = 0.0 if rank else sum(rows) / bm
         runs = [(kv(fraction, bn, share), last), (kv(fraction, tail, share), 1)] if tail < bn \
             else [(kv(fraction, bn, share), last + 1)]
-        q = tma_copy(gpu, bm * d * e, rows_in * d * e, 1.0)
+        q = tma_copy(gpu, bm * d * e, rows_in, d * e, 1.0)
         store = Copy(bm * dv * OUT_BYTES, rows_in * dv * OUT_BYTES, 1.0, 0)
         units.append(AttentionUnit(index, q, tuple(runs), Epilogue(epilogue, store)))
     return units

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from tmasim.engine.attention_program import AttentionProgram, AttentionSchedule, AttentionUnit, KvBlock, Mma, VectorWork
 from tmasim.engine.chip import Plan
+from tmasim.descriptor import REQUEST_BYTES
 from tmasim.engine.program import Copy, Epilogue
 from tmasim.errors import ResidencyError, ScenarioError
 from tmasim.hardware import GpuSpec
@@ -260,8 +261,8 @@ def _units(config: AttentionConfig, gpu: GpuSpec, shape: Shape, order: Sequence[
     def kv(fraction: float, masked: bool, rows_in: int) -> KvBlock:
         key = (fraction, masked, rows_in)
         if key not in blocks_cache:
-            k = tma_copy(gpu, bn * d * e, rows_in * d * e, fraction)
-            v = tma_copy(gpu, bn * dv * e, rows_in * dv * e, fraction)
+            k = tma_copy(gpu, bn * d * e, rows_in, d * e, fraction)
+            v = tma_copy(gpu, bn * dv * e, rows_in, dv * e, fraction)
             blocks_cache[key] = block(config, gpu, shape.rows, k, v, masked, rows_in)
         return blocks_cache[key]
 
@@ -279,11 +280,16 @@ def _units(config: AttentionConfig, gpu: GpuSpec, shape: Shape, order: Sequence[
             runs = [(kv(fraction, lo >= full, tail_rows if lo == last else bn), hi - lo)
                     for lo, hi in zip(cuts, cuts[1:], strict=False) if hi > lo]
             runs_cache[key] = tuple(runs)
-        q = tma_copy(gpu, bm * d * e, rows_in * d * e, 1.0)
+        q = tma_copy(gpu, bm * d * e, rows_in, d * e, 1.0)
         store = Copy(bm * dv * OUT_BYTES, rows_in * dv * OUT_BYTES, 1.0, 0)
         units.append(AttentionUnit(index, q, runs_cache[key], Epilogue(epilogue_time, store)))
     return units
 
 
-def tma_copy(gpu: GpuSpec, smem: int, memory: int, fraction: float) -> Copy:
-    return Copy(smem, memory, fraction, gpu.copy_latency_for(smem) + round(fraction * gpu.hbm_latency))
+def tma_copy(gpu: GpuSpec, smem: int, rows: int, row_bytes: int, fraction: float) -> Copy:
+    """A TMA load of ``rows`` in-bounds rows of ``row_bytes`` each (``smem`` bytes land, edge rows
+    zero-filled): one request per row segment of at most ``REQUEST_BYTES``, as for a GEMM's boxes
+    (:meth:`tmasim.descriptor.TensorDescriptor.requests_from_memory`)."""
+    requests = rows * -(-row_bytes // REQUEST_BYTES)
+    return Copy(smem, rows * row_bytes, fraction, gpu.copy_latency_for(smem) + round(fraction * gpu.hbm_latency),
+                requests=requests)
