@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tmasim.descriptor import REQUEST_BYTES
 from tmasim.engine.attention_program import AttentionProgram, AttentionSchedule, AttentionUnit, KvBlock, Mma, VectorWork
 from tmasim.engine.chip import Plan
-from tmasim.descriptor import REQUEST_BYTES
 from tmasim.engine.program import Copy, Epilogue
 from tmasim.errors import ResidencyError, ScenarioError
 from tmasim.hardware import GpuSpec
