@@ -298,7 +298,7 @@ def test_copies_are_charged_per_row_request_as_gemm_boxes_are():
     """Q, K and V copies carry one request per in-bounds row segment of at most 128 bytes, and
     the SM port/TMA bound charges each copy the longer of its bytes at the port's rate and its
     requests at the TMA unit's rate (the engine caps the copy's flow the same way)."""
-    from tmasim.workloads.attention_bounds import transfer
+    from tmasim.workloads.bound_figures import transfer_ps
 
     s = scenario(batch=1, seqlen_q=1000, head_dim=64)  # 64 bf16 = 128-byte rows; 1000 = 7 x 128 + 104
     plan, _ = plan_scenario(s)
@@ -310,7 +310,7 @@ def test_copies_are_charged_per_row_request_as_gemm_boxes_are():
     wide = scenario(batch=1, seqlen_q=1024, head_dim=128)  # 256-byte rows: two requests a row
     block = plan_scenario(wide)[0].programs[0].units[0].runs[0][0]
     assert (block.k.requests, block.v.requests) == (256, 256)
-    assert transfer(gpu, block.k) == max(block.k.memory_bytes / gpu.sm_port_bandwidth,
+    assert transfer_ps(gpu, block.k) == max(block.k.memory_bytes / gpu.sm_port_bandwidth,
                                          256 * gpu.tma_request_time)
     # Requests slow enough to bind: a K or V box's 256 requests take 256 x 20 ns = 5.12 us, the
     # port's 32 KiB at 100 GB/s 0.33 us; the run is then bound by them, 4 boxes a block.

@@ -48,6 +48,13 @@ ALIGN_BYTES = 16
 # The widest request of a tensor copy: one 128-byte L2 line, the 128-byte swizzle span (docs/design.md, 12).
 REQUEST_BYTES = 128
 
+
+def row_requests(rows: int, row_bytes: int) -> int:
+    """TMA requests for ``rows`` rows of ``row_bytes`` each: one per row segment of at most
+    ``REQUEST_BYTES`` (docs/design.md section 12)."""
+    return rows * -(-row_bytes // REQUEST_BYTES)
+
+
 Coord = tuple[int, ...]
 
 
@@ -126,8 +133,7 @@ class TensorDescriptor:
         each at most ``REQUEST_BYTES`` (docs/design.md section 12). A box of narrow rows moves the
         same bytes in more requests."""
         per_dim = [-(-b // k) for b, k in zip(self.box_dims, self._element_strides(), strict=True)]
-        row_bytes = per_dim[0] * self.element_bytes
-        return -(-row_bytes // REQUEST_BYTES) * math.prod(per_dim[1:])
+        return row_requests(math.prod(per_dim[1:]), per_dim[0] * self.element_bytes)
 
     def requests_from_memory(self, coord: Sequence[int]) -> int:
         """Requests for the box at ``coord``: one per in-bounds row segment. The TMA unit zero-fills
@@ -137,8 +143,7 @@ class TensorDescriptor:
         if len(coord) != self.rank:
             raise DescriptorError("coord", tuple(coord), f"must have {self.rank} entries, one per dim")
         per_dim = [self._in_bounds(i, c) for i, c in enumerate(coord)]
-        row_bytes = per_dim[0] * self.element_bytes
-        return -(-row_bytes // REQUEST_BYTES) * math.prod(per_dim[1:])
+        return row_requests(math.prod(per_dim[1:]), per_dim[0] * self.element_bytes)
 
     @property
     def box_count(self) -> tuple[int, ...]:

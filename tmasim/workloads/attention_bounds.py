@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from tmasim import names
 from tmasim.engine.attention_program import AttentionProgram
 from tmasim.workloads.attention_config import ELEMENT_BYTES, AttentionConfig
-from tmasim.workloads.bound_figures import bound_figures
+from tmasim.workloads.bound_figures import bound_figures, transfer_ps
 
 if TYPE_CHECKING:
     from tmasim.engine.chip import Plan
@@ -48,7 +48,7 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
         step = 0
         for unit in program.units:
             q = unit.q
-            port[sm] += transfer(gpu, q)
+            port[sm] += transfer_ps(gpu, q)
             l2 += q.memory_bytes
             hbm += q.memory_bytes * q.hbm_fraction
             serial[sm] += procs * unit.epilogue.duration
@@ -62,7 +62,7 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
                 exp[sm] += count * procs * work.exp
                 fp32[sm] += count * procs * work.fp32
                 smem[sm] += count * operands
-                port[sm] += count * (transfer(gpu, block.k) + transfer(gpu, block.v))
+                port[sm] += count * (transfer_ps(gpu, block.k) + transfer_ps(gpu, block.v))
                 l2 += count * nbytes
                 hbm += count * (block.k.memory_bytes * block.k.hbm_fraction + block.v.memory_bytes *
                                 block.v.hbm_fraction)
@@ -84,17 +84,11 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
     return bound_figures(bounds, max(serial), config.useful_flops)
 
 
-def transfer(gpu: GpuSpec, copy: Any) -> float:
-    """The least time a copy takes through its SM: its bytes at the port's rate, or its row
-    requests at the TMA unit's rate, whichever is longer (as the engine caps the copy's flow)."""
-    return max(copy.memory_bytes / gpu.sm_port_bandwidth, copy.requests * gpu.tma_request_time)
-
-
 def round_trip(gpu: GpuSpec, block: Any, consumers: int = 1) -> float:
     """The least time one use of a K/V slot takes (see the module doc): the longer of K's and V's."""
 
     def trip(copy: Any, mma: Any) -> float:
-        return (gpu.tma_issue + copy.latency + transfer(gpu, copy) + gpu.barrier_wake
+        return (gpu.tma_issue + copy.latency + transfer_ps(gpu, copy) + gpu.barrier_wake
                 + consumers * mma.occupancy + mma.tail + gpu.barrier_wake)
 
     return max(trip(block.k, block.qk), trip(block.v, block.pv))
@@ -102,7 +96,8 @@ def round_trip(gpu: GpuSpec, block: Any, consumers: int = 1) -> float:
 
 def no_overlap(gpu: GpuSpec, block: Any, consumers: int) -> float:
     """A block with nothing overlapped: K and V land, then each consumer's S, softmax, rescale, P·V."""
-    landing = gpu.tma_issue + max(block.k.latency, block.v.latency) + transfer(gpu, block.k) + transfer(gpu, block.v)
+    landing = (gpu.tma_issue + max(block.k.latency, block.v.latency)
+               + transfer_ps(gpu, block.k) + transfer_ps(gpu, block.v))
     work = (block.qk.occupancy + block.qk.tail + (block.softmax + block.correction).time + block.pv.occupancy
             + block.pv.tail)
     return landing + consumers * work

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tmasim.descriptor import REQUEST_BYTES
+from tmasim.descriptor import row_requests
 from tmasim.engine.attention_program import AttentionProgram, AttentionSchedule, AttentionUnit, KvBlock, Mma, VectorWork
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Copy, Epilogue
@@ -288,8 +288,6 @@ def _units(config: AttentionConfig, gpu: GpuSpec, shape: Shape, order: Sequence[
 
 def tma_copy(gpu: GpuSpec, smem: int, rows: int, row_bytes: int, fraction: float) -> Copy:
     """A TMA load of ``rows`` in-bounds rows of ``row_bytes`` each (``smem`` bytes land, edge rows
-    zero-filled): one request per row segment of at most ``REQUEST_BYTES``, as for a GEMM's boxes
-    (:meth:`tmasim.descriptor.TensorDescriptor.requests_from_memory`)."""
-    requests = rows * -(-row_bytes // REQUEST_BYTES)
+    zero-filled), its requests counted as for a GEMM's boxes."""
     return Copy(smem, rows * row_bytes, fraction, gpu.copy_latency_for(smem) + round(fraction * gpu.hbm_latency),
-                requests=requests)
+                requests=row_requests(rows, row_bytes))

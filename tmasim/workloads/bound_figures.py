@@ -8,7 +8,18 @@ binding one allows.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tmasim.engine.program import Copy
+    from tmasim.hardware import GpuSpec
+
+
+def transfer_ps(gpu: GpuSpec, copy: Copy) -> float:
+    """The least time a load takes through its SM: its bytes at the port's rate or its row
+    requests at the TMA unit's rate, whichever is longer (the engine caps the copy's flow the
+    same way, engine/copy_engine.py)."""
+    return max(copy.memory_bytes / gpu.sm_port_bandwidth, copy.requests * gpu.tma_request_time)
 
 
 def bound_figures(bounds: Mapping[str, float], serial_ps: float, flops: float) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Segment, UnitProgram
 from tmasim.hardware import GpuSpec
-from tmasim.workloads.bound_figures import bound_figures
+from tmasim.workloads.bound_figures import bound_figures, transfer_ps
 from tmasim.workloads.gemm_config import GemmConfig
 
 
@@ -82,7 +82,7 @@ def slot_round_trip(gpu: GpuSpec, seg: Segment) -> float:
     the SM port's rate or the TMA unit's request rate, whichever is slower (one after another),
     the full barrier's wake-up, the compute, and the
     empty barrier's wake-up before the producer may refill the slot."""
-    transfer = [max(c.memory_bytes / gpu.sm_port_bandwidth, c.requests * gpu.tma_request_time) for c in seg.copies]
+    transfer = [transfer_ps(gpu, c) for c in seg.copies]
     landing = max(min(c.latency for c in seg.copies) + sum(transfer),
                   max(c.latency + x for c, x in zip(seg.copies, transfer, strict=True)))
     remote = gpu.cluster_arrive_latency if any(c.multicast for c in seg.copies) else 0
