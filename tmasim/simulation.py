@@ -12,7 +12,7 @@ from typing import Any
 
 import simpy
 
-from tmasim import budget, ranges
+from tmasim import budget, ranges, skip_forecast
 from tmasim import format as fmt
 from tmasim.engine.chip import Chip, Plan
 from tmasim.engine.cta import Cta, Sync
@@ -148,9 +148,10 @@ def _check_plan_size(scenario: Scenario, limits: budget.Limits) -> None:
 def _run_estimate(scenario: Scenario, plan: Plan, chip: Chip, limits: budget.Limits) -> budget.Estimate:
     size = getattr(workload_of(scenario.workload), "plan_size", None)
     extra = size(scenario.workload, scenario)[2] if size is not None else 0
+    skipped = 0 if _no_skip(scenario, plan) else skip_forecast.forecast(chip, scenario.pipeline.stages)
     return budget.run_estimate(chip.planned.steps, sum(p.steps for p in plan.programs), plan.units,
                                chip.planned.ctas, flow=plan.flow, sharers=len(chip.sms), drift=scenario.run.drift.on,
-                               records=scenario.run.records, extra_plan_bytes=extra,
+                               records=scenario.run.records, skipped=skipped, extra_plan_bytes=extra,
                                extra_record_bytes=limits.extra_record_bytes,
                                extra_record_seconds=limits.extra_record_seconds)
 

@@ -220,10 +220,11 @@ class Planned:
 
     ctas: int
     steps: int
+    programs: tuple[Program, ...] = ()  # the simulated CTAs' programs, in launch order (tmasim.skip_forecast)
 
 
 def _count(programs: Sequence[Program]) -> Planned:
-    return Planned(len(programs), sum(program.steps for program in programs))
+    return Planned(len(programs), sum(program.steps for program in programs), tuple(programs))
 
 
 def _round_robin(plan: Plan) -> list[list[tuple[int, Program]]]:

@@ -1,0 +1,84 @@
+"""The budget knows what fast-forward will skip: forecast from the plan's runs of identical
+steps, on the low side, and off wherever the run will not skip (jitter, drift, the switch)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tmasim import budget
+from tmasim.engine.program import Repeat, TimedProgram
+from tmasim.scenario import load
+from tmasim.simulation import estimate, simulate
+from tmasim.skip_forecast import TRANSIENT_PERIODS, runs, skipped_steps
+
+WINDOW = TRANSIENT_PERIODS * 2  # steps simulated per stretch of identical steps, at 2 stages
+
+
+def equal_tiles(count: int) -> TimedProgram:
+    return TimedProgram(Repeat(3_000_000, count), Repeat(5_000_000, count), Repeat(0, count), 1024)
+
+
+def test_the_10m_tile_anchor_is_estimated_with_its_skip_and_not_refused():
+    predicted = estimate(load("reference", ["workload.tiles=10000000", "run.records=true"]))
+    assert predicted.steps == 10_000_000 and predicted.skipped == 10_000_000 - WINDOW
+    assert predicted.events == WINDOW * budget.EVENTS_PER_STEP["timed"]
+    # records of skipped periods are regenerated, so they cost their memory all the same
+    assert predicted.records == 10_000_000 * budget.RECORDS_PER_STEP["timed"]
+    assert not predicted.too_large and predicted.seconds < 60
+    assert "9,999,984 of them skipped by fast-forward" in predicted.text()
+    budget.check(predicted, budget.Limits())  # does not raise
+
+
+@pytest.mark.parametrize("sets", [
+    ["workload.tiles=1000000", "run.fast_forward=false"],
+    ['run.drift={start="200 ns", latency_cv=0.05}', "workload.tiles=1000"],
+])
+def test_a_run_that_will_not_skip_is_estimated_in_full(sets):
+    predicted = estimate(load("reference", sets))
+    assert predicted.skipped == 0
+    assert predicted.events == predicted.steps * budget.EVENTS_PER_STEP["timed"]
+
+
+def test_a_jittered_run_is_estimated_in_full():
+    jittered = estimate(load("jitter", ["workload.tiles=100000"]))
+    assert (jittered.steps, jittered.skipped, jittered.events) == (100_000, 0, 400_000)
+    equal = estimate(load("reference", ["workload.tiles=100000"]))
+    assert equal.skipped == 100_000 - WINDOW and jittered.seconds > 20 * equal.seconds
+
+
+def test_the_forecast_cuts_at_every_lanes_run_boundary():
+    # lanes of 60 and 100 equal steps: [0, 60) has both, [60, 100) one; each keeps a window
+    assert skipped_steps([[equal_tiles(60)], [equal_tiles(100)]], 2, units_matter=False) == \
+        2 * (60 - WINDOW) + (40 - WINDOW)
+    # one lane running two CTAs one after another: a cut where the second starts
+    assert skipped_steps([[equal_tiles(30), equal_tiles(50)]], 2, units_matter=False) == \
+        (30 - WINDOW) + (50 - WINDOW)
+    jittered = TimedProgram([3, 4, 3], Repeat(5, 3), Repeat(0, 3), 1024)
+    assert list(runs(jittered, False)) == [1, 1, 1]
+    assert skipped_steps([[jittered]], 2, units_matter=False) == 0
+
+
+def test_a_gemm_unit_is_a_run_then_its_epilogue_step():
+    scenario = load("gemm-ideal", ["workload.m=1024", "workload.n=1024", "workload.k=4096", "run.records=false"])
+    predicted = estimate(scenario)
+    units, steps = predicted.steps // 64, 64  # each CTA's units: 4096 / 64 k-steps
+    assert units * steps == predicted.steps
+    assert predicted.skipped == units * (steps - 1 - TRANSIENT_PERIODS * scenario.pipeline.stages)
+
+
+@pytest.mark.parametrize(("name", "sets"), [
+    ("gemm-h100", []), ("gemm-h100-cluster", []), ("gemm-b200-2sm", []), ("stream-h100", []),
+    ("contention", []), ("mma-b200", []), ("reference", ["workload.tiles=5000"]),
+    ("gemm-ideal", ["workload.k=65536"]),
+])
+def test_the_forecast_never_skips_more_than_the_run_does(name, sets):
+    scenario = load(name, [*sets, "run.records=false"])
+    ran = simulate(scenario).stats["fast_forward_skipped_steps"]
+    forecast = estimate(scenario).skipped
+    assert 0 < forecast <= ran * 1.05  # 5% for the lockstep the forecast assumes of clustered CTAs
+
+
+def test_ragged_tiles_are_estimated_in_full():
+    scenario = load("gemm-h100", ["workload.tile=[128,192,64]", "run.records=false"])
+    assert estimate(scenario).skipped == 0
+
