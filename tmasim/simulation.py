@@ -58,6 +58,10 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False, allow_large:
     except ModelError as err:
         if ff.jumps:  # say when it failed in the full run's times: run it again without the skip
             return simulate(_unskipped(scenario), record_bandwidth=record_bandwidth)
+        if not isinstance(err, DeadlockError):  # a deadlock recorded its open waits when it was found
+            for cta in chip.ctas:
+                if hasattr(cta, "record_open_waits"):  # attention's CTAs keep no open waits
+                    cta.record_open_waits(env.now)
         err.records = recorder  # what happened up to the failure: a Gantt or trace of the bug
         raise
     except Unshiftable as why:  # a record made after a jump that no rule shifts: never wrong records
