@@ -58,10 +58,7 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False, allow_large:
     except ModelError as err:
         if ff.jumps:  # say when it failed in the full run's times: run it again without the skip
             return simulate(_unskipped(scenario), record_bandwidth=record_bandwidth)
-        if not isinstance(err, DeadlockError):  # a deadlock recorded its open waits when it was found
-            for cta in chip.ctas:
-                if hasattr(cta, "record_open_waits"):  # attention's CTAs keep no open waits
-                    cta.record_open_waits(env.now)
+        _record_open_waits(chip.ctas, env.now)
         err.records = recorder  # what happened up to the failure: a Gantt or trace of the bug
         raise
     except Unshiftable as why:  # a record made after a jump that no rule shifts: never wrong records
@@ -225,10 +222,17 @@ def _check_finished(ctas: list[Cta], now: float) -> None:
     if unfinished:
         stuck = [line for cta in unfinished for line in cta.waiting()]
         stuck = stuck or [f"{cta.scope} never finished" for cta in unfinished]
-        for cta in unfinished:
-            cta.record_open_waits(now)
         shown = "; ".join(stuck[:4]) + (f"; and {len(stuck) - 4} more" if len(stuck) > 4 else "")
         raise DeadlockError(f"deadlock at {fmt.time(now)}: nothing left to run but {shown}")
+
+
+def _record_open_waits(ctas: list[Cta], now: float) -> None:
+    """A run that stopped (deadlock, mbarrier misuse): the waits and fills still open then, recorded
+    so that a Gantt chart or trace shows the bug."""
+    for cta in ctas:
+        record = getattr(cta, "record_open_waits", None)  # attention's CTAs keep none
+        if record is not None:
+            record(now)
 
 
 def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int) -> dict[str, Any]:
