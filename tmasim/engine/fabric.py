@@ -20,8 +20,9 @@ Cost is what shapes the design: a GEMM moves ~10^6 flows over 132 SMs. So
   detected in O(log #links) from a heap of each link's capacity / weight, and only changes the
   one group's rate; anything else runs the full progressive filling, O(Σ route length · log);
 - the other common case, no shared link binding (each SM's copy at its cap or its own port, as
-  when SMs do unequal work and seldom fill L2), is read off in one pass
-  (:func:`~tmasim.engine.flows.own_bounds`), and its one-class levels at equal rates share one
+  when SMs do unequal work and seldom fill L2), is read off the classes' own bounds
+  (:func:`~tmasim.engine.flows.own_bounds`), kept sorted class by class as flows start and end
+  (:mod:`~tmasim.engine.own_bound_order`), and its one-class levels at equal rates share one
   *merged* group, so advancing time costs O(#distinct rates), not O(#SMs). Both give the full
   filling's rates, clocks and finishing order bit for bit (tests/test_fabric_shortcuts.py).
 

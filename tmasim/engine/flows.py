@@ -163,14 +163,6 @@ class RateGroup:
 
 
 
-def progressive_filling(active: list[FlowClass]) -> list[tuple[float, list[FlowClass]]]:
-    """Weighted max-min rates: [(rate, classes frozen at it)], rates non-decreasing. The
-    classes must be the fabric's active ones (each link's ``_classes`` lists those crossing it).
-    When no shared link binds, :func:`own_bounds` gives the same result in one pass."""
-    alone = own_bounds(active)
-    return alone if alone is not None else filling(active)
-
-
 def filling(active: list[FlowClass]) -> list[tuple[float, list[FlowClass]]]:
     """Progressive filling. All unfrozen classes rise together; the next event is either a link
     saturating (every unfrozen class through it freezes) or a class reaching its cap. A heap
