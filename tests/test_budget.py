@@ -89,12 +89,12 @@ def test_a_sweep_is_estimated_from_the_kind_of_point_it_runs(capsys, tmp_path):
     tiny = plan_sweep("reference", [], ["run.seed=0,1,2,3"])
     big = plan_sweep("gemm-h100", [], ["run.seed=0,1,2,3"])
     tiny_s, _ = sweep_estimate.sweep_seconds(tiny, tiny.points, 1)
-    big_s, sampled = sweep_estimate.sweep_seconds(big, big.points, 1)
+    big_s, sampled = sweep_estimate.sweep_seconds(big, big.points, 2)
     assert sampled == 4 and big_s > 4 * tiny_s
     seeds = ",".join(map(str, range(100)))
     ks = ",".join(str(64 * i) for i in range(1, 101))
     code, out, err = run_cli(capsys, "sweep", "gemm-h100", "--vary", f"run.seed={seeds}", "--vary", f"workload.k={ks}",
-                             "--out", str(tmp_path / "g.parquet"), "--quiet", "--jobs", "1")
+                             "--out", str(tmp_path / "g.parquet"), "--quiet", "--jobs", "2")
     assert code == 2 and len(err.strip().splitlines()) == 1 and out == ""
     assert err.startswith("tmasim: error: sweep: 10,000 points to run, about ") and "over the limit of 15.0 min" in err
     assert list(tmp_path.iterdir()) == []
