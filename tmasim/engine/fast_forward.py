@@ -24,6 +24,9 @@ for k more periods, the run is that of a program shorter by k·p_c steps per CTA
 k·Δ: those steps are dropped from the programs (not yet reached by any process), the counters
 gain k times their increase over the period, and CTAs that finish later finish k·Δ later.
 No event is moved; the tail and the drain are simulated in full.
+
+*Known periods.* A period jumped over is kept by its state (engine/fast_forward_periods.py): a
+later cut in that state, its CTAs on steps of the same kinds, jumps at once.
 """
 
 from __future__ import annotations
