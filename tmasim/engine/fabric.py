@@ -20,8 +20,9 @@ Cost is what shapes the design: a GEMM moves ~10^6 flows over 132 SMs. So
   detected in O(log #links) from a heap of each link's capacity / weight, and only changes the
   one group's rate; anything else runs the full progressive filling, O(Σ route length · log);
 - the other common case, no shared link binding (each SM's copy at its cap or its own port, as
-  when SMs do unequal work and seldom fill L2), is read off in one pass
-  (:func:`~tmasim.engine.flows.own_bounds`), and its one-class levels at equal rates share one
+  when SMs do unequal work and seldom fill L2), is read off the classes' own bounds
+  (:func:`~tmasim.engine.flows.own_bounds`), kept sorted class by class as flows start and end
+  (:mod:`~tmasim.engine.own_bound_order`), and its one-class levels at equal rates share one
   *merged* group, so advancing time costs O(#distinct rates), not O(#SMs). Both give the full
   filling's rates, clocks and finishing order bit for bit (tests/test_fabric_shortcuts.py).
 
@@ -39,7 +40,8 @@ from typing import Any
 
 import simpy
 
-from tmasim.engine.flows import Flow, FlowClass, Link, LinkStats, RateGroup, Route, filling, progressive_filling
+from tmasim.engine.flows import Flow, FlowClass, Link, LinkStats, RateGroup, Route, filling
+from tmasim.engine.own_bound_order import OwnBoundOrder
 
 __all__ = ["Fabric", "Flow", "Link", "LinkStats", "Route"]
 
@@ -67,6 +69,7 @@ class Fabric:
         self._groups: list[RateGroup] = []
         self._link_heap: list[tuple[float, int, Link]] = []  # (capacity / weight, index, link)
         self._cap_heap: list[tuple[float, int, FlowClass]] = []
+        self._own = OwnBoundOrder()  # the own-bound levels, kept current class by class
         self._seq = count()
         self._t0: int = env.now  # type: ignore[assignment]
         self._t = self._t0  # when group clocks were last advanced
@@ -151,6 +154,7 @@ class Fabric:
             if not link._classes:
                 link._busy_since = now
             link._classes[cls] = None
+        self._own.activated(cls)
         if cls.cap < math.inf and not cls.in_cap_heap:
             cls.in_cap_heap = True
             heapq.heappush(self._cap_heap, (cls.cap, next(self._seq), cls))
@@ -162,6 +166,7 @@ class Fabric:
             del link._classes[cls]
             if not link._classes:
                 link._busy_ps += now - link._busy_since
+        self._own.deactivated(cls)
         group = cls.group
         if group is not None:
             group.nclasses -= 1
@@ -175,6 +180,7 @@ class Fabric:
         tag = clock + flow.nbytes
         flow._cls = cls
         cls.n += 1
+        self._own.counted(cls)
         cls.start_sum += clock
         heapq.heappush(cls.heap, (tag, next(self._seq), flow))
         if cls.group is not None and cls.heap[0][2] is flow:
@@ -184,6 +190,7 @@ class Fabric:
     def _finish_head(self, cls: FlowClass) -> None:
         tag, _, flow = heapq.heappop(cls.heap)
         cls.n -= 1
+        self._own.counted(cls)
         cls.start_sum -= tag - flow.nbytes
         for link, weight in cls.route:
             link._bytes_done += weight * flow.nbytes
@@ -355,8 +362,12 @@ class Fabric:
 
     def _water_fill(self) -> None:
         """Progressive filling over classes: each freeze level becomes one rate group, or joins
-        the group before it when both are one class at the same rate (a merged group)."""
-        levels = progressive_filling(list(self._active))
+        the group before it when both are one class at the same rate (a merged group). When no
+        shared link binds, the levels are the own bounds, kept current by :attr:`_own`."""
+        if self._own.levels_apply():
+            self._group_own_bounds()
+            return
+        levels = filling(list(self._active))
         groups: list[RateGroup] = []
         self._groups = groups
         alone: RateGroup | None = None  # the last group, if its levels had one class each
@@ -380,6 +391,36 @@ class Fabric:
                 group.nclasses += 1
                 cls.stamp = stamp = next(seq)
                 entries.append((cls.heap[0][0] - cls.offset, stamp, cls))
+        for group in groups:
+            heapq.heapify(group.heap)
+
+    def _group_own_bounds(self) -> None:
+        """:meth:`_water_fill` for one class per level, in own-bound order: each run of equal
+        bounds shares one (merged) group."""
+        groups: list[RateGroup] = []
+        self._groups = groups
+        seq = self._seq
+        group = None
+        rate = -1.0
+        entries: list[tuple[float, int, FlowClass]] = []
+        for rank, key in enumerate(self._own.order):
+            cls = key[3]
+            if key[0] != rate:
+                rate = key[0]
+                group = RateGroup()
+                group.rate = rate
+                groups.append(group)
+                entries = group.heap
+            elif group.nclasses == 1:  # type: ignore[union-attr]
+                group.merged = True  # type: ignore[union-attr]
+            old = cls.group
+            offset = cls.offset if old is None else old.clock + cls.offset
+            cls.group = group
+            cls.offset = offset  # the new group's clock is 0.0: as _join's clock - group.clock
+            cls.rank = rank
+            group.nclasses += 1  # type: ignore[union-attr]
+            cls.stamp = stamp = next(seq)
+            entries.append((cls.heap[0][0] - offset, stamp, cls))
         for group in groups:
             heapq.heapify(group.heap)
 

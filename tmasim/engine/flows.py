@@ -30,6 +30,7 @@ class Link:
         "_busy_ps",
         "_busy_since",
         "_series",
+        "_load",
     )
 
     def __init__(self, name: str, capacity_bytes_per_ps: float) -> None:
@@ -45,6 +46,7 @@ class Link:
         self._busy_ps = 0
         self._busy_since = 0
         self._series: list[LoadPoint] = []
+        self._load = 0.0  # Σ count × weight × own bound over its classes (own_bound_order.py)
 
     def __repr__(self) -> str:
         return f"Link({self.name!r}, {self.capacity})"
@@ -104,6 +106,9 @@ class FlowClass:
         "start_sum",
         "in_cap_heap",
         "rank",
+        "ob_key",
+        "ob_n",
+        "ob_seq",
     )
 
     def __init__(self, route: tuple[tuple[Link, float], ...], cap: float) -> None:
@@ -117,6 +122,11 @@ class FlowClass:
         self.start_sum = 0.0  # Σ class clock at each in-flight flow's start: gives progress
         self.in_cap_heap = False
         self.rank = 0  # its freeze level's position in the last progressive filling
+        # Its place in the own-bound order (own_bound_order.py): (bound, kind, index, self), the
+        # count it was placed with, and its activation number.
+        self.ob_key: tuple[float, int, int, FlowClass] | None = None
+        self.ob_n = 0
+        self.ob_seq = 0
 
     def clock(self) -> float:
         group = self.group
@@ -151,14 +161,6 @@ class RateGroup:
             heapq.heappop(heap)
         return None
 
-
-
-def progressive_filling(active: list[FlowClass]) -> list[tuple[float, list[FlowClass]]]:
-    """Weighted max-min rates: [(rate, classes frozen at it)], rates non-decreasing. The
-    classes must be the fabric's active ones (each link's ``_classes`` lists those crossing it).
-    When no shared link binds, :func:`own_bounds` gives the same result in one pass."""
-    alone = own_bounds(active)
-    return alone if alone is not None else filling(active)
 
 
 def filling(active: list[FlowClass]) -> list[tuple[float, list[FlowClass]]]:

@@ -1,0 +1,130 @@
+"""The own-bound shortcut kept current event by event, instead of recomputed over every class.
+
+:func:`~tmasim.engine.flows.own_bounds` reads the max-min rates off in one pass when no shared
+link binds: each class freezes at its own bound (its cap, or a link only it crosses), in the
+order (bound, kind, index). That pass costs O(Σ route length) per recomputation, and a chip of
+many SM classes recomputes at every flow start and finish, so the pass dominated such runs.
+
+A class's own bound changes only when its flow count changes or one of its links gains or loses
+its only-one-class status (another class starting or ending there). :class:`OwnBoundOrder`
+recomputes the bound of just those classes (the *dirty* ones), keeps the classes sorted by
+(bound, kind, index) with bisection, and keeps each link's load at the own bounds
+(Σ count × weight × bound) by adding and subtracting the changes. Loads so kept drift from a
+fresh sum by float rounding, about 1e-16 relative per change, far inside the ``_ROOM`` margin
+the decision leaves (1e-6): a link judged to have room has room in exact arithmetic, so the
+levels read off are the progressive filling's, bit for bit (tests/test_own_bound_order.py).
+Loads are summed afresh (zero) whenever a link goes idle.
+
+The index of a class frozen at its cap is its position among the active classes in the
+one-pass form; its activation number orders the same way (the fabric's active classes are kept
+in activation order), so it stands in for the position.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, insort
+from itertools import count
+
+from tmasim.engine.flows import _ROOM, FlowClass, Link
+
+Key = tuple[float, int, int, FlowClass]
+
+
+class OwnBoundOrder:
+    """The active classes in own-bound order, with each link's load at those bounds."""
+
+    def __init__(self) -> None:
+        self.order: list[Key] = []  # sorted; ties on (bound, kind, index) cannot occur
+        self._dirty: dict[FlowClass, None] = {}
+        self._touched: dict[Link, None] = {}
+        self._over: set[Link] = set()  # shared links with less than _ROOM to spare
+        self._unbounded = 0  # active classes with no finite own bound
+        self._seq = count()
+
+    # ---- what the fabric reports ------------------------------------------------------------
+
+    def activated(self, cls: FlowClass) -> None:
+        """``cls`` just joined its links' class lists (its count is still 0)."""
+        cls.ob_seq = next(self._seq)
+        self._dirty[cls] = None
+        self._sharing_changed(cls)
+
+    def deactivated(self, cls: FlowClass) -> None:
+        """``cls`` just left its links' class lists: withdraw its load and its place."""
+        self._withdraw(cls)
+        self._sharing_changed(cls)
+        for link, _ in cls.route:
+            if not link._classes:
+                link._load = 0.0  # idle: the next busy period sums afresh
+
+    def counted(self, cls: FlowClass) -> None:
+        """``cls``'s flow count changed."""
+        self._dirty[cls] = None
+
+    def _sharing_changed(self, cls: FlowClass) -> None:
+        """A class started or ended on ``cls``'s links: where a link went from one class to two
+        or back, the classes left on it may change bound; every link's room is rechecked."""
+        dirty, touched = self._dirty, self._touched
+        for link, _ in cls.route:
+            touched[link] = None
+            if len(link._classes) <= 2:
+                for other in link._classes:
+                    dirty[other] = None
+
+    # ---- the levels -------------------------------------------------------------------------
+
+    def levels_apply(self) -> bool:
+        """Bring dirty classes up to date; True when the own bounds are the max-min rates."""
+        if self._dirty:
+            for cls in self._dirty:
+                if cls.n:
+                    self._place(cls)
+            self._dirty.clear()
+        if self._touched:
+            over = self._over
+            for link in self._touched:
+                if len(link._classes) > 1 and link._load > link.capacity * (1 - _ROOM):
+                    over.add(link)
+                else:
+                    over.discard(link)
+            self._touched.clear()
+        return not self._over and not self._unbounded
+
+    def _place(self, cls: FlowClass) -> None:
+        """Recompute ``cls``'s own bound and move its load and its place in the order."""
+        bound, kind, index, n = cls.cap, 0, cls.ob_seq, cls.n
+        for link, weight in cls.route:
+            if len(link._classes) == 1:
+                level = link.capacity / (n * weight)
+                if level < bound or (level == bound and kind and link._index < index):
+                    bound, kind, index = level, 1, link._index
+        key = (bound, kind, index, cls)
+        if cls.ob_key is not None and cls.ob_key[:3] == key[:3] and cls.ob_n == n:
+            return
+        self._withdraw(cls)
+        cls.ob_key, cls.ob_n = key, n
+        insort(self.order, key)
+        touched = self._touched
+        if bound == math.inf:
+            self._unbounded += 1
+            return
+        for link, weight in cls.route:
+            link._load += n * weight * bound
+            touched[link] = None
+
+    def _withdraw(self, cls: FlowClass) -> None:
+        key = cls.ob_key
+        if key is None:
+            return
+        order = self.order
+        del order[bisect_left(order, key)]
+        cls.ob_key = None
+        bound, n = key[0], cls.ob_n
+        if bound == math.inf:
+            self._unbounded -= 1
+            return
+        touched = self._touched
+        for link, weight in cls.route:
+            link._load -= n * weight * bound
+            touched[link] = None
