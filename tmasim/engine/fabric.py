@@ -50,6 +50,10 @@ def _rank(cls: FlowClass) -> int:
     return cls.rank
 
 
+def _own_key(cls: FlowClass) -> tuple[float, int, int, FlowClass]:
+    return cls.ob_key  # type: ignore[return-value]  (set for every grouped class in own form)
+
+
 class Fabric:
     """The chip's links and the flows crossing them, with max-min fair rates kept current.
 
@@ -70,6 +74,10 @@ class Fabric:
         self._link_heap: list[tuple[float, int, Link]] = []  # (capacity / weight, index, link)
         self._cap_heap: list[tuple[float, int, FlowClass]] = []
         self._own = OwnBoundOrder()  # the own-bound levels, kept current class by class
+        # True while the groups are the own bounds' (one per distinct bound, ascending), kept
+        # from one recomputation to the next: only classes whose bound changed move.
+        self._own_form = False
+        self._by_rate: dict[float, RateGroup] = {}
         self._seq = count()
         self._t0: int = env.now  # type: ignore[assignment]
         self._t = self._t0  # when group clocks were last advanced
@@ -172,6 +180,8 @@ class Fabric:
             group.nclasses -= 1
             if group.nclasses == 0:
                 self._groups.remove(group)
+                if self._own_form:
+                    del self._by_rate[group.rate]
         cls.group = None
         cls.stamp = -1
 
@@ -265,7 +275,7 @@ class Fabric:
         while (entry := group.top()) is not None and round((entry[0] - group.clock) / rate) <= elapsed:
             heapq.heappop(group.heap)
             due.append(entry[2])
-        due.sort(key=_rank)
+        due.sort(key=_own_key if self._own_form else _rank)
         for cls in due:
             self._finish_head(cls)
             while cls.group is group and round((cls.heap[0][0] - cls.offset - group.clock) / rate) <= elapsed:
@@ -305,7 +315,9 @@ class Fabric:
 
     def _recompute(self) -> None:
         self.recomputations += 1
-        if not self._single_level():
+        if self._single_level():
+            self._own_form = False
+        else:
             self._water_fill()
         self._fresh.clear()
         if self.record_series:
@@ -364,9 +376,16 @@ class Fabric:
         """Progressive filling over classes: each freeze level becomes one rate group, or joins
         the group before it when both are one class at the same rate (a merged group). When no
         shared link binds, the levels are the own bounds, kept current by :attr:`_own`."""
-        if self._own.levels_apply():
-            self._group_own_bounds()
+        own = self._own
+        if own.levels_apply():
+            if self._own_form:
+                self._regroup(own.moved)
+            else:
+                self._group_own_bounds()
+            own.moved.clear()
             return
+        own.moved.clear()
+        self._own_form = False
         levels = filling(list(self._active))
         groups: list[RateGroup] = []
         self._groups = groups
@@ -423,6 +442,46 @@ class Fabric:
             entries.append((cls.heap[0][0] - offset, stamp, cls))
         for group in groups:
             heapq.heapify(group.heap)
+        self._own_form = True
+        self._by_rate = {group.rate: group for group in groups}
+
+    def _regroup(self, moved: list[FlowClass]) -> None:
+        """Own form kept: each class whose own bound changed joins the group of its new bound
+        (made when there is none, in rate order); the others keep their group and clock."""
+        by_rate, groups = self._by_rate, self._groups
+        for cls in moved:
+            key = cls.ob_key
+            old = cls.group
+            if key is None or (old is not None and old.rate == key[0]):
+                continue  # ended since, or same rate (a new order among equals: its key)
+            rate = key[0]
+            group = by_rate.get(rate)
+            if group is None:
+                group = by_rate[rate] = RateGroup()
+                group.rate = rate
+                at = len(groups)
+                while at and groups[at - 1].rate > rate:
+                    at -= 1
+                groups.insert(at, group)
+            self._join(cls, group)
+            if group.nclasses > 1:
+                group.merged = True
+            if old is not None and old.nclasses == 0:
+                groups.remove(old)
+                del by_rate[old.rate]
+
+    def canonical_at_cut(self) -> None:
+        """What fast-forward's cut needs beyond the clocks (fast_forward_state.rebase): the own
+        bounds summed afresh, and own-form groups described as the full filling's would be
+        (ranks by position, merged when shared), with the next grouping done in full."""
+        self._own.rebuild(self._active, self._links.values())
+        if self._own_form:
+            for rank, key in enumerate(self._own.order):
+                key[3].rank = rank
+            for group in self._groups:
+                group.merged = group.nclasses > 1
+            self._own_form = False
+            self._by_rate = {}
 
     def _water_fill_plain(self) -> None:
         """The reference the shortcuts must equal bit for bit (tests, benchmarks/bench_attention.py):

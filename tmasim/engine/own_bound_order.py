@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, insort
+from collections.abc import Iterable
 from itertools import count
 
 from tmasim.engine.flows import _ROOM, FlowClass, Link
@@ -41,6 +42,7 @@ class OwnBoundOrder:
         self._over: set[Link] = set()  # shared links with less than _ROOM to spare
         self._unbounded = 0  # active classes with no finite own bound
         self._seq = count()
+        self.moved: list[FlowClass] = []  # classes placed anew since the fabric last grouped them
 
     # ---- what the fabric reports ------------------------------------------------------------
 
@@ -91,7 +93,24 @@ class OwnBoundOrder:
             self._touched.clear()
         return not self._over and not self._unbounded
 
-    def _place(self, cls: FlowClass) -> None:
+    def rebuild(self, active: Iterable[FlowClass], links: Iterable[Link]) -> None:
+        """Everything afresh, summed in activation order: a function of the classes alone (a
+        fast-forward cut calls it, so that a repeated state repeats bit for bit)."""
+        for link in links:
+            link._load = 0.0
+        self.order, self._unbounded = [], 0
+        self._dirty.clear()
+        self.moved.clear()
+        for cls in active:
+            cls.ob_key = None
+            self._place(cls, sort=False)
+        self.order.sort()
+        self.moved.clear()
+        self._touched = dict.fromkeys(links)
+        self._over.clear()
+        self.levels_apply()
+
+    def _place(self, cls: FlowClass, sort: bool = True) -> None:
         """Recompute ``cls``'s own bound and move its load and its place in the order."""
         bound, kind, index, n = cls.cap, 0, cls.ob_seq, cls.n
         for link, weight in cls.route:
@@ -104,7 +123,11 @@ class OwnBoundOrder:
             return
         self._withdraw(cls)
         cls.ob_key, cls.ob_n = key, n
-        insort(self.order, key)
+        self.moved.append(cls)
+        if sort:
+            insort(self.order, key)
+        else:
+            self.order.append(key)
         touched = self._touched
         if bound == math.inf:
             self._unbounded += 1
