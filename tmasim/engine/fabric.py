@@ -42,6 +42,7 @@ import simpy
 
 from tmasim.engine.flows import Flow, FlowClass, Link, LinkStats, RateGroup, Route, filling
 from tmasim.engine.own_bound_order import OwnBoundOrder
+from tmasim.engine.own_groups import canonical_at_cut, group_own
 
 __all__ = ["Fabric", "Flow", "Link", "LinkStats", "Route"]
 
@@ -78,6 +79,7 @@ class Fabric:
         # from one recomputation to the next: only classes whose bound changed move.
         self._own_form = False
         self._by_rate: dict[float, RateGroup] = {}
+        self._tail_groups: list[RateGroup] = []  # own form's groups of unbounded classes
         self._seq = count()
         self._t0: int = env.now  # type: ignore[assignment]
         self._t = self._t0  # when group clocks were last advanced
@@ -180,7 +182,7 @@ class Fabric:
             group.nclasses -= 1
             if group.nclasses == 0:
                 self._groups.remove(group)
-                if self._own_form:
+                if self._by_rate.get(group.rate) is group:
                     del self._by_rate[group.rate]
         cls.group = None
         cls.stamp = -1
@@ -317,6 +319,7 @@ class Fabric:
         self.recomputations += 1
         if self._single_level():
             self._own_form = False
+            self._by_rate = {}
         else:
             self._water_fill()
         self._fresh.clear()
@@ -375,17 +378,17 @@ class Fabric:
     def _water_fill(self) -> None:
         """Progressive filling over classes: each freeze level becomes one rate group, or joins
         the group before it when both are one class at the same rate (a merged group). When no
-        shared link binds, the levels are the own bounds, kept current by :attr:`_own`."""
+        shared link binds, the levels are the own bounds, kept current by :attr:`_own`, and the
+        groups are kept between recomputations (:mod:`.own_groups`)."""
         own = self._own
-        if own.levels_apply():
-            if self._own_form:
-                self._regroup(own.moved)
-            else:
-                self._group_own_bounds()
+        tail = None
+        if own.levels_apply() or (tail := own.tail_levels()) is not None:
+            group_own(self, own.moved, tail)
             own.moved.clear()
             return
         own.moved.clear()
         self._own_form = False
+        self._by_rate = {}
         levels = filling(list(self._active))
         groups: list[RateGroup] = []
         self._groups = groups
@@ -413,75 +416,9 @@ class Fabric:
         for group in groups:
             heapq.heapify(group.heap)
 
-    def _group_own_bounds(self) -> None:
-        """:meth:`_water_fill` for one class per level, in own-bound order: each run of equal
-        bounds shares one (merged) group."""
-        groups: list[RateGroup] = []
-        self._groups = groups
-        seq = self._seq
-        group = None
-        rate = -1.0
-        entries: list[tuple[float, int, FlowClass]] = []
-        for rank, key in enumerate(self._own.order):
-            cls = key[3]
-            if key[0] != rate:
-                rate = key[0]
-                group = RateGroup()
-                group.rate = rate
-                groups.append(group)
-                entries = group.heap
-            elif group.nclasses == 1:  # type: ignore[union-attr]
-                group.merged = True  # type: ignore[union-attr]
-            old = cls.group
-            offset = cls.offset if old is None else old.clock + cls.offset
-            cls.group = group
-            cls.offset = offset  # the new group's clock is 0.0: as _join's clock - group.clock
-            cls.rank = rank
-            group.nclasses += 1  # type: ignore[union-attr]
-            cls.stamp = stamp = next(seq)
-            entries.append((cls.heap[0][0] - offset, stamp, cls))
-        for group in groups:
-            heapq.heapify(group.heap)
-        self._own_form = True
-        self._by_rate = {group.rate: group for group in groups}
-
-    def _regroup(self, moved: list[FlowClass]) -> None:
-        """Own form kept: each class whose own bound changed joins the group of its new bound
-        (made when there is none, in rate order); the others keep their group and clock."""
-        by_rate, groups = self._by_rate, self._groups
-        for cls in moved:
-            key = cls.ob_key
-            old = cls.group
-            if key is None or (old is not None and old.rate == key[0]):
-                continue  # ended since, or same rate (a new order among equals: its key)
-            rate = key[0]
-            group = by_rate.get(rate)
-            if group is None:
-                group = by_rate[rate] = RateGroup()
-                group.rate = rate
-                at = len(groups)
-                while at and groups[at - 1].rate > rate:
-                    at -= 1
-                groups.insert(at, group)
-            self._join(cls, group)
-            if group.nclasses > 1:
-                group.merged = True
-            if old is not None and old.nclasses == 0:
-                groups.remove(old)
-                del by_rate[old.rate]
-
     def canonical_at_cut(self) -> None:
-        """What fast-forward's cut needs beyond the clocks (fast_forward_state.rebase): the own
-        bounds summed afresh, and own-form groups described as the full filling's would be
-        (ranks by position, merged when shared), with the next grouping done in full."""
-        self._own.rebuild(self._active, self._links.values())
-        if self._own_form:
-            for rank, key in enumerate(self._own.order):
-                key[3].rank = rank
-            for group in self._groups:
-                group.merged = group.nclasses > 1
-            self._own_form = False
-            self._by_rate = {}
+        """A fast-forward cut's canonical form of the own-bound state (:mod:`.own_groups`)."""
+        canonical_at_cut(self)
 
     def _water_fill_plain(self) -> None:
         """The reference the shortcuts must equal bit for bit (tests, benchmarks/bench_attention.py):
