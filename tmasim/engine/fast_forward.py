@@ -24,6 +24,9 @@ for k more periods, the run is that of a program shorter by k·p_c steps per CTA
 k·Δ: those steps are dropped from the programs (not yet reached by any process), the counters
 gain k times their increase over the period, and CTAs that finish later finish k·Δ later.
 No event is moved; the tail and the drain are simulated in full.
+
+*Known periods.* A period jumped over is kept by its state (engine/fast_forward_periods.py): a
+later cut in that state, its CTAs on steps of the same kinds, jumps at once.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from simpy.events import PENDING
 
 from tmasim.engine.exact_sum import DISTINCT, ExactSum
 from tmasim.engine.fast_forward_pairs import follower_consumer_state, leader_state, unit_names
+from tmasim.engine.fast_forward_periods import Period, Periods
 from tmasim.engine.fast_forward_state import (
     Describer,
     Opaque,
@@ -100,6 +104,9 @@ class FastForward:
         self.opaque = ""
         self._fixed: tuple[int, dict[int, Any]] | None = None
         self.repeats = False  # whether the reference CTA ever had a run of identical steps
+        # Periods seen, jumped over again wherever their state recurs (fast_forward_periods.py)
+        self.periods = Periods() if self.skip and self.records is None and not self.units_matter else None
+        self.recalled = 0  # jumps made from a known period
         chip.on_cta = self.adopt
 
     # ---- wiring -----------------------------------------------------------------------------
@@ -134,21 +141,43 @@ class FastForward:
         if run[1] - run[0] < 2 * self.stages:
             return
         self.repeats = True
+        low = self._lows()
+        if not self._may_jump(low):
+            return
         try:
             state = self._state()
         except Opaque as why:
             self._stop(str(why))
             return
-        cut = self._cut()
+        cut = self._cut(low)
+        if self._recall(state, cut):
+            self.seen.clear()
+            return
         earlier = self.seen.get(state)
         if earlier is None:
             self.seen[state] = cut
         else:
-            jumped = self._jump(earlier, cut)
+            jumped = self._jump(earlier, cut, state)
             if jumped:
                 self.seen.clear()
-            elif jumped is None:  # not yet: repeat from this cut on
+            else:  # not from cut i (not yet, or its steps differ): perhaps from this cut on
                 self.seen[state] = cut
+
+    def _may_jump(self, lows: list[int]) -> bool:
+        """Whether this cut can start or end a jump: every CTA still running has at least a
+        stage count of identical steps ahead of its producer (a moving CTA moves at least that
+        much per period; one that cannot move a period here bounds every jump to none). Cuts
+        that cannot are not described: near unit boundaries, describing them is wasted."""
+        stages, units = self.stages, self.units_matter
+        for cta, low in zip(self.ctas, lows, strict=True):
+            program: Any = cta.program
+            base = cta.issued
+            if cta.done or base >= program.steps:
+                continue
+            first, end = program.run_of(low, units)
+            if min(end, program.steps - 1) - base < stages:
+                return False
+        return True
 
     def _normalize(self) -> None:
         """Value-preserving canonical form at a cut (done with the skip off too): fabric clocks
@@ -173,15 +202,18 @@ class FastForward:
                 if len(counts) > DISTINCT:
                     total.fold()
 
-    def _cut(self) -> _Cut:
+    def _cut(self, low: list[int]) -> _Cut:
         base = [c.issued for c in self.ctas]
-        # a 2-SM follower's consumers run no steps; a ping-pong warpgroup awaiting its turn holds none
-        low = [min([b, *(step_of(p) for p in c.processes[1:]
-                         if p.is_alive and c.leader is None and awaited_unit(p) is None)])
-               for c, b in zip(self.ctas, base, strict=True)]
         sums = [total.fold() for _, _, total in self.floats]
         records = self.records.mark(self.env.now) if self.records is not None else None  # type: ignore[arg-type]
         return _Cut(self.env.now, base, low, self._ints(), sums, records)  # type: ignore[arg-type]
+
+    def _lows(self) -> list[int]:
+        """Each CTA's lowest step a process stands on (a 2-SM follower's consumers run no steps;
+        a ping-pong warpgroup awaiting its turn holds none)."""
+        return [min([c.issued, *(step_of(p) for p in c.processes[1:]
+                                 if p.is_alive and c.leader is None and awaited_unit(p) is None)])
+                for c in self.ctas]
 
     def _ints(self) -> list[Any]:
         values: list[Any] = [getattr(c, a) for c in self.ctas for a in CTA_COUNTERS]
@@ -207,7 +239,24 @@ class FastForward:
 
     # ---- the skip ---------------------------------------------------------------------------
 
-    def _jump(self, i: _Cut, j: _Cut) -> bool | None:
+    def _periods(self) -> Periods | None:
+        """The known periods, where they apply (not with 2-SM pairs: their state names units)."""
+        if self.periods is None or any(c.leader is not None or c.follower is not None for c in self.ctas):
+            return None
+        return self.periods
+
+    def _recall(self, state: tuple[Any, ...], cut: _Cut) -> bool:
+        """Jump at once if ``state`` starts a period seen before and the CTAs' steps allow one."""
+        periods = self._periods()
+        known = periods.recall(state, self.ctas, cut.low, cut.base) if periods is not None else None
+        if known is None:
+            return False
+        period, k = known
+        self._apply(cut, period.delta, list(period.moves), k, period.ints, period.sums)
+        self.recalled += 1
+        return True
+
+    def _jump(self, i: _Cut, j: _Cut, state: tuple[Any, ...]) -> bool | None:
         """Skip k periods if every CTA's steps stay identical through them (None: not from cut i,
         but perhaps from cut j on)."""
         delta = j.now - i.now
@@ -236,19 +285,32 @@ class FastForward:
                 return False
             if not self.records.aligned(i.records, j.records):
                 return None  # a link's loads are not periodic from cut i yet
-        for cta, p, base in zip(self.ctas, moves, j.base, strict=True):
-            if p:
-                cta.program.drop_steps(base, k * p, self.units_matter)  # type: ignore[attr-defined]
-        self._set_ints([v + k * (v - w) for v, w in zip(j.ints, i.ints, strict=True)])
-        for (_, _, total), before, now in zip(self.floats, i.sums, j.sums, strict=True):
-            total.add_units(k * (now - before))  # the period's float increments, k more times, exactly
-        self.shifts.append((k * delta, {id(c) for c in self.ctas if c.finished_at is not None}))
+        ints = tuple(v - w for v, w in zip(j.ints, i.ints, strict=True))
+        sums = tuple(now - before for before, now in zip(i.sums, j.sums, strict=True))
+        periods = self._periods()
+        if periods is not None:
+            kinds = tuple(c.program.step_kind(lo) if p else None  # type: ignore[attr-defined]
+                          for c, p, lo in zip(self.ctas, moves, i.low, strict=True))
+            periods.keep(state, Period(delta, tuple(moves), kinds, ints, sums))
+        self._apply(j, delta, moves, k, ints, sums)
         if self.records is not None:
             by_index = {c.index: p for c, p in zip(self.ctas, moves, strict=True)}
             self.records.jump(i.records, j.records, k, by_index)
+        return True
+
+    def _apply(self, j: _Cut, delta: int, moves: list[int], k: int, ints: tuple[Any, ...],
+               sums: tuple[int, ...]) -> None:
+        """Skip k periods of length ``delta`` from cut j: each CTA's next k·p_c steps are dropped,
+        the counters gain k times a period's increase (``ints``; the float sums' ``sums``)."""
+        for cta, p, base in zip(self.ctas, moves, j.base, strict=True):
+            if p:
+                cta.program.drop_steps(base, k * p, self.units_matter)  # type: ignore[attr-defined]
+        self._set_ints([v + k * d for v, d in zip(j.ints, ints, strict=True)])
+        for (_, _, total), gained in zip(self.floats, sums, strict=True):
+            total.add_units(k * gained)  # the period's float increments, k more times, exactly
+        self.shifts.append((k * delta, {id(c) for c in self.ctas if c.finished_at is not None}))
         self.skipped_steps += k * sum(moves)
         self.jumps += 1
-        return True
 
     def finish(self) -> None:
         """After the run: CTAs finish as late as in the full run; float counters get their exact sums."""
@@ -267,8 +329,9 @@ class FastForward:
             return f"off: {self.note}"
         if self.skipped_steps:
             regenerated = "; their records regenerated by shifting a simulated period's" if self.records else ""
+            known = f", {self.recalled} from periods seen before" if self.recalled else ""
             return (f"on: {self.skipped_steps} of the run's ring steps skipped in {self.jumps} jump(s) over "
-                    f"repeated periods (exact){regenerated}")
+                    f"repeated periods (exact{known}){regenerated}")
         if self.opaque:
             return f"on, nothing skipped: {self.opaque}"
         if not self.repeats:

@@ -150,6 +150,10 @@ class TimedProgram:
     def last_step(self, unit: int) -> int:
         return self.steps - 1
 
+    def step_kind(self, step: int) -> object:
+        """What step ``step`` does, comparable across the program (fast-forward's known periods)."""
+        return (self.copies(step), self.compute(step))
+
     def run_of(self, step: int, units_matter: bool = True) -> tuple[int, int]:
         """The steps around ``step`` that are identical to it: all of them when every tile is
         the same (:class:`Repeat`), else just ``step`` (fast-forward, engine/fast_forward.py)."""
@@ -247,6 +251,11 @@ class UnitProgram:
         """The step that ends the unit at position ``unit`` (as the program now stands: the
         fast-forward may have dropped steps before it)."""
         return self._ends[unit]
+
+    def step_kind(self, step: int) -> object:
+        """What step ``step`` does (its segment), comparable across units: fast-forward's known
+        periods (engine/fast_forward_periods.py) recur where the same segment runs."""
+        return self._segment_of_step[step]
 
     def run_of(self, step: int, units_matter: bool = True) -> tuple[int, int]:
         """The steps around ``step`` that are identical to it, ``(first, end)`` with end

@@ -1,0 +1,64 @@
+"""Known periods (tmasim/engine/fast_forward_periods.py): a period the fast-forward has jumped
+over is jumped over again, at once, wherever its state recurs on steps of the same kinds (the
+next work unit, after its transient), without simulating a period to see the repeat. Exact:
+every figure equals the full run's, bit for bit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_fast_forward import both
+
+from tmasim.engine.fast_forward_periods import Periods
+from tmasim.scenario import from_dict, load
+from tmasim.simulation import simulate
+
+
+def gemm(sms: int, rows: int, columns: int, k: int, stages: int = 4) -> dict[str, Any]:
+    """Persistent CTAs on a small H100, each walking rows x columns / sms tiles of 128 x 128."""
+    return {"name": "ff-periods", "gpu": {"preset": "h100-sxm", "sms": sms, "gpc_sms": [sms]},
+            "workload": {"kind": "gemm", "m": rows * 128, "n": columns * 128, "k": k * 64, "dtype": "bf16",
+                         "tile": [128, 128, 64], "raster": "row", "launch": "persistent"},
+            "pipeline": {"stages": stages, "consumers": 2}}
+
+
+def skipped(raw: dict[str, Any], **run: Any) -> dict[str, Any]:
+    return simulate(from_dict({**raw, "run": {"records": False, **run}})).stats
+
+
+def test_units_after_the_first_jump_from_the_period_seen_in_it(monkeypatch):
+    """4 SMs, 8 tiles each of 32 k-steps: every unit after the first reaches the state its
+    predecessor's period started in, and jumps at once."""
+    raw = gemm(4, 8, 4, 32)
+    fast, full = both(raw)
+    assert full["simulated_steps"] == 8 * 32  # one class: 8 units of 32 k-steps
+    assert "from periods seen before" in fast["fast_forward"]
+    monkeypatch.setattr(Periods, "recall", lambda self, *args: None)
+    unknown = skipped(raw)
+    assert unknown["makespan_ps"] == fast["makespan_ps"]
+    assert "seen before" not in unknown["fast_forward"]
+    # each recalled jump saves the period it would have simulated to see the repeat
+    assert fast["fast_forward_skipped_steps"] > unknown["fast_forward_skipped_steps"]
+
+
+def test_the_8192_gemm_skips_more_with_known_periods(monkeypatch):
+    fast = skipped(dict(load("gemm-h100").raw))
+    monkeypatch.setattr(Periods, "recall", lambda self, *args: None)
+    unknown = skipped(dict(load("gemm-h100").raw))
+    assert fast["makespan_ps"] == unknown["makespan_ps"] == 1490256538
+    assert fast["fast_forward_skipped_steps"] > unknown["fast_forward_skipped_steps"]
+
+
+def test_records_turn_known_periods_off():
+    """A recalled period has no records of its own to regenerate the skipped ones from."""
+    summary = simulate(from_dict({**gemm(4, 8, 4, 32), "run": {"records": True}})).stats["fast_forward"]
+    assert summary.startswith("on: ") and "seen before" not in summary
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sms=st.integers(2, 6), rows=st.integers(2, 6), columns=st.integers(2, 6), k=st.integers(12, 40),
+       stages=st.integers(2, 4))
+def test_random_multi_unit_gemms_agree_exactly(sms, rows, columns, k, stages):
+    both(gemm(sms, rows, columns, k, stages))

@@ -1,0 +1,77 @@
+"""Known periods: a repeat the fast-forward has seen, kept to be jumped over again at once
+(docs/design.md §9).
+
+A jump from cut i to cut j establishes a fact about the simulation, not about that place in
+the run: from state s, with every moving CTA c on steps of one kind (one segment, no epilogue)
+from its lowest step on, the chip is back in state s after Δ, each CTA p_c steps further, its
+counters grown by the same amounts. The state is relative to now and to each CTA's own step,
+so a later cut whose state is s again, and whose CTAs stand on steps of those same kinds (in a
+later work unit, say), repeats that period too: it can jump at once, without simulating a
+period to see the repeat. With ragged tiles the chip passes through the same configurations of
+SM classes unit after unit (a class at the same place in its unit, the others at theirs), and
+each time it would otherwise simulate one period after each class's unit boundary.
+
+Kept only without records (a remembered period has no records to regenerate from), without
+2-SM pairs and ping-pong turns (their states refer to units by number).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tmasim.engine.cta import Cta
+
+KEPT = 256  # periods remembered (the oldest is forgotten first): a run visits few configurations
+
+
+@dataclass(frozen=True)
+class Period:
+    """One period of the whole chip: its length, each CTA's move and the kind of step it moved
+    on (None: it did not move), and what the counters gained."""
+
+    delta: int
+    moves: tuple[int, ...]
+    kinds: tuple[object, ...]
+    ints: tuple[Any, ...]
+    sums: tuple[int, ...]
+
+
+class Periods:
+    """Periods seen, by the state they start (and end) in."""
+
+    def __init__(self) -> None:
+        self._by_state: OrderedDict[tuple[Any, ...], Period] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._by_state)
+
+    def keep(self, state: tuple[Any, ...], period: Period) -> None:
+        self._by_state[state] = period
+        self._by_state.move_to_end(state)
+        while len(self._by_state) > KEPT:
+            self._by_state.popitem(last=False)
+
+    def recall(self, state: tuple[Any, ...], ctas: list[Cta], low: list[int],
+               base: list[int]) -> tuple[Period, int] | None:
+        """The period known from ``state`` and how many of them every CTA's steps allow from
+        here (each moving CTA's steps from its lowest on stay of the period's kind), or None."""
+        period = self._by_state.get(state)
+        if period is None or len(period.moves) != len(ctas):
+            return None
+        k: float = math.inf
+        for cta, p, kind, lo, b in zip(ctas, period.moves, period.kinds, low, base, strict=True):
+            if not p:
+                continue
+            program: Any = cta.program
+            first, end = program.run_of(lo, False)
+            end = min(end, program.steps - 1)  # a producer at ``b`` stands for step b + k·p after the jump
+            if not (first <= lo and b <= end) or program.step_kind(lo) != kind:
+                return None
+            k = min(k, (end - b) // p)
+        if not k or k == math.inf:
+            return None
+        return period, int(k)
