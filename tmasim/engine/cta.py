@@ -24,6 +24,16 @@ import simpy
 
 from tmasim.engine.barrier import Mbarrier
 from tmasim.engine.copy_engine import CopyEngine, Multicast
+from tmasim.engine.cta_cluster import (
+    all_copies,
+    cluster_wait,
+    multicast_mask,
+    multicast_target,
+    pair_owner,
+    ranks,
+    remote_arrival,
+    self_owner,
+)
 from tmasim.engine.program import Copy, Program
 from tmasim.engine.recorder import EPILOGUE, FLIP_EMPTY, WAIT_EMPTY, WAIT_FULL, Recorder
 from tmasim.engine.stages import StageRing
@@ -80,7 +90,7 @@ class Cta:
         self.multiplicity = 1  # identical SMs this CTA's SM stands for (aggregation)
         # Cluster: the ranks this CTA multicasts into are, by symmetry, those that multicast into
         # it; each one's consumers must release a slot before its producers refill it.
-        self.mask = _multicast_mask(program)
+        self.mask = multicast_mask(program)
         self.cluster = -1
         self.rank = 0
         self.peers: list[Cta] = [self]
@@ -89,14 +99,19 @@ class Cta:
         self._arrive_latency = 0
         self.released = [0] * sync.stages  # uses of each slot its consumers released (deadlock reports)
         self.issued = 0  # steps the producer issued (deadlock reports)
-        watch = recorder is not None or not sync.waits_full
         writers = self.mask.bit_count() or 1
         self.ring = StageRing(env, self.scope, sync.stages, full_arrivals=sync.full_arrivals,
                               empty_arrivals=sync.empty_arrivals * writers, wake=sync.wake,
-                              on_full_flip=self._on_full_flip if watch else None,
+                              on_full_flip=None if sync.waits_full else self._on_full_flip,
                               multicast=bool(self.mask) or sync.mma_pair)
         # The ring's barrier names as the records keep them: full[0..S-1], then empty[0..S-1].
         self._names = [recorder.name(b.name) for b in (*self.ring.full, *self.ring.empty)] if recorder else []
+        self._issued_at: list[float] = [0] * sync.stages  # when the producer filled each slot last
+        self._filled = [0] * sync.stages  # with records: the bytes of the CTA's own copies into it
+        if recorder is not None and sync.waits_full:  # a full barrier's flip: its fill record, one call
+            for slot, barrier in enumerate(self.ring.full):
+                barrier.watch(recorder.fill_hook(env, sm, index, slot, sync.stages, self._names[slot],
+                                                 self._issued_at, self._filled))
         self.leader: Cta | None = None  # 2-SM MMA follower: the CTA whose MMA reads our half
         self.follower: Cta | None = None  # 2-SM MMA leader: the CTA holding the other half
         self._unit_done: list[simpy.Event] = []
@@ -110,7 +125,6 @@ class Cta:
         # Without full-barrier waits: when each step's data landed and when each consumer read it.
         self._landed: list[float | None] = [None] * program.steps if not sync.waits_full else []
         self._reads: list[tuple[int, int, float]] = []
-        self._issued_at: list[float] = [0] * sync.stages
         self._released_at: list[float] = [env.now] * sync.stages
         self._waiting: dict[str, tuple[Mbarrier, int, float, int]] = {}  # role: barrier, parity, since, step
         self._consumers_left = sync.consumers
@@ -135,15 +149,16 @@ class Cta:
             return
         if self.recorder is not None:  # peers' consumers arrive on our empty barriers too
             self.ring.watch_empty(self._on_empty_flip)
-        owner = _pair_owner if pair else _self_owner
-        receivers = [_ranks(peer.mask) or [q] for q, peer in enumerate(peers)]
+        owner = pair_owner if pair else self_owner
+        receivers = [ranks(peer.mask) or [q] for q, peer in enumerate(peers)]
         if owner(rank) == rank:
             self._release = [peers[q] for q in range(len(peers)) if rank in {owner(r) for r in receivers[q]}]
         writers = len({owner(r) for r in receivers[rank]})
         for barrier in self.ring.empty:
             barrier.expect_arrivals(self.sync.empty_arrivals * writers)
-        keys = {c.multicast or (1 << rank if pair else 0) for c in _all_copies(self.program)} - {0}
-        self._targets = [{key: _multicast(peers, key, slot, owner) for key in keys} for slot in range(self.sync.stages)]
+        keys = {c.multicast or (1 << rank if pair else 0) for c in all_copies(self.program)} - {0}
+        self._targets = [{key: multicast_target(peers, key, slot, owner) for key in keys}
+                         for slot in range(self.sync.stages)]
         if pair:
             self._join_pair(peers)
 
@@ -201,7 +216,11 @@ class Cta:
         solo = 1 << self.rank if self.sync.mma_pair else 0  # a pair's own copy: to the leader's barrier
         who = f"{self.scope}.producer"
         stages, fulls, empties, copies_of = ring.stages, ring.full, ring.empty, prog.copies
-        on_step = self.on_step
+        on_step, filled = self.on_step, self._filled
+        # Where no peer's copy lands (no multicast, no pair), a full barrier's byte count is never
+        # negative and the producer's arrival is its phase's first: `_arrives_quietly` is then
+        # `full.phase == use`, with no call.
+        quiet = not (self.mask or self.sync.mma_pair)
         for i in self._steps():
             use, slot = divmod(i, stages)
             if not slot and on_step is not None:  # fast-forward's cut, once a lap: may shorten the program
@@ -228,17 +247,19 @@ class Cta:
                 for copy in copies:
                     engine.load(copy, targets[slot][copy.multicast or solo], self.index, i, slot)
                 continue
+            own = copies[0].smem_bytes if len(copies) == 1 else sum(c.smem_bytes for c in copies)
             if expect_tx is not None:
                 announced = expect_tx
             elif expects:
                 announced = prog.expected(i)  # type: ignore[attr-defined]
-            elif len(copies) == 1:
-                announced = copies[0].smem_bytes
             else:
-                announced = sum(c.smem_bytes for c in copies)
-            if waited is not None and not (copies and announced > 0 and _arrives_quietly(full, use)):
-                rec.spanned(WAIT_EMPTY, waited, env.now, self.sm, self.index, i, slot)  # type: ignore[union-attr]
-                waited = None
+                announced = own
+            if rec is not None:
+                filled[slot] = own  # the fill record's bytes, when the slot's full barrier flips
+                quietly = full.phase == use if quiet else _arrives_quietly(full, use)
+                if waited is not None and not (copies and announced > 0 and quietly):
+                    rec.spanned(WAIT_EMPTY, waited, env.now, self.sm, self.index, i, slot)
+                    waited = None
             full.arrive_expect_tx(announced, who, use)
             self._issued_at[slot] = env.now
             self.issued = i + 1
@@ -259,7 +280,7 @@ class Cta:
         ordered = share == 1 and self.sync.consumers > 1
         waits_full, counts_cycles = self.sync.waits_full, warpgroup == 0 or share == 1
         stages, fulls, empties, released = ring.stages, ring.full, ring.empty, self._released_at
-        release = self._release
+        release, sm, index, names = self._release, self.sm, self.index, self._names
         compute_of, flops_of, tail_of, epilogue_of = prog.compute, prog.flops, prog.tail, prog.epilogue
         hold_of = getattr(prog, "hold", None)
         # Ping-pong: a warpgroup waits for its turn by unit, before it takes the unit's first
@@ -318,10 +339,10 @@ class Cta:
                 self.slot_cycles += 1
             if rec is not None and release is None:  # the compute and use spans, the empty flip if any
                 if empty.phase == use:
-                    rec.compute(start, now - wait, freed, self.sm, self.index, i, slot)
+                    rec.compute(start, now - wait, freed, sm, index, i, slot)
                 else:
-                    rec.compute_flip(start, now - wait, freed, self.sm, self.index, i, slot, use,
-                                     empty.flipped_at, self._names[stages + slot])
+                    rec.compute_flip(start, now - wait, freed, sm, index, i, slot, use, empty.flipped_at,
+                                     names[stages + slot])
             elif rec is not None:
                 rec.span(start, env.now - wait, self.sm, self.index, "consumer", "compute", i, slot)
                 if self.follower is not None:  # the pair's MMA runs on the follower's tensor cores too
@@ -351,7 +372,7 @@ class Cta:
             if peer is self or not latency:
                 barrier.arrive(who, phase=use, delay=late)
             else:
-                self.env.timeout(latency).callbacks.append(_arrival(barrier, who, use, late))
+                self.env.timeout(latency).callbacks.append(remote_arrival(barrier, who, use, late))
             if peer is not self and self.recorder is not None:
                 self.recorder.event(self.env.now + (latency or 0) + late, peer.sm, peer.index, "remote_arrive",
                                     f"{self.scope}.{who.rsplit('.', 1)[-1]}", -1, slot, use)
@@ -416,16 +437,14 @@ class Cta:
         return found
 
     def _on_full_flip(self, slot: int, barrier: Mbarrier, phase: int) -> None:
-        """A slot's data landed: the step it holds is ready."""
+        """A slot's data landed: the step it holds is ready (without full-barrier waits: reads
+        before this are races; with them, the recorder's own hook records the fill)."""
         step = phase * self.ring.stages + slot
         if self._landed:
             self._landed[step] = self.env.now
-        rec = self.recorder
-        if rec is not None:  # the fill span and the flip in one record
-            copies = self.program.copies(step)
-            nbytes = copies[0].smem_bytes if len(copies) == 1 else sum(c.smem_bytes for c in copies)
-            rec.fill(self._issued_at[slot], self.env.now, self.sm, self.index, step, slot, nbytes, phase,
-                     self._names[slot])
+        if self.recorder is not None:  # the fill span and the flip in one record
+            self.recorder.fill(self._issued_at[slot], self.env.now, self.sm, self.index, step, slot,
+                               self._filled[slot], phase, self._names[slot])
 
     def _on_empty_flip(self, slot: int, barrier: Mbarrier, phase: int) -> None:
         """A slot's release completed (in a cluster: a peer's consumer may complete it)."""
@@ -439,7 +458,9 @@ class Cta:
         if self.cluster < 0:
             return [f"{self.scope}.{role} waits on {barrier.describe_wait(parity)}"
                     for role, (barrier, parity, _, _) in self._waiting.items()]
-        return [self._cluster_wait(role, barrier, parity) for role, (barrier, parity, _, _) in self._waiting.items()]
+        writers = self._release or [self]
+        return [cluster_wait(self, writers, role, barrier, parity)
+                for role, (barrier, parity, _, _) in self._waiting.items()]
 
     def record_open_waits(self, now: float) -> None:
         """At a deadlock: the waits still open when the run stopped, recorded as wait spans up to
@@ -454,22 +475,6 @@ class Cta:
             rec.span(since, now, self.sm, self.index, lane, kind, step, slot)
             rec.event(now, self.sm, self.index, "stuck", barrier.name, step, slot, parity)
 
-    def _cluster_wait(self, role: str, barrier: Mbarrier, parity: int) -> str:
-        slot = int(barrier.name.rsplit("[", 1)[1].rstrip("]"))
-        kind = barrier.name.rsplit(".", 1)[1].split("[")[0]
-        use = barrier.phase
-        if kind == "empty":  # phase `use` completes when every writer's consumers released use `use`
-            late = [p for p in self._release or [self] if p.released[slot] <= use]
-            whose = "the consumers' release by"
-        else:
-            step = use * self.sync.stages + slot
-            late = [p for p in self._release or [self] if p.issued <= step]
-            whose = "the multicast slice of"
-        names = ", ".join(f"CTA {p.rank}" + (f" ({p.scope})" if p is not self else "") for p in late)
-        cause = f" for {whose} {names}" if late else ""
-        return (f"CTA {self.rank} of cluster {self.cluster} ({self.scope}).{role} waits on {kind}[{slot}] of CTA "
-                f"{self.rank}{cause}: {barrier.describe_wait(parity)}")
-
     @property
     def done(self) -> bool:
         return self.finished_at is not None and all(not p.is_alive for p in self.processes)
@@ -483,45 +488,3 @@ def live_steps(program: Program) -> Iterator[int]:
         yield i
         i += 1
 
-
-def _all_copies(program: Program) -> Iterable[Copy]:
-    units = getattr(program, "units", None)
-    if units is not None:  # a UnitProgram: its segments, not every step
-        return {c for unit in units for seg in unit.segments for c in seg.copies}
-    return (c for i in range(program.steps) for c in program.copies(i))
-
-
-def _multicast_mask(program: Program) -> int:
-    """The cluster ranks this CTA's copies land in (0: no multicast)."""
-    mask = 0
-    for copy in _all_copies(program):
-        mask |= copy.multicast
-    return mask
-
-
-def _ranks(mask: int) -> list[int]:
-    return [r for r in range(mask.bit_length()) if mask >> r & 1]
-
-
-def _self_owner(rank: int) -> int:
-    return rank
-
-
-def _pair_owner(rank: int) -> int:
-    """With the 2-SM MMA, the pair's leader (the even rank) issues the MMA and owns the barriers."""
-    return rank - rank % 2
-
-
-def _multicast(peers: list[Cta], mask: int, slot: int, owner: Callable[[int], int]) -> Multicast:
-    """A copy landing in the SMEM of the ranks in ``mask``, completing on the full barrier of
-    the CTA whose MMA reads each of them."""
-    receivers = [peers[r] for r in _ranks(mask)]
-    ports = tuple(p.copy_engine.routes.port for p in receivers if p.copy_engine.routes is not None)
-    barriers = tuple(peers[owner(r)].ring.full[slot] for r in _ranks(mask))
-    return Multicast(barriers, ports, tuple((p.sm, p.index) for p in receivers))
-
-
-def _arrival(barrier: Mbarrier, who: str, use: int, late: int = 0) -> Callable[[simpy.Event], None]:
-    """A remote arrival, delivered when the cluster's arrival latency has passed (taking effect
-    ``late`` after that, when the MMAs it commits complete)."""
-    return lambda _: barrier.arrive(who, phase=use, delay=late)

@@ -26,6 +26,7 @@ Records cost little, in time and in memory:
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -93,29 +94,39 @@ class _Chunk:
 
     __slots__ = ("records", "first", "narrow")
 
-    def __init__(self, rows: np.ndarray[Any, Any]) -> None:
-        times = rows[:, 0]
+    def __init__(self, columns: np.ndarray[Any, Any]) -> None:
+        """``columns``: WIDTH int64 rows, one per field (the chunk keeps them when they do not fit
+        narrow). By field, not by record: a reduction along the rows of a wide array is several
+        times slower."""
+        times = columns[0]
         self.first = int(times[0])
-        columns = [np.diff(times, prepend=times[:1]), *(rows[:, i] for i in range(1, WIDTH))]
-        # Column by column: a reduction along the rows of a wide array is several times slower.
-        self.narrow = all(low <= c.min() and c.max() <= high for c, low, high in zip(columns, _LOW, _HIGH, strict=True))
+        steps = np.diff(times, prepend=times[:1])
+        self.narrow = bool(_LOW[0] <= steps.min() and steps.max() <= _HIGH[0]
+                           and (_LOW[1:] <= columns[1:].min(axis=1)).all()
+                           and (columns[1:].max(axis=1) <= _HIGH[1:]).all())
         if self.narrow:
-            self.records = np.empty(len(rows), dtype=_NARROW)
-            for name, values in zip(_FIELDS, columns, strict=True):
+            self.records = np.empty(len(times), dtype=_NARROW)
+            self.records["time"] = steps
+            for name, values in zip(_FIELDS[1:], columns[1:], strict=True):
                 self.records[name] = values
         else:
-            self.records = rows
+            self.records = columns
+
+    @classmethod
+    def of_rows(cls, rows: np.ndarray[Any, Any]) -> _Chunk:
+        """A chunk of int64 records, one row each (copied: the chunk keeps no view of them)."""
+        return cls(np.array(rows.T, dtype=np.int64, order="C"))
 
     def __len__(self) -> int:
-        return len(self.records)
+        return len(self.records) if self.narrow else self.records.shape[1]
 
     def rows(self) -> np.ndarray[Any, Any]:
         """The chunk's records as int64 rows of WIDTH values."""
-        return self.records.copy() if not self.narrow else np.column_stack([self.column(i) for i in range(WIDTH)])
+        return self.records.T.copy() if not self.narrow else np.column_stack([self.column(i) for i in range(WIDTH)])
 
     def column(self, index: int) -> np.ndarray[Any, Any]:
         if not self.narrow:
-            return self.records[:, index]
+            return self.records[index]
         values = self.records[_FIELDS[index]].astype(np.int64)
         return self.first + np.cumsum(values) if index == 0 else values
 
@@ -205,6 +216,28 @@ class Recorder:
         if len(buffer) >= self._limit:
             self._pack()
 
+    def fill_hook(self, env: Any, sm: int, cta: int, slot: int, stages: int, name: int, issued: list[float],
+                  filled: list[int]) -> Callable[[Any, int], None]:
+        """The flip hook of a CTA ring's full barrier ``slot`` (``name``: its code): as :meth:`fill`,
+        the slot's fill span, from ``issued[slot]`` (the producer's arrival) to now with
+        ``filled[slot]`` bytes, and the flip. The hook packs the record itself, so that the engine's
+        most frequent record costs one call."""
+        buffer, limit, pack = self._buffer, self._limit, self._pack
+
+        def on_flip(barrier: Any, phase: int) -> None:
+            nonlocal buffer  # the same bytearray, extended in place
+            end = env.now
+            try:
+                buffer += _PACK(end, end - issued[slot], phase, sm, cta, FILL, phase * stages + slot, slot,
+                                filled[slot], name)
+            except struct.error:
+                buffer += _pack_slowly(end, end - issued[slot], phase, sm, cta, FILL, phase * stages + slot, slot,
+                                       filled[slot], name)
+            if len(buffer) >= limit:
+                pack()
+
+        return on_flip
+
     def compute(self, start: float, end: float, released: float, sm: int, cta: int, tile: int,
                 stage: int) -> None:
         """A compute span (``start`` to ``end``) and the slot's use span (``start`` to ``released``)."""
@@ -257,9 +290,9 @@ class Recorder:
     def _pack(self) -> None:
         """The buffer becomes one chunk, read whole."""
         if self._buffer:
-            rows = self._rows()
-            self._chunks.append(_Chunk(rows))
-            self._packed += len(rows)
+            chunk = _Chunk(np.frombuffer(self._buffer, dtype="<i8").reshape(-1, WIDTH).T.copy())
+            self._chunks.append(chunk)
+            self._packed += len(chunk)
             self._buffer.clear()
 
     def _rows(self) -> np.ndarray[Any, Any]:
@@ -294,7 +327,7 @@ class Recorder:
         self._pack()
         for begin in range(0, len(rows), CHUNK):
             part = rows[begin: begin + CHUNK]
-            self._chunks.append(_Chunk(part if len(part) == len(rows) else part.copy()))  # no view of the whole
+            self._chunks.append(_Chunk.of_rows(part))
             self._packed += len(part)
 
     def map_rows(self, start: int, change: Any) -> None:
@@ -304,7 +337,7 @@ class Recorder:
         first = 0
         for n, chunk in enumerate(self._chunks):
             if first >= start:
-                self._chunks[n] = _Chunk(change(chunk.rows()))
+                self._chunks[n] = _Chunk.of_rows(change(chunk.rows()))
             elif first + len(chunk) > start:
                 raise ValueError(f"record {start} is inside a chunk (records {first}..{first + len(chunk) - 1})")
             first += len(chunk)
