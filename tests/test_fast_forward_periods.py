@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from test_fast_forward import both
 
 from tmasim.engine.fast_forward_periods import Periods
+from tmasim.engine.program import Copy, Epilogue, Segment, Unit, UnitProgram
 from tmasim.scenario import from_dict, load
 from tmasim.simulation import simulate
 
@@ -62,3 +63,21 @@ def test_records_turn_known_periods_off():
        stages=st.integers(2, 4))
 def test_random_multi_unit_gemms_agree_exactly(sms, rows, columns, k, stages):
     both(gemm(sms, rows, columns, k, stages))
+
+
+def test_identical_steps_agree_with_the_runs_they_lie_in():
+    """``identical(first, last)`` (what a cut checks before describing the state) is
+    ``run_of(first)`` reaching past ``last``, for units with and without epilogues, of one
+    segment or two, counted by unit or not; a step with an epilogue is no run, not even alone."""
+    copy = Copy(1024, 1024, 0.0, 100)
+    main, edge = Segment(5, (copy,), 10, 1.0), Segment(2, (copy, copy), 10, 1.0)
+    units = [Unit(0, (main, edge), Epilogue(7, None)), Unit(1, (main,), None), Unit(2, (main,), Epilogue(3, None)),
+             Unit(3, (edge,), None)]
+    program = UnitProgram(units)
+    for units_matter in (True, False):
+        for first in range(program.steps):
+            for last in range(first + 1, program.steps + 2):
+                expected = last < program.steps and program.run_of(first, units_matter)[1] > last
+                assert program.identical(first, last, units_matter) == expected, (first, last, units_matter)
+    assert program.epilogue(6) is not None and not program.identical(6, 6, False)
+    assert program.identical(7, 7) and program.identical(7, 11, False) and not program.identical(7, 11, True)

@@ -63,6 +63,18 @@ def test_damaged_and_truncated_sweep_files_are_one_line_and_never_plotted(capsys
              "cannot be read back (it is truncated")
 
 
+def test_a_sweep_table_cut_at_a_row_boundary_is_refused_by_its_row_count(capsys, paths):
+    assert main(["sweep", "reference", "--vary", "pipeline.stages=1,2,3", "--out", "s.csv", "--quiet"]) == 0
+    capsys.readouterr()
+    lines = (paths / "s.csv").read_text().splitlines(keepends=True)
+    assert len(lines) == 4  # the header and three points
+    (paths / "s.csv").write_text("".join(lines[:3]))  # the last row gone, the file still ends a line
+    one_line(capsys, ["plot", "s.csv", "--out", "x.png"], "truncated: it has 2 rows where 3 were written")
+    one_line(capsys, ["sweep", "reference", "--vary", "pipeline.stages=1,2,3", "--out", "s.csv"],
+             "cannot be read back (it is truncated: it has 2 rows where 3 were written")
+    assert not (paths / "x.png").exists()
+
+
 @pytest.mark.parametrize(("lesson", "text", "rule"), [
     (1, "nan", "must be a finite number"), (1, "inf us", "must be a finite number"),
     (1, "1e400", "must be a finite number"), (1, "-5", "must be >= 0 (a time)"), (1, "-5 us", "must be >= 0 (a time)"),

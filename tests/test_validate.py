@@ -93,6 +93,22 @@ def test_failed_runs_and_the_no_tma_baseline_are_left_out_with_a_note(backend: P
     assert any("1 run(s) whose status is not ok" in note for note in v.study.table.notes)
 
 
+def test_a_measured_table_cut_at_a_row_boundary_is_refused(backend: Path, tmp_path: Path) -> None:
+    assert json.loads((backend / "meta.json").read_text())["rows"] == {"measured_runs.csv": 16,
+                                                                        "measured_tiles.csv": 128}
+    path = copy_backend(backend, tmp_path / "cut")
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:-3]))  # three whole rows lost: every line still ends
+    with pytest.raises(ScenarioError, match="has 13 rows where meta.json beside it says 16 were written: it is "
+                                            "truncated"):
+        validate(path)
+    tiles = path.parent / "measured_tiles.csv"
+    path.write_text("".join(lines))
+    tiles.write_text("".join(tiles.read_text().splitlines(keepends=True)[:-1]))
+    with pytest.raises(ScenarioError, match="measured_tiles.csv' has 127 rows where"):
+        validate(path)
+
+
 def test_bandwidths_compare_with_their_units_converted(backend: Path) -> None:
     v = validate(backend / "measured_runs.csv", Options(measure="gbps", predict="achieved_bytes_per_s"))
     assert v.study.measure_unit == "GB/s"

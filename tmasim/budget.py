@@ -10,8 +10,12 @@ time); they are meant to be within a factor of about two, and high rather than l
 
 Two thresholds: past :data:`NOTE_SECONDS` or :data:`NOTE_BYTES` a run says so on its first line
 with the estimate; past :data:`LIMIT_SECONDS` or :data:`LIMIT_BYTES` it is refused (exit 2)
-unless the user confirms (``--yes``; ``allow_large=True`` from Python). Fast-forward of steady
-states, where it skips periods, only makes a run cheaper than estimated here.
+unless the user confirms (``--yes``; ``allow_large=True`` from Python).
+
+Fast-forward of steady states skips ring steps (engine/fast_forward.py); where it is on and the
+durations are deterministic, :mod:`tmasim.skip_forecast` forecasts from the plan how many, on the
+low side. A skipped step costs little (its counters), but its records are still made, by
+shifting a simulated period's (engine/record_shift.py), and cost their memory.
 """
 
 from __future__ import annotations
@@ -40,8 +44,10 @@ CTA_BYTES = 8 * 2**10           # a simulated CTA: its barriers, slots, processe
 STEP_SECONDS = {"timed": 25e-6, "flow": 100e-6}  # one ring step: copies, barrier flips, compute
 SHARER_SECONDS = {"lockstep": 0.5e-6, "drift": 11e-6}  # per SM on the fabric, per step (rate recomputations)
 RECORD_SECONDS = 2e-6           # appending and packing one record
+SKIPPED_STEP_SECONDS = 0.25e-6  # a step fast-forward skips: its share of the summary's per-step figures
+SHIFT_RECORD_SECONDS = 0.1e-6   # regenerating one record of a skipped period by shifting a simulated one
 EVENTS_PER_STEP = {"timed": 4, "flow": 12}
-RECORDS_PER_STEP = {"timed": 9, "flow": 16}
+RECORDS_PER_STEP = {"timed": 5, "flow": 16}
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,7 @@ class Estimate:
     events: int         # SimPy events
     records: int        # per-event records kept (0 without run.records)
     how: str            # what the figures come from, in a few words
+    skipped: int = 0    # of ``steps``, those fast-forward is expected to skip
 
     @property
     def large(self) -> bool:
@@ -69,8 +76,10 @@ class Estimate:
             return (f"{about(self.seconds)} and {fmt.size(self.memory)} of memory {self.how} "
                     f"({self.plan_steps:,} ring steps)")
         records = f", {self.records:,} records" if self.records else ""
+        steps = (f"{self.steps:,} ring steps, {self.skipped:,} of them skipped by fast-forward" if self.skipped
+                 else f"{self.steps:,} ring steps simulated")
         return (f"{about(self.seconds)} and {fmt.size(self.memory)} of memory ({self.how}: "
-                f"{self.steps:,} ring steps simulated, {self.events:,} events{records})")
+                f"{steps}, {self.events:,} events{records})")
 
 
 @dataclass(frozen=True)
@@ -126,26 +135,30 @@ def plan_estimate(steps: int, units: int, *, simulated: int, extra_plan_bytes: i
 
 
 def run_estimate(steps: int, plan_steps: int, units: int, ctas: int, *, flow: bool, sharers: int, drift: bool,
-                 records: bool, extra_plan_bytes: int = 0, extra_record_bytes: int = 0,
+                 records: bool, skipped: int = 0, extra_plan_bytes: int = 0, extra_record_bytes: int = 0,
                  extra_record_seconds: float = 0.0) -> Estimate:
-    """After planning, before the run: ``steps`` simulated by ``ctas`` CTAs on ``sharers`` SMs
-    sharing the fabric (when ``flow``)."""
+    """After planning, before the run: ``steps`` run by ``ctas`` CTAs on ``sharers`` SMs sharing
+    the fabric (when ``flow``), ``skipped`` of them by fast-forward rather than simulated."""
     memory = (plan_steps * PLAN_BYTES_PER_STEP + units * PLAN_BYTES_PER_UNIT + ctas * CTA_BYTES
               + extra_plan_bytes)
     planning = plan_steps * PLAN_SECONDS_PER_STEP + units * PLAN_SECONDS_PER_UNIT
     return _estimate(steps, plan_steps, memory, "flow" if flow else "timed", sharers=sharers if flow else 0,
-                     drift=drift, records=records, extra_record_bytes=extra_record_bytes,
+                     drift=drift, records=records, skipped=skipped, extra_record_bytes=extra_record_bytes,
                      extra_record_seconds=extra_record_seconds, how="from the plan", planning=planning)
 
 
 def _estimate(steps: int, plan_steps: int, memory: int, kind: str, *, sharers: int, drift: bool, records: bool,
-              how: str, extra_record_bytes: int = 0, extra_record_seconds: float = 0.0,
+              how: str, skipped: int = 0, extra_record_bytes: int = 0, extra_record_seconds: float = 0.0,
               planning: float = 0.0) -> Estimate:
-    kept = steps * RECORDS_PER_STEP[kind] if records else 0
+    simulated = steps - skipped
+    per_record = RECORDS_PER_STEP[kind] if records else 0
     per_step = STEP_SECONDS[kind] + sharers * SHARER_SECONDS["drift" if drift else "lockstep"]
-    seconds = planning + steps * per_step + kept * (RECORD_SECONDS + extra_record_seconds)
+    seconds = (planning + simulated * (per_step + per_record * RECORD_SECONDS)
+               + skipped * (SKIPPED_STEP_SECONDS + per_record * SHIFT_RECORD_SECONDS)
+               + steps * per_record * extra_record_seconds)
+    kept = steps * per_record
     memory += kept * (RECORD_BYTES + extra_record_bytes)
-    return Estimate(steps, plan_steps, seconds, memory, steps * EVENTS_PER_STEP[kind], kept, how)
+    return Estimate(steps, plan_steps, seconds, memory, simulated * EVENTS_PER_STEP[kind], kept, how, skipped)
 
 
 def check(estimate: Estimate, limits: Limits) -> None:

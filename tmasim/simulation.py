@@ -12,7 +12,7 @@ from typing import Any
 
 import simpy
 
-from tmasim import budget, ranges
+from tmasim import budget, ranges, skip_forecast
 from tmasim import format as fmt
 from tmasim.engine.chip import Chip, Plan
 from tmasim.engine.cta import Cta, Sync
@@ -58,6 +58,7 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False, allow_large:
     except ModelError as err:
         if ff.jumps:  # say when it failed in the full run's times: run it again without the skip
             return simulate(_unskipped(scenario), record_bandwidth=record_bandwidth)
+        _record_open_waits(chip.ctas, env.now)
         err.records = recorder  # what happened up to the failure: a Gantt or trace of the bug
         raise
     except Unshiftable as why:  # a record made after a jump that no rule shifts: never wrong records
@@ -148,9 +149,10 @@ def _check_plan_size(scenario: Scenario, limits: budget.Limits) -> None:
 def _run_estimate(scenario: Scenario, plan: Plan, chip: Chip, limits: budget.Limits) -> budget.Estimate:
     size = getattr(workload_of(scenario.workload), "plan_size", None)
     extra = size(scenario.workload, scenario)[2] if size is not None else 0
+    skipped = 0 if _no_skip(scenario, plan) else skip_forecast.forecast(chip, scenario.pipeline.stages)
     return budget.run_estimate(chip.planned.steps, sum(p.steps for p in plan.programs), plan.units,
                                chip.planned.ctas, flow=plan.flow, sharers=len(chip.sms), drift=scenario.run.drift.on,
-                               records=scenario.run.records, extra_plan_bytes=extra,
+                               records=scenario.run.records, skipped=skipped, extra_plan_bytes=extra,
                                extra_record_bytes=limits.extra_record_bytes,
                                extra_record_seconds=limits.extra_record_seconds)
 
@@ -220,10 +222,17 @@ def _check_finished(ctas: list[Cta], now: float) -> None:
     if unfinished:
         stuck = [line for cta in unfinished for line in cta.waiting()]
         stuck = stuck or [f"{cta.scope} never finished" for cta in unfinished]
-        for cta in unfinished:
-            cta.record_open_waits(now)
         shown = "; ".join(stuck[:4]) + (f"; and {len(stuck) - 4} more" if len(stuck) > 4 else "")
         raise DeadlockError(f"deadlock at {fmt.time(now)}: nothing left to run but {shown}")
+
+
+def _record_open_waits(ctas: list[Cta], now: float) -> None:
+    """A run that stopped (deadlock, mbarrier misuse): the waits and fills still open then, recorded
+    so that a Gantt chart or trace shows the bug."""
+    for cta in ctas:
+        record = getattr(cta, "record_open_waits", None)  # attention's CTAs keep none
+        if record is not None:
+            record(now)
 
 
 def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int) -> dict[str, Any]:

@@ -309,9 +309,11 @@ def finish(out_dir: Path, part_dir: Path, workers: list[dict[str, Any]], log: Lo
         probe = json.loads((part_dir / "probe.json").read_text())
     except Exception as exc:  # the probe worker died
         probe = {"error": f"{type(exc).__name__}: {exc}"}
-    runs, _tiles, metas = merge_parts(part_dir, out_dir, log)
+    runs, tiles, metas = merge_parts(part_dir, out_dir, log)
     meta = {"device_check": {"workers": workers, "elapsed_s": round(elapsed_s, 1),
-                             "argv": sys.argv[1:]}, "probe": probe, "sweeps": metas}
+                             "argv": sys.argv[1:]}, "probe": probe, "sweeps": metas,
+            # the rows written (a .gz copy counts as its CSV): tmasim refuses a copy cut at a row boundary
+            "rows": {"measured_runs.csv": len(runs), "measured_tiles.csv": len(tiles)}}
     (out_dir / "meta.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
     text = summary_text(runs, probe, metas)
     (out_dir / "summary.txt").write_text(text + "\n")

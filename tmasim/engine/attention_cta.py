@@ -32,7 +32,7 @@ issues the TMA store of the O tile.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 
 import simpy
 
@@ -260,8 +260,9 @@ class AttentionCta:
         return done
 
     def _vector(self, work: VectorWork, w: int, step: int, kind: str) -> Wait:
-        if work.exp or work.fp32:
-            yield self._vector_apart(work, w, step, kind)
+        done = self._vector_apart(work, w, step, kind)
+        if done is not None:
+            yield done
 
     def _vector_apart(self, work: VectorWork, w: int, step: int, kind: str = "correction") -> simpy.Event | None:
         """Queue ``work`` on the SM's vector units; its end event (the correction warpgroup's
@@ -270,10 +271,10 @@ class AttentionCta:
             return None
         done = self.vector_units.run(work.exp, work.fp32)
         if self.recorder is not None:  # the units are shared: the end is known when it comes
-            done.callbacks.append(self._vector_span(self.env.now, w, step, kind))  # type: ignore[union-attr]
+            done.callbacks.append(self._vector_span(self.env.now, w, step, kind))
         return done
 
-    def _vector_span(self, start: float, w: int, step: int, kind: str):  # type: ignore[no-untyped-def]
+    def _vector_span(self, start: float, w: int, step: int, kind: str) -> Callable[[simpy.Event], None]:
         def record(_: simpy.Event) -> None:
             assert self.recorder is not None
             end = self.env.now
@@ -324,7 +325,7 @@ class AttentionCta:
             self.finished_at = self.env.now
             self.finished.succeed(self)
 
-    def _on_full(self, offset: int):  # type: ignore[no-untyped-def]
+    def _on_full(self, offset: int) -> Callable[[int, Mbarrier, int], None]:
         def hook(slot: int, barrier: Mbarrier, phase: int) -> None:
             assert self.recorder is not None
             step = phase * self.sync.stages + slot
@@ -337,7 +338,7 @@ class AttentionCta:
             self._landed_at[offset + slot] = self.env.now
         return hook
 
-    def _on_empty(self, offset: int):  # type: ignore[no-untyped-def]
+    def _on_empty(self, offset: int) -> Callable[[int, Mbarrier, int], None]:
         def hook(slot: int, barrier: Mbarrier, phase: int) -> None:
             """Every consumer released the slot: its data was in use from landing until now."""
             assert self.recorder is not None

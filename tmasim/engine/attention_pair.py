@@ -23,12 +23,13 @@ peer's vector work when S is ready); the follower runs its producer and its epil
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 
 import simpy
 
 from tmasim.engine.attention_cta import AttentionCta
 from tmasim.engine.attention_program import Mma, VectorWork
+from tmasim.engine.stages import StageRing
 
 Wait = Generator[simpy.Event, object, None]
 
@@ -82,7 +83,7 @@ class AttentionPairCta(AttentionCta):
 
     # ---- the leader's consumers: one MMA on both SMs, both SMs' softmax ------------------------
 
-    def _release(self, ring, step: int, w: int) -> None:  # type: ignore[no-untyped-def]
+    def _release(self, ring: StageRing, step: int, w: int) -> None:
         super()._release(ring, step, w)
         assert self.follower is not None
         use, slot = divmod(step, self.sync.stages)
@@ -96,12 +97,12 @@ class AttentionPairCta(AttentionCta):
             follower = self.follower
             self._remote(lambda: follower.q_empty.arrive(f"{self.scope}.consumer", phase=u))
 
-    def _remote(self, arrive) -> None:  # type: ignore[no-untyped-def]
+    def _remote(self, arrive: Callable[[], None]) -> None:
         """An arrival on a barrier of the peer CTA: after the cluster's remote-arrival latency."""
         if not self.arrive_latency:
             arrive()
         else:
-            self.env.timeout(self.arrive_latency).callbacks.append(lambda _: arrive())  # type: ignore[union-attr]
+            self.env.timeout(self.arrive_latency).callbacks.append(lambda _: arrive())
 
     def _mma(self, mma: Mma, w: int, step: int, kind: str) -> simpy.Event:
         assert self.follower is not None
@@ -129,8 +130,8 @@ class AttentionPairCta(AttentionCta):
             if not left[0]:
                 both.succeed()
 
-        ours.callbacks.append(one)  # type: ignore[union-attr]
-        theirs.callbacks.append(lambda _: self._remote(lambda: one(theirs)))  # type: ignore[union-attr]
+        ours.callbacks.append(one)
+        theirs.callbacks.append(lambda _: self._remote(lambda: one(theirs)))
         return both
 
     def _epilogue(self, w: int, u: int) -> Wait:

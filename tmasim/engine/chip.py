@@ -35,12 +35,14 @@ from tmasim.engine.tensor_core import TensorCore
 from tmasim.engine.vector_units import VectorUnits
 from tmasim.hardware import GpuSpec
 
+CtaProgram = Program | AttentionProgram  # what a CTA runs: ring steps, or attention's K/V blocks
+
 
 @dataclass(frozen=True)
 class Plan:
     """What runs: one program per CTA (in launch order), and how CTAs are placed."""
 
-    programs: Sequence[Program]
+    programs: Sequence[CtaProgram]
     persistent: bool
     ctas_per_sm: int
     sms: int
@@ -57,7 +59,7 @@ class Sm:
     multiplicity: int
     copy_engine: CopyEngine
     tensor_core: TensorCore
-    queue: deque[tuple[int, Program]]
+    queue: deque[tuple[int, CtaProgram]]
     vector_units: VectorUnits | None = None  # FP32 and multi-function units (attention's softmax)
 
 
@@ -89,7 +91,7 @@ class Chip:
         classes = _classes(assignment) if aggregate and exact else [[s] for s in range(plan.sms)]
         self.sms = [self._make_sm(members[0], len(members), assignment[members[0]]) for members in classes]
         self.aggregated = len(self.sms) < plan.sms
-        shared: deque[tuple[int, Program]] = deque(enumerate(plan.programs))
+        shared: deque[tuple[int, CtaProgram]] = deque(enumerate(plan.programs))
         skews = start_skews(drift, plan.sms, seed)
         own = plan.persistent or self.aggregated
         self.planned = _count([program for sm in self.sms for _, program in sm.queue] if own else plan.programs)
@@ -98,7 +100,7 @@ class Chip:
                 queue = sm.queue if own else shared
                 env.process(self._slot(sm, queue, skews[sm.index]))
 
-    def _make_sm(self, index: int, multiplicity: int, work: list[tuple[int, Program]]) -> Sm:
+    def _make_sm(self, index: int, multiplicity: int, work: list[tuple[int, CtaProgram]]) -> Sm:
         routes = None
         if self.fabric is not None:
             port = self.fabric.add_link(f"sm{index}.port", self.gpu.sm_port_bandwidth)
@@ -112,7 +114,7 @@ class Chip:
         return Sm(index, multiplicity, engine, TensorCore(self.env, f"sm{index}.tensor"), deque(work),
                   VectorUnits(self.env, f"sm{index}.vector"))
 
-    def _slot(self, sm: Sm, queue: deque[tuple[int, Program]],
+    def _slot(self, sm: Sm, queue: deque[tuple[int, CtaProgram]],
               skew: int = 0) -> Generator[simpy.Event, object, None]:
         """One CTA slot of an SM. Persistent: start all the SM's CTAs now. Grid: run CTAs one
         after another, taking the next unlaunched one when the previous exits. With drift, the
@@ -127,7 +129,7 @@ class Chip:
             cta = self._start(sm, *queue.popleft())
             yield cta.finished
 
-    def _start(self, sm: Sm, cta_index: int, program: Program) -> Cta:
+    def _start(self, sm: Sm, cta_index: int, program: CtaProgram) -> Cta:
         if isinstance(program, AttentionProgram):
             assert sm.vector_units is not None
             kind = AttentionPairCta if program.schedule.pair else AttentionCta
@@ -220,15 +222,16 @@ class Planned:
 
     ctas: int
     steps: int
+    programs: tuple[CtaProgram, ...] = ()  # the simulated CTAs' programs, in launch order (tmasim.skip_forecast)
 
 
-def _count(programs: Sequence[Program]) -> Planned:
-    return Planned(len(programs), sum(program.steps for program in programs))
+def _count(programs: Sequence[CtaProgram]) -> Planned:
+    return Planned(len(programs), sum(program.steps for program in programs), tuple(programs))
 
 
-def _round_robin(plan: Plan) -> list[list[tuple[int, Program]]]:
+def _round_robin(plan: Plan) -> list[list[tuple[int, CtaProgram]]]:
     """The static assignment: CTA g on SM g mod #SMs, in launch order."""
-    per_sm: list[list[tuple[int, Program]]] = [[] for _ in range(plan.sms)]
+    per_sm: list[list[tuple[int, CtaProgram]]] = [[] for _ in range(plan.sms)]
     for g, program in enumerate(plan.programs):
         per_sm[g % plan.sms].append((g, program))
     return per_sm
@@ -242,7 +245,7 @@ def _uniform_before_last_wave(plan: Plan) -> bool:
     return len({_signature(program) for program in head}) <= 1
 
 
-def _classes(assignment: list[list[tuple[int, Program]]]) -> list[list[int]]:
+def _classes(assignment: list[list[tuple[int, CtaProgram]]]) -> list[list[int]]:
     """SMs grouped by identical work (same programs in the same order)."""
     groups: dict[tuple[object, ...], list[int]] = {}
     for sm, work in enumerate(assignment):
@@ -251,6 +254,6 @@ def _classes(assignment: list[list[tuple[int, Program]]]) -> list[list[int]]:
     return list(groups.values())
 
 
-def _signature(program: Program) -> object:
+def _signature(program: CtaProgram) -> object:
     signature = getattr(program, "signature", None)
     return signature() if signature is not None else id(program)

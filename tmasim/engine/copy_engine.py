@@ -94,7 +94,7 @@ class CopyEngine:
         self.request_overhead = request_overhead  # HBM bytes each request costs beyond its own
         self._accept_free: float = 0  # SimPy's clock is typed float; it holds ints here
         self._transfer_free: float = 0
-        self._route_cache: dict[tuple[float, object], tuple[tuple[Link, float], ...]] = {}
+        self._route_cache: dict[tuple[float, object, float], tuple[tuple[Link, float], ...]] = {}
         self._pending: deque[tuple[Copy, Target, int, int, int]] = deque()
         # Flow copies by the time their latency ends: (ready, sequence, copy, target, cta, tile, stage).
         self._ready: list[tuple[float, int, Copy, Target, int, int, int]] = []

@@ -467,8 +467,9 @@ class Cta:
 
     def record_open_waits(self, now: float) -> None:
         """At a deadlock: the waits still open when the run stopped, recorded as wait spans up to
-        ``now`` with a ``stuck`` event each (the barrier and the phase parity waited for), so that
-        figures and animations draw who was left waiting on what."""
+        ``now`` with a ``stuck`` event each (the barrier and the phase parity waited for), and the
+        fills whose full barrier never flipped as fill spans up to ``now``, so that figures and
+        animations draw who was left waiting on what, and which slots never became ready."""
         rec = self.recorder
         if rec is None:
             return
@@ -477,6 +478,12 @@ class Cta:
             slot = step % self.sync.stages
             rec.span(since, now, self.sm, self.index, lane, kind, step, slot)
             rec.event(now, self.sm, self.index, "stuck", barrier.name, step, slot, parity)
+        stages = self.sync.stages
+        for slot, full in enumerate(self.ring.full if self.leader is None else ()):
+            step = full.phase * stages + slot  # issued, its full barrier never flipped: still filling
+            if step < self.issued:
+                nbytes = sum(c.smem_bytes for c in self.program.copies(step))
+                rec.span(self._issued_at[slot], now, self.sm, self.index, "slot", "fill", step, slot, nbytes)
 
     @property
     def done(self) -> bool:

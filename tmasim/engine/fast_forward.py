@@ -174,8 +174,8 @@ class FastForward:
             base = cta.issued
             if cta.done or base >= program.steps:
                 continue
-            first, end = program.run_of(low, units)
-            if min(end, program.steps - 1) - base < stages:
+            # as _jump's bound: min(end of low's run, last step) - base >= S
+            if base + stages > program.steps - 1 or not program.identical(low, base + stages - 1, units):
                 return False
         return True
 

@@ -150,6 +150,13 @@ class TimedProgram:
     def last_step(self, unit: int) -> int:
         return self.steps - 1
 
+    def identical(self, first: int, last: int, units_matter: bool = True) -> bool:
+        """Whether steps ``first``..``last`` lie in one run of identical steps."""
+        if last >= self.steps:
+            return False
+        run_first, end = self.run_of(first)
+        return end > last
+
     def step_kind(self, step: int) -> object:
         """What step ``step`` does, comparable across the program (fast-forward's known periods)."""
         return (self.copies(step), self.compute(step))
@@ -251,6 +258,20 @@ class UnitProgram:
         """The step that ends the unit at position ``unit`` (as the program now stands: the
         fast-forward may have dropped steps before it)."""
         return self._ends[unit]
+
+    def identical(self, first: int, last: int, units_matter: bool = True) -> bool:
+        """Whether steps ``first``..``last`` lie in one run of identical steps (as
+        :meth:`run_of` counts them), looking at those steps only."""
+        if last >= self.steps:
+            return False
+        seg_of, unit_of, ends = self._segment_of_step, self._unit_of_step, self._last_step
+        segment, unit = seg_of[first], unit_of[first]
+        for y in range(first, last + 1):
+            if seg_of[y] is not segment:
+                return False
+            if (unit_of[y] != unit or y in ends) if units_matter else ends.get(y) is not None:
+                return False
+        return True
 
     def step_kind(self, step: int) -> object:
         """What step ``step`` does (its segment), comparable across units: fast-forward's known

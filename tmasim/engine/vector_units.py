@@ -70,7 +70,7 @@ class SharedPipe:
         left = (self._jobs[0][0] - self._virtual) * len(self._jobs)
         generation = self._generation
         wake = self.env.timeout(-(-left // SCALE))
-        wake.callbacks.append(lambda _: self._finish(generation))  # type: ignore[union-attr]
+        wake.callbacks.append(lambda _: self._finish(generation))
 
     def _finish(self, generation: int) -> None:
         if generation != self._generation:

@@ -108,7 +108,9 @@ class SweepResult:
         paths = [out / f"{prefix}tiles.csv", out / f"{prefix}runs.csv", out / meta_name]
         self.tiles.to_csv(paths[0], index=False)
         self.runs.to_csv(paths[1], index=False)
-        meta = dict(self.meta, skipped=self.skipped)
+        # the rows written, so that a copy cut at a row boundary is refused when read back
+        rows = {paths[0].name: len(self.tiles), paths[1].name: len(self.runs)}
+        meta = dict(self.meta, skipped=self.skipped, rows=rows)
         paths[2].write_text(json.dumps(meta, indent=2, default=str) + "\n")
         return paths
 

@@ -75,7 +75,8 @@ def wrapped(title: str, width_in: float) -> str:
 
 def read_csv(path: Path) -> pd.DataFrame:
     """A table tmasim wrote as CSV, refused (ValueError) when it was cut short: every file tmasim
-    writes ends with a newline, and a sweep table has a status on every row."""
+    writes ends with a newline, a sweep table has a status on every row, and a sweep's metadata
+    beside it (FILE.meta.json) says how many rows it wrote (a cut at a row boundary)."""
     import io
 
     import pandas as pd
@@ -87,7 +88,22 @@ def read_csv(path: Path) -> pd.DataFrame:
     if "status" in frame.columns and frame["status"].isna().any():
         row = int(frame["status"].isna().to_numpy().argmax()) + 2  # 1-based, after the header line
         raise ValueError(f"line {row} has no status: the file is truncated or damaged")
+    written = _rows_written(path.with_name(path.name + ".meta.json"), "points_finished")
+    if written is not None and len(frame) < written:
+        raise ValueError(f"it is truncated: it has {len(frame)} rows where {written} were written "
+                         f"({path.name}.meta.json)")
     return frame
+
+
+def _rows_written(meta: Path, key: str) -> int | None:
+    """The row count a metadata file beside a table records (None where there is none)."""
+    import json
+
+    try:
+        value = json.loads(meta.read_text(encoding="utf-8")).get(key)
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def varied_fields(table: pd.DataFrame) -> list[str]:

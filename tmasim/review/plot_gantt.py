@@ -205,8 +205,9 @@ def _mark_events(ax: Axes, events: pd.DataFrame, stages: Sequence[int], scale: i
 
 def _mark_stuck(ax: Axes, one: pd.DataFrame, events: pd.DataFrame, stages: Sequence[int], scale: int) -> list[Any]:
     """A run that stopped (deadlock): each wait still open at the stop, marked on its row with the
-    barrier it waits on, and each slot computed but never released (its empty barrier never
-    flipped after its last use), drawn held to the stop and labelled so. Returns legend handles."""
+    barrier it waits on, each slot computed but never released (its empty barrier never flipped
+    after its last use), drawn held to the stop and labelled so, and each slot still filling at
+    the stop (its full barrier never flipped) labelled so. Returns legend handles."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
@@ -227,8 +228,14 @@ def _mark_stuck(ax: Axes, one: pd.DataFrame, events: pd.DataFrame, stages: Seque
     handles: list[Any] = [Line2D([], [], marker="<", linestyle="none", color=COLORS["race"],
                                  label="a wait still open when the run stopped")]
     flips = first[first["kind"] == "flip_empty"]
+    full_flips = first[(first["kind"] == "flip_full") & (first["time_ps"] >= stop)]
     held = False
     for k, s in enumerate(stages, start=1):
+        filling = one[(one["lane"] == "slot") & (one["stage"] == s) & (one["kind"] == "fill") & (one["end_ps"] >= stop)]
+        if len(filling) and not (full_flips["stage"] == s).any():  # issued, its full barrier never flipped
+            start = float(filling["start_ps"].min())
+            ax.text((start + stop) / 2 / scale, k, f"never ready: full[{s}] never flipped", ha="center", va="center",
+                    fontsize=10)
         uses = one[(one["lane"] == "slot") & (one["stage"] == s) & (one["kind"] == "use")]
         if uses.empty:
             continue

@@ -87,9 +87,9 @@ def chip_story(result: Result) -> list[str]:
     elif binding is compute:
         links = [r for r in resources if r.capacity]
         if links:
-            busiest = max(links, key=lambda r: r.time_ps)
-            text += (f" The links keep up: the busiest, {busiest.name}, would need "
-                     f"{busiest.time_ps / compute.time_ps:.0%} of the compute time, so the copies hide "
+            heaviest = max(links, key=lambda r: r.time_ps)
+            text += (f" The links keep up: the busiest, {heaviest.name}, would need "
+                     f"{heaviest.time_ps / compute.time_ps:.0%} of the compute time, so the copies hide "
                      "under the MMAs.")
         else:
             text += " This machine's links are unlimited, so only the compute and the latency count."

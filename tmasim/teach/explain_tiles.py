@@ -3,6 +3,7 @@ times with this run's numbers, the cadence, fill and drain, the stalls, and what
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ def num(ps: float, scale: int) -> str:
     return f"{ps / scale:.4g}"
 
 
-def tile_times(scenario: Scenario) -> dict[str, list[int]]:
+def tile_times(scenario: Scenario) -> dict[str, Sequence[int]]:
     from tmasim.workloads import tiles
 
     assert isinstance(scenario.workload, tiles.TilesConfig)
@@ -62,7 +63,7 @@ def tiles_story(result: Result) -> list[str]:
     return lines
 
 
-def _serial_text(stats: dict[str, Any], t: dict[str, list[int]], scale: int, unit: str, equal: bool) -> str:
+def _serial_text(stats: dict[str, Any], t: dict[str, Sequence[int]], scale: int, unit: str, equal: bool) -> str:
     n, serial = len(t["load"]), stats["serial_ns"] * 1000
     if equal and stats["closed_form_ns"] is not None:
         ld, c = t["load"][0], t["compute"][0]
@@ -73,7 +74,7 @@ def _serial_text(stats: dict[str, Any], t: dict[str, list[int]], scale: int, uni
                      f"one after another: {num(serial, scale)} {unit}.")
 
 
-def _pipelined_text(stats: dict[str, Any], t: dict[str, list[int]], scale: int, unit: str, equal: bool) -> str:
+def _pipelined_text(stats: dict[str, Any], t: dict[str, Sequence[int]], scale: int, unit: str, equal: bool) -> str:
     n, stages, makespan = len(t["load"]), stats["stages"], stats["makespan_ps"]
     got = f"{num(makespan, scale)} {unit}"
     speedup = f" Speedup over serial: {stats['speedup']:.2f}x."

@@ -7,6 +7,7 @@ from tmasim.teach.lab import Lab, Outcome, format_time, left, us
 
 
 def softmax(lab: Lab) -> Outcome:
+    from tmasim.engine.attention_program import AttentionProgram
     from tmasim.simulation import plan_scenario
 
     records = lab.out is not None
@@ -15,6 +16,7 @@ def softmax(lab: Lab) -> Outcome:
     overlapped = lab.run(pipeline__consumer_mode="cooperative", workload__softmax_overlap=True)
     one = plan_scenario(pingpong.scenario)[0].programs[0]
     pair = plan_scenario(lockstep.scenario)[0].programs[0]
+    assert isinstance(one, AttentionProgram) and isinstance(pair, AttentionProgram)
     blocks = one.steps
     wg, both = one.block(0), pair.block(0)
     g, m = wg.qk.occupancy + wg.pv.occupancy, (wg.softmax + wg.correction).time   # one warpgroup's 64 rows

@@ -55,11 +55,25 @@ def read_table(path: str | Path) -> pd.DataFrame:
     if not path.is_file():
         raise ScenarioError("MEASURED", str(path), "is not a file")
     try:
-        if path.suffix == ".parquet":
-            return pd.read_parquet(path)
-        return pd.read_csv(path)
+        frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
     except Exception as err:  # pandas raises many kinds: say which file and why, in one line
         raise ScenarioError("MEASURED", str(path), f"cannot be read as a table ({type(err).__name__}: {err})") from None
+    written = rows_written(path)
+    if written is not None and len(frame) < written:
+        raise ScenarioError("MEASURED", str(path), f"has {len(frame)} rows where meta.json beside it says {written} "
+                            "were written: it is truncated (copy it again, or rerun the measurement)")
+    return frame
+
+
+def rows_written(path: Path) -> int | None:
+    """The rows the backend wrote to ``path`` (``meta.json``'s ``rows``, by file name, a ``.gz``
+    copy counting as its CSV), or None where nothing says."""
+    try:
+        rows = json.loads((path.parent / "meta.json").read_text()).get("rows", {})
+        value = rows.get(path.name.removesuffix(".gz"))
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def read_provenance(path: Path) -> Provenance:

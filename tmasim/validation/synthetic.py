@@ -61,7 +61,8 @@ def backend_files(folder: str | Path, gpu: str | Mapping[str, Any], grid: Grid =
     tiles.to_csv(paths[1], index=False)
     date = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     meta = {"probe": {"metadata": {"date_utc": date, "simulator": False, "device": {"name": device}}},
-            "synthetic": {"gpu": gpu, "ps_per_iter_byte": ps_per_iter_byte}}
+            "synthetic": {"gpu": gpu, "ps_per_iter_byte": ps_per_iter_byte},
+            "rows": {paths[0].name: len(runs), paths[1].name: len(tiles)}}  # as the backend's
     paths[2].write_text(json.dumps(meta, indent=2, default=str) + "\n")
     return paths
 

@@ -40,6 +40,7 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
     bm, bn = config.tile
     readers = plan.info.get("warpgroups", 2)  # each warpgroup (Blackwell: each Q tile's MMA) reads all of K and V
     halves = plan.info.get("mma_cta_group", 1)  # a 2-SM pair: each SM's shared memory holds half of K and V
+    assert isinstance(readers, int) and isinstance(halves, int)  # placement facts are objects to the summary
     operands = (bm * config.head_dim + readers * bn * (config.head_dim + config.d_v) // halves) * e
     for g, program in enumerate(plan.programs):
         assert isinstance(program, AttentionProgram)

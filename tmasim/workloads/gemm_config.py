@@ -109,7 +109,7 @@ def parse(raw: Mapping[str, Any]) -> GemmConfig:
     if "epilogue_smem" in raw:
         optional["epilogue_smem"] = read.size("workload.epilogue_smem", raw["epilogue_smem"], positive=False)
     return GemmConfig(
-        **dims, dtype=dtype, out_dtype=out_dtype, tile=(tile[0], tile[1], tile[2]),
+        m=dims["m"], n=dims["n"], k=dims["k"], dtype=dtype, out_dtype=out_dtype, tile=(tile[0], tile[1], tile[2]),
         raster=read.choice("workload.raster", raw.get("raster", "grouped"), RASTERS),
         group=read.integer("workload.group", raw.get("group", 8), minimum=1),
         launch=read.choice("workload.launch", raw.get("launch", "persistent"), ("persistent", "grid")),

@@ -87,6 +87,7 @@ def test_save_writes_tables_and_metadata(result: driver.SweepResult, tmp_path: P
     meta = json.loads(paths[2].read_text())
     assert meta["simulator"] is True and meta["spec"]["tiles_per_cta"] == 4
     assert len(meta["skipped"]) == 6 and "numba-cuda" in meta["packages"]
+    assert meta["rows"] == {"measured_tiles.csv": len(result.tiles), "measured_runs.csv": len(result.runs)}
 
 
 def test_time_budget_skips_the_rest_after_the_first_point() -> None:

@@ -1,0 +1,100 @@
+"""The budget knows what fast-forward will skip: forecast from the plan's runs of identical
+steps, on the low side, and off wherever the run will not skip (jitter, drift, the switch)."""
+
+from __future__ import annotations
+
+import pytest
+import simpy
+
+from tmasim import budget
+from tmasim.engine.chip import Chip
+from tmasim.engine.program import Repeat, TimedProgram
+from tmasim.scenario import load
+from tmasim.simulation import _sync, estimate, plan_scenario, simulate
+from tmasim.skip_forecast import TRANSIENT_PERIODS, lanes_of, runs, skipped_steps
+
+WINDOW = TRANSIENT_PERIODS * 2  # steps simulated per stretch of identical steps, at 2 stages
+
+
+def equal_tiles(count: int) -> TimedProgram:
+    return TimedProgram(Repeat(3_000_000, count), Repeat(5_000_000, count), Repeat(0, count), 1024)
+
+
+def test_the_10m_tile_anchor_is_estimated_with_its_skip_and_not_refused():
+    predicted = estimate(load("reference", ["workload.tiles=10000000", "run.records=true"]))
+    assert predicted.steps == 10_000_000 and predicted.skipped == 10_000_000 - WINDOW
+    assert predicted.events == WINDOW * budget.EVENTS_PER_STEP["timed"]
+    # records of skipped periods are regenerated, so they cost their memory all the same
+    assert predicted.records == 10_000_000 * budget.RECORDS_PER_STEP["timed"]
+    assert not predicted.too_large and predicted.seconds < 60
+    assert "9,999,984 of them skipped by fast-forward" in predicted.text()
+    budget.check(predicted, budget.Limits())  # does not raise
+
+
+@pytest.mark.parametrize("sets", [
+    ["workload.tiles=1000000", "run.fast_forward=false"],
+    ['run.drift={start="200 ns", latency_cv=0.05}', "workload.tiles=1000"],
+])
+def test_a_run_that_will_not_skip_is_estimated_in_full(sets):
+    predicted = estimate(load("reference", sets))
+    assert predicted.skipped == 0
+    assert predicted.events == predicted.steps * budget.EVENTS_PER_STEP["timed"]
+
+
+def test_a_jittered_run_is_estimated_in_full():
+    jittered = estimate(load("jitter", ["workload.tiles=100000"]))
+    assert (jittered.steps, jittered.skipped, jittered.events) == (100_000, 0, 400_000)
+    equal = estimate(load("reference", ["workload.tiles=100000"]))
+    assert equal.skipped == 100_000 - WINDOW and jittered.seconds > 20 * equal.seconds
+
+
+def test_the_forecast_cuts_at_every_lanes_run_boundary():
+    # lanes of 60 and 100 equal steps: [0, 60) has both, [60, 100) one; each keeps a window
+    assert skipped_steps([[equal_tiles(60)], [equal_tiles(100)]], 2, units_matter=False) == \
+        2 * (60 - WINDOW) + (40 - WINDOW)
+    # one lane running two CTAs one after another: a cut where the second starts
+    assert skipped_steps([[equal_tiles(30), equal_tiles(50)]], 2, units_matter=False) == \
+        (30 - WINDOW) + (50 - WINDOW)
+    jittered = TimedProgram([3, 4, 3], Repeat(5, 3), Repeat(0, 3), 1024)
+    assert list(runs(jittered, False)) == [1, 1, 1]
+    assert skipped_steps([[jittered]], 2, units_matter=False) == 0
+
+
+def plan_lanes(name: str, sets: list[str]) -> tuple[list[list[object]], int]:
+    """The lanes of a scenario's simulated CTAs, as the budget sees them before the run."""
+    scenario = load(name, [*sets, "run.records=false"])
+    plan, _ = plan_scenario(scenario)
+    chip = Chip(simpy.Environment(), scenario.gpu, plan, _sync(scenario), None, aggregate=True)
+    return lanes_of(chip.planned.programs, chip.sms, 1 if plan.persistent else plan.ctas_per_sm), \
+        scenario.pipeline.stages
+
+
+def test_a_gemm_unit_is_a_run_then_its_epilogue_step():
+    lanes, stages = plan_lanes("gemm-ideal", ["workload.m=1024", "workload.n=1024", "workload.k=4096"])
+    units = sum(len(program.units) for lane in lanes for program in lane)
+    assert all(list(runs(program, False)) == [63, 1] * len(program.units) for lane in lanes for program in lane)
+    assert skipped_steps(lanes, stages, units_matter=False) == units * (63 - TRANSIENT_PERIODS * stages)
+
+
+@pytest.mark.parametrize(("name", "sets"), [("gemm-h100", []), ("gemm-h100", ["workload.raster=row"]),
+                                            ("stream-h100", [])])
+def test_runs_whose_copies_flow_through_the_fabric_are_estimated_in_full(name, sets):
+    """Whether their state repeats depends on the flows' rates: gemm-h100 skips 84 % of its steps
+    with the grouped raster, 8 % with the row raster, whose units are all identical."""
+    predicted = estimate(load(name, [*sets, "run.records=false"]))
+    assert predicted.skipped == 0 and predicted.events == predicted.steps * budget.EVENTS_PER_STEP["flow"]
+
+
+@pytest.mark.parametrize("sets", [["workload.tiles=5000"], ["workload.tiles=5000", "pipeline.stages=4"],
+                                  ["workload.tiles=3000", 'workload.latency="2 us"']])
+def test_the_forecast_never_skips_more_than_the_run_does(sets):
+    scenario = load("reference", [*sets, "run.records=false"])
+    ran = simulate(scenario).stats["fast_forward_skipped_steps"]
+    assert 0 < estimate(scenario).skipped <= ran
+
+
+def test_ragged_tiles_are_not_in_lockstep_and_skip_nothing_in_the_forecast():
+    lanes, stages = plan_lanes("gemm-h100", ["workload.tile=[128,192,64]"])
+    assert skipped_steps(lanes, stages, units_matter=False) == 0
+    lanes, stages = plan_lanes("gemm-h100", [])  # every unit does the same work: in lockstep
+    assert skipped_steps(lanes, stages, units_matter=False) > 0
