@@ -98,3 +98,14 @@ def test_ragged_tiles_are_not_in_lockstep_and_skip_nothing_in_the_forecast():
     assert skipped_steps(lanes, stages, units_matter=False) == 0
     lanes, stages = plan_lanes("gemm-h100", [])  # every unit does the same work: in lockstep
     assert skipped_steps(lanes, stages, units_matter=False) > 0
+
+
+def test_a_sweep_is_estimated_with_the_same_skip():
+    from tmasim.sweep import estimate as sweep_estimate
+    from tmasim.sweep.spec import plan_sweep
+
+    skipping = plan_sweep("reference", [], ["workload.tiles=1000000,2000000"])
+    full = plan_sweep("reference", ["run.fast_forward=false"], ["workload.tiles=1000000,2000000"])
+    fast, _ = sweep_estimate.sweep_seconds(skipping, skipping.points, 1)
+    slow, _ = sweep_estimate.sweep_seconds(full, full.points, 1)
+    assert slow > 60 > 10 * fast  # the full run says so on its first line; the skipping one has no need
