@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -81,3 +83,23 @@ def test_a_float_number_is_cut_to_its_integer_part_field_by_field():
     assert recorder.event_columns()["time_ps"].tolist() == [12, 9]
     spans = recorder.span_columns()
     assert (spans["start_ps"].tolist(), spans["end_ps"].tolist()) == ([1], [9])
+
+
+def test_a_full_barriers_hook_records_the_slots_fill_and_the_flip():
+    """The hook a CTA's full barrier calls at each flip packs the record ``fill`` would: the
+    fill span from the producer's arrival to the flip, with the bytes of the CTA's own copies,
+    and the flip event (step = phase x stages + slot)."""
+    recorder = Recorder()
+    issued, filled = [1_000, 2_000], [64, 128]
+    hook = recorder.fill_hook(0, 3, 1, 2, recorder.name("sm0.cta3.full[1]"), issued, filled)
+    hook(SimpleNamespace(flipped_at=7_500), 4)
+    hook(SimpleNamespace(flipped_at=9_000.9), 5)  # a float time: cut to its integer part, as fill() does
+    spans, events = recorder.span_columns(), recorder.event_columns()
+    assert spans["start_ps"].tolist() == [2_000, 2_000] and spans["end_ps"].tolist() == [7_500, 9_000]
+    assert (spans["lane"].tolist(), spans["kind"].tolist()) == (["slot", "slot"], ["fill", "fill"])
+    assert (spans["tile"].tolist(), spans["stage"].tolist(), spans["bytes"].tolist()) == ([9, 11], [1, 1], [128, 128])
+    assert events["time_ps"].tolist() == [7_500, 9_000] and events["kind"].tolist() == ["flip_full"] * 2
+    assert (events["name"].tolist(), events["phase"].tolist()) == (["sm0.cta3.full[1]"] * 2, [4, 5])
+    same = Recorder()
+    same.fill(2_000, 7_500, 0, 3, 9, 1, 128, 4, same.name("sm0.cta3.full[1]"))
+    assert recorder.rows(0, 1).tolist() == same.rows(0, 1).tolist()

@@ -112,13 +112,6 @@ class CopyEngine:
         self.store_bytes = 0    # stores written to global memory
         self.copies = 0
 
-    def _accept(self) -> float:
-        """When the unit takes the next request, and reserve its issue slot."""
-        now = self.env.now
-        accepted = self._accept_free if self._accept_free > now else now
-        self._accept_free = accepted + self.issue
-        return accepted
-
     def load(self, copy: Copy, barrier: Mbarrier | Multicast, cta: int, tile: int, stage: int,
              waited: float | None = None) -> None:
         """Copy ``copy`` into shared memory; retire its bytes on ``barrier`` when they land.
@@ -145,10 +138,11 @@ class CopyEngine:
     def _start(self, copy: Copy, done: Target, cta: int, tile: int, stage: int, waited: float | None = None) -> None:
         self.in_flight += 1
         self.bytes_in_flight += copy.smem_bytes
-        accepted = self._accept()
+        now = self.env.now  # the unit takes the request when it is free, and holds it `issue` ps
+        accepted = self._accept_free if self._accept_free > now else now
+        self._accept_free = accepted + self.issue
         if waited is not None:  # records: the producer's wait and this issue, one record
-            self.recorder.wait_issue(waited, self.env.now, accepted, self.sm, cta, tile, stage,  # type: ignore[union-attr]
-                                     self._code)
+            self.recorder.wait_issue(waited, now, accepted, self.sm, cta, tile, stage, self._code)  # type: ignore[union-attr]
         elif self.recorder is not None:
             self.recorder.instant(ISSUE if stage >= 0 else STORE, accepted, self.sm, cta, self._code, tile, stage)
         latency = copy.latency if self.latency_noise is None else self.latency_noise(copy.latency)

@@ -110,7 +110,7 @@ class Cta:
         self._filled = [0] * sync.stages  # with records: the bytes of the CTA's own copies into it
         if recorder is not None and sync.waits_full:  # a full barrier's flip: its fill record, one call
             for slot, barrier in enumerate(self.ring.full):
-                barrier.watch(recorder.fill_hook(env, sm, index, slot, sync.stages, self._names[slot],
+                barrier.watch(recorder.fill_hook(sm, index, slot, sync.stages, self._names[slot],
                                                  self._issued_at, self._filled))
         self.leader: Cta | None = None  # 2-SM MMA follower: the CTA whose MMA reads our half
         self.follower: Cta | None = None  # 2-SM MMA leader: the CTA holding the other half
@@ -229,20 +229,22 @@ class Cta:
             empty = empties[slot]
             ready = empty.wait(parity ^ 1)
             waited = None  # with records: when a wait began, recorded with the first copy's issue
+            now = env.now  # (the clock moves only at a yield)
             if ready.callbacks is not None:
-                t0 = env.now
+                t0 = now
                 self._waiting["producer"] = (empty, parity ^ 1, t0, i)
                 yield ready
                 del self._waiting["producer"]
-                if env.now > t0:
-                    self.wait_empty_ps += env.now - t0
+                now = env.now
+                if now > t0:
+                    self.wait_empty_ps += now - t0
                     if rec is not None:
                         waited = t0
             full = fulls[slot]
             copies = copies_of(i)
             if follower:  # 2-SM MMA: our half completes on the leader's full barrier
                 if waited is not None:
-                    rec.spanned(WAIT_EMPTY, waited, env.now, self.sm, self.index, i, slot)  # type: ignore[union-attr]
+                    rec.spanned(WAIT_EMPTY, waited, now, self.sm, self.index, i, slot)  # type: ignore[union-attr]
                 self.issued = i + 1
                 for copy in copies:
                     engine.load(copy, targets[slot][copy.multicast or solo], self.index, i, slot)
@@ -258,10 +260,10 @@ class Cta:
                 filled[slot] = own  # the fill record's bytes, when the slot's full barrier flips
                 quietly = full.phase == use if quiet else _arrives_quietly(full, use)
                 if waited is not None and not (copies and announced > 0 and quietly):
-                    rec.spanned(WAIT_EMPTY, waited, env.now, self.sm, self.index, i, slot)
+                    rec.spanned(WAIT_EMPTY, waited, now, self.sm, self.index, i, slot)
                     waited = None
             full.arrive_expect_tx(announced, who, use)
-            self._issued_at[slot] = env.now
+            self._issued_at[slot] = now
             self.issued = i + 1
             for copy in copies:
                 key = copy.multicast or solo
@@ -298,10 +300,11 @@ class Cta:
                     self._waiting[role] = (full, parity, t0, i)
                     yield ready
                     del self._waiting[role]
-                    if env.now > t0:
-                        self.wait_full_ps += env.now - t0
+                    now = env.now
+                    if now > t0:
+                        self.wait_full_ps += now - t0
                         if rec is not None:
-                            rec.spanned(WAIT_FULL, t0, env.now, self.sm, self.index, i, slot)
+                            rec.spanned(WAIT_FULL, t0, now, sm, index, i, slot)
             else:
                 self._reads.append((warpgroup, i, env.now))
             # The step's MMAs occupy the tensor cores (cooperative warpgroups split them; the

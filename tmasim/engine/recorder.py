@@ -216,7 +216,7 @@ class Recorder:
         if len(buffer) >= self._limit:
             self._pack()
 
-    def fill_hook(self, env: Any, sm: int, cta: int, slot: int, stages: int, name: int, issued: list[float],
+    def fill_hook(self, sm: int, cta: int, slot: int, stages: int, name: int, issued: list[float],
                   filled: list[int]) -> Callable[[Any, int], None]:
         """The flip hook of a CTA ring's full barrier ``slot`` (``name``: its code): as :meth:`fill`,
         the slot's fill span, from ``issued[slot]`` (the producer's arrival) to now with
@@ -226,7 +226,7 @@ class Recorder:
 
         def on_flip(barrier: Any, phase: int) -> None:
             nonlocal buffer  # the same bytearray, extended in place
-            end = env.now
+            end = barrier.flipped_at  # now: no arrival on a full barrier takes effect later
             try:
                 buffer += _PACK(end, end - issued[slot], phase, sm, cta, FILL, phase * stages + slot, slot,
                                 filled[slot], name)
