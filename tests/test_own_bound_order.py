@@ -1,9 +1,13 @@
 """The own-bound order kept class by class (engine/own_bound_order.py) equals the one-pass
 ``own_bounds`` and the full progressive filling at every recomputation, on random runs where
-classes start, finish, share ports and change counts; and runs give every flow's end, in order,
-as the reference fabric (one rate group per level, full filling each time) does."""
+classes start, finish, share ports and change counts, and so do the levels of classes with no
+own bound (a store's route) when the shortcut takes them; runs with groups kept between
+recomputations (engine/own_groups.py) give every flow's end, in order, as the reference fabric
+(one rate group per level, full filling each time) does."""
 
 from __future__ import annotations
+
+import math
 
 import simpy
 from hypothesis import given, settings
@@ -24,6 +28,7 @@ class CheckedFabric(Fabric):
 
     checks = 0
     applied = 0
+    tails = 0
 
     def _water_fill(self) -> None:
         active = list(self._active)
@@ -34,6 +39,16 @@ class CheckedFabric(Fabric):
             kept = [(key[0], [key[3]]) for key in self._own.order]
             assert _levels(kept) == _levels(one_pass) == _levels(flows.filling(active))  # type: ignore[arg-type]
             CheckedFabric.applied += 1
+        elif (tail := self._own.tail_levels()) is not None:
+            # Bounded classes at their bounds in own order, exactly; then the tail's levels,
+            # same members, rates equal up to the float order of the spare capacity's sums.
+            bounded = [(key[0], [key[3]]) for key in self._own.order if key[0] < math.inf]
+            full = flows.filling(active)
+            assert _levels(full[:len(bounded)]) == _levels(bounded)
+            rest = full[len(bounded):]
+            assert [[id(c) for c in m] for _, m in rest] == [[id(c) for c in m] for _, m in tail]
+            assert all(math.isclose(a, b, rel_tol=1e-12) for (a, _), (b, _) in zip(rest, tail, strict=True))
+            CheckedFabric.tails += 1
         CheckedFabric.checks += 1
         super()._water_fill()
 
@@ -57,7 +72,8 @@ def _run(fabric_type: type[Fabric], programs: list[Program], ports: list[float],
 
     def lane(i: int, program: Program) -> simpy.events.ProcessGenerator:
         port = port_links[port_of[i % len(port_of)] % len(port_links)]
-        routes = [((port, 1.0), (shared, 1.0)), ((port, 1.0), (shared, 1.0), (hbm, 0.5)), ((port, 2.0), (hbm, 1.0))]
+        routes = [((port, 1.0), (shared, 1.0)), ((port, 1.0), (shared, 1.0), (hbm, 0.5)), ((port, 2.0), (hbm, 1.0)),
+                  ((shared, 1.0), (hbm, 0.25))]  # the last: a store's, no port
         for n, (delay, nbytes, route, cap) in enumerate(program):
             yield env.timeout(delay)
             flow = yield fabric.start_flow(routes[route], nbytes, cap=None if cap is None else CAPS[cap]).done
@@ -69,7 +85,7 @@ def _run(fabric_type: type[Fabric], programs: list[Program], ports: list[float],
     return order
 
 
-copy = st.tuples(st.integers(0, 300), st.sampled_from([1000, 1500, 4096, 777]), st.integers(0, 2),
+copy = st.tuples(st.integers(0, 300), st.sampled_from([1000, 1500, 4096, 777]), st.integers(0, 3),
                  st.sampled_from([None, None, 1, 2, 3]))
 
 
@@ -103,3 +119,15 @@ def test_a_port_shared_by_two_lanes_halves_each_and_frees_when_one_ends() -> Non
     # first ends at 2000 ps (its 1000 B); the other's last 2000 B at 1.0: ends at 4000 ps.
     order = _run(CheckedFabric, [[(0, 1000, 0, None)], [(0, 3000, 0, None)]], [1.0], 100.0, [0, 0])
     assert order == [(2000, 0, 0), (4000, 1, 0)]
+
+
+def test_a_store_takes_the_spare_capacity_its_first_full_link_leaves() -> None:
+    # Two loads at their ports (1 B/ps each, HBM weight 0.5) and a store on L2 (100 B/ps,
+    # weight 1) and HBM (50 B/ps, weight 0.25): L2 leaves 98 B/ps, HBM 49 / 0.25 = 196, so the
+    # store runs at 98 B/ps, above both ports: the tail's level. 9800 B end at 100 ps; the
+    # loads' 4000 B at 4000 ps.
+    CheckedFabric.tails = 0
+    order = _run(CheckedFabric, [[(0, 4000, 1, None)], [(0, 4000, 1, None)], [(0, 9800, 3, None)]],
+                 [1.0, 1.0, 1.0], 100.0, [0, 1, 2])
+    assert order == [(100, 2, 0), (4000, 0, 0), (4000, 1, 0)]
+    assert CheckedFabric.tails > 0

@@ -42,12 +42,17 @@ import simpy
 
 from tmasim.engine.flows import Flow, FlowClass, Link, LinkStats, RateGroup, Route, filling
 from tmasim.engine.own_bound_order import OwnBoundOrder
+from tmasim.engine.own_groups import canonical_at_cut, group_own
 
 __all__ = ["Fabric", "Flow", "Link", "LinkStats", "Route"]
 
 
 def _rank(cls: FlowClass) -> int:
     return cls.rank
+
+
+def _own_key(cls: FlowClass) -> tuple[float, int, int, FlowClass]:
+    return cls.ob_key  # type: ignore[return-value]  (set for every grouped class in own form)
 
 
 class Fabric:
@@ -70,6 +75,11 @@ class Fabric:
         self._link_heap: list[tuple[float, int, Link]] = []  # (capacity / weight, index, link)
         self._cap_heap: list[tuple[float, int, FlowClass]] = []
         self._own = OwnBoundOrder()  # the own-bound levels, kept current class by class
+        # True while the groups are the own bounds' (one per distinct bound, ascending), kept
+        # from one recomputation to the next: only classes whose bound changed move.
+        self._own_form = False
+        self._by_rate: dict[float, RateGroup] = {}
+        self._tail_groups: list[RateGroup] = []  # own form's groups of unbounded classes
         self._seq = count()
         self._t0: int = env.now  # type: ignore[assignment]
         self._t = self._t0  # when group clocks were last advanced
@@ -172,6 +182,8 @@ class Fabric:
             group.nclasses -= 1
             if group.nclasses == 0:
                 self._groups.remove(group)
+                if self._by_rate.get(group.rate) is group:
+                    del self._by_rate[group.rate]
         cls.group = None
         cls.stamp = -1
 
@@ -265,7 +277,7 @@ class Fabric:
         while (entry := group.top()) is not None and round((entry[0] - group.clock) / rate) <= elapsed:
             heapq.heappop(group.heap)
             due.append(entry[2])
-        due.sort(key=_rank)
+        due.sort(key=_own_key if self._own_form else _rank)
         for cls in due:
             self._finish_head(cls)
             while cls.group is group and round((cls.heap[0][0] - cls.offset - group.clock) / rate) <= elapsed:
@@ -305,7 +317,10 @@ class Fabric:
 
     def _recompute(self) -> None:
         self.recomputations += 1
-        if not self._single_level():
+        if self._single_level():
+            self._own_form = False
+            self._by_rate = {}
+        else:
             self._water_fill()
         self._fresh.clear()
         if self.record_series:
@@ -363,10 +378,17 @@ class Fabric:
     def _water_fill(self) -> None:
         """Progressive filling over classes: each freeze level becomes one rate group, or joins
         the group before it when both are one class at the same rate (a merged group). When no
-        shared link binds, the levels are the own bounds, kept current by :attr:`_own`."""
-        if self._own.levels_apply():
-            self._group_own_bounds()
+        shared link binds, the levels are the own bounds, kept current by :attr:`_own`, and the
+        groups are kept between recomputations (:mod:`.own_groups`)."""
+        own = self._own
+        tail = None
+        if own.levels_apply() or (tail := own.tail_levels()) is not None:
+            group_own(self, own.moved, tail)
+            own.moved.clear()
             return
+        own.moved.clear()
+        self._own_form = False
+        self._by_rate = {}
         levels = filling(list(self._active))
         groups: list[RateGroup] = []
         self._groups = groups
@@ -394,35 +416,9 @@ class Fabric:
         for group in groups:
             heapq.heapify(group.heap)
 
-    def _group_own_bounds(self) -> None:
-        """:meth:`_water_fill` for one class per level, in own-bound order: each run of equal
-        bounds shares one (merged) group."""
-        groups: list[RateGroup] = []
-        self._groups = groups
-        seq = self._seq
-        group = None
-        rate = -1.0
-        entries: list[tuple[float, int, FlowClass]] = []
-        for rank, key in enumerate(self._own.order):
-            cls = key[3]
-            if key[0] != rate:
-                rate = key[0]
-                group = RateGroup()
-                group.rate = rate
-                groups.append(group)
-                entries = group.heap
-            elif group.nclasses == 1:  # type: ignore[union-attr]
-                group.merged = True  # type: ignore[union-attr]
-            old = cls.group
-            offset = cls.offset if old is None else old.clock + cls.offset
-            cls.group = group
-            cls.offset = offset  # the new group's clock is 0.0: as _join's clock - group.clock
-            cls.rank = rank
-            group.nclasses += 1  # type: ignore[union-attr]
-            cls.stamp = stamp = next(seq)
-            entries.append((cls.heap[0][0] - offset, stamp, cls))
-        for group in groups:
-            heapq.heapify(group.heap)
+    def canonical_at_cut(self) -> None:
+        """A fast-forward cut's canonical form of the own-bound state (:mod:`.own_groups`)."""
+        canonical_at_cut(self)
 
     def _water_fill_plain(self) -> None:
         """The reference the shortcuts must equal bit for bit (tests, benchmarks/bench_attention.py):

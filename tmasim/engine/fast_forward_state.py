@@ -195,6 +195,7 @@ def rebase(fabric: Fabric) -> None:
             fabric._push_head(cls, cls.group)
     for link in fabric._links.values():
         link._weight = sum(c.n * w for c in link._classes for lk, w in c.route if lk is link) if link._classes else 0.0
+    fabric.canonical_at_cut()
     fabric._rebuild_link_heap()
     fabric._cap_heap = []
     for cls in fabric._classes.values():

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, insort
+from collections.abc import Iterable
 from itertools import count
 
 from tmasim.engine.flows import _ROOM, FlowClass, Link
@@ -41,6 +42,7 @@ class OwnBoundOrder:
         self._over: set[Link] = set()  # shared links with less than _ROOM to spare
         self._unbounded = 0  # active classes with no finite own bound
         self._seq = count()
+        self.moved: list[FlowClass] = []  # classes placed anew since the fabric last grouped them
 
     # ---- what the fabric reports ------------------------------------------------------------
 
@@ -91,7 +93,74 @@ class OwnBoundOrder:
             self._touched.clear()
         return not self._over and not self._unbounded
 
-    def _place(self, cls: FlowClass) -> None:
+    def rebuild(self, active: Iterable[FlowClass], links: Iterable[Link]) -> None:
+        """Everything afresh, summed in activation order: a function of the classes alone (a
+        fast-forward cut calls it, so that a repeated state repeats bit for bit)."""
+        for link in links:
+            link._load = 0.0
+        self.order, self._unbounded = [], 0
+        self._dirty.clear()
+        self.moved.clear()
+        for cls in active:
+            cls.ob_key = None
+            self._place(cls, sort=False)
+        self.order.sort()
+        self.moved.clear()
+        self._touched = dict.fromkeys(links)
+        self._over.clear()
+        self.levels_apply()
+
+    def tail_levels(self) -> list[tuple[float, list[FlowClass]]] | None:
+        """The levels of the classes with no own bound (a store's route: L2 and HBM, no port,
+        no cap), when every class with one freezes at it first; else None.
+
+        With every shared link keeping room at the own bounds, the unbounded classes rise alone
+        past the highest own bound if the first link they fill saturates above it (by the
+        margin): each such link's load, Σ count × weight × min(bound, level) + level × their
+        weight, is then below capacity until every bounded class has frozen. What is left is a
+        progressive filling of the unbounded classes alone over the links' spare capacity."""
+        if self._over or not self._unbounded:
+            return None
+        order = self.order
+        first = len(order) - self._unbounded  # unbounded keys sort last (bound inf)
+        tail = [key[3] for key in order[first:]]
+        spare: dict[Link, float] = {}
+        weight: dict[Link, float] = {}
+        crossing: dict[Link, int] = {}
+        for cls in tail:
+            for link, w in cls.route:
+                if link.capacity < math.inf:
+                    spare[link] = link.capacity - link._load
+                    weight[link] = weight.get(link, 0.0) + cls.n * w
+                    crossing[link] = crossing.get(link, 0) + 1
+        levels: list[tuple[float, list[FlowClass]]] = []
+        level = 0.0
+        while tail:
+            best: tuple[float, int, Link] | None = None
+            for link, k in crossing.items():
+                if k:
+                    candidate = (spare[link] / weight[link], link._index, link)
+                    if best is None or candidate < best:
+                        best = candidate
+            if best is None:
+                return None  # some class crosses no finite link: unbounded rate
+            level = max(level, best[0])
+            link = best[2]
+            members = [cls for cls in tail if any(lk is link for lk, _ in cls.route)]
+            tail = [cls for cls in tail if cls not in members]
+            for cls in members:
+                for lk, w in cls.route:
+                    if lk in crossing:
+                        spare[lk] -= cls.n * w * level
+                        weight[lk] -= cls.n * w
+                        crossing[lk] -= 1
+            levels.append((level, members))
+        highest = order[first - 1][0] if first else 0.0
+        if not levels[0][0] * (1 - _ROOM) > highest:
+            return None
+        return levels
+
+    def _place(self, cls: FlowClass, sort: bool = True) -> None:
         """Recompute ``cls``'s own bound and move its load and its place in the order."""
         bound, kind, index, n = cls.cap, 0, cls.ob_seq, cls.n
         for link, weight in cls.route:
@@ -104,7 +173,11 @@ class OwnBoundOrder:
             return
         self._withdraw(cls)
         cls.ob_key, cls.ob_n = key, n
-        insort(self.order, key)
+        self.moved.append(cls)
+        if sort:
+            insort(self.order, key)
+        else:
+            self.order.append(key)
         touched = self._touched
         if bound == math.inf:
             self._unbounded += 1
