@@ -43,6 +43,7 @@ CASES = [
     ("gemm-h100, every SM", "gemm-h100", ["run.aggregate=false", "run.records=false"]),
     ("gemm-h100, ragged 128x192", "gemm-h100", ["workload.tile=[128,192,64]", "run.records=false"]),
     ("gemm-h100, raster row", "gemm-h100", ["workload.raster=row", "run.records=false"]),
+    ("gemm-h100, grid launch", "gemm-h100", ["workload.launch=grid", "run.records=false"]),
     ("gemm-h100-cluster", "gemm-h100-cluster", ["run.records=false"]),
 ]
 QUICK = {"anchor, 10M tiles, no records", "gemm-h100, records", "jitter, 200k tiles"}

@@ -81,3 +81,15 @@ def test_identical_steps_agree_with_the_runs_they_lie_in():
                 assert program.identical(first, last, units_matter) == expected, (first, last, units_matter)
     assert program.epilogue(6) is not None and not program.identical(6, 6, False)
     assert program.identical(7, 7) and program.identical(7, 11, False) and not program.identical(7, 11, True)
+
+
+def test_a_repeat_whose_first_cut_cannot_jump_is_taken_from_the_later_one(monkeypatch):
+    """gemm-h100 in row raster: after each unit boundary the state repeats first between a cut
+    whose CTAs are not all on the unit's steps yet and a later one; the later cut is kept, and
+    the next period jumps (it used to keep the first and skip 316 of the 3,968 k-steps)."""
+    raw = dict(load("gemm-h100").raw)
+    raw = {**raw, "workload": {**raw["workload"], "raster": "row"}}
+    monkeypatch.setattr(Periods, "recall", lambda self, *args: None)  # the repeat alone, no known periods
+    fast, full = both(raw)
+    assert full["simulated_steps"] == 3968
+    assert fast["fast_forward_skipped_steps"] > 0.8 * 3968
