@@ -32,7 +32,7 @@ class CheckedFabric(Fabric):
 
     def _water_fill(self) -> None:
         active = list(self._active)
-        applies = self._own.levels_apply()
+        applies = self._own.levels_apply(self._changes)
         one_pass = flows.own_bounds(active)
         assert applies == (one_pass is not None)
         if applies:

@@ -74,12 +74,13 @@ class Fabric:
         self._groups: list[RateGroup] = []
         self._link_heap: list[tuple[float, int, Link]] = []  # (capacity / weight, index, link)
         self._cap_heap: list[tuple[float, int, FlowClass]] = []
-        self._own = OwnBoundOrder()  # the own-bound levels, kept current class by class
+        self._own = OwnBoundOrder(self._active, self._links)  # the own-bound levels, kept current class by class
         # True while the groups are the own bounds' (one per distinct bound, ascending), kept
         # from one recomputation to the next: only classes whose bound changed move.
         self._own_form = False
         self._by_rate: dict[float, RateGroup] = {}
         self._tail_groups: list[RateGroup] = []  # own form's groups of unbounded classes
+        self._changes = 0  # flow starts and ends since the own bounds were last brought up to date
         self._seq = count()
         self._t0: int = env.now  # type: ignore[assignment]
         self._t = self._t0  # when group clocks were last advanced
@@ -164,7 +165,8 @@ class Fabric:
             if not link._classes:
                 link._busy_since = now
             link._classes[cls] = None
-        self._own.activated(cls)
+        if self._own.tracking:
+            self._own.activated(cls)
         if cls.cap < math.inf and not cls.in_cap_heap:
             cls.in_cap_heap = True
             heapq.heappush(self._cap_heap, (cls.cap, next(self._seq), cls))
@@ -176,7 +178,8 @@ class Fabric:
             del link._classes[cls]
             if not link._classes:
                 link._busy_ps += now - link._busy_since
-        self._own.deactivated(cls)
+        if self._own.tracking:
+            self._own.deactivated(cls)
         group = cls.group
         if group is not None:
             group.nclasses -= 1
@@ -192,7 +195,9 @@ class Fabric:
         tag = clock + flow.nbytes
         flow._cls = cls
         cls.n += 1
-        self._own.counted(cls)
+        self._changes += 1
+        if self._own.tracking:
+            self._own.counted(cls)
         cls.start_sum += clock
         heapq.heappush(cls.heap, (tag, next(self._seq), flow))
         if cls.group is not None and cls.heap[0][2] is flow:
@@ -202,7 +207,9 @@ class Fabric:
     def _finish_head(self, cls: FlowClass) -> None:
         tag, _, flow = heapq.heappop(cls.heap)
         cls.n -= 1
-        self._own.counted(cls)
+        self._changes += 1
+        if self._own.tracking:
+            self._own.counted(cls)
         cls.start_sum -= tag - flow.nbytes
         for link, weight in cls.route:
             link._bytes_done += weight * flow.nbytes
@@ -318,8 +325,10 @@ class Fabric:
     def _recompute(self) -> None:
         self.recomputations += 1
         if self._single_level():
-            self._own_form = False
-            self._by_rate = {}
+            if self._own_form:
+                self._own_form = False
+                self._by_rate = {}
+            self._own.idle()
         else:
             self._water_fill()
         self._fresh.clear()
@@ -382,7 +391,8 @@ class Fabric:
         groups are kept between recomputations (:mod:`.own_groups`)."""
         own = self._own
         tail = None
-        if own.levels_apply() or (tail := own.tail_levels()) is not None:
+        changes, self._changes = self._changes, 0
+        if own.levels_apply(changes) or (tail := own.tail_levels()) is not None:
             group_own(self, own.moved, tail)
             own.moved.clear()
             return

@@ -15,6 +15,13 @@ the decision leaves (1e-6): a link judged to have room has room in exact arithme
 levels read off are the progressive filling's, bit for bit (tests/test_own_bound_order.py).
 Loads are summed afresh (zero) whenever a link goes idle.
 
+Following the flows costs a little at every flow start and end, for nothing when the fabric
+settles recomputation after recomputation without the own bounds (one link binding every class:
+the single-level case), and more than one sort per recomputation when many classes change
+between two (SMs in lockstep). So the order stops following after :data:`IDLE_LIMIT` such
+recomputations in a row, or when the changes since the last outnumber a :data:`BUSY`-th of the
+classes; the fabric then reports nothing to it, and the next use sorts every class afresh.
+
 The index of a class frozen at its cap is its position among the active classes in the
 one-pass form; its activation number orders the same way (the fabric's active classes are kept
 in activation order), so it stands in for the position.
@@ -24,18 +31,31 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, insort
-from collections.abc import Iterable
 from itertools import count
 
 from tmasim.engine.flows import _ROOM, FlowClass, Link
 
 Key = tuple[float, int, int, FlowClass]
 
+# Recomputations in a row the fabric settles without the own bounds (one link binding every
+# class: HBM or L2 saturated) before the order stops following the flows; the next filling
+# that needs it sorts every class afresh, O(classes log classes), as the one-pass form did.
+IDLE_LIMIT = 8
+# Flow starts and ends per recomputation above 1 / BUSY of the classes: sort afresh each time.
+BUSY = 4
+
 
 class OwnBoundOrder:
-    """The active classes in own-bound order, with each link's load at those bounds."""
+    """The active classes in own-bound order, with each link's load at those bounds.
 
-    def __init__(self) -> None:
+    ``tracking``: whether the order follows the flows event by event. The fabric reports to it
+    only then; while it does not, nothing is kept, and :meth:`levels_apply` starts afresh."""
+
+    def __init__(self, active: dict[FlowClass, None], links: dict[str, Link]) -> None:
+        self._active, self._links = active, links  # the fabric's own, read, never changed
+        self.tracking = False
+        self.rebuilt = False  # sorted afresh since the fabric last grouped the classes
+        self._idle = 0
         self.order: list[Key] = []  # sorted; ties on (bound, kind, index) cannot occur
         self._dirty: dict[FlowClass, None] = {}
         self._touched: dict[Link, None] = {}
@@ -49,6 +69,7 @@ class OwnBoundOrder:
     def activated(self, cls: FlowClass) -> None:
         """``cls`` just joined its links' class lists (its count is still 0)."""
         cls.ob_seq = next(self._seq)
+        cls.ob_key = None  # a key left from before the order last stopped is no place
         self._dirty[cls] = None
         self._sharing_changed(cls)
 
@@ -76,9 +97,30 @@ class OwnBoundOrder:
 
     # ---- the levels -------------------------------------------------------------------------
 
-    def levels_apply(self) -> bool:
-        """Bring dirty classes up to date; True when the own bounds are the max-min rates."""
-        if self._dirty:
+    def idle(self) -> None:
+        """The fabric settled a recomputation without the own bounds."""
+        self._idle += 1
+        if self._idle > IDLE_LIMIT:
+            self.tracking = False
+
+    def stop(self) -> None:
+        """Stop following the flows (a fast-forward cut: the next use starts afresh, so what
+        follows the cut is a function of the flows alone)."""
+        self.tracking = False
+        self._idle = 0
+
+    def levels_apply(self, changes: int) -> bool:
+        """Bring the order up to date; True when the own bounds are the max-min rates.
+        ``changes``: flow starts and ends since the last call. When they are many for the
+        classes (SMs in lockstep), the order is sorted afresh and does not follow the flows:
+        following them would cost more per event than one sort per recomputation."""
+        self._idle = 0
+        if changes * BUSY > len(self._active):
+            self.rebuild()
+            self.tracking = False
+        elif not self.tracking:
+            self.rebuild()
+        elif self._dirty:
             for cls in self._dirty:
                 if cls.n:
                     self._place(cls)
@@ -93,22 +135,29 @@ class OwnBoundOrder:
             self._touched.clear()
         return not self._over and not self._unbounded
 
-    def rebuild(self, active: Iterable[FlowClass], links: Iterable[Link]) -> None:
-        """Everything afresh, summed in activation order: a function of the classes alone (a
-        fast-forward cut calls it, so that a repeated state repeats bit for bit)."""
+    def rebuild(self) -> None:
+        """Everything afresh, summed in activation order (a function of the classes alone),
+        and from now on followed event by event."""
+        links = self._links.values()
         for link in links:
             link._load = 0.0
         self.order, self._unbounded = [], 0
         self._dirty.clear()
-        self.moved.clear()
-        for cls in active:
+        for cls in self._active:
+            cls.ob_seq = next(self._seq)
             cls.ob_key = None
-            self._place(cls, sort=False)
+            if cls.n:
+                self._place(cls, sort=False)
         self.order.sort()
-        self.moved.clear()
-        self._touched = dict.fromkeys(links)
         self._over.clear()
-        self.levels_apply()
+        over = self._over
+        for link in links:
+            if len(link._classes) > 1 and link._load > link.capacity * (1 - _ROOM):
+                over.add(link)
+        self._touched.clear()
+        self.moved.clear()
+        self.rebuilt = True  # a fresh order is grouped in full
+        self.tracking = True
 
     def tail_levels(self) -> list[tuple[float, list[FlowClass]]] | None:
         """The levels of the classes with no own bound (a store's route: L2 and HBM, no port,

@@ -16,9 +16,9 @@ Classes with no own bound (a store's route: L2 and HBM, no port, no cap) get the
 the own-form groups, rebuilt at each recomputation (they are few, and their rate follows the
 spare capacity every other class leaves).
 
-A fast-forward cut ends the own form (:func:`canonical_at_cut`): the bounds are summed afresh
-and the groups are described as a full grouping would describe them, so that a repeated state
-repeats bit for bit; the next grouping is then done in full.
+A fast-forward cut ends the own form (:func:`canonical_at_cut`): the groups are described as a
+full grouping would describe them and the order stops following the flows, so that a repeated
+state repeats bit for bit; the next grouping is then done in full, on bounds summed afresh.
 """
 
 from __future__ import annotations
@@ -37,13 +37,14 @@ Levels = list[tuple[float, list[FlowClass]]]
 def group_own(fabric: Fabric, moved: list[FlowClass], tail: Levels | None) -> None:
     """Group the classes at their own bounds (kept groups when in own form, else afresh), then
     the unbounded classes at ``tail``'s levels."""
-    if fabric._own_form:
+    if fabric._own_form and not fabric._own.rebuilt:
         if fabric._tail_groups:
             old = set(map(id, fabric._tail_groups))
             fabric._groups = [g for g in fabric._groups if id(g) not in old]
         _regroup(fabric, moved)
     else:
         _group_all(fabric)
+    fabric._own.rebuilt = False
     fabric._tail_groups = _add_tail(fabric, tail) if tail else []
 
 
@@ -128,12 +129,13 @@ def _drop_if_empty(fabric: Fabric, group: RateGroup | None) -> None:
 
 
 def canonical_at_cut(fabric: Fabric) -> None:
-    """What fast-forward's cut needs beyond the clocks (fast_forward_state.rebase): the own
-    bounds summed afresh, and own-form groups described as the full grouping would describe
-    them (ranks by position, merged when shared), the next grouping done in full."""
+    """What fast-forward's cut needs beyond the clocks (fast_forward_state.rebase): own-form
+    groups described as the full grouping would describe them (ranks by position in the order
+    sorted afresh, merged when shared), and the order stopped, so that the next grouping is
+    done in full and the next own bounds are summed afresh."""
     own = fabric._own
-    own.rebuild(fabric._active, fabric._links.values())
     if fabric._own_form:
+        own.rebuild()
         for rank, key in enumerate(own.order):
             key[3].rank = rank
         for group in fabric._by_rate.values():
@@ -141,3 +143,5 @@ def canonical_at_cut(fabric: Fabric) -> None:
         fabric._own_form = False
         fabric._by_rate = {}
         fabric._tail_groups = []
+    own.stop()
+    fabric._changes = 0
