@@ -79,8 +79,8 @@ def test_a_gemm_unit_is_a_run_then_its_epilogue_step():
 @pytest.mark.parametrize(("name", "sets"), [("gemm-h100", []), ("gemm-h100", ["workload.launch=grid"]),
                                             ("stream-h100", [])])
 def test_runs_whose_copies_flow_through_the_fabric_are_estimated_in_full(name, sets):
-    """Whether their state repeats depends on the flows' rates: gemm-h100 launched as a grid skips
-    5 % of its steps where the lockstep model says 74 %."""
+    """Whether their state repeats depends on the flows' rates: a 2x1-cluster point of the sweep
+    skips 5 % of its steps where the lockstep model says 48 %."""
     predicted = estimate(load(name, [*sets, "run.records=false"]))
     assert predicted.skipped == 0 and predicted.events == predicted.steps * budget.EVENTS_PER_STEP["flow"]
 

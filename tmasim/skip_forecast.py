@@ -20,11 +20,11 @@ concurrently simulated CTAs do not all run identical units, no skip is forecast 
 forecast is off wherever the run will not skip: see :func:`skip_possible`.
 
 Where copies flow through the shared fabric (GEMM, stream), the state repeats only if the flows'
-rates do too, and the plan cannot show whether they will: gemm-h100 launched as a grid skips 5 %
-of its ring steps where :func:`skipped_steps` says 74 %, and a 2x1-cluster point of the 192-point
-sweep (256x128 tiles, 4 stages, K 4096) 5 % where it says 48 %, though most points skip more
-than it says. There :func:`forecast` forecasts no skip, so the estimate stays the full run's
-(high, never low); tests still check :func:`skipped_steps` on GEMM plans' run structure.
+rates do too, and the plan cannot show whether they will: a 2x1-cluster point of the 192-point
+sweep (256x128 tiles, 4 stages, K 4096, grouped raster) skips 5 % of its ring steps where
+:func:`skipped_steps` says 48 %, though most points skip more than it says. There
+:func:`forecast` forecasts no skip, so the estimate stays the full run's (high, never low);
+tests still check :func:`skipped_steps` on GEMM plans' run structure.
 """
 
 from __future__ import annotations

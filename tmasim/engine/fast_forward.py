@@ -86,9 +86,15 @@ class FastForward:
         kept = chip.recorder is not None or bool(series)
         self.records = RecordShift(chip.recorder, series, stages) if skip and kept else None
         sync = chip.sync
+        # Grid launches' later waves are cut too (adopt), without records: the cuts must fall
+        # where they do with the skip off, so this does not depend on the skip.
+        self.waves = not kept and not (sync.mode == "pingpong" and sync.consumers > 1)
         self.units_matter = sync.mode == "pingpong" and sync.consumers > 1  # warpgroups take turns by unit
         self.fabric: Fabric | None = chip.fabric
-        self.ctas: list[Cta] = []
+        self.ctas: list[Cta] = []  # those the state describes: exited ones leave it (see adopt)
+        self.adopted: list[Cta] = []  # every CTA started
+        self._programs: set[int] = set()
+        self._version = 0  # changes whenever self.ctas does (the names' cache)
         self.ref: Cta | None = None
         self.engines = [sm.copy_engine for sm in chip.sms]
         self.cores = [sm.tensor_core for sm in chip.sms]
@@ -102,7 +108,7 @@ class FastForward:
         self.skipped_steps = 0
         self.jumps = 0
         self.opaque = ""
-        self._fixed: tuple[int, dict[int, Any]] | None = None
+        self._fixed: tuple[int, dict[int, Any]] | None = None  # (version, names)
         self.repeats = False  # whether the reference CTA ever had a run of identical steps
         # Periods seen, jumped over again wherever their state recurs (fast_forward_periods.py)
         self.periods = Periods() if self.skip and self.records is None and not self.units_matter else None
@@ -112,14 +118,24 @@ class FastForward:
     # ---- wiring -----------------------------------------------------------------------------
 
     def adopt(self, cta: Cta) -> None:
-        """A CTA starts: the first one is the reference whose steps cut the run."""
-        if any(c.program is cta.program for c in self.ctas):
+        """A CTA starts: the first one is the reference whose steps cut the run. In a grid
+        launch, where CTAs start as others exit, the exited ones leave the state (nothing refers
+        to them but their exit, named as such), and once the reference's producer is over the
+        next CTA to start takes its place, so that the later waves are cut (and skipped) too.
+        Not with records (their shifts follow the CTAs of each jump), nor ping-pong turns."""
+        if id(cta.program) in self._programs:
             self._stop("two CTAs share one program object")
-        self.ctas.append(cta)
+        self._programs.add(id(cta.program))
+        self.adopted.append(cta)
+        waves = self.waves
+        self.ctas = [c for c in self.ctas if not (waves and c.done)] + [cta]
+        self._version += 1
         cta.steps_may_drop = self.skip
-        if self.ref is None:
+        if self.ref is None or (waves and not self.ref.processes[0].is_alive):
             self.ref = cta
             cta.on_step = self.at_step
+            self.run = None
+            self.seen.clear()
 
     def _stop(self, why: str) -> None:
         if not self.opaque:
@@ -308,7 +324,7 @@ class FastForward:
         self._set_ints([v + k * d for v, d in zip(j.ints, ints, strict=True)])
         for (_, _, total), gained in zip(self.floats, sums, strict=True):
             total.add_units(k * gained)  # the period's float increments, k more times, exactly
-        self.shifts.append((k * delta, {id(c) for c in self.ctas if c.finished_at is not None}))
+        self.shifts.append((k * delta, {id(c) for c in self.adopted if c.finished_at is not None}))
         self.skipped_steps += k * sum(moves)
         self.jumps += 1
 
@@ -316,7 +332,7 @@ class FastForward:
         """After the run: CTAs finish as late as in the full run; float counters get their exact sums."""
         self._normalize()
         for shift, finished in self.shifts:
-            for cta in self.ctas:
+            for cta in self.adopted:
                 if id(cta) not in finished and cta.finished_at is not None:
                     cta.finished_at += shift
         for owner, attr, total in self.floats:
@@ -360,8 +376,11 @@ class FastForward:
     def _names(self) -> dict[int, Any]:
         """Names of the objects a state refers to: fixed ones (kept while the CTAs are the
         same) and the barriers' current and last phase events."""
-        if self._fixed is None or self._fixed[0] != len(self.ctas):
+        if self._fixed is None or self._fixed[0] != self._version:
             names: dict[int, Any] = {}
+            if len(self.adopted) > len(self.ctas):  # CTAs that exited and left the state
+                described = {id(c) for c in self.ctas}
+                names.update((id(c.finished), ("finished", "exited")) for c in self.adopted if id(c) not in described)
             for n, cta in enumerate(self.ctas):
                 names[id(cta)] = ("cta", n)
                 names[id(cta.finished)] = ("finished", n)
@@ -375,7 +394,7 @@ class FastForward:
                 names[id(engine)] = ("engine", n)
             if self.fabric is not None:
                 names[id(self.fabric)] = ("fabric",)
-            self._fixed = (len(self.ctas), names)
+            self._fixed = (self._version, names)
         names = dict(self._fixed[1])
         for n, cta in enumerate(self.ctas):
             names[id(cta._turn_changed)] = ("turn", n)
