@@ -86,9 +86,9 @@ class FastForward:
         kept = chip.recorder is not None or bool(series)
         self.records = RecordShift(chip.recorder, series, stages) if skip and kept else None
         sync = chip.sync
-        # Grid launches' later waves are cut too (adopt), without records: the cuts must fall
-        # where they do with the skip off, so this does not depend on the skip.
-        self.waves = not kept and not (sync.mode == "pingpong" and sync.consumers > 1)
+        # Grid launches' later waves are cut too (adopt); the cuts must fall where they do with
+        # the skip off, so this does not depend on the skip.
+        self.waves = not (sync.mode == "pingpong" and sync.consumers > 1)
         self.units_matter = sync.mode == "pingpong" and sync.consumers > 1  # warpgroups take turns by unit
         self.fabric: Fabric | None = chip.fabric
         self.ctas: list[Cta] = []  # those the state describes: exited ones leave it (see adopt)
@@ -121,8 +121,8 @@ class FastForward:
         """A CTA starts: the first one is the reference whose steps cut the run. In a grid
         launch, where CTAs start as others exit, the exited ones leave the state (nothing refers
         to them but their exit, named as such), and once the reference's producer is over the
-        next CTA to start takes its place, so that the later waves are cut (and skipped) too.
-        Not with records (their shifts follow the CTAs of each jump), nor ping-pong turns."""
+        next CTA to start takes its place, so that the later waves are cut (and skipped) too
+        (records follow: a CTA started after a jump moves in time only). Not with ping-pong turns."""
         if id(cta.program) in self._programs:
             self._stop("two CTAs share one program object")
         self._programs.add(id(cta.program))
