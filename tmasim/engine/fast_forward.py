@@ -130,12 +130,14 @@ class FastForward:
         waves = self.waves
         self.ctas = [c for c in self.ctas if not (waves and c.done)] + [cta]
         self._version += 1
+        # Cuts seen so far describe other CTAs at the same places of the list: a repeat is
+        # sought among cuts of these CTAs only (known periods too, fast_forward_periods.py).
+        self.seen.clear()
         cta.steps_may_drop = self.skip
         if self.ref is None or (waves and not self.ref.processes[0].is_alive):
             self.ref = cta
             cta.on_step = self.at_step
             self.run = None
-            self.seen.clear()
 
     def _stop(self, why: str) -> None:
         if not self.opaque:
@@ -307,7 +309,7 @@ class FastForward:
         if periods is not None:
             kinds = tuple(c.program.step_kind(lo) if p else None  # type: ignore[attr-defined]
                           for c, p, lo in zip(self.ctas, moves, i.low, strict=True))
-            periods.keep(state, Period(delta, tuple(moves), kinds, ints, sums))
+            periods.keep(state, Period(delta, tuple(id(c) for c in self.ctas), tuple(moves), kinds, ints, sums))
         self._apply(j, delta, moves, k, ints, sums)
         if self.records is not None:
             by_index = {c.index: p for c, p in zip(self.ctas, moves, strict=True)}

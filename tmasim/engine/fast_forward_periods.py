@@ -7,12 +7,13 @@ from its lowest step on, the chip is back in state s after Δ, each CTA p_c step
 counters grown by the same amounts. The state is relative to now and to each CTA's own step,
 so a later cut whose state is s again, and whose CTAs stand on steps of those same kinds (in a
 later work unit, say), repeats that period too: it can jump at once, without simulating a
-period to see the repeat. With ragged tiles the chip passes through the same configurations of
-SM classes unit after unit (a class at the same place in its unit, the others at theirs), and
-each time it would otherwise simulate one period after each class's unit boundary.
+period to see the repeat. A GEMM's persistent CTAs pass through the same configuration unit
+after unit, and each time would otherwise simulate one more period after the unit's transient
+(ragged tiles' classes do not: their offsets drift from unit to unit, docs/design.md §9).
 
-Kept only without records (a remembered period has no records to regenerate from), without
-2-SM pairs and ping-pong turns (their states refer to units by number).
+Kept for the CTAs it was seen with (a grid launch's later waves are other CTAs, whose cluster
+peers the state does not name), only without records (a remembered period has no records to
+regenerate from), and not with 2-SM pairs or ping-pong turns (their states name units).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class Period:
     on (None: it did not move), and what the counters gained."""
 
     delta: int
+    ctas: tuple[int, ...]  # which CTAs (by id): the state names them by place, not their peers
     moves: tuple[int, ...]
     kinds: tuple[object, ...]
     ints: tuple[Any, ...]
@@ -60,7 +62,7 @@ class Periods:
         """The period known from ``state`` and how many of them every CTA's steps allow from
         here (each moving CTA's steps from its lowest on stay of the period's kind), or None."""
         period = self._by_state.get(state)
-        if period is None or len(period.moves) != len(ctas):
+        if period is None or period.ctas != tuple(id(c) for c in ctas):
             return None
         k: float = math.inf
         for cta, p, kind, lo, b in zip(ctas, period.moves, period.kinds, low, base, strict=True):
