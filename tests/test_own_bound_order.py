@@ -91,9 +91,9 @@ copy = st.tuples(st.integers(0, 300), st.sampled_from([1000, 1500, 4096, 777]), 
 
 @settings(max_examples=150, deadline=None)
 @given(programs=st.lists(st.lists(copy, min_size=1, max_size=6), min_size=1, max_size=10),
-       ports=st.lists(st.sampled_from([0.5, 0.75, 1.0]), min_size=1, max_size=8),
+       ports=st.lists(st.sampled_from([0.5, 0.75, 1.0, 0.1234, 0.0987]), min_size=1, max_size=8),
        port_of=st.lists(st.integers(0, 7), min_size=1, max_size=10),
-       l2=st.sampled_from([1.0, 3.0, 6.0, 100.0]))
+       l2=st.sampled_from([1.0, 3.0, 6.0, 100.0, 3.7]))  # non-dyadic values: inexact clocks
 def test_kept_order_equals_the_fillings_and_runs_match_the_reference(
         programs: list[Program], ports: list[float], port_of: list[int], l2: float) -> None:
     checked = _run(CheckedFabric, programs, ports, l2, port_of)

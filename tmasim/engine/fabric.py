@@ -23,8 +23,12 @@ Cost is what shapes the design: a GEMM moves ~10^6 flows over 132 SMs. So
   when SMs do unequal work and seldom fill L2), is read off the classes' own bounds
   (:func:`~tmasim.engine.flows.own_bounds`), kept sorted class by class as flows start and end
   (:mod:`~tmasim.engine.own_bound_order`), and its one-class levels at equal rates share one
-  *merged* group, so advancing time costs O(#distinct rates), not O(#SMs). Both give the full
-  filling's rates, clocks and finishing order bit for bit (tests/test_fabric_shortcuts.py).
+  *merged* group, so advancing time costs O(#distinct rates), not O(#SMs). The groups are kept
+  between recomputations: only a class whose bound changed moves (:mod:`.own_groups`), so a
+  flow event costs O(log #classes); stores, with no own bound, take the spare capacity's levels.
+  The rates are the full filling's exactly (tests/test_fabric_shortcuts.py,
+  tests/test_own_bound_order.py); clocks kept rather than re-based differ from the rebuild's
+  only by float rounding, and no bundled scenario's flow ends a picosecond apart.
 
 Times are integer picoseconds: a flow finishes at the nearest picosecond to its exact time,
 computed from the clock snapshot taken when rates last changed, so a flow alone on a link of
