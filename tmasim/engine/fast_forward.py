@@ -311,7 +311,7 @@ class FastForward:
                           for c, p, lo in zip(self.ctas, moves, i.low, strict=True))
             periods.keep(state, Period(delta, tuple(id(c) for c in self.ctas), tuple(moves), kinds, ints, sums))
         self._apply(j, delta, moves, k, ints, sums)
-        if self.records is not None:
+        if self.records is not None and i.records is not None and j.records is not None:
             by_index = {c.index: p for c, p in zip(self.ctas, moves, strict=True)}
             self.records.jump(i.records, j.records, k, by_index)
         return True
