@@ -77,6 +77,7 @@ class Fabric:
         self._fresh: list[FlowClass] = []  # activated since the last settle, not yet grouped
         self._groups: list[RateGroup] = []
         self._link_heap: list[tuple[float, int, Link]] = []  # (capacity / weight, index, link)
+        self._stale_links: dict[Link, None] = {}  # levels changed since the heap was last read
         self._cap_heap: list[tuple[float, int, FlowClass]] = []
         self._own = OwnBoundOrder(self._active, self._links)  # the own-bound levels, kept current class by class
         # True while the groups are the own bounds' (one per distinct bound, ascending), kept
@@ -230,17 +231,16 @@ class Fabric:
         flow.done.succeed(flow)
 
     def _add_weight(self, cls: FlowClass, sign: int) -> None:
-        """Keep each link's Σ count × weight and its saturation level in the link heap."""
-        heap = self._link_heap
+        """Keep each link's Σ count × weight; its saturation level goes to the link heap when
+        next read (:meth:`_tightest_link`), once however many flows changed it meanwhile."""
+        stale = self._stale_links
         for link, weight in cls.route:
             if not link._classes:
                 link._weight = 0.0  # idle: wipe the float drift of the busy period
             else:
                 link._weight += sign * weight
                 if link.capacity < math.inf:
-                    heapq.heappush(heap, (link.capacity / link._weight, link._index, link))
-        if len(heap) > 4 * len(self._links) + 64:
-            self._rebuild_link_heap()
+                    stale[link] = None
 
     def _push_head(self, cls: FlowClass, group: RateGroup) -> None:
         cls.stamp = next(self._seq)
@@ -361,7 +361,18 @@ class Fabric:
         return True
 
     def _tightest_link(self) -> tuple[Link | None, float]:
-        """The link that saturates first if all flows rise together, and at what rate."""
+        """The link that saturates first if all flows rise together, and at what rate. Stale
+        entries (a level the link has left) are dropped here: only a link's current level is
+        valid, so pushing it once per change or once per read gives the same answer."""
+        stale = self._stale_links
+        if stale:
+            heap = self._link_heap
+            for link in stale:
+                if link._classes:
+                    heapq.heappush(heap, (link.capacity / link._weight, link._index, link))
+            stale.clear()
+            if len(heap) > 4 * len(self._links) + 64:
+                self._rebuild_link_heap()
         heap = self._link_heap
         while heap:
             ratio, _, link = heap[0]
@@ -381,6 +392,7 @@ class Fabric:
         return math.inf
 
     def _rebuild_link_heap(self) -> None:
+        self._stale_links.clear()
         self._link_heap = [
             (link.capacity / link._weight, link._index, link)
             for link in self._links.values()
