@@ -85,8 +85,8 @@ class Mbarrier:
                 f"{self.phase} has {self._pending} of {self.arrivals} expected arrivals left "
                 "(more arrivals than the barrier was initialized for)")
         self._pending -= count
-        if delay and self.env.now + delay > self._ready_at:
-            self._ready_at = self.env.now + delay
+        if delay and self.env._now + delay > self._ready_at:
+            self._ready_at = self.env._now + delay
         self._maybe_flip()
 
     def expect_arrivals(self, count: int) -> None:
@@ -132,7 +132,7 @@ class Mbarrier:
                     f"by {fmt.time(self.env.now)} (transaction-count underflow)")
             return
         done = self._current
-        now = self.env.now
+        now = self.env._now  # SimPy's clock, without the property's call (a hot path)
         late = self._ready_at - now if self._ready_at > now else 0
         self.flipped_at = now + late
         self._ready_at = 0

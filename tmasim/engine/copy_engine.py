@@ -138,7 +138,7 @@ class CopyEngine:
     def _start(self, copy: Copy, done: Target, cta: int, tile: int, stage: int, waited: float | None = None) -> None:
         self.in_flight += 1
         self.bytes_in_flight += copy.smem_bytes
-        now = self.env.now  # the unit takes the request when it is free, and holds it `issue` ps
+        now = self.env._now  # the unit takes the request when it is free, and holds it `issue` ps
         accepted = self._accept_free if self._accept_free > now else now
         self._accept_free = accepted + self.issue
         if waited is not None:  # records: the producer's wait and this issue, one record
@@ -161,7 +161,8 @@ class CopyEngine:
         end = start + copy.busy
         self._transfer_free = end
         self.busy_ps += copy.busy
-        self.env.timeout(end - self.env.now).callbacks.append(lambda _: self._land(copy, done, start, cta, tile, stage))
+        landed = self.env.timeout(end - self.env._now)
+        landed.callbacks.append(lambda _: self._land(copy, done, start, cta, tile, stage))
 
     def _pump(self) -> None:
         """If the engine is free, stream the copy that became ready first; if that copy is still
@@ -170,7 +171,7 @@ class CopyEngine:
         if self._transferring or not self._ready:
             return
         ready = self._ready[0][0]
-        now = self.env.now
+        now = self.env._now
         if ready <= now:
             _, _, copy, done, cta, tile, stage = heapq.heappop(self._ready)
             self._flow(copy, done, cta, tile, stage)
@@ -186,7 +187,7 @@ class CopyEngine:
     def _flow(self, copy: Copy, done: Target, cta: int, tile: int, stage: int) -> None:
         """Stream a ready copy's bytes through the fabric (the engine is free)."""
         assert self.routes is not None, "a flow copy needs the fabric"
-        start = self.env.now
+        start = self.env._now
         self._busy_since = start
         self._transferring = 1
         ports = done.ports if type(done) is Multicast else None
@@ -222,7 +223,7 @@ class CopyEngine:
         return route
 
     def _land(self, copy: Copy, done: Target, start: float, cta: int, tile: int, stage: int) -> None:
-        now = self.env.now
+        now = self.env._now
         if copy.busy < 0:
             self._transferring = 0
             self.busy_ps += now - self._busy_since

@@ -229,13 +229,13 @@ class Cta:
             empty = empties[slot]
             ready = empty.wait(parity ^ 1)
             waited = None  # with records: when a wait began, recorded with the first copy's issue
-            now = env.now  # (the clock moves only at a yield)
+            now = env._now  # (the clock moves only at a yield; `_now`: no property call)
             if ready.callbacks is not None:
                 t0 = now
                 self._waiting["producer"] = (empty, parity ^ 1, t0, i)
                 yield ready
                 del self._waiting["producer"]
-                now = env.now
+                now = env._now
                 if now > t0:
                     self.wait_empty_ps += now - t0
                     if rec is not None:
@@ -296,11 +296,11 @@ class Cta:
                 full = fulls[slot]
                 ready = full.wait(parity)
                 if ready.callbacks is not None:
-                    t0 = env.now
+                    t0 = env._now
                     self._waiting[role] = (full, parity, t0, i)
                     yield ready
                     del self._waiting[role]
-                    now = env.now
+                    now = env._now
                     if now > t0:
                         self.wait_full_ps += now - t0
                         if rec is not None:
@@ -334,7 +334,7 @@ class Cta:
                 empty.arrive(who, phase=use, delay=late)
             else:
                 self._release_slot(slot, use, who, late)
-            now = env.now
+            now = env._now
             freed = now + late
             if counts_cycles:
                 self.slot_cycle_ps += freed - released[slot]

@@ -27,7 +27,7 @@ class TensorCore:
         its end (a completion delay the tensor cores do not stay busy for). The next work
         starts ``hold`` ps after this one ends: the SM's shared memory is still busy with other
         traffic the step brought (TMA writes, tmasim.operands); this one's event does not wait."""
-        now = self.env.now
+        now = self.env._now  # SimPy's clock, without the property's call (a hot path)
         start = self._free_at if self._free_at > now else now
         end = start + duration
         self._free_at = end + hold
@@ -40,7 +40,7 @@ class TensorCore:
         """Work that needs this SM's tensor cores and ``other``'s at once (Blackwell's 2-SM MMA):
         it starts when both are free and keeps both busy; the FLOPs are counted here. ``wait``
         and ``hold`` as in :meth:`run`."""
-        now = self.env.now
+        now = self.env._now
         start = max(now, self._free_at, other._free_at)
         end = start + duration
         self._free_at = other._free_at = end + hold
