@@ -56,7 +56,8 @@ def _rank(cls: FlowClass) -> int:
 
 
 def _own_key(cls: FlowClass) -> tuple[float, int, int, FlowClass]:
-    return cls.ob_key  # type: ignore[return-value]  (set for every grouped class in own form)
+    # ob_key is set for every grouped class in own form
+    return cls.ob_key  # type: ignore[return-value]
 
 
 class Fabric:

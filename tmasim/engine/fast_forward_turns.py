@@ -25,5 +25,5 @@ def awaited_unit(proc: Process) -> int | None:
 
 def turn_wait_state(proc: Process, unit: int, target: Any) -> tuple[Any, ...]:
     """Where the waiting warpgroup is suspended (its loop's line and the wait's), the unit, on what."""
-    gen: Any = proc._generator  # type: ignore[attr-defined]
+    gen: Any = proc._generator
     return ("turn", gen.gi_frame.f_lineno, gen.gi_yieldfrom.gi_frame.f_lineno, unit, target)

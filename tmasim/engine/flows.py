@@ -259,4 +259,4 @@ def own_bounds(active: list[FlowClass]) -> list[tuple[float, list[FlowClass]]] |
 
 
 def _order(entry: tuple[float, int, int, FlowClass]) -> tuple[float, int, int]:
-    return entry[:3]  # type: ignore[return-value]
+    return entry[:3]

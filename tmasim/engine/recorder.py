@@ -93,6 +93,7 @@ class _Chunk:
     """Up to CHUNK records: packed narrow (times as differences from ``first``) or 64-bit."""
 
     __slots__ = ("records", "first", "narrow")
+    records: np.ndarray[Any, Any]  # narrow: one structured row per record; else WIDTH int64 rows
 
     def __init__(self, columns: np.ndarray[Any, Any]) -> None:
         """``columns``: WIDTH int64 rows, one per field (the chunk keeps them when they do not fit
