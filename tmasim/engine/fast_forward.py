@@ -88,8 +88,8 @@ class FastForward:
         sync = chip.sync
         # Grid launches' later waves are cut too (adopt); the cuts must fall where they do with
         # the skip off, so this does not depend on the skip.
-        self.waves = not (sync.mode == "pingpong" and sync.consumers > 1)
         self.units_matter = sync.mode == "pingpong" and sync.consumers > 1  # warpgroups take turns by unit
+        self.waves = not self.units_matter
         self.fabric: Fabric | None = chip.fabric
         self.ctas: list[Cta] = []  # those the state describes: exited ones leave it (see adopt)
         self.adopted: list[Cta] = []  # every CTA started

@@ -154,8 +154,7 @@ class TimedProgram:
         """Whether steps ``first``..``last`` lie in one run of identical steps."""
         if last >= self.steps:
             return False
-        run_first, end = self.run_of(first)
-        return end > last
+        return self.run_of(first)[1] > last
 
     def step_kind(self, step: int) -> object:
         """What step ``step`` does, comparable across the program (fast-forward's known periods)."""
@@ -261,7 +260,8 @@ class UnitProgram:
 
     def identical(self, first: int, last: int, units_matter: bool = True) -> bool:
         """Whether steps ``first``..``last`` lie in one run of identical steps (as
-        :meth:`run_of` counts them), looking at those steps only."""
+        :meth:`run_of` counts them), looking at those steps only. The rule is run_of's, written
+        inline in both: a method call per step costs the every-SM GEMM 4-8%."""
         if last >= self.steps:
             return False
         seg_of, unit_of, ends = self._segment_of_step, self._unit_of_step, self._last_step
