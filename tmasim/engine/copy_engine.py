@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import simpy
 
 from tmasim.engine.barrier import Mbarrier
+from tmasim.engine.event_loop import timeout
 from tmasim.engine.program import Copy
 from tmasim.engine.recorder import ISSUE, STORE, STORE_SPAN, WAIT_EMPTY, Recorder
 
@@ -156,7 +157,7 @@ class CopyEngine:
             end = start + copy.busy
             self._transfer_free = end
             self.busy_ps += copy.busy
-            landed = self.env.timeout(end - now)
+            landed = timeout(self.env, end - now)
             landed.callbacks.append(lambda _: self._land(copy, done, start, cta, tile, stage))
         else:
             self._requests += 1  # a unique, increasing tie-breaker: equal ready times keep issue order

@@ -1,4 +1,4 @@
-"""SimPy's event loop, for a run to its end.
+"""SimPy's event loop, for a run to its end, and its most frequent event, made with fewer calls.
 
 ``simpy.Environment.run()`` with no ``until`` calls :meth:`~simpy.Environment.step` once per
 event. :func:`run_to_end` is the same loop with ``step``'s body inline: the same events in the
@@ -10,9 +10,12 @@ those is not needed here.
 
 from __future__ import annotations
 
-from heapq import heappop
+from heapq import heappop, heappush
 
 import simpy
+from simpy.events import NORMAL, Timeout
+
+_new_timeout = Timeout.__new__
 
 
 def run_to_end(env: simpy.Environment) -> None:
@@ -28,3 +31,16 @@ def run_to_end(env: simpy.Environment) -> None:
             error = type(failure)(*failure.args)
             error.__cause__ = failure
             raise error
+
+
+def timeout(env: simpy.Environment, delay: float) -> Timeout:
+    """``env.timeout(delay)``: the same event, scheduled at the same place of SimPy's queue (a
+    normal priority, the next event id), made without the two calls SimPy makes for it (its
+    ``__init__`` and ``env.schedule``). The engine's two per-step timers use it: a copy's landing
+    and a tensor-core step's end."""
+    if delay < 0:
+        raise ValueError(f"negative delay {delay}")
+    event = _new_timeout(Timeout)
+    event.env, event.callbacks, event._value, event._delay, event._ok = env, [], None, delay, True
+    heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), event))  # as env.schedule
+    return event
