@@ -51,6 +51,19 @@ IDLE_LIMIT = 8
 BUSY = 2
 
 
+def own_bound(cls: FlowClass, seq: int) -> tuple[float, int, int]:
+    """``cls``'s own bound and what sets it, as :func:`~tmasim.engine.flows.own_bounds` orders
+    them: (its cap, 0, ``seq``) or (a link only it crosses: capacity / (n · weight), 1, the
+    link's index), the lower; at equal levels a cap before a link, links by index."""
+    bound, kind, index, n = cls.cap, 0, seq, cls.n
+    for link, weight in cls.route:
+        if len(link._classes) == 1:
+            level = link.capacity / (n * weight)
+            if level < bound or (level == bound and kind and link._index < index):
+                bound, kind, index = level, 1, link._index
+    return bound, kind, index
+
+
 class OwnBoundOrder:
     """The active classes in own-bound order, with each link's load at those bounds.
 
@@ -177,12 +190,8 @@ class OwnBoundOrder:
         load: dict[Link, float] = {}
         unbounded = 0
         for i, cls in enumerate(self._active):
-            bound, kind, index, n = cls.cap, 0, i, cls.n
-            for link, weight in cls.route:
-                if len(link._classes) == 1:
-                    level = link.capacity / (n * weight)
-                    if level < bound or (level == bound and kind and link._index < index):
-                        bound, kind, index = level, 1, link._index
+            bound, kind, index = own_bound(cls, i)
+            n = cls.n
             order.append((bound, kind, index, cls))
             if bound == math.inf:
                 unbounded += 1
@@ -258,12 +267,8 @@ class OwnBoundOrder:
 
     def _place(self, cls: FlowClass, sort: bool = True) -> None:
         """Recompute ``cls``'s own bound and move its load and its place in the order."""
-        bound, kind, index, n = cls.cap, 0, cls.ob_seq, cls.n
-        for link, weight in cls.route:
-            if len(link._classes) == 1:
-                level = link.capacity / (n * weight)
-                if level < bound or (level == bound and kind and link._index < index):
-                    bound, kind, index = level, 1, link._index
+        bound, kind, index = own_bound(cls, cls.ob_seq)
+        n = cls.n
         key = (bound, kind, index, cls)
         if cls.ob_key is not None and cls.ob_key[:3] == key[:3] and cls.ob_n == n:
             return
