@@ -12,10 +12,13 @@ from typing import Any
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_fast_forward import both as stats_both
 from test_fast_forward_periods import gemm
 from test_record_shift import both
+from test_record_shift import both as records_both
 
 from tmasim.engine import recorder as rec
+from tmasim.engine.fast_forward import FastForward
 from tmasim.engine.fast_forward_periods import Periods
 from tmasim.engine.flows import Link
 from tmasim.engine.record_shift import RecordShift
@@ -135,3 +138,26 @@ def test_a_period_with_a_work_units_record_is_not_kept():
     assert shift.jump(i, shift.mark(10_000), 1, {1: 2}, bases={1: 0}) is None
     assert recorder.count == 10 and np.array_equal(recorder.rows(5, 10)[:, 0], [13_000, 15_000, 18_000, 20_000,
                                                                                 19_800])
+
+
+# --- a persistent run whose reference CTA's producer is over first ---------------------------
+
+def test_a_running_cta_takes_the_reference_over_when_the_references_work_runs_out(monkeypatch):
+    """8 SMs, 64x64 tiles of a ragged 264x456 output (40 tiles): CTA 0's producer is over while
+    others still run, and the next CTA to reach a lap cuts the run from there, with the skip on
+    and off alike: every figure, span and event is the full run's."""
+    raw = {"name": "handover", "gpu": {"preset": "h100-sxm", "sms": 8, "gpc_sms": [8]},
+           "workload": {"kind": "gemm", "m": 264, "n": 456, "k": 1664, "dtype": "bf16", "tile": [64, 64, 64],
+                        "raster": "grouped", "launch": "persistent"},
+           "pipeline": {"stages": 4, "consumers": 2}}
+    handovers: list[int] = []
+    finish = FastForward.finish
+
+    def counted(self: FastForward) -> None:
+        handovers.append(self.handovers)
+        finish(self)
+
+    monkeypatch.setattr(FastForward, "finish", counted)
+    records_both(raw)
+    assert handovers == [1, 1]  # the skipping run and the full one cut alike
+    stats_both(raw)

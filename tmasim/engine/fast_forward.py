@@ -114,6 +114,7 @@ class FastForward:
         # Periods seen, jumped over again wherever their state recurs (fast_forward_periods.py)
         self.periods = Periods() if self.skip and not self.units_matter else None
         self.recalled = 0  # jumps made from a known period
+        self.handovers = 0  # times a running CTA took the reference over (hand_over)
         chip.on_cta = self.adopt
 
     # ---- wiring -----------------------------------------------------------------------------
@@ -139,6 +140,25 @@ class FastForward:
             self.ref = cta
             cta.on_step = self.at_step
             self.run = None
+        elif waves and self.chip.plan.persistent:  # it may take the reference over (hand_over)
+            cta.on_step = self.hand_over
+
+    def hand_over(self, cta: Cta, step: int) -> None:
+        """A CTA that is not the reference reaches a lap: once the reference's producer is over
+        (a persistent CTA whose work ran out first, ragged tiles' classes), the first running
+        CTA to reach a lap takes its place and cuts the run from there on, the skip on or off
+        alike (as adopt does for a grid's next CTA; there, a CTA still to start makes the better
+        reference: 128x192 tiles on gemm-h100 launched as a grid skip 189,120 k-steps that way,
+        185,952 handing over to a running CTA)."""
+        ref = self.ref
+        if cta is not ref:
+            if ref is not None and ref.processes[0].is_alive:
+                return
+            self.ref = cta
+            self.run = None
+            self.seen.clear()
+            self.handovers += 1
+        self.at_step(cta, step)
 
     def _stop(self, why: str) -> None:
         if not self.opaque:
