@@ -52,12 +52,6 @@ def test_the_8192_gemm_skips_more_with_known_periods(monkeypatch):
     assert fast["fast_forward_skipped_steps"] > unknown["fast_forward_skipped_steps"]
 
 
-def test_records_turn_known_periods_off():
-    """A recalled period has no records of its own to regenerate the skipped ones from."""
-    summary = simulate(from_dict({**gemm(4, 8, 4, 32), "run": {"records": True}})).stats["fast_forward"]
-    assert summary.startswith("on: ") and "seen before" not in summary
-
-
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sms=st.integers(2, 6), rows=st.integers(2, 6), columns=st.integers(2, 6), k=st.integers(12, 40),
        stages=st.integers(2, 4))

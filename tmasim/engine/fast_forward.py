@@ -26,7 +26,8 @@ gain k times their increase over the period, and CTAs that finish later finish k
 No event is moved; the tail and the drain are simulated in full.
 
 *Known periods.* A period jumped over is kept by its state (engine/fast_forward_periods.py): a
-later cut in that state, its CTAs on steps of the same kinds, jumps at once.
+later cut in that state, its CTAs on steps of the same kinds, jumps at once (with records, the
+kept period's records are replayed, moved in time and steps: engine/record_shift.py).
 """
 
 from __future__ import annotations
@@ -111,8 +112,9 @@ class FastForward:
         self._fixed: tuple[int, dict[int, Any]] | None = None  # (version, names)
         self.repeats = False  # whether the reference CTA ever had a run of identical steps
         # Periods seen, jumped over again wherever their state recurs (fast_forward_periods.py)
-        self.periods = Periods() if self.skip and self.records is None and not self.units_matter else None
+        self.periods = Periods() if self.skip and not self.units_matter else None
         self.recalled = 0  # jumps made from a known period
+        self.handovers = 0  # times a running CTA took the reference over (hand_over)
         chip.on_cta = self.adopt
 
     # ---- wiring -----------------------------------------------------------------------------
@@ -138,6 +140,25 @@ class FastForward:
             self.ref = cta
             cta.on_step = self.at_step
             self.run = None
+        elif waves and self.chip.plan.persistent:  # it may take the reference over (hand_over)
+            cta.on_step = self.hand_over
+
+    def hand_over(self, cta: Cta, step: int) -> None:
+        """A CTA that is not the reference reaches a lap: once the reference's producer is over
+        (a persistent CTA whose work ran out first, ragged tiles' classes), the first running
+        CTA to reach a lap takes its place and cuts the run from there on, the skip on or off
+        alike (as adopt does for a grid's next CTA; there, a CTA still to start makes the better
+        reference: 128x192 tiles on gemm-h100 launched as a grid skip 189,120 k-steps that way,
+        185,952 handing over to a running CTA)."""
+        ref = self.ref
+        if cta is not ref:
+            if ref is not None and ref.processes[0].is_alive:
+                return
+            self.ref = cta
+            self.run = None
+            self.seen.clear()
+            self.handovers += 1
+        self.at_step(cta, step)
 
     def _stop(self, why: str) -> None:
         if not self.opaque:
@@ -270,6 +291,12 @@ class FastForward:
         if known is None:
             return False
         period, k = known
+        if self.records is not None:  # its records replayed from here (record_shift.py)
+            assert cut.records is not None and period.records is not None
+            bases = {c.index: b for c, b in zip(self.ctas, cut.base, strict=True)}
+            by_index = {c.index: p for c, p in zip(self.ctas, period.moves, strict=True)}
+            if not self.records.recall(period.records, cut.records, bases, k, by_index):
+                return False
         self._apply(cut, period.delta, list(period.moves), k, period.ints, period.sums)
         self.recalled += 1
         return True
@@ -306,14 +333,17 @@ class FastForward:
         ints = tuple(v - w for v, w in zip(j.ints, i.ints, strict=True))
         sums = tuple(now - before for before, now in zip(i.sums, j.sums, strict=True))
         periods = self._periods()
-        if periods is not None:
-            kinds = tuple(c.program.step_kind(lo) if p else None  # type: ignore[attr-defined]
-                          for c, p, lo in zip(self.ctas, moves, i.low, strict=True))
-            periods.keep(state, Period(delta, tuple(id(c) for c in self.ctas), tuple(moves), kinds, ints, sums))
+        kinds = tuple(c.program.step_kind(lo) if p else None  # type: ignore[attr-defined]
+                      for c, p, lo in zip(self.ctas, moves, i.low, strict=True)) if periods is not None else ()
         self._apply(j, delta, moves, k, ints, sums)
+        recorded = None
         if self.records is not None and i.records is not None and j.records is not None:
             by_index = {c.index: p for c, p in zip(self.ctas, moves, strict=True)}
-            self.records.jump(i.records, j.records, k, by_index)
+            bases = {c.index: b for c, b in zip(self.ctas, i.base, strict=True)} if periods is not None else None
+            recorded = self.records.jump(i.records, j.records, k, by_index, bases)
+        if periods is not None and (self.records is None or recorded is not None):
+            periods.keep(state, Period(delta, tuple(id(c) for c in self.ctas), tuple(moves), kinds, ints, sums,
+                                       recorded))
         return True
 
     def _apply(self, j: _Cut, delta: int, moves: list[int], k: int, ints: tuple[Any, ...],

@@ -12,8 +12,11 @@ after unit, and each time would otherwise simulate one more period after the uni
 (ragged tiles' classes do not: their offsets drift from unit to unit, docs/design.md §9).
 
 Kept for the CTAs it was seen with (a grid launch's later waves are other CTAs, whose cluster
-peers the state does not name), only without records (a remembered period has no records to
-regenerate from), and not with 2-SM pairs or ping-pong turns (their states name units).
+peers the state does not name), and not with 2-SM pairs or ping-pong turns (their states name
+units). With records, a period keeps where its records are in the stream (engine/record_shift.py,
+:class:`~tmasim.engine.record_shift.Recorded`: positions, not a copy) and the jump replays them,
+moved as far in time and in each CTA's steps as the recurrence is from the period; a period whose
+records name a work unit (an epilogue's, a store's: its number does not move) is not kept.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tmasim.engine.cta import Cta
+    from tmasim.engine.record_shift import Recorded
 
 KEPT = 256  # periods remembered (the oldest is forgotten first): a run visits few configurations
 
@@ -40,6 +44,7 @@ class Period:
     kinds: tuple[object, ...]
     ints: tuple[Any, ...]
     sums: tuple[int, ...]
+    records: Recorded | None = None  # where its records are, with records on (record_shift.py)
 
 
 class Periods:

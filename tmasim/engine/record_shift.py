@@ -87,6 +87,21 @@ class Mark(NamedTuple):
     series: tuple[tuple[int, LoadPoint | None], ...]
 
 
+class Recorded(NamedTuple):
+    """A skipped period kept to be replayed where its state recurs (known periods): records
+    ``start``..``end`` of the stream, where its first cut is (``now`` in the run's clock, ``time``
+    in the full run's), its length, each CTA's step at that cut in the full run (by index), and
+    per link the point in effect at that cut and the period's points (in the run's clock)."""
+
+    start: int
+    end: int
+    now: int
+    time: int
+    delta: int
+    steps: dict[int, int]
+    series: tuple[tuple[LoadPoint | None, tuple[LoadPoint, ...]], ...]
+
+
 class Unshiftable(Exception):
     """A record whose form has no rule, made after a jump: the run is simulated again in full."""
 
@@ -121,28 +136,57 @@ class RecordShift:
     def aligned(self, i: Mark, j: Mark) -> bool:
         """Whether every link's load series repeats from cut i: the point in effect at cut j is
         the one at cut i, Δ later and with the same load, and nothing replaced the latter."""
-        delta = j.now - i.now
         for link, (len_i, last_i), (_, last_j) in zip(self.links, i.series, j.series, strict=True):
             if len_i and link._series[len_i - 1] is not last_i:
                 return False  # replaced by a change at the same instant, after the cut
-            if last_i is None or last_j is None:
-                if last_i is not last_j:
-                    return False
-                continue
-            same_place = last_j[0] - last_i[0] == delta or (last_i[0] < i.now and last_j[0] < j.now)
-            if last_j[1] != last_i[1] or not same_place:
+            if not _same_point(last_i, i.now, last_j, j.now):
                 return False
         return True
 
-    def jump(self, i: Mark, j: Mark, k: int, moves: dict[int, int]) -> None:
+    def jump(self, i: Mark, j: Mark, k: int, moves: dict[int, int],
+             bases: dict[int, int] | None = None) -> Recorded | None:
         """The run skips k periods of Δ = j.now - i.now: what was recorded between cuts i and j
-        (j is now) is repeated k times, each CTA (by index) ``moves[cta]`` steps further each time."""
+        (j is now) is repeated k times, each CTA (by index) ``moves[cta]`` steps further each time.
+        With ``bases`` (each CTA's step at cut i), the period is kept to be replayed where its
+        state recurs (:meth:`recall`); None where it cannot be (a work unit's record in it)."""
         delta = j.now - i.now
+        kept = None
         if self.recorder is not None:
-            self._jump_records(i.records, j.records, k, delta, moves)
+            self._settle()  # records i..j now read as the full run has them
+            period = self.recorder.rows(i.records, j.records)
+            if bases is not None:
+                kept = self._kept(period, i, j, bases)
+            self._replay(period, k, delta, moves, delta, moves)
+        elif bases is not None:
+            kept = self._kept(np.empty((0, WIDTH), dtype=np.int64), i, j, bases)
         for link, inserts, (len_i, _), (len_j, _) in zip(self.links, self.inserts, i.series, j.series, strict=True):
-            period = link._series[len_i:len_j]
-            inserts.append((len_j, [(t + m * delta, load) for m in range(1, k + 1) for t, load in period], k * delta))
+            period_points = link._series[len_i:len_j]
+            inserts.append((len_j, [(t + m * delta, load) for m in range(1, k + 1) for t, load in period_points],
+                            k * delta))
+        return kept
+
+    def recall(self, kept: Recorded, c: Mark, bases: dict[int, int], k: int, moves: dict[int, int]) -> bool:
+        """Replay a kept period k times from cut c (now), whose state is the one the period began
+        in (fast_forward_periods.py): its records and link points, each copy moved as far from the
+        kept ones as cut c is from the period's first cut in the full run's time and each CTA's
+        steps. False, and nothing done, where c's steps are not a whole number of slot cycles
+        from the period's or a link's load in effect differs."""
+        steps = {cta: base + self.step_shift.get(cta, 0) - kept.steps.get(cta, base) for cta, base in bases.items()}
+        if bases.keys() != kept.steps.keys() or any(s % self.stages for s in steps.values()):
+            return False
+        for (_, last_c), (last_i, _) in zip(c.series, kept.series, strict=True):
+            if not _same_point(last_i, kept.now, last_c, c.now):
+                return False
+        delta = kept.delta
+        if self.recorder is not None:
+            self._settle()
+            period = self.recorder.rows(kept.start, kept.end)
+            self._replay(period, k, c.now + self.time_shift - kept.time, steps, delta, moves)
+        offset = c.now - kept.now
+        for inserts, (len_c, _), (_, points) in zip(self.inserts, c.series, kept.series, strict=True):
+            inserts.append((len_c, [(t + offset + m * delta, load) for m in range(k) for t, load in points],
+                            k * delta))
+        return True
 
     def finish(self) -> None:
         """After the run: the records made since the last jump move as the jumps moved the run;
@@ -153,15 +197,30 @@ class RecordShift:
             if inserts:
                 link._series[:] = _spliced(link._series, inserts)
 
-    def _jump_records(self, start: int, end: int, k: int, delta: int, moves: dict[int, int]) -> None:
+    def _kept(self, period: np.ndarray[Any, Any], i: Mark, j: Mark, bases: dict[int, int]) -> Recorded | None:
+        """Records i..j (settled: in the full run's times and steps) kept by position, with where
+        cut i is in the full run; the links' points copied (the last may be replaced later)."""
+        if self.recorder is not None:
+            forms = self.recorder.forms
+            if any(RULES[forms[c]][0] == _UNIT for c in np.unique(period[:, _FORM])):
+                return None  # a work unit's number does not move with the steps
+        series = tuple((last_i, tuple(link._series[len_i:len_j]))
+                       for link, (len_i, last_i), (len_j, _) in zip(self.links, i.series, j.series, strict=True))
+        steps = {cta: base + self.step_shift.get(cta, 0) for cta, base in bases.items()}
+        return Recorded(i.records, j.records, i.now, i.now + self.time_shift, j.now - i.now, steps, series)
+
+    def _replay(self, period: np.ndarray[Any, Any], k: int, time: int, steps: dict[int, int], delta: int,
+                moves: dict[int, int]) -> None:
+        """Append k copies of ``period`` (settled records): copy m (from 0) ``time`` + m·Δ later,
+        CTA c ``steps[c]`` + m·moves[c] steps further (whole slot cycles both); then the records
+        the run makes from now on are shifted by k more periods."""
         assert self.recorder is not None
-        self._settle()
-        period = self.recorder.rows(start, end)
+        first = period + self._delta(period, time, steps)
         step = self._delta(period, delta, moves)
         per_chunk = max(1, (1 << 14) // max(len(period), 1))
-        for first in range(1, k + 1, per_chunk):
-            m = np.arange(first, min(k, first + per_chunk - 1) + 1, dtype=np.int64)
-            self.recorder.append_rows((period[None] + m[:, None, None] * step[None]).reshape(-1, WIDTH))
+        for begin in range(0, k, per_chunk):
+            m = np.arange(begin, min(k, begin + per_chunk), dtype=np.int64)
+            self.recorder.append_rows((first[None] + m[:, None, None] * step[None]).reshape(-1, WIDTH))
         self.regenerated += k * len(period)
         self.time_shift += k * delta
         for cta, p in moves.items():
@@ -198,6 +257,15 @@ class RecordShift:
         for field in (2, 8):
             out[:, field] = np.where(phase_in[form] == field, steps // self.stages, 0)
         return out
+
+
+def _same_point(first: LoadPoint | None, first_cut: int, later: LoadPoint | None, later_cut: int) -> bool:
+    """Whether the load in effect at a later cut repeats the one at a first cut: the same load,
+    set as long before the cut (or both before it)."""
+    if first is None or later is None:
+        return first is later
+    same_place = later[0] - later_cut == first[0] - first_cut or (first[0] < first_cut and later[0] < later_cut)
+    return later[1] == first[1] and same_place
 
 
 def _spliced(series: list[LoadPoint], inserts: list[tuple[int, list[LoadPoint], int]]) -> list[LoadPoint]:
