@@ -46,7 +46,7 @@ import simpy
 
 from tmasim.engine.flows import Flow, FlowClass, Link, LinkStats, RateGroup, Route, filling
 from tmasim.engine.own_bound_order import OwnBoundOrder
-from tmasim.engine.own_groups import canonical_at_cut, group_own
+from tmasim.engine.own_groups import OwnGroups
 
 __all__ = ["Fabric", "Flow", "Link", "LinkStats", "Route"]
 
@@ -81,13 +81,11 @@ class Fabric:
         self._stale_links: dict[Link, None] = {}  # levels changed since the heap was last read
         self._cap_heap: list[tuple[float, int, FlowClass]] = []
         self._own = OwnBoundOrder(self._active, self._links)  # the own-bound levels, kept current class by class
-        # True while the groups are the own bounds' (one per distinct bound, ascending), kept
-        # from one recomputation to the next: only classes whose bound changed move.
-        self._own_form = False
-        self._by_rate: dict[float, RateGroup] = {}
-        self._tail_groups: list[RateGroup] = []  # own form's groups of unbounded classes
         self._changes = 0  # flow starts and ends since the own bounds were last brought up to date
         self._seq = count()
+        # The groups in own form (one per distinct bound, ascending), kept from one
+        # recomputation to the next: only classes whose bound changed move.
+        self._own_groups = OwnGroups(self._own, self._join, self._seq)
         self._t0: int = env.now  # type: ignore[assignment]
         self._t = self._t0  # when group clocks were last advanced
         self._settle_pending = False
@@ -191,8 +189,7 @@ class Fabric:
             group.nclasses -= 1
             if group.nclasses == 0:
                 self._groups.remove(group)
-                if self._by_rate.get(group.rate) is group:
-                    del self._by_rate[group.rate]
+                self._own_groups.emptied(group)
         cls.group = None
         cls.stamp = -1
 
@@ -289,7 +286,7 @@ class Fabric:
         while (entry := group.top()) is not None and round((entry[0] - group.clock) / rate) <= elapsed:
             heapq.heappop(group.heap)
             due.append(entry[2])
-        due.sort(key=_own_key if self._own_form else _rank)
+        due.sort(key=_own_key if self._own_groups.kept else _rank)
         for cls in due:
             self._finish_head(cls)
             while cls.group is group and round((cls.heap[0][0] - cls.offset - group.clock) / rate) <= elapsed:
@@ -330,9 +327,8 @@ class Fabric:
     def _recompute(self) -> None:
         self.recomputations += 1
         if self._single_level():
-            if self._own_form:
-                self._own_form = False
-                self._by_rate = {}
+            if self._own_groups.kept:
+                self._own_groups.forget()
             self._own.idle()
         else:
             self._water_fill()
@@ -410,12 +406,11 @@ class Fabric:
         tail = None
         changes, self._changes = self._changes, 0
         if own.levels_apply(changes) or (tail := own.tail_levels()) is not None:
-            group_own(self, own.moved, tail)
-            own.moved.clear()
+            self._groups = self._own_groups.group(self._groups, tail)
             return
         own.moved.clear()
-        self._own_form = False
-        self._by_rate = {}
+        if self._own_groups.kept:
+            self._own_groups.forget()
         levels = filling(list(self._active))
         groups: list[RateGroup] = []
         self._groups = groups
@@ -445,7 +440,8 @@ class Fabric:
 
     def canonical_at_cut(self) -> None:
         """A fast-forward cut's canonical form of the own-bound state (:mod:`.own_groups`)."""
-        canonical_at_cut(self)
+        self._own_groups.canonical_at_cut()
+        self._changes = 0
 
     def _water_fill_plain(self) -> None:
         """The reference the shortcuts must equal bit for bit (tests, benchmarks/bench_attention.py):

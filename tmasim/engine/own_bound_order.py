@@ -20,7 +20,9 @@ settles recomputation after recomputation without the own bounds (one link bindi
 the single-level case), and more than one sort per recomputation when many classes change
 between two (SMs in lockstep). So the order stops following after :data:`IDLE_LIMIT` such
 recomputations in a row, or when the changes since the last outnumber a :data:`BUSY`-th of the
-classes; the fabric then reports nothing to it, and the next use sorts every class afresh.
+classes; the fabric then reports nothing to it, and the next use sorts every class afresh. A
+recomputation with that many changes sorts in one pass that keeps nothing for following
+(:meth:`OwnBoundOrder._sort_once`): the one-pass form's cost, no bookkeeping on top.
 
 The index of a class frozen at its cap is its position among the active classes in the
 one-pass form; its activation number orders the same way (the fabric's active classes are kept
@@ -42,7 +44,24 @@ Key = tuple[float, int, int, FlowClass]
 # that needs it sorts every class afresh, O(classes log classes), as the one-pass form did.
 IDLE_LIMIT = 8
 # Flow starts and ends per recomputation above 1 / BUSY of the classes: sort afresh each time.
-BUSY = 4
+# Placing one changed class costs about as much as two classes' share of a sort in one pass;
+# a lane's copy ending and its next starting are two changes to one class. So with BUSY = 2
+# a few classes each changing once (4 SM classes, one copy replaced each time) are followed,
+# and SMs in lockstep (every class changing at once) are sorted afresh.
+BUSY = 2
+
+
+def own_bound(cls: FlowClass, seq: int) -> tuple[float, int, int]:
+    """``cls``'s own bound and what sets it, as :func:`~tmasim.engine.flows.own_bounds` orders
+    them: (its cap, 0, ``seq``) or (a link only it crosses: capacity / (n · weight), 1, the
+    link's index), the lower; at equal levels a cap before a link, links by index."""
+    bound, kind, index, n = cls.cap, 0, seq, cls.n
+    for link, weight in cls.route:
+        if len(link._classes) == 1:
+            level = link.capacity / (n * weight)
+            if level < bound or (level == bound and kind and link._index < index):
+                bound, kind, index = level, 1, link._index
+    return bound, kind, index
 
 
 class OwnBoundOrder:
@@ -116,8 +135,7 @@ class OwnBoundOrder:
         following them would cost more per event than one sort per recomputation."""
         self._idle = 0
         if changes * BUSY > len(self._active):
-            self.rebuild()
-            self.tracking = False
+            self._sort_once()
         elif not self.tracking:
             self.rebuild()
         elif self._dirty:
@@ -158,6 +176,44 @@ class OwnBoundOrder:
         self.moved.clear()
         self.rebuilt = True  # a fresh order is grouped in full
         self.tracking = True
+
+    def _sort_once(self) -> None:
+        """What :meth:`rebuild` decides, for an order that will not follow the flows: the keys
+        and the shared links' room in one pass, in activation order (the same sums, so the same
+        verdict), no loads kept on the links, no sort and no keys on the classes when a link is
+        nearly full (the full filling follows). With room, classes with no own bound need the
+        loads for :meth:`tail_levels`: everything is rebuilt then."""
+        self.tracking = False
+        self._dirty.clear()
+        self._touched.clear()
+        order: list[Key] = []
+        load: dict[Link, float] = {}
+        unbounded = 0
+        for i, cls in enumerate(self._active):
+            bound, kind, index = own_bound(cls, i)
+            n = cls.n
+            order.append((bound, kind, index, cls))
+            if bound == math.inf:
+                unbounded += 1
+                continue
+            for link, weight in cls.route:
+                if len(link._classes) > 1:
+                    load[link] = load.get(link, 0.0) + n * weight * bound
+        self.order, self._unbounded, self._over = order, unbounded, set()
+        self.moved.clear()
+        room = 1 - _ROOM
+        for link, carried in load.items():
+            if carried > link.capacity * room:
+                self._over.add(link)
+                return
+        if unbounded:
+            self.rebuild()
+            self.tracking = False
+            return
+        order.sort()
+        for key in order:
+            key[3].ob_key = key
+        self.rebuilt = True
 
     def tail_levels(self) -> list[tuple[float, list[FlowClass]]] | None:
         """The levels of the classes with no own bound (a store's route: L2 and HBM, no port,
@@ -211,12 +267,8 @@ class OwnBoundOrder:
 
     def _place(self, cls: FlowClass, sort: bool = True) -> None:
         """Recompute ``cls``'s own bound and move its load and its place in the order."""
-        bound, kind, index, n = cls.cap, 0, cls.ob_seq, cls.n
-        for link, weight in cls.route:
-            if len(link._classes) == 1:
-                level = link.capacity / (n * weight)
-                if level < bound or (level == bound and kind and link._index < index):
-                    bound, kind, index = level, 1, link._index
+        bound, kind, index = own_bound(cls, cls.ob_seq)
+        n = cls.n
         key = (bound, kind, index, cls)
         if cls.ob_key is not None and cls.ob_key[:3] == key[:3] and cls.ob_n == n:
             return
