@@ -3,8 +3,9 @@ two checkouts and diff the outputs to see whether an engine change moved any fig
 
 The scenarios are the package's (tmasim/scenarios), the repository's (scenarios/) and its
 lessons (scenarios/lessons/), each run as it is (records as the file says; large runs
-allowed). The spans' hash is pandas' row hash summed over the spans frame, so equal hashes
-mean equal spans (to a 64-bit collision); a scenario that fails prints its error instead.
+allowed). The spans' and events' hashes are pandas' row hashes, weighted by the row's position
+and summed, so equal hashes mean equal tables, in the same order (to a 64-bit collision); a
+scenario that fails prints its error instead.
 
     python benchmarks/dump_summaries.py > after.jsonl   # and in the other checkout
     diff before.jsonl after.jsonl
@@ -39,9 +40,15 @@ def dump(path: Path) -> dict[str, object]:
         result = simulate(scenarios.load(path, []), allow_large=True)
     except TmasimError as err:  # the bug-* scenarios stop with a model error, by design
         return {"error": f"{type(err).__name__}: {err}"[:200]}
-    spans = result.spans
     return {"makespan_ps": result.makespan_ps, "stats": json.loads(result.to_json()),
-            "spans": [len(spans), int(pd.util.hash_pandas_object(spans, index=False).sum())]}
+            "spans": _hashed(result.spans), "events": _hashed(result.events)}
+
+
+def _hashed(frame: pd.DataFrame) -> list[int]:
+    """Rows and a hash of them all, in order (the row's position counts: equal hashes, equal tables)."""
+    rows = pd.util.hash_pandas_object(frame, index=False).to_numpy()
+    weights = (pd.RangeIndex(len(rows)).to_numpy().astype("uint64") * 0x9E3779B97F4A7C15) | 1
+    return [len(frame), int((rows * weights).sum())]
 
 
 def main() -> None:

@@ -88,3 +88,25 @@ def test_a_delayed_arrival_flips_the_phase_when_it_takes_effect_without_an_event
     env.process(arrivals())
     env.run()
     assert seen == [110]  # effective flip at 100, visible after the 10 ps wake
+
+
+def test_a_phase_no_one_waits_for_completes_with_no_event_and_a_later_wait_passes_at_once():
+    env = simpy.Environment()
+    bar = Mbarrier(env, "b", arrivals=1)
+    seen = []
+
+    def waiter(parity, delay):
+        yield env.timeout(delay)
+        yield bar.wait(parity)
+        seen.append((parity, env.now))
+
+    env.process(waiter(0, 0))
+    env.run()                          # the waiter now waits on phase 0
+    queued = len(env._queue)
+    bar.arrive()                       # phase 0 completes with a waiter: its event is scheduled
+    assert len(env._queue) == queued + 1
+    bar.arrive()                       # phase 1: no one waits, no event; it is complete at once
+    assert len(env._queue) == queued + 1 and bar.wait(1).processed and bar.phase == 2
+    env.process(waiter(1, 5))          # a later wait on phase 1 passes at once
+    env.run()
+    assert seen == [(0, 0), (1, 5)]

@@ -16,6 +16,7 @@ from tmasim import budget, ranges, skip_forecast
 from tmasim import format as fmt
 from tmasim.engine.chip import Chip, Plan
 from tmasim.engine.cta import Cta, Sync
+from tmasim.engine.event_loop import run_to_end
 from tmasim.engine.fast_forward import FastForward
 from tmasim.engine.record_shift import Unshiftable
 from tmasim.engine.recorder import Recorder
@@ -191,7 +192,7 @@ def _check_used(scenario: Scenario, res: Residency) -> None:
 
 def _run_events(env: simpy.Environment, scenario: Scenario, ctas: list[Cta]) -> None:
     try:
-        env.run()
+        run_to_end(env)
     except BarrierError as err:
         if scenario.pipeline.consumer_waits_full:
             raise

@@ -144,8 +144,10 @@ class Mbarrier:
             self._on_flip(self, self.phase - 1)
         if self.wake or late:
             self.env.timeout(self.wake + late).callbacks.append(lambda _: _succeed(done))
-        else:
+        elif done.callbacks:
             done.succeed()
+        else:  # no one waits: the phase is complete at once (a later wait returns at once), no event
+            done._ok, done._value, done.callbacks = True, None, None
 
     def describe_wait(self, parity: int) -> str:
         state = f"{self.arrivals - self._pending}/{self.arrivals} arrivals, {self._tx} bytes outstanding"

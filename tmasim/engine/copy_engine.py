@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import simpy
 
 from tmasim.engine.barrier import Mbarrier
+from tmasim.engine.event_loop import timeout
 from tmasim.engine.program import Copy
 from tmasim.engine.recorder import ISSUE, STORE, STORE_SPAN, WAIT_EMPTY, Recorder
 
@@ -124,6 +125,10 @@ class CopyEngine:
         else:
             self._start(copy, barrier, cta, tile, stage, waited)
 
+    def loader(self) -> Callable[..., None]:
+        """:meth:`load`, or where no cap can hold a copy back, what it calls (one call fewer a copy)."""
+        return self.load if self.max_copies or self.max_bytes else self._start
+
     def store(self, copy: Copy, done: Target, cta: int, tile: int) -> None:
         """Write ``copy``'s bytes from shared memory back to global memory (a TMA store)."""
         if (self.max_copies or self.max_bytes) and self._full(copy):
@@ -147,22 +152,17 @@ class CopyEngine:
             self.recorder.instant(ISSUE if stage >= 0 else STORE, accepted, self.sm, cta, self._code, tile, stage)
         latency = copy.latency if self.latency_noise is None else self.latency_noise(copy.latency)
         ready = accepted + self.issue + latency
-        if copy.busy >= 0:
-            self._serial(copy, done, ready, cta, tile, stage)
+        if copy.busy >= 0:  # a fixed busy time: FIFO transfers, all times known now, one event per copy
+            start = ready if ready > self._transfer_free else self._transfer_free
+            end = start + copy.busy
+            self._transfer_free = end
+            self.busy_ps += copy.busy
+            landed = timeout(self.env, end - now)
+            landed.callbacks.append(lambda _: self._land(copy, done, start, cta, tile, stage))
         else:
             self._requests += 1  # a unique, increasing tie-breaker: equal ready times keep issue order
             heapq.heappush(self._ready, (ready, self._requests, copy, done, cta, tile, stage))
             self._pump()
-
-    def _serial(self, copy: Copy, done: Target, ready: float, cta: int, tile: int,
-                stage: int) -> None:
-        """A fixed busy time: FIFO transfers, all times known now, one event per copy."""
-        start = ready if ready > self._transfer_free else self._transfer_free
-        end = start + copy.busy
-        self._transfer_free = end
-        self.busy_ps += copy.busy
-        landed = self.env.timeout(end - self.env._now)
-        landed.callbacks.append(lambda _: self._land(copy, done, start, cta, tile, stage))
 
     def _pump(self) -> None:
         """If the engine is free, stream the copy that became ready first; if that copy is still

@@ -209,7 +209,7 @@ class Cta:
     # test `event.callbacks is not None` (SimPy's "not yet processed") inline.
 
     def producer(self) -> Generator[simpy.Event, object, None]:
-        env, ring, prog, rec, engine = self.env, self.ring, self.program, self.recorder, self.copy_engine
+        env, ring, prog, rec, load = self.env, self.ring, self.program, self.recorder, self.copy_engine.loader()
         expect_tx, targets = self.sync.expect_tx, self._targets
         expects = bool(targets)  # the full barrier counts peers' bytes too
         follower = self.leader is not None
@@ -247,7 +247,7 @@ class Cta:
                     rec.spanned(WAIT_EMPTY, waited, now, self.sm, self.index, i, slot)  # type: ignore[union-attr]
                 self.issued = i + 1
                 for copy in copies:
-                    engine.load(copy, targets[slot][copy.multicast or solo], self.index, i, slot)
+                    load(copy, targets[slot][copy.multicast or solo], self.index, i, slot)
                 continue
             own = copies[0].smem_bytes if len(copies) == 1 else sum(c.smem_bytes for c in copies)
             if expect_tx is not None:
@@ -267,7 +267,7 @@ class Cta:
             self.issued = i + 1
             for copy in copies:
                 key = copy.multicast or solo
-                engine.load(copy, targets[slot][key] if key else full, self.index, i, slot, waited)
+                load(copy, targets[slot][key] if key else full, self.index, i, slot, waited)
                 waited = None
 
     def consumer(self, warpgroup: int) -> Generator[simpy.Event, object, None]:

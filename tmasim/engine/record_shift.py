@@ -22,6 +22,13 @@ state at a cut holds when each open wait began), are shifted by the jumps so far
 jump comes or the run ends. The stream is then, record for record, the full run's: spans and
 events tables, Gantt charts and traces are identical. They cost the memory of the full run's.
 
+A period jumped over is kept for known periods (engine/fast_forward_periods.py) as a
+:class:`Recorded`: where its records are in the stream (they stay there, settled, and are not
+copied), where its first cut is in the full run (time, each CTA's step) and the links' points.
+A later cut in the period's state replays it (:meth:`RecordShift.recall`): the same k copies,
+the first moved by how far that cut is from the period's first one in the full run, time and
+steps (whole slot cycles, so slots and phases map; else no recall).
+
 Links' loads over time (``record_bandwidth``: each link's series of (time, load) change points)
 repeat the same way: the period's points, m·Δ later. A point is dropped where the load does not
 change and replaced where two change at one instant, so the period's first change must see the

@@ -66,6 +66,7 @@ _RECORD_BYTES = WIDTH * 8
 _FIELDS = ("time", "a", "b", "sm", "cta", "form", "tile", "stage", "value", "name")
 _NARROW = np.dtype([("time", "<i4"), ("a", "<u4"), ("b", "<i4"), ("sm", "<i2"), ("cta", "<i2"), ("form", "<u2"),
                     ("tile", "<i4"), ("stage", "<i2"), ("value", "<i4"), ("name", "<u2")])
+_WIDE = np.dtype([(name, "<i8") for name in _FIELDS])  # a record as the buffer keeps it
 _LOW = np.array([np.iinfo(_NARROW[f]).min for f in _FIELDS], dtype=np.int64)
 _HIGH = np.array([np.iinfo(_NARROW[f]).max for f in _FIELDS], dtype=np.int64)
 
@@ -93,42 +94,45 @@ class _Chunk:
     """Up to CHUNK records: packed narrow (times as differences from ``first``) or 64-bit."""
 
     __slots__ = ("records", "first", "narrow")
-    records: np.ndarray[Any, Any]  # narrow: one structured row per record; else WIDTH int64 rows
+    records: np.ndarray[Any, Any]  # one structured row per record: _NARROW, or _WIDE when a value does not fit
 
-    def __init__(self, columns: np.ndarray[Any, Any]) -> None:
-        """``columns``: WIDTH int64 rows, one per field (the chunk keeps them when they do not fit
-        narrow). By field, not by record: a reduction along the rows of a wide array is several
-        times slower."""
-        times = columns[0]
+    def __init__(self, wide: np.ndarray[Any, Any]) -> None:
+        """``wide``: the records as a _WIDE array (read, never kept: it may be a view of the
+        recorder's buffer). Checked and converted field by field, with no transposed copy: the
+        narrow array is one conversion of the whole."""
+        times = wide["time"]
         self.first = int(times[0])
-        steps = np.diff(times, prepend=times[:1])
-        self.narrow = bool(_LOW[0] <= steps.min() and steps.max() <= _HIGH[0]
-                           and (_LOW[1:] <= columns[1:].min(axis=1)).all()
-                           and (columns[1:].max(axis=1) <= _HIGH[1:]).all())
+        steps = np.empty(len(times), dtype=np.int64)
+        steps[0] = 0
+        np.subtract(times[1:], times[:-1], out=steps[1:])
+        self.narrow = bool(_LOW[0] <= steps.min() and steps.max() <= _HIGH[0]) and all(
+            _LOW[i] <= (column := wide[name]).min() and column.max() <= _HIGH[i]
+            for i, name in enumerate(_FIELDS[1:], 1))
         if self.narrow:
-            self.records = np.empty(len(times), dtype=_NARROW)
+            self.records = wide.astype(_NARROW)
             self.records["time"] = steps
-            for name, values in zip(_FIELDS[1:], columns[1:], strict=True):
-                self.records[name] = values
         else:
-            self.records = columns
+            self.records = wide.copy()
 
     @classmethod
     def of_rows(cls, rows: np.ndarray[Any, Any]) -> _Chunk:
         """A chunk of int64 records, one row each (copied: the chunk keeps no view of them)."""
-        return cls(np.array(rows.T, dtype=np.int64, order="C"))
+        return cls(np.ascontiguousarray(rows, dtype=np.int64).view(_WIDE).reshape(-1))
 
     def __len__(self) -> int:
-        return len(self.records) if self.narrow else self.records.shape[1]
+        return len(self.records)
 
     def rows(self) -> np.ndarray[Any, Any]:
         """The chunk's records as int64 rows of WIDTH values."""
-        return self.records.T.copy() if not self.narrow else np.column_stack([self.column(i) for i in range(WIDTH)])
+        if not self.narrow:
+            return self.records.view(np.int64).reshape(-1, WIDTH).copy()
+        return np.column_stack([self.column(i) for i in range(WIDTH)])
 
     def column(self, index: int) -> np.ndarray[Any, Any]:
+        values = self.records[_FIELDS[index]]
         if not self.narrow:
-            return self.records[index]
-        values = self.records[_FIELDS[index]].astype(np.int64)
+            return values
+        values = values.astype(np.int64)
         return self.first + np.cumsum(values) if index == 0 else values
 
 
@@ -291,7 +295,7 @@ class Recorder:
     def _pack(self) -> None:
         """The buffer becomes one chunk, read whole."""
         if self._buffer:
-            chunk = _Chunk(np.frombuffer(self._buffer, dtype="<i8").reshape(-1, WIDTH).T.copy())
+            chunk = _Chunk(np.frombuffer(self._buffer, dtype=_WIDE))
             self._chunks.append(chunk)
             self._packed += len(chunk)
             self._buffer.clear()

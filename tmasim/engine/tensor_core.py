@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import simpy
 
+from tmasim.engine.event_loop import timeout
 from tmasim.engine.vector_units import VectorUnits  # noqa: F401  (its home before; importers keep working)
 
 
@@ -33,7 +34,7 @@ class TensorCore:
         self._free_at = end + hold
         self.busy_ps += duration
         self.flops += flops
-        return start, self.env.timeout(end + wait - now)
+        return start, timeout(self.env, end + wait - now)
 
     def run_with(self, other: TensorCore, duration: int, flops: float = 0.0,
                  wait: int = 0, hold: int = 0) -> tuple[float, simpy.Timeout]:
