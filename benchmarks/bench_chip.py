@@ -23,36 +23,28 @@ from unittest import mock
 
 import checkout  # noqa: F401  (this checkout's tmasim first on sys.path)
 import simpy
+from simpy import Environment  # the class itself: events_per_step patches the module's name
 
 from tmasim import format as fmt
 from tmasim import names
 from tmasim.engine.chip import Chip
+from tmasim.engine.event_loop import events_made, run_to_end
 from tmasim.scenario import load
 from tmasim.simulation import _sync, plan_scenario, simulate
 from tmasim.summary_rows import traffic
 
 
-class SchedulingEnvironment(simpy.Environment):
-    """Counts the events scheduled (SimPy's own work)."""
-
-    scheduled = 0
-
-    def schedule(self, event, priority=1, delay=0):  # type: ignore[no-untyped-def]
-        self.scheduled += 1
-        super().schedule(event, priority, delay)
-
-
 def events_per_k_step(name: str) -> tuple[float, int, float]:
     """(events per simulated k-step, k-steps simulated, wall seconds) of an aggregated run."""
     scenario = load(name, ["run.records=false"])
-    env = SchedulingEnvironment()
+    env = simpy.Environment()
     plan, _ = plan_scenario(scenario)
     start = time.process_time()
     chip = Chip(env, scenario.gpu, plan, _sync(scenario), None, aggregate=True)
-    env.run()
+    run_to_end(env)
     wall = time.process_time() - start
     steps = sum(cta.program.steps for cta in chip.ctas)
-    return env.scheduled / steps, steps, wall
+    return events_made(env) / steps, steps, wall
 
 
 DRIFT = 'run.drift={start = "1 us", latency_cv = 0.15}'
@@ -68,30 +60,20 @@ def timed(aggregate: bool, repeat: int, *extra: str) -> tuple[float, dict[str, o
     return best, stats
 
 
-class CountingEnvironment(simpy.Environment):
-    """A SimPy environment that counts the events it processes."""
-
-    processed = 0
-
-    def step(self) -> None:
-        self.processed += 1
-        super().step()
-
-
 def events_per_step(aggregate: bool, fast_forward: bool = True) -> tuple[int, int]:
     """(events processed, ring steps of the run) of one run, counted in a separate run so that
     the counting costs the timed runs nothing. Fast-forward: the steps it skips count as run."""
     scenario = load("gemm-h100", [f"run.aggregate={'true' if aggregate else 'false'}", "run.records=false",
                                   f"run.fast_forward={'true' if fast_forward else 'false'}"])
-    made: list[CountingEnvironment] = []
+    made: list[simpy.Environment] = []
 
-    def factory() -> CountingEnvironment:
-        made.append(CountingEnvironment())
+    def factory() -> simpy.Environment:
+        made.append(Environment())
         return made[-1]
 
     with mock.patch("simpy.Environment", factory):
         stats = simulate(scenario).stats
-    return made[0].processed, int(stats["simulated_steps"])
+    return events_made(made[0]), int(stats["simulated_steps"])
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ import checkout  # noqa: F401  (this checkout's tmasim first on sys.path)
 import simpy
 
 from tmasim.engine.chip import Chip
+from tmasim.engine.event_loop import events_made, run_to_end
 from tmasim.errors import ResidencyError
 from tmasim.scenario import load
 from tmasim.simulation import _sync, plan_scenario, simulate
@@ -45,21 +46,13 @@ def k_step_ns(gpu: str, tile: tuple[int, int, int], dtype: str, stages: int, k: 
     return (full["makespan_ps"] - half["makespan_ps"]) / steps / 1000, str(full["binding"])
 
 
-class _Counting(simpy.Environment):
-    scheduled = 0
-
-    def schedule(self, event, priority=1, delay=0):  # type: ignore[no-untyped-def]
-        self.scheduled += 1
-        super().schedule(event, priority, delay)
-
-
 def events_per_k_step(gpu: str, tile: tuple[int, int, int], dtype: str, stages: int, k: int) -> float:
     sc = scenario(gpu, tile, dtype, stages, k)
-    env = _Counting()
+    env = simpy.Environment()
     plan, _ = plan_scenario(sc)
     chip = Chip(env, sc.gpu, plan, _sync(sc), None, aggregate=True)
-    env.run()
-    return env.scheduled / sum(cta.program.steps for cta in chip.ctas)
+    run_to_end(env)
+    return events_made(env) / sum(cta.program.steps for cta in chip.ctas)
 
 
 def main() -> None:

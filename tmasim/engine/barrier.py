@@ -32,7 +32,7 @@ class Mbarrier:
     """One mbarrier object in shared memory, named by its scope (``sm0.cta1.full[2]``)."""
 
     __slots__ = ("env", "name", "arrivals", "wake", "phase", "signed_tx", "flipped_at", "_pending", "_tx", "_current",
-                 "_last", "_on_flip", "_ready_at")
+                 "_last", "_complete", "_on_flip", "_ready_at")
 
     def __init__(self, env: simpy.Environment, name: str, arrivals: int, wake: int = 0,
                  on_flip: FlipHook | None = None, *, signed_tx: bool = False) -> None:
@@ -46,7 +46,11 @@ class Mbarrier:
         self._ready_at: float = 0  # the latest effective arrival time of the phase in progress
         self._pending = arrivals
         self._tx = 0
-        self._current = env.event()
+        # The phase in progress's event is made when someone first waits for it (None until then);
+        # a phase that completed with no event made is `_complete`, an event already processed.
+        self._current: simpy.Event | None = None
+        self._complete = env.event()
+        self._complete._ok, self._complete._value, self._complete.callbacks = True, None, None
         self._last = env.event()  # "the phase before phase 0": complete from the start
         self._last.succeed()
         self._on_flip = on_flip
@@ -69,7 +73,12 @@ class Mbarrier:
         As on hardware, parity is all the barrier knows: if the in-progress phase has another
         parity, the most recent phase of this parity counts as complete.
         """
-        return self._current if (self.phase & 1) == parity else self._last
+        if (self.phase & 1) != parity:
+            return self._last
+        current = self._current
+        if current is None:
+            current = self._current = simpy.Event(self.env)
+        return current
 
     def arrive(self, who: str = "", count: int = 1, phase: int | None = None, delay: int = 0) -> None:
         """Count ``count`` arrivals. ``phase``, when given, is the phase the caller means to
@@ -138,15 +147,18 @@ class Mbarrier:
         self._ready_at = 0
         self.phase += 1
         self._pending = self.arrivals
-        self._current = self.env.event()
+        self._current = None
+        delayed = self.wake or late  # waiters run later: the phase's event is needed until then
+        if done is None:  # no one waited for this phase
+            done = simpy.Event(self.env) if delayed else self._complete
         self._last = done
         if self._on_flip is not None:
             self._on_flip(self, self.phase - 1)
-        if self.wake or late:
+        if delayed:
             self.env.timeout(self.wake + late).callbacks.append(lambda _: _succeed(done))
         elif done.callbacks:
             done.succeed()
-        else:  # no one waits: the phase is complete at once (a later wait returns at once), no event
+        elif done is not self._complete:  # made, but no one waits now: complete at once, no event
             done._ok, done._value, done.callbacks = True, None, None
 
     def describe_wait(self, parity: int) -> str:

@@ -44,3 +44,10 @@ def timeout(env: simpy.Environment, delay: float) -> Timeout:
     event.env, event.callbacks, event._value, event._delay, event._ok = env, [], None, delay, True
     heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), event))  # as env.schedule
     return event
+
+
+def events_made(env: simpy.Environment) -> int:
+    """The events scheduled so far (all of them processed, once a run is over): SimPy numbers
+    each as it schedules it, and :func:`timeout` takes its numbers from the same counter. Takes
+    a number itself: call it once, after the run."""
+    return next(env._eid)

@@ -467,7 +467,7 @@ class FastForward:
         unused = cta.ring.full if cta.leader is not None else ()  # a follower's bytes land on its leader's
         barriers = tuple((b.phase - (0 if ring is unused else base // stages), b._pending, b._tx,
                           max(b._ready_at - now, 0), b._last._value is PENDING,
-                          describe.callbacks(b._current.callbacks))
+                          describe.callbacks(b._current.callbacks if b._current is not None else []))
                          for ring in (cta.ring.full, cta.ring.empty) for b in ring)
         released = tuple(t - now for t in cta._released_at) if cta.leader is None else ()
         exit_waiters = describe.callbacks(cta.finished.callbacks)
