@@ -32,6 +32,7 @@ kept period's records are replayed, moved in time and steps: engine/record_shift
 
 from __future__ import annotations
 
+import gc
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -46,8 +47,8 @@ from tmasim.engine.fast_forward_state import (
     Opaque,
     engine_state,
     fabric_state,
+    queue_state,
     rebase,
-    step_of,
 )
 from tmasim.engine.fast_forward_turns import awaited_unit, turn_wait_state
 from tmasim.engine.program import TimedProgram
@@ -110,6 +111,8 @@ class FastForward:
         self.jumps = 0
         self.opaque = ""
         self._fixed: tuple[int, dict[int, Any]] | None = None  # (version, names)
+        self._frames: dict[int, dict[str, Any]] = {}  # consumers' frames' locals read at this cut (_lows)
+        self._roles: dict[int, tuple[str, ...]] = {}  # a CTA's processes' roles, by their number
         self.repeats = False  # whether the reference CTA ever had a run of identical steps
         # Periods seen, jumped over again wherever their state recurs (fast_forward_periods.py)
         self.periods = Periods() if self.skip and not self.units_matter else None
@@ -180,6 +183,21 @@ class FastForward:
         if run[1] - run[0] < 2 * self.stages:
             return
         self.repeats = True
+        # Describing the chip allocates tens of thousands of tuples at once: Python's collector
+        # would run about fifty times over them (and a full collection every other cut). It runs
+        # once after the cut instead; values are unchanged.
+        collecting = gc.isenabled()
+        if collecting:
+            gc.disable()
+        try:
+            self._describe_cut()
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _describe_cut(self) -> None:
+        """Describe the state at this cut (where a jump may start or end): jump at once over a
+        known period, or over the periods since an earlier cut in the same state."""
         low = self._lows()
         if not self._may_jump(low):
             return
@@ -249,10 +267,35 @@ class FastForward:
 
     def _lows(self) -> list[int]:
         """Each CTA's lowest step a process stands on (a 2-SM follower's consumers run no steps;
-        a ping-pong warpgroup awaiting its turn holds none)."""
-        return [min([c.issued, *(step_of(p) for p in c.processes[1:]
-                                 if p.is_alive and c.leader is None and awaited_unit(p) is None)])
-                for c in self.ctas]
+        a ping-pong warpgroup awaiting its turn holds none). A consumer waiting on its full
+        barrier says its step in ``Cta._waiting``; the others' frames' locals are kept for
+        :meth:`_cta_state` at this cut (reading a frame's locals copies all of them)."""
+        frames = self._frames = {}
+        lows = []
+        for c in self.ctas:
+            low = c.issued
+            if c.leader is None:
+                waiting, processes = c._waiting, c.processes
+                for role, p in zip(self._roles_of(len(processes))[1:], processes[1:], strict=True):
+                    if not p.is_alive or awaited_unit(p) is not None:
+                        continue
+                    wait = waiting.get(role)
+                    if wait is not None and len(wait) == 4:
+                        i = wait[3]
+                    else:
+                        local = frames[id(p)] = p._generator.gi_frame.f_locals  # type: ignore[attr-defined]
+                        i = local.get("i", 0)
+                    if i < low:
+                        low = i
+            lows.append(low)
+        return lows
+
+    def _roles_of(self, processes: int) -> tuple[str, ...]:
+        """The roles of a CTA's processes: its producer, then each consumer warpgroup."""
+        roles = self._roles.get(processes)
+        if roles is None:
+            roles = self._roles[processes] = ("producer", *(f"consumer{w}" for w in range(processes - 1)))
+        return roles
 
     def _ints(self) -> list[Any]:
         values: list[Any] = [getattr(c, a) for c in self.ctas for a in CTA_COUNTERS]
@@ -397,12 +440,15 @@ class FastForward:
         bases = {c.index: c.issued for c in self.ctas} if self.records is not None else None
         describe = Describer(names, events, now, bases)
         parts: list[Any] = [len(self.ctas)]
-        parts += [self._cta_state(c, now, describe) for c in self.ctas]
+        try:
+            parts += [self._cta_state(c, now, describe) for c in self.ctas]
+        finally:
+            self._frames = {}  # read at this cut only
         parts += [engine_state(e, now, describe) for e in self.engines]
         parts += [max(t._free_at - now, 0) for t in self.cores]
         if self.fabric is not None:
             parts.append(fabric_state(self.fabric, now, describe))
-        parts += [(t - now, prio, describe.event(ev)) for t, prio, _, ev in queue]
+        parts += queue_state(queue, now, describe)
         return tuple(parts)
 
     def _names(self) -> dict[int, Any]:
@@ -443,9 +489,9 @@ class FastForward:
             raise Opaque("unchecked reads are not described")
         base = cta.issued
         stages = self.stages
+        frames = self._frames
         procs: list[tuple[Any, ...] | None] = []
-        roles = ("producer", *(f"consumer{w}" for w in range(len(cta.processes) - 1)))
-        for role, proc in zip(roles, cta.processes, strict=True):
+        for role, proc in zip(self._roles_of(len(cta.processes)), cta.processes, strict=True):
             if not proc.is_alive:
                 procs.append(None)
                 continue
@@ -457,12 +503,19 @@ class FastForward:
             if unit is not None:
                 procs.append(turn_wait_state(proc, unit, target))
                 continue
-            frame = proc._generator.gi_frame  # type: ignore[attr-defined]
-            local = frame.f_locals
-            inner = proc._generator.gi_yieldfrom  # type: ignore[attr-defined]
-            waited = local["t0"] - now if role in cta._waiting else None
-            began = local["start"] - now if describe.bases is not None and "start" in local else None
-            procs.append((frame.f_lineno, local.get("i", -1) - base, waited, target,
+            gen = proc._generator  # type: ignore[attr-defined]
+            inner = gen.gi_yieldfrom
+            wait = cta._waiting.get(role)
+            if wait is not None and len(wait) == 4 and describe.bases is None:  # (barrier, parity, t0, i)
+                step, waited, began = wait[3], wait[2] - now, None
+            else:  # the frame's locals (read once a cut: _lows keeps them)
+                local = frames.get(id(proc))
+                if local is None:
+                    local = gen.gi_frame.f_locals
+                step = local.get("i", -1)
+                waited = local["t0"] - now if wait is not None else None
+                began = local["start"] - now if describe.bases is not None and "start" in local else None
+            procs.append((gen.gi_frame.f_lineno, step - base, waited, target,
                           None if inner is None or inner.gi_frame is None else inner.gi_frame.f_lineno, began))
         unused = cta.ring.full if cta.leader is not None else ()  # a follower's bytes land on its leader's
         barriers = tuple((b.phase - (0 if ring is unused else base // stages), b._pending, b._tx,
