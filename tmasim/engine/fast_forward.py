@@ -37,10 +37,10 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import simpy
-from simpy.events import PENDING
 
 from tmasim.engine.exact_sum import DISTINCT, ExactSum
-from tmasim.engine.fast_forward_pairs import follower_consumer_state, leader_state, unit_names
+from tmasim.engine.fast_forward_cta import CtaStates
+from tmasim.engine.fast_forward_pairs import unit_names
 from tmasim.engine.fast_forward_periods import Period, Periods
 from tmasim.engine.fast_forward_state import (
     Describer,
@@ -50,7 +50,6 @@ from tmasim.engine.fast_forward_state import (
     queue_state,
     rebase,
 )
-from tmasim.engine.fast_forward_turns import awaited_unit, turn_wait_state
 from tmasim.engine.program import TimedProgram
 from tmasim.engine.record_shift import Mark, RecordShift
 
@@ -111,8 +110,7 @@ class FastForward:
         self.jumps = 0
         self.opaque = ""
         self._fixed: tuple[int, dict[int, Any]] | None = None  # (version, names)
-        self._frames: dict[int, dict[str, Any]] = {}  # consumers' frames' locals read at this cut (_lows)
-        self._roles: dict[int, tuple[str, ...]] = {}  # a CTA's processes' roles, by their number
+        self.cta_states = CtaStates(env, stages)  # each CTA's part of a cut's state
         self.repeats = False  # whether the reference CTA ever had a run of identical steps
         # Periods seen, jumped over again wherever their state recurs (fast_forward_periods.py)
         self.periods = Periods() if self.skip and not self.units_matter else None
@@ -266,36 +264,8 @@ class FastForward:
         return _Cut(self.env.now, base, low, self._ints(), sums, records)  # type: ignore[arg-type]
 
     def _lows(self) -> list[int]:
-        """Each CTA's lowest step a process stands on (a 2-SM follower's consumers run no steps;
-        a ping-pong warpgroup awaiting its turn holds none). A consumer waiting on its full
-        barrier says its step in ``Cta._waiting``; the others' frames' locals are kept for
-        :meth:`_cta_state` at this cut (reading a frame's locals copies all of them)."""
-        frames = self._frames = {}
-        lows = []
-        for c in self.ctas:
-            low = c.issued
-            if c.leader is None:
-                waiting, processes = c._waiting, c.processes
-                for role, p in zip(self._roles_of(len(processes))[1:], processes[1:], strict=True):
-                    if not p.is_alive or awaited_unit(p) is not None:
-                        continue
-                    wait = waiting.get(role)
-                    if wait is not None and len(wait) == 4:
-                        i = wait[3]
-                    else:
-                        local = frames[id(p)] = p._generator.gi_frame.f_locals  # type: ignore[attr-defined]
-                        i = local.get("i", 0)
-                    if i < low:
-                        low = i
-            lows.append(low)
-        return lows
-
-    def _roles_of(self, processes: int) -> tuple[str, ...]:
-        """The roles of a CTA's processes: its producer, then each consumer warpgroup."""
-        roles = self._roles.get(processes)
-        if roles is None:
-            roles = self._roles[processes] = ("producer", *(f"consumer{w}" for w in range(processes - 1)))
-        return roles
+        """Each CTA's lowest step a process stands on (engine/fast_forward_cta.py)."""
+        return self.cta_states.lows(self.ctas)
 
     def _ints(self) -> list[Any]:
         values: list[Any] = [getattr(c, a) for c in self.ctas for a in CTA_COUNTERS]
@@ -441,9 +411,9 @@ class FastForward:
         describe = Describer(names, events, now, bases)
         parts: list[Any] = [len(self.ctas)]
         try:
-            parts += [self._cta_state(c, now, describe) for c in self.ctas]
+            parts += [self.cta_states.state(c, now, describe) for c in self.ctas]
         finally:
-            self._frames = {}  # read at this cut only
+            self.cta_states.done()  # the frames' locals read are this cut's only
         parts += [engine_state(e, now, describe) for e in self.engines]
         parts += [max(t._free_at - now, 0) for t in self.cores]
         if self.fabric is not None:
@@ -481,52 +451,3 @@ class FastForward:
                     names[id(barrier._current)] = (kind, n, s, "current")
                     names[id(barrier._last)] = (kind, n, s, "last")
         return names
-
-    def _cta_state(self, cta: Cta, now: int, describe: Describer) -> tuple[Any, ...]:
-        if cta.done:
-            return ("done",)
-        if cta._reads:
-            raise Opaque("unchecked reads are not described")
-        base = cta.issued
-        stages = self.stages
-        frames = self._frames
-        procs: list[tuple[Any, ...] | None] = []
-        for role, proc in zip(self._roles_of(len(cta.processes)), cta.processes, strict=True):
-            if not proc.is_alive:
-                procs.append(None)
-                continue
-            if cta.leader is not None and role != "producer":
-                procs.append(follower_consumer_state(cta, role, proc, describe, self.env.active_process))
-                continue
-            target = None if proc is self.env.active_process else describe.target(proc._target)
-            unit = awaited_unit(proc) if role != "producer" else None
-            if unit is not None:
-                procs.append(turn_wait_state(proc, unit, target))
-                continue
-            gen = proc._generator  # type: ignore[attr-defined]
-            inner = gen.gi_yieldfrom
-            wait = cta._waiting.get(role)
-            if wait is not None and len(wait) == 4 and describe.bases is None:  # (barrier, parity, t0, i)
-                step, waited, began = wait[3], wait[2] - now, None
-            else:  # the frame's locals (read once a cut: _lows keeps them)
-                local = frames.get(id(proc))
-                if local is None:
-                    local = gen.gi_frame.f_locals
-                step = local.get("i", -1)
-                waited = local["t0"] - now if wait is not None else None
-                began = local["start"] - now if describe.bases is not None and "start" in local else None
-            procs.append((gen.gi_frame.f_lineno, step - base, waited, target,
-                          None if inner is None or inner.gi_frame is None else inner.gi_frame.f_lineno, began))
-        unused = cta.ring.full if cta.leader is not None else ()  # a follower's bytes land on its leader's
-        barriers = tuple((b.phase - (0 if ring is unused else base // stages), b._pending, b._tx,
-                          max(b._ready_at - now, 0), b._last._value is PENDING,
-                          describe.callbacks(b._current.callbacks if b._current is not None else []))
-                         for ring in (cta.ring.full, cta.ring.empty) for b in ring)
-        released = tuple(t - now for t in cta._released_at) if cta.leader is None else ()
-        exit_waiters = describe.callbacks(cta.finished.callbacks)
-        # when each fill still in flight was issued (records only; a follower's fills are its leader's)
-        issued = () if describe.bases is None or cta.leader is not None else tuple(
-            t - now for s, t in enumerate(cta._issued_at) if cta.ring.full[s].phase * stages + s < base)
-        return (tuple(procs), barriers, released, cta._consumers_left, cta._stores_left, cta._turn,
-                cta.finished_at is not None, exit_waiters, tuple(sorted(cta._waiting)), issued,
-                leader_state(cta, describe))
