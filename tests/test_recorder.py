@@ -92,8 +92,8 @@ def test_a_full_barriers_hook_records_the_slots_fill_and_the_flip():
     recorder = Recorder()
     issued, filled = [1_000, 2_000], [64, 128]
     hook = recorder.fill_hook(0, 3, 1, 2, recorder.name("sm0.cta3.full[1]"), issued, filled)
-    hook(SimpleNamespace(flipped_at=7_500), 4)
-    hook(SimpleNamespace(flipped_at=9_000.9), 5)  # a float time: cut to its integer part, as fill() does
+    hook(SimpleNamespace(flipped_at=7_500, landing=None), 4)
+    hook(SimpleNamespace(flipped_at=9_000.9, landing=None), 5)  # a float time: cut to its integer part, as fill() does
     spans, events = recorder.span_columns(), recorder.event_columns()
     assert spans["start_ps"].tolist() == [2_000, 2_000] and spans["end_ps"].tolist() == [7_500, 9_000]
     assert (spans["lane"].tolist(), spans["kind"].tolist()) == (["slot", "slot"], ["fill", "fill"])
@@ -103,3 +103,25 @@ def test_a_full_barriers_hook_records_the_slots_fill_and_the_flip():
     same = Recorder()
     same.fill(2_000, 7_500, 0, 3, 9, 1, 128, 4, same.name("sm0.cta3.full[1]"))
     assert recorder.rows(0, 1).tolist() == same.rows(0, 1).tolist()
+
+
+def test_a_copy_that_completes_the_phase_is_packed_with_the_fill_as_the_two_records_would_be():
+    """A copy engine leaves a landing copy's record values on the barrier; the flip hook packs
+    that copy's record and the fill's at once, the same two rows as copy() then fill(), and
+    clears the barrier's ``landing``; a float time takes the slow path for both."""
+    recorder = Recorder()
+    full, engine = recorder.name("sm0.cta3.full[1]"), recorder.name("sm0.tma")
+    hook = recorder.fill_hook(0, 3, 1, 2, full, [1_000, 2_000], [64, 128])
+    barrier = SimpleNamespace(flipped_at=7_500, landing=(4_000, 7_500, 0, 3, 9, 1, 128, engine))
+    hook(barrier, 4)
+    assert barrier.landing is None
+    barrier = SimpleNamespace(flipped_at=9_000, landing=(5_000.5, 9_000.7, 1, 2, 11, 1, 96, engine))
+    hook(barrier, 5)
+    same = Recorder()
+    assert same.name("sm0.cta3.full[1]") == full and same.name("sm0.tma") == engine
+    same.copy(4_000, 7_500, 0, 3, 9, 1, 128, engine)
+    same.fill(2_000, 7_500, 0, 3, 9, 1, 128, 4, full)
+    same.copy(5_000, 9_000, 1, 2, 11, 1, 96, engine)
+    same.fill(2_000, 9_000, 0, 3, 11, 1, 128, 5, full)
+    assert recorder.rows(0, 4).tolist() == same.rows(0, 4).tolist()
+    assert recorder.span_columns()["kind"].tolist() == ["transfer", "fill"] * 2

@@ -32,7 +32,7 @@ class Mbarrier:
     """One mbarrier object in shared memory, named by its scope (``sm0.cta1.full[2]``)."""
 
     __slots__ = ("env", "name", "arrivals", "wake", "phase", "signed_tx", "flipped_at", "_pending", "_tx", "_current",
-                 "_last", "_complete", "_on_flip", "_ready_at")
+                 "_last", "_complete", "_on_flip", "_ready_at", "landing", "landing_recorded")
 
     def __init__(self, env: simpy.Environment, name: str, arrivals: int, wake: int = 0,
                  on_flip: FlipHook | None = None, *, signed_tx: bool = False) -> None:
@@ -54,10 +54,16 @@ class Mbarrier:
         self._last = env.event()  # "the phase before phase 0": complete from the start
         self._last.succeed()
         self._on_flip = on_flip
+        # With records: a copy landing on this barrier leaves its record's values here for the flip
+        # hook, when the hook records a completing copy with the fill (``landing_recorded``).
+        self.landing: tuple[float, ...] | None = None
+        self.landing_recorded = False
 
-    def watch(self, on_flip: FlipHook | None) -> None:
-        """Call ``on_flip(barrier, completed phase)`` at each flip from now on."""
+    def watch(self, on_flip: FlipHook | None, *, records_landing: bool = False) -> None:
+        """Call ``on_flip(barrier, completed phase)`` at each flip from now on. ``records_landing``:
+        the hook records the copy whose landing completed the phase (left in ``landing``)."""
         self._on_flip = on_flip
+        self.landing_recorded = records_landing
 
     @property
     def pending_arrivals(self) -> int:

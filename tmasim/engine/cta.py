@@ -111,7 +111,7 @@ class Cta:
         if recorder is not None and sync.waits_full:  # a full barrier's flip: its fill record, one call
             for slot, barrier in enumerate(self.ring.full):
                 barrier.watch(recorder.fill_hook(sm, index, slot, sync.stages, self._names[slot],
-                                                 self._issued_at, self._filled))
+                                                 self._issued_at, self._filled), records_landing=True)
         self.leader: Cta | None = None  # 2-SM MMA follower: the CTA whose MMA reads our half
         self.follower: Cta | None = None  # 2-SM MMA leader: the CTA holding the other half
         self._unit_done: list[simpy.Event] = []

@@ -62,6 +62,7 @@ CHUNK = 1 << 14  # records per packed chunk
 #               copy it then made (b later, value = phase -1, name = the copy engine)
 WIDTH = 10
 _PACK = struct.Struct(f"<{WIDTH}q").pack  # a record as the buffer keeps it: WIDTH 64-bit integers
+_PACK_TWO = struct.Struct(f"<{2 * WIDTH}q").pack  # two records at once
 _RECORD_BYTES = WIDTH * 8
 _FIELDS = ("time", "a", "b", "sm", "cta", "form", "tile", "stage", "value", "name")
 _NARROW = np.dtype([("time", "<i4"), ("a", "<u4"), ("b", "<i4"), ("sm", "<i2"), ("cta", "<i2"), ("form", "<u2"),
@@ -226,18 +227,32 @@ class Recorder:
         """The flip hook of a CTA ring's full barrier ``slot`` (``name``: its code): as :meth:`fill`,
         the slot's fill span, from ``issued[slot]`` (the producer's arrival) to now with
         ``filled[slot]`` bytes, and the flip. The hook packs the record itself, so that the engine's
-        most frequent record costs one call."""
+        most frequent record costs one call. Where the flip is a copy's landing, the copy engine
+        leaves that copy's values in the barrier's ``landing`` (as :meth:`copy` takes them): its
+        record and the fill's are packed at once, in the order they were made."""
         buffer, limit, pack = self._buffer, self._limit, self._pack
 
         def on_flip(barrier: Any, phase: int) -> None:
             nonlocal buffer  # the same bytearray, extended in place
             end = barrier.flipped_at  # now: no arrival on a full barrier takes effect later
-            try:
-                buffer += _PACK(end, end - issued[slot], phase, sm, cta, FILL, phase * stages + slot, slot,
-                                filled[slot], name)
-            except struct.error:
-                buffer += _pack_slowly(end, end - issued[slot], phase, sm, cta, FILL, phase * stages + slot, slot,
-                                       filled[slot], name)
+            landing = barrier.landing
+            if landing is None:
+                fill = (end, end - issued[slot], phase, sm, cta, FILL, phase * stages + slot, slot, filled[slot], name)
+                try:
+                    buffer += _PACK(*fill)
+                except struct.error:
+                    buffer += _pack_slowly(*fill)
+            else:
+                barrier.landing = None
+                start, landed, copy_sm, copy_cta, tile, stage, nbytes, engine = landing
+                try:
+                    buffer += _PACK_TWO(landed, landed - start, 0, copy_sm, copy_cta, COPY, tile, stage, nbytes, engine,
+                                        end, end - issued[slot], phase, sm, cta, FILL, phase * stages + slot, slot,
+                                        filled[slot], name)
+                except struct.error:
+                    buffer += _pack_slowly(landed, landed - start, 0, copy_sm, copy_cta, COPY, tile, stage, nbytes,
+                                           engine, end, end - issued[slot], phase, sm, cta, FILL,
+                                           phase * stages + slot, slot, filled[slot], name)
             if len(buffer) >= limit:
                 pack()
 
@@ -417,10 +432,10 @@ class Recorder:
 
 
 def _pack_slowly(*values: float) -> bytes:
-    """A record whose numbers are not all 64-bit integers (the slow path): a float is cut to its
-    integer part, as numpy's conversion did; beyond 64 bits is an error."""
+    """Records (WIDTH values each) whose numbers are not all 64-bit integers (the slow path): a
+    float is cut to its integer part, as numpy's conversion did; beyond 64 bits is an error."""
     try:
-        return _PACK(*map(int, values))
+        return struct.pack(f"<{len(values)}q", *map(int, values))
     except struct.error:
         raise TmasimError("run.records: a time or count beyond 64 bits cannot be recorded; "
                           "set run.records=false") from None
