@@ -44,6 +44,7 @@ from typing import Any
 
 import simpy
 
+from tmasim.engine.event_loop import timeout
 from tmasim.engine.flows import Flow, FlowClass, Link, LinkStats, RateGroup, Route, filling
 from tmasim.engine.own_bound_order import OwnBoundOrder
 from tmasim.engine.own_groups import OwnGroups
@@ -300,7 +301,7 @@ class Fabric:
     def _request_settle(self) -> None:
         if not self._settle_pending:
             self._settle_pending = True
-            self.env.timeout(0).callbacks.append(self._settle)
+            timeout(self.env, 0).callbacks.append(self._settle)
 
     def _settle(self, _event: simpy.Event) -> None:
         self._advance()
@@ -324,7 +325,7 @@ class Fabric:
         if best is None:
             self._timer = None
             return
-        self._timer = timer = self.env.timeout(best)
+        self._timer = timer = timeout(self.env, best)
         timer.callbacks.append(self._on_timer)
 
     # ---- rates ------------------------------------------------------------------------------
