@@ -77,6 +77,36 @@ def test_identical_steps_agree_with_the_runs_they_lie_in():
     assert program.identical(7, 7) and program.identical(7, 11, False) and not program.identical(7, 11, True)
 
 
+def test_runs_of_identical_steps_and_their_ends():
+    """``run_of`` (the same segment, no epilogue; by unit: the same unit, not its last step)
+    against the rule written step by step, and ``run_end`` (what a jump's bound reads) is its end."""
+    copy = Copy(1024, 1024, 0.0, 100)
+    main, edge = Segment(5, (copy,), 10, 1.0), Segment(2, (copy, copy), 10, 1.0)
+    program = UnitProgram([Unit(0, (main, edge), Epilogue(7, None)), Unit(1, (main,), None),
+                           Unit(2, (main,), Epilogue(3, None)), Unit(3, (edge,), None)])
+    ends = {6, 11, 16, 18}  # each unit's last step; 6 and 16 have an epilogue
+
+    def plain(y: int, step: int, units_matter: bool) -> bool:
+        same = program.step_kind(y) is program.step_kind(step)
+        if units_matter:
+            return same and program.unit_of(y) == program.unit_of(step) and y not in ends
+        return same and program.epilogue(y) is None
+
+    for units_matter in (True, False):
+        for step in range(program.steps):
+            first, end = step, step + 1
+            if plain(step, step, units_matter):
+                while end < program.steps and plain(end, step, units_matter):
+                    end += 1
+                while first > 0 and plain(first - 1, step, units_matter):
+                    first -= 1
+            assert program.run_of(step, units_matter) == (first, end), (step, units_matter)
+            assert program.run_end(step, units_matter) == end, (step, units_matter)
+    assert program.run_of(7, False) == (7, 16) and program.run_of(7, True) == (7, 11)
+    assert program.run_of(0, True) == (0, 5) and program.run_of(6, False) == (6, 7)
+    assert program.run_end(17, False) == 19 and program.run_end(17, True) == 18  # 18: the last unit's last step
+
+
 def test_a_repeat_whose_first_cut_cannot_jump_is_taken_from_the_later_one(monkeypatch):
     """gemm-h100 in row raster: after each unit boundary the state repeats first between a cut
     whose CTAs are not all on the unit's steps yet and a later one; the later cut is kept, and

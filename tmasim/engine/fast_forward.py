@@ -327,11 +327,12 @@ class FastForward:
         k = math.inf
         for cta, p, low, base in zip(self.ctas, moves, i.low, j.base, strict=True):
             if p:
-                first, end = cta.program.run_of(low, self.units_matter)  # type: ignore[attr-defined]
+                # (the run of identical steps from ``low`` on; it starts at ``low`` or before)
+                end = cta.program.run_end(low, self.units_matter)  # type: ignore[attr-defined]
                 # A producer waiting at ``base`` is inside that step's loop body: after the jump it
                 # stands for step base + k·p, which must exist.
                 end = min(end, cta.program.steps - 1)
-                k = min(k, (end - base) // p if first <= low and base <= end else 0)
+                k = min(k, (end - base) // p if base <= end else 0)
         if not k or k == math.inf:
             return False
         k = int(k)

@@ -74,9 +74,9 @@ class Periods:
             if not p:
                 continue
             program: Any = cta.program
-            first, end = program.run_of(lo, False)
+            end = program.run_end(lo, False)  # the run of identical steps from ``lo`` on (it starts at or before)
             end = min(end, program.steps - 1)  # a producer at ``b`` stands for step b + k·p after the jump
-            if not (first <= lo and b <= end) or program.step_kind(lo) != kind:
+            if b > end or program.step_kind(lo) != kind:
                 return None
             k = min(k, (end - b) // p)
         if not k or k == math.inf:

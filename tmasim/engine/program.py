@@ -167,10 +167,13 @@ class TimedProgram:
             return 0, self.steps
         return step, step + 1
 
+    def run_end(self, step: int, units_matter: bool = True) -> int:
+        """Where the run of identical steps around ``step`` ends (exclusive): ``run_of(step)[1]``."""
+        return self.run_of(step)[1]
+
     def drop_steps(self, start: int, count: int, units_matter: bool = True) -> None:
         """Remove ``count`` steps from ``start`` on, all within one run of identical steps."""
-        first, end = self.run_of(start)
-        if not (first <= start and start + count <= end):
+        if start + count > self.run_end(start):
             raise ValueError(f"steps {start}..{start + count - 1} are not all identical")
         for name in ("load", "compute_ps", "latency"):
             seq = getattr(self, name)
@@ -302,11 +305,25 @@ class UnitProgram:
             first -= 1
         return first, end
 
+    def run_end(self, step: int, units_matter: bool = True) -> int:
+        """Where the run of identical steps around ``step`` ends (exclusive): ``run_of(step)[1]``
+        without the walk back to its first step (which is never after ``step``)."""
+        seg_of, unit_of, last, steps = self._segment_of_step, self._unit_of_step, self._last_step, self.steps
+        segment, unit = seg_of[step], unit_of[step]
+        end = step + 1
+        if units_matter:
+            if step not in last:
+                while end < steps and seg_of[end] is segment and unit_of[end] == unit and end not in last:
+                    end += 1
+        elif last.get(step) is None:
+            while end < steps and seg_of[end] is segment and last.get(end) is None:
+                end += 1
+        return end
+
     def drop_steps(self, start: int, count: int, units_matter: bool = True) -> None:
         """Remove ``count`` steps from ``start`` on, all within one run of identical steps
         (fast-forward skips them, engine/fast_forward.py)."""
-        first, end = self.run_of(start, units_matter)
-        if not (first <= start and start + count <= end):
+        if start + count > self.run_end(start, units_matter):
             raise ValueError(f"steps {start}..{start + count - 1} are not all identical")
         stop = start + count
         del self._segment_of_step[start:stop]
