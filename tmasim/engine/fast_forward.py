@@ -45,6 +45,7 @@ from tmasim.engine.fast_forward_periods import Period, Periods
 from tmasim.engine.fast_forward_state import (
     Describer,
     Opaque,
+    State,
     engine_state,
     fabric_state,
     queue_state,
@@ -109,7 +110,7 @@ class FastForward:
         self.skipped_steps = 0
         self.jumps = 0
         self.opaque = ""
-        self._fixed: tuple[int, dict[int, Any]] | None = None  # (version, names)
+        self._fixed: tuple[int, dict[int, Any], list[Any]] | None = None  # (version, names, changing)
         self.cta_states = CtaStates(env, stages)  # each CTA's part of a cut's state
         self.repeats = False  # whether the reference CTA ever had a run of identical steps
         # Periods seen, jumped over again wherever their state recurs (fast_forward_periods.py)
@@ -420,7 +421,7 @@ class FastForward:
         if self.fabric is not None:
             parts.append(fabric_state(self.fabric, now, describe))
         parts += queue_state(queue, now, describe)
-        return tuple(parts)
+        return State(parts)
 
     def _names(self) -> dict[int, Any]:
         """Names of the objects a state refers to: fixed ones (kept while the CTAs are the
@@ -443,12 +444,16 @@ class FastForward:
                 names[id(engine)] = ("engine", n)
             if self.fabric is not None:
                 names[id(self.fabric)] = ("fabric",)
-            self._fixed = (self._version, names)
+            # the events that change from cut to cut, with their names (made once)
+            changing = [(cta, ("turn", n), tuple((barrier, (kind, n, s, "current"), (kind, n, s, "last"))
+                                                 for kind, ring in (("full", cta.ring.full), ("empty", cta.ring.empty))
+                                                 for s, barrier in enumerate(ring)))
+                        for n, cta in enumerate(self.ctas)]
+            self._fixed = (self._version, names, changing)
         names = dict(self._fixed[1])
-        for n, cta in enumerate(self.ctas):
-            names[id(cta._turn_changed)] = ("turn", n)
-            for kind, ring in (("full", cta.ring.full), ("empty", cta.ring.empty)):
-                for s, barrier in enumerate(ring):
-                    names[id(barrier._current)] = (kind, n, s, "current")
-                    names[id(barrier._last)] = (kind, n, s, "last")
+        for cta, turn, barriers in self._fixed[2]:
+            names[id(cta._turn_changed)] = turn
+            for barrier, current, last in barriers:
+                names[id(barrier._current)] = current
+                names[id(barrier._last)] = last
         return names

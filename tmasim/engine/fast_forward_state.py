@@ -30,9 +30,18 @@ class Opaque(Exception):
     """A part of the state this module cannot describe: the run is not skipped from here."""
 
 
-def step_of(proc: Process) -> int:
-    gen: Any = proc._generator
-    return int(gen.gi_frame.f_locals.get("i", 0))
+class State(tuple):  # type: ignore[type-arg]
+    """A cut's state: a tuple whose hash is computed once (a state is looked up among the known
+    periods and the earlier cuts, and kept: each hash would walk all of it again)."""
+
+    _hash: int
+
+    def __hash__(self) -> int:
+        try:
+            return self._hash
+        except AttributeError:
+            self._hash = value = tuple.__hash__(self)
+            return value
 
 
 def engine_state(engine: Any, now: int, describe: Describer) -> tuple[Any, ...]:
