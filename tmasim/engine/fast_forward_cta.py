@@ -118,9 +118,12 @@ class CtaStates:
             if unit is not None:
                 procs.append(turn_wait_state(proc, unit, target))
                 continue
-            gen = proc._generator  # type: ignore[attr-defined]
+            gen: Any = proc._generator
             inner = gen.gi_yieldfrom
             wait = cta._waiting.get(role)
+            step: int
+            waited: Any
+            began: Any
             if wait is not None and len(wait) == 4 and not records:  # (barrier, parity, t0, i)
                 step, waited, began = wait[3], wait[2] - now, None
             else:

@@ -30,7 +30,7 @@ class Opaque(Exception):
     """A part of the state this module cannot describe: the run is not skipped from here."""
 
 
-class State(tuple):  # type: ignore[type-arg]
+class State(tuple):
     """A cut's state: a tuple whose hash is computed once (a state is looked up among the known
     periods and the earlier cuts, and kept: each hash would walk all of it again)."""
 
