@@ -32,24 +32,24 @@ kept period's records are replayed, moved in time and steps: engine/record_shift
 
 from __future__ import annotations
 
+import gc
 import math
 from typing import TYPE_CHECKING, Any
 
 import simpy
-from simpy.events import PENDING
 
 from tmasim.engine.exact_sum import DISTINCT, ExactSum
-from tmasim.engine.fast_forward_pairs import follower_consumer_state, leader_state, unit_names
+from tmasim.engine.fast_forward_cta import CtaStates
+from tmasim.engine.fast_forward_pairs import unit_names
 from tmasim.engine.fast_forward_periods import Period, Periods
 from tmasim.engine.fast_forward_state import (
     Describer,
     Opaque,
     engine_state,
     fabric_state,
+    queue_state,
     rebase,
-    step_of,
 )
-from tmasim.engine.fast_forward_turns import awaited_unit, turn_wait_state
 from tmasim.engine.program import TimedProgram
 from tmasim.engine.record_shift import Mark, RecordShift
 
@@ -110,6 +110,7 @@ class FastForward:
         self.jumps = 0
         self.opaque = ""
         self._fixed: tuple[int, dict[int, Any]] | None = None  # (version, names)
+        self.cta_states = CtaStates(env, stages)  # each CTA's part of a cut's state
         self.repeats = False  # whether the reference CTA ever had a run of identical steps
         # Periods seen, jumped over again wherever their state recurs (fast_forward_periods.py)
         self.periods = Periods() if self.skip and not self.units_matter else None
@@ -180,6 +181,21 @@ class FastForward:
         if run[1] - run[0] < 2 * self.stages:
             return
         self.repeats = True
+        # Describing the chip allocates tens of thousands of tuples at once: Python's collector
+        # would run about fifty times over them (and a full collection every other cut). It runs
+        # once after the cut instead; values are unchanged.
+        collecting = gc.isenabled()
+        if collecting:
+            gc.disable()
+        try:
+            self._describe_cut()
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _describe_cut(self) -> None:
+        """Describe the state at this cut (where a jump may start or end): jump at once over a
+        known period, or over the periods since an earlier cut in the same state."""
         low = self._lows()
         if not self._may_jump(low):
             return
@@ -248,11 +264,8 @@ class FastForward:
         return _Cut(self.env.now, base, low, self._ints(), sums, records)  # type: ignore[arg-type]
 
     def _lows(self) -> list[int]:
-        """Each CTA's lowest step a process stands on (a 2-SM follower's consumers run no steps;
-        a ping-pong warpgroup awaiting its turn holds none)."""
-        return [min([c.issued, *(step_of(p) for p in c.processes[1:]
-                                 if p.is_alive and c.leader is None and awaited_unit(p) is None)])
-                for c in self.ctas]
+        """Each CTA's lowest step a process stands on (engine/fast_forward_cta.py)."""
+        return self.cta_states.lows(self.ctas)
 
     def _ints(self) -> list[Any]:
         values: list[Any] = [getattr(c, a) for c in self.ctas for a in CTA_COUNTERS]
@@ -397,12 +410,15 @@ class FastForward:
         bases = {c.index: c.issued for c in self.ctas} if self.records is not None else None
         describe = Describer(names, events, now, bases)
         parts: list[Any] = [len(self.ctas)]
-        parts += [self._cta_state(c, now, describe) for c in self.ctas]
+        try:
+            parts += [self.cta_states.state(c, now, describe) for c in self.ctas]
+        finally:
+            self.cta_states.done()  # the frames' locals read are this cut's only
         parts += [engine_state(e, now, describe) for e in self.engines]
         parts += [max(t._free_at - now, 0) for t in self.cores]
         if self.fabric is not None:
             parts.append(fabric_state(self.fabric, now, describe))
-        parts += [(t - now, prio, describe.event(ev)) for t, prio, _, ev in queue]
+        parts += queue_state(queue, now, describe)
         return tuple(parts)
 
     def _names(self) -> dict[int, Any]:
@@ -435,45 +451,3 @@ class FastForward:
                     names[id(barrier._current)] = (kind, n, s, "current")
                     names[id(barrier._last)] = (kind, n, s, "last")
         return names
-
-    def _cta_state(self, cta: Cta, now: int, describe: Describer) -> tuple[Any, ...]:
-        if cta.done:
-            return ("done",)
-        if cta._reads:
-            raise Opaque("unchecked reads are not described")
-        base = cta.issued
-        stages = self.stages
-        procs: list[tuple[Any, ...] | None] = []
-        roles = ("producer", *(f"consumer{w}" for w in range(len(cta.processes) - 1)))
-        for role, proc in zip(roles, cta.processes, strict=True):
-            if not proc.is_alive:
-                procs.append(None)
-                continue
-            if cta.leader is not None and role != "producer":
-                procs.append(follower_consumer_state(cta, role, proc, describe, self.env.active_process))
-                continue
-            target = None if proc is self.env.active_process else describe.target(proc._target)
-            unit = awaited_unit(proc) if role != "producer" else None
-            if unit is not None:
-                procs.append(turn_wait_state(proc, unit, target))
-                continue
-            frame = proc._generator.gi_frame  # type: ignore[attr-defined]
-            local = frame.f_locals
-            inner = proc._generator.gi_yieldfrom  # type: ignore[attr-defined]
-            waited = local["t0"] - now if role in cta._waiting else None
-            began = local["start"] - now if describe.bases is not None and "start" in local else None
-            procs.append((frame.f_lineno, local.get("i", -1) - base, waited, target,
-                          None if inner is None or inner.gi_frame is None else inner.gi_frame.f_lineno, began))
-        unused = cta.ring.full if cta.leader is not None else ()  # a follower's bytes land on its leader's
-        barriers = tuple((b.phase - (0 if ring is unused else base // stages), b._pending, b._tx,
-                          max(b._ready_at - now, 0), b._last._value is PENDING,
-                          describe.callbacks(b._current.callbacks if b._current is not None else []))
-                         for ring in (cta.ring.full, cta.ring.empty) for b in ring)
-        released = tuple(t - now for t in cta._released_at) if cta.leader is None else ()
-        exit_waiters = describe.callbacks(cta.finished.callbacks)
-        # when each fill still in flight was issued (records only; a follower's fills are its leader's)
-        issued = () if describe.bases is None or cta.leader is not None else tuple(
-            t - now for s, t in enumerate(cta._issued_at) if cta.ring.full[s].phase * stages + s < base)
-        return (tuple(procs), barriers, released, cta._consumers_left, cta._stores_left, cta._turn,
-                cta.finished_at is not None, exit_waiters, tuple(sorted(cta._waiting)), issued,
-                leader_state(cta, describe))

@@ -66,6 +66,24 @@ def fabric_state(fabric: Fabric, now: int, describe: Describer) -> tuple[Any, ..
     return (fabric._t - now, fabric._settle_pending, tuple(classes), group_states, links, fresh)
 
 
+def queue_state(queue: list[tuple[Any, ...]], now: int, describe: Describer) -> list[tuple[Any, ...]]:
+    """SimPy's event queue (sorted), each entry as ``(time - now, priority, Describer.event)``.
+    Most queued events have no callback: they are described here without the calls."""
+    names, pending = describe.names, PENDING
+    parts = []
+    for t, prio, _, ev in queue:
+        if ev.callbacks:
+            parts.append((t - now, prio, describe.event(ev)))
+            continue
+        value = ev._value
+        shown = "pending" if value is pending else (value if value is None or isinstance(value, (int, str)) else
+                                                    type(value).__name__)
+        # no callback: no fabric's timer, nothing called
+        parts.append((t - now, prio, (names.get(id(ev)), type(ev).__name__, getattr(ev, "_ok", None), shown, False,
+                                      ())))
+    return parts
+
+
 class Describer:
     """Names for the objects an event or a callback refers to, relative to the cut."""
 
