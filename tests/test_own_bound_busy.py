@@ -73,10 +73,12 @@ def test_a_busy_recomputation_gives_each_class_its_port() -> None:
 def test_few_classes_changing_once_each_are_followed() -> None:
     # Four classes, one lane's copy ending and the next starting between two recomputations:
     # two changes to one class. Placing it costs less than sorting all four, so the order
-    # follows; eight changes (every class replaced at once) sort afresh.
+    # follows from the second such recomputation in a row; eight changes (every class replaced
+    # at once) sort afresh, and a lone calm recomputation between busy ones is sorted too.
     fabric = _fabric([(i, 1, 2, 0) for i in range(4)], [1.0] * 4, 100.0)
     order = fabric._own
-    assert order.levels_apply(2)
-    assert order.tracking
-    assert order.levels_apply(8)
-    assert not order.tracking
+    following = []
+    for changes in (2, 2, 8, 2, 8, 2, 2):
+        assert order.levels_apply(changes)
+        following.append(order.tracking)
+    assert following == [False, True, False, False, False, False, True]

@@ -49,6 +49,10 @@ IDLE_LIMIT = 8
 # a few classes each changing once (4 SM classes, one copy replaced each time) are followed,
 # and SMs in lockstep (every class changing at once) are sorted afresh.
 BUSY = 2
+# Calm recomputations (not busy) in a row before a stopped order follows the flows again:
+# starting to follow costs a full rebuild, wasted when a busy one comes next (aggregated SMs
+# alternate one and the other), so a lone calm one is sorted in one pass too.
+CALM = 2
 
 
 def own_bound(cls: FlowClass, seq: int) -> tuple[float, int, int]:
@@ -75,6 +79,7 @@ class OwnBoundOrder:
         self.tracking = False
         self.rebuilt = False  # sorted afresh since the fabric last grouped the classes
         self._idle = 0
+        self._calm = 0  # calm recomputations in a row while not following
         self.order: list[Key] = []  # sorted; ties on (bound, kind, index) cannot occur
         self._dirty: dict[FlowClass, None] = {}
         self._touched: dict[Link, None] = {}
@@ -126,7 +131,7 @@ class OwnBoundOrder:
         """Stop following the flows (a fast-forward cut: the next use starts afresh, so what
         follows the cut is a function of the flows alone)."""
         self.tracking = False
-        self._idle = 0
+        self._idle = self._calm = 0
 
     def levels_apply(self, changes: int) -> bool:
         """Bring the order up to date; True when the own bounds are the max-min rates.
@@ -135,9 +140,14 @@ class OwnBoundOrder:
         following them would cost more per event than one sort per recomputation."""
         self._idle = 0
         if changes * BUSY > len(self._active):
+            self._calm = 0
             self._sort_once()
         elif not self.tracking:
-            self.rebuild()
+            self._calm += 1
+            if self._calm < CALM:
+                self._sort_once()
+            else:
+                self.rebuild()
         elif self._dirty:
             for cls in self._dirty:
                 if cls.n:
