@@ -50,7 +50,7 @@ class Mbarrier:
         # a phase that completed with no event made is `_complete`, an event already processed.
         self._current: simpy.Event | None = None
         self._complete = env.event()
-        self._complete._ok, self._complete._value, self._complete.callbacks = True, None, None
+        self._complete._ok, self._complete._value, self._complete.callbacks = True, None, None  # type: ignore[assignment]
         self._last = env.event()  # "the phase before phase 0": complete from the start
         self._last.succeed()
         self._on_flip = on_flip
@@ -165,7 +165,7 @@ class Mbarrier:
         elif done.callbacks:
             done.succeed()
         elif done is not self._complete:  # made, but no one waits now: complete at once, no event
-            done._ok, done._value, done.callbacks = True, None, None
+            done._ok, done._value, done.callbacks = True, None, None  # type: ignore[assignment]
 
     def describe_wait(self, parity: int) -> str:
         state = f"{self.arrivals - self._pending}/{self.arrivals} arrivals, {self._tx} bytes outstanding"

@@ -23,8 +23,8 @@ def run_to_end(env: simpy.Environment) -> None:
     queue = env._queue  # SimPy's heap of (time, priority, id, event); schedule() pushes onto it
     while queue:
         env._now, _, _, event = heappop(queue)
-        callbacks, event.callbacks = event.callbacks, None  # processed: no callback may be added now
-        for callback in callbacks:  # type: ignore[union-attr]
+        callbacks, event.callbacks = event.callbacks, None  # type: ignore[assignment]  # processed: as step
+        for callback in callbacks:
             callback(event)
         if not event._ok and not hasattr(event, "_defused"):  # a failed event no one handled
             failure = event._value
