@@ -239,12 +239,7 @@ class CopyEngine:
         else:
             self.store_bytes += copy.memory_bytes
         rec = self.recorder
-        if rec is None:
-            if stage >= 0:
-                done.complete_tx(copy.smem_bytes, self.name)  # type: ignore[union-attr]
-            else:
-                done(now)  # type: ignore[operator]
-        elif stage >= 0 and not multicast and done.landing_recorded:  # type: ignore[union-attr]
+        if rec is not None and stage >= 0 and not multicast and done.landing_recorded:  # type: ignore[union-attr]
             # The barrier's flip hook records this copy (its transfer span and landed event) with
             # the fill it completes, in one record; if the phase does not complete, it is recorded
             # here, as it would have been before (nothing is recorded in between).
@@ -255,14 +250,15 @@ class CopyEngine:
                 if done.landing is not None:  # type: ignore[union-attr]
                     rec.copy(*done.landing)  # type: ignore[union-attr]
                     done.landing = None  # type: ignore[union-attr]
-        else:  # a load: its transfer span and landed event in one record
-            if stage >= 0:
-                rec.copy(start, now, self.sm, cta, tile, stage, copy.memory_bytes, self._code)
-            else:
-                rec.spanned(STORE_SPAN, start, now, self.sm, cta, tile, stage, copy.memory_bytes)
-            if multicast:  # one record per receiver: where the bytes went (and from whom)
-                for sm, receiver in done.ctas:  # type: ignore[union-attr]
-                    rec.event(now, sm, receiver, "multicast", f"sm{self.sm}.cta{cta}", tile, stage)
+        else:
+            if rec is not None:  # a load: its transfer span and landed event in one record
+                if stage >= 0:
+                    rec.copy(start, now, self.sm, cta, tile, stage, copy.memory_bytes, self._code)
+                else:
+                    rec.spanned(STORE_SPAN, start, now, self.sm, cta, tile, stage, copy.memory_bytes)
+                if multicast:  # one record per receiver: where the bytes went (and from whom)
+                    for sm, receiver in done.ctas:  # type: ignore[union-attr]
+                        rec.event(now, sm, receiver, "multicast", f"sm{self.sm}.cta{cta}", tile, stage)
             if stage >= 0:
                 done.complete_tx(copy.smem_bytes, self.name)  # type: ignore[union-attr]
             else:

@@ -240,22 +240,30 @@ def own_bounds(active: list[FlowClass]) -> list[tuple[float, list[FlowClass]]] |
     keyed: list[tuple[float, int, int, FlowClass]] = []
     load: dict[Link, float] = {}
     for i, cls in enumerate(active):
-        bound, kind, index, n = cls.cap, 0, i, cls.n
-        for link, weight in cls.route:
-            if len(link._classes) == 1:
-                level = link.capacity / (n * weight)
-                if level < bound or (level == bound and kind and link._index < index):
-                    bound, kind, index = level, 1, link._index
+        bound, kind, index = own_bound(cls, i)
         if bound == math.inf:
             return None
         keyed.append((bound, kind, index, cls))
         for link, weight in cls.route:
             if len(link._classes) > 1:
-                load[link] = load.get(link, 0.0) + n * weight * bound
+                load[link] = load.get(link, 0.0) + cls.n * weight * bound
     if any(carried > link.capacity * (1 - _ROOM) for link, carried in load.items()):
         return None
     keyed.sort(key=_order)
     return [(bound, [cls]) for bound, _, _, cls in keyed]
+
+
+def own_bound(cls: FlowClass, seq: int) -> tuple[float, int, int]:
+    """``cls``'s own bound and what sets it, as :func:`own_bounds` orders them: (its cap, 0,
+    ``seq``) or (a link only it crosses: capacity / (n · weight), 1, the link's index), the
+    lower; at equal levels a cap before a link, links by index."""
+    bound, kind, index, n = cls.cap, 0, seq, cls.n
+    for link, weight in cls.route:
+        if len(link._classes) == 1:
+            level = link.capacity / (n * weight)
+            if level < bound or (level == bound and kind and link._index < index):
+                bound, kind, index = level, 1, link._index
+    return bound, kind, index
 
 
 def _order(entry: tuple[float, int, int, FlowClass]) -> tuple[float, int, int]:

@@ -35,7 +35,7 @@ import math
 from bisect import bisect_left, insort
 from itertools import count
 
-from tmasim.engine.flows import _ROOM, FlowClass, Link
+from tmasim.engine.flows import _ROOM, FlowClass, Link, own_bound
 
 Key = tuple[float, int, int, FlowClass]
 
@@ -53,19 +53,6 @@ BUSY = 2
 # starting to follow costs a full rebuild, wasted when a busy one comes next (aggregated SMs
 # alternate one and the other), so a lone calm one is sorted in one pass too.
 CALM = 2
-
-
-def own_bound(cls: FlowClass, seq: int) -> tuple[float, int, int]:
-    """``cls``'s own bound and what sets it, as :func:`~tmasim.engine.flows.own_bounds` orders
-    them: (its cap, 0, ``seq``) or (a link only it crosses: capacity / (n · weight), 1, the
-    link's index), the lower; at equal levels a cap before a link, links by index."""
-    bound, kind, index, n = cls.cap, 0, seq, cls.n
-    for link, weight in cls.route:
-        if len(link._classes) == 1:
-            level = link.capacity / (n * weight)
-            if level < bound or (level == bound and kind and link._index < index):
-                bound, kind, index = level, 1, link._index
-    return bound, kind, index
 
 
 class OwnBoundOrder:
