@@ -191,19 +191,22 @@ def test_repeated_records_move_in_time_steps_and_phases_only():
 
 def test_the_recorder_hands_back_and_replaces_records_by_position():
     recorder = rec.Recorder()
-    for i in range(rec.CHUNK + 10):
+    n = 100
+    for i in range(n + 10):
         recorder.instant(rec.ISSUE, 1_000 * i, 0, 0, 0, i, i % 4)
-    first = recorder.rows(rec.CHUNK - 2, rec.CHUNK + 3)
-    assert first[:, 6].tolist() == list(range(rec.CHUNK - 2, rec.CHUNK + 3))
+    first = recorder.rows(n - 2, n + 3)
+    assert first[:, 6].tolist() == list(range(n - 2, n + 3))
     recorder.append_rows(np.tile(first[-1], (3, 1)) + [[5 * 2**40, 0, 0, 0, 0, 0, 1, 0, 0, 0]])  # 64-bit times
-    assert recorder.count == rec.CHUNK + 13
-    recorder.map_rows(rec.CHUNK, lambda rows: rows + [[7, 0, 0, 0, 0, 0, 0, 0, 0, 0]])
+    recorder.append_rows([[7, 2**35, 0, 0, 0, rec.ISSUE, 1, 0, 0, 0]])  # a value no narrow field holds: kept whole
+    assert recorder.count == n + 14
+    recorder.map_rows(n, lambda rows: rows + [[7, 0, 0, 0, 0, 0, 0, 0, 0, 0]])
     times = recorder.event_columns()["time_ps"]
-    assert times[rec.CHUNK - 1] == 1_000 * (rec.CHUNK - 1)
-    assert times[rec.CHUNK] == 1_000 * rec.CHUNK + 7
-    assert times[-1] == 1_000 * (rec.CHUNK + 2) + 5 * 2**40 + 7
-    with pytest.raises(ValueError, match="inside a chunk"):
-        recorder.map_rows(5, lambda rows: rows)
+    assert times[n - 1] == 1_000 * (n - 1)
+    assert times[n] == 1_000 * n + 7
+    assert times[-2] == 1_000 * (n + 2) + 5 * 2**40 + 7 and times[-1] == 14
+    assert recorder.rows(n + 13, n + 14).tolist() == [[14, 2**35, 0, 0, 0, rec.ISSUE, 1, 0, 0, 0]]
+    with pytest.raises(ValueError, match="records became"):
+        recorder.map_rows(5, lambda rows: rows[1:])
 
 
 # --- properties: random pipelines, records of the fast-forwarded run against the full run ----

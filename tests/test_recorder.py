@@ -18,8 +18,7 @@ def spans_in(recorder: Recorder, rows: list[tuple]) -> None:
         recorder.span(*row)
 
 
-def test_spans_and_events_come_back_as_they_went_in_across_chunks(monkeypatch):
-    monkeypatch.setattr(rec, "CHUNK", 3)  # several chunks, the last one partial
+def test_spans_and_events_come_back_as_they_went_in():
     recorder = Recorder()
     rows = [(t * 10, t * 10 + 7, 0, 1, "slot" if t % 2 else "tma", "fill", t, t % 2, 16384) for t in range(8)]
     spans_in(recorder, rows)
@@ -33,18 +32,21 @@ def test_spans_and_events_come_back_as_they_went_in_across_chunks(monkeypatch):
     assert (recorder.span_count, recorder.event_count) == (8, 7)
 
 
-def test_a_chunk_whose_values_do_not_fit_the_narrow_layout_keeps_them_exactly(monkeypatch):
-    monkeypatch.setattr(rec, "CHUNK", 2)
+def test_a_record_with_a_value_too_wide_for_its_field_is_kept_whole_and_comes_back_exactly():
     recorder = Recorder()
     big = 2**40
-    rows = [(0, 5, 0, 0, "tma", "transfer", 0, 0, 1),  # with the next row: a 64-bit chunk
-            (5, big, 70_000, 40_000, "tma", "transfer", 3_000_000_000, -1, 2**33),
-            (big, big + 1, 1, 1, "slot", "use", 1, 1, 0),  # a narrow chunk that starts far from 0
-            (big - 10, big + 2, 1, 1, "slot", "use", 2, 1, 0)]
+    rows = [(0, 5, 0, 0, "tma", "transfer", 0, 0, 1),
+            (5, big, 70_000, 40_000, "tma", "transfer", 3_000_000_000, -1, 2**33),  # every narrow field overflows
+            (big, big + 1, 1, 1, "slot", "use", 1, 1, 0),  # a 64-bit time fits the buffer
+            (big - 10, big + 2, 1, 1, "slot", "use", 2, 200, 0),  # a stage over 127
+            (0, 2**32 + 3, 2, 2, "producer", "wait_empty", 3, 0, 0)]  # a span over 4.3 ms
     spans_in(recorder, rows)
     spans = recorder.span_columns()
-    assert [tuple(spans[c][i] for c in rec.SPAN_COLUMNS) for i in range(4)] == rows
-    assert [chunk.narrow for chunk in recorder._chunks] == [False, True]
+    assert [tuple(spans[c][i] for c in rec.SPAN_COLUMNS) for i in range(len(rows))] == rows
+    assert sorted(recorder._whole) == [1, 3, 4] and recorder.count == 5  # placeholders hold their places
+    transfer = recorder.rows(0, 1)[0, 5]  # the form code of the first record: a tma transfer span
+    assert recorder.rows(1, 2)[0].tolist() == [big, big - 5, 0, 70_000, 40_000, transfer, 3_000_000_000, -1, 2**33, 0]
+    assert (recorder.span_count, recorder.event_count) == (5, 0)
 
 
 def test_a_time_beyond_64_bits_is_an_error_not_a_wrapped_number():

@@ -16,7 +16,7 @@ import simpy
 
 from tmasim.engine.barrier import Mbarrier
 from tmasim.engine.copy_engine import Multicast
-from tmasim.engine.program import Copy, Program
+from tmasim.engine.program import Copy, Program, TimedProgram
 
 if TYPE_CHECKING:
     from tmasim.engine.cta import Cta
@@ -26,6 +26,8 @@ def all_copies(program: Program) -> Iterable[Copy]:
     units = getattr(program, "units", None)
     if units is not None:  # a UnitProgram: its segments, not every step
         return {c for unit in units for seg in unit.segments for c in seg.copies}
+    if isinstance(program, TimedProgram) and program.shared_copies is not None:  # equal tiles: one copy
+        return program.shared_copies
     return (c for i in range(program.steps) for c in program.copies(i))
 
 

@@ -122,6 +122,11 @@ class TimedProgram:
     def steps(self) -> int:
         return len(self.load)
 
+    @property
+    def shared_copies(self) -> tuple[Copy, ...] | None:
+        """Every step's copies, where the tiles are equal (one description for all), else None."""
+        return self._same_copies
+
     def copies(self, step: int) -> tuple[Copy, ...]:
         if self._same_copies is not None:
             return self._same_copies

@@ -1,4 +1,4 @@
-"""Per-event records, kept as compact numpy columns and turned into DataFrames once, at the end.
+"""Per-event records, kept as one compact byte buffer and turned into DataFrames once, at the end.
 
 Summary-only runs (sweeps) pass ``None`` instead of a :class:`Recorder`; the components test
 for that once per event and skip the record entirely.
@@ -6,21 +6,24 @@ for that once per event and skip the record entirely.
 Records cost little, in time and in memory:
 
 - One stream, in the order things happened: every record is ``WIDTH`` integers packed at once
-  into one byte buffer as 64-bit numbers (:mod:`struct`: no Python object is kept per record or
-  per number, and the chunk needs no conversion; no string: lanes, kinds and names are small
-  integer codes that the components look up once, when they are built).
+  (:mod:`struct`) onto one byte buffer, each field as narrow as the engine's values are (the
+  time in 64 bits, a duration in 32, an SM in 16, a form in 8, ...: 32 bytes a record, some 300
+  as Python objects). No Python object is kept per record or per number; no string: lanes,
+  kinds and names are small integer codes that the components look up once, when they are
+  built. The buffer is the store: nothing is converted while the run goes on (a numpy pass over
+  each chunk of records, as before, cost a microsecond a tile: cold memory and cold code), and
+  at the end it is read in place, a numpy structured array.
+- A record with a value its field cannot hold (a span over 4.3 ms, a CTA index over 32767, a
+  float time) is kept whole, as 64-bit numbers, in a side table by its position; the buffer
+  holds a placeholder there. Rare, so it costs nothing where it does not happen.
 - One record where one moment makes several rows: a copy that lands is its ``transfer`` span
   and its ``landed`` event; a full barrier's flip is the slot's ``fill`` span and the
   ``flip_full`` event; an MMA step is the consumer's ``compute`` span and the slot's ``use``
   span (same start, the slot held ``tail`` longer). The rows are derived when the tables are
   built, in the order they were recorded, so the tables are the same as with one record each.
-- Every :data:`CHUNK` records the buffer becomes one numpy array, whole (read in place, not
-  converted number by number): about 30 bytes a record instead of some 300 as Python objects. Records
-  arrive nearly in time order, so a chunk keeps each record's time as the step from the one
-  before (32 bits, signed) and is packed in this narrow layout when its values fit, else (a
-  step over 2 ms, a CTA index over 32767, ...) in 64-bit columns, for that chunk only. A
-  1,000,000-tile run (9,000,000 rows from 5,000,000 records) peaked at 197 MB, the
-  interpreter's 50 included (``benchmarks/bench_memory.py``; 253 MB with a record per row).
+
+A 1,000,000-tile run (9,000,000 rows from 5,000,000 records) keeps 160 MB of records
+(``benchmarks/bench_memory.py`` gives its peak).
 """
 
 from __future__ import annotations
@@ -48,8 +51,6 @@ EVENT_COLUMNS = ("time_ps", "sm", "cta", "kind", "name", "tile", "stage", "phase
 # on this CTA's empty barrier; `name` is the arriving consumer); at a deadlock, stuck (a wait
 # still open when the run stopped: `name` the barrier, `phase` the parity waited for).
 
-CHUNK = 1 << 14  # records per packed chunk
-
 # A record: time, a, b, sm, cta, form, tile, stage, value, name. ``form`` says what it is (a
 # code into the recorder's table of forms); the others by form:
 #   span      time = end, a = duration, value = bytes
@@ -61,15 +62,19 @@ CHUNK = 1 << 14  # records per packed chunk
 #   WAIT_ISSUE  the producer's wait_empty span (time = end, a = duration) + the issue event of the
 #               copy it then made (b later, value = phase -1, name = the copy engine)
 WIDTH = 10
-_PACK = struct.Struct(f"<{WIDTH}q").pack  # a record as the buffer keeps it: WIDTH 64-bit integers
-_PACK_TWO = struct.Struct(f"<{2 * WIDTH}q").pack  # two records at once
-_RECORD_BYTES = WIDTH * 8
 _FIELDS = ("time", "a", "b", "sm", "cta", "form", "tile", "stage", "value", "name")
-_NARROW = np.dtype([("time", "<i4"), ("a", "<u4"), ("b", "<i4"), ("sm", "<i2"), ("cta", "<i2"), ("form", "<u2"),
-                    ("tile", "<i4"), ("stage", "<i2"), ("value", "<i4"), ("name", "<u2")])
-_WIDE = np.dtype([(name, "<i8") for name in _FIELDS])  # a record as the buffer keeps it
-_LOW = np.array([np.iinfo(_NARROW[f]).min for f in _FIELDS], dtype=np.int64)
-_HIGH = np.array([np.iinfo(_NARROW[f]).max for f in _FIELDS], dtype=np.int64)
+# A record as the buffer keeps it: the struct format and the numpy type that reads it in place.
+_FORMAT = "qIihhBibiH"
+_RECORD = np.dtype([("time", "<i8"), ("a", "<u4"), ("b", "<i4"), ("sm", "<i2"), ("cta", "<i2"), ("form", "u1"),
+                    ("tile", "<i4"), ("stage", "i1"), ("value", "<i4"), ("name", "<u2")])
+_PACK = struct.Struct("<" + _FORMAT).pack
+_PACK_TWO = struct.Struct("<" + 2 * _FORMAT).pack  # two records at once
+_RECORD_BYTES = _RECORD.itemsize
+assert _RECORD_BYTES == struct.calcsize("<" + _FORMAT) == 32 and _RECORD.names == _FIELDS
+_LOW = np.array([np.iinfo(_RECORD[f]).min for f in _FIELDS], dtype=np.int64)
+_HIGH = np.array([np.iinfo(_RECORD[f]).max for f in _FIELDS], dtype=np.int64)
+_PLACEHOLDER = bytes(_RECORD_BYTES)  # where a record kept whole in the side table stands
+_BLOCK = 1 << 20  # records read at once where the whole stream is summed (bounds the temporaries)
 
 # What a form is: how many span rows and event rows one record of it makes.
 SPAN, EVENT, BOTH_COPY, BOTH_FILL, TWO_SPANS, TWO_SPANS_FLIP, SPAN_EVENT = range(7)
@@ -91,72 +96,24 @@ _KNOWN: tuple[tuple[int, str, str], ...] = (
  ISSUE, STORE, FLIP_EMPTY, *_, WAIT_ISSUE) = range(len(_KNOWN))
 
 
-class _Chunk:
-    """Up to CHUNK records: packed narrow (times as differences from ``first``) or 64-bit."""
-
-    __slots__ = ("records", "first", "narrow")
-    records: np.ndarray[Any, Any]  # one structured row per record: _NARROW, or _WIDE when a value does not fit
-
-    def __init__(self, wide: np.ndarray[Any, Any]) -> None:
-        """``wide``: the records as a _WIDE array (read, never kept: it may be a view of the
-        recorder's buffer). Checked and converted field by field, with no transposed copy: the
-        narrow array is one conversion of the whole."""
-        times = wide["time"]
-        self.first = int(times[0])
-        steps = np.empty(len(times), dtype=np.int64)
-        steps[0] = 0
-        np.subtract(times[1:], times[:-1], out=steps[1:])
-        self.narrow = bool(_LOW[0] <= steps.min() and steps.max() <= _HIGH[0]) and all(
-            _LOW[i] <= (column := wide[name]).min() and column.max() <= _HIGH[i]
-            for i, name in enumerate(_FIELDS[1:], 1))
-        if self.narrow:
-            self.records = wide.astype(_NARROW)
-            self.records["time"] = steps
-        else:
-            self.records = wide.copy()
-
-    @classmethod
-    def of_rows(cls, rows: np.ndarray[Any, Any]) -> _Chunk:
-        """A chunk of int64 records, one row each (copied: the chunk keeps no view of them)."""
-        return cls(np.ascontiguousarray(rows, dtype=np.int64).view(_WIDE).reshape(-1))
-
-    def __len__(self) -> int:
-        return len(self.records)
-
-    def rows(self) -> np.ndarray[Any, Any]:
-        """The chunk's records as int64 rows of WIDTH values."""
-        if not self.narrow:
-            return self.records.view(np.int64).reshape(-1, WIDTH).copy()
-        return np.column_stack([self.column(i) for i in range(WIDTH)])
-
-    def column(self, index: int) -> np.ndarray[Any, Any]:
-        values = self.records[_FIELDS[index]]
-        if not self.narrow:
-            return values
-        values = values.astype(np.int64)
-        return self.first + np.cumsum(values) if index == 0 else values
-
-
 class Recorder:
     """Collects spans and events; hands them back in the column order of SPAN_COLUMNS /
     EVENT_COLUMNS, in the order they were recorded."""
 
-    __slots__ = ("_buffer", "_limit", "_chunks", "_packed", "_forms", "_form_codes", "_names", "_name_codes")
+    __slots__ = ("_buffer", "_whole", "_forms", "_form_codes", "_names", "_name_codes")
 
     def __init__(self) -> None:
-        self._buffer = bytearray()
-        self._limit = CHUNK * _RECORD_BYTES
-        self._chunks: list[_Chunk] = []
-        self._packed = 0  # records in the chunks
+        self._buffer = bytearray()  # the records, _RECORD_BYTES each; only ever appended to while the run goes on
+        self._whole: dict[int, tuple[int, ...]] = {}  # position -> a record whose values a field cannot hold
         self._forms = list(_KNOWN)
         self._form_codes = {form[1:]: code for code, form in enumerate(_KNOWN) if form[0] in (SPAN, EVENT)}
         self._names: list[str] = []
         self._name_codes: dict[str, int] = {}
 
     # ---- recording (the engine's hot path: each call packs WIDTH ints onto the buffer) -----
-    # A number that is not a 64-bit integer (a float time, a count beyond 64 bits) takes the
-    # slow path where ``struct.error`` is caught: in Python 3.11 a ``try`` costs nothing until
-    # something is raised.
+    # A number its field cannot hold (a float time, a span over 4.3 ms, ...) makes ``struct``
+    # raise, and :meth:`_keep_whole` takes the record: in Python 3.11 a ``try`` costs nothing
+    # until something is raised. A call packs its records at once or not at all.
 
     def name(self, text: str) -> int:
         """The code of a name (a barrier's, a copy engine's): look it up once, record it often."""
@@ -169,58 +126,43 @@ class Recorder:
     def spanned(self, form: int, start: float, end: float, sm: int, cta: int, tile: int, stage: int,
                 nbytes: int = 0) -> None:
         """A span of a known form (``WAIT_FULL``, ...)."""
-        buffer = self._buffer
         try:
-            buffer += _PACK(end, end - start, 0, sm, cta, form, tile, stage, nbytes, 0)
+            self._buffer += _PACK(end, end - start, 0, sm, cta, form, tile, stage, nbytes, 0)
         except struct.error:
-            buffer += _pack_slowly(end, end - start, 0, sm, cta, form, tile, stage, nbytes, 0)
-        if len(buffer) >= self._limit:
-            self._pack()
+            self._keep_whole(end, end - start, 0, sm, cta, form, tile, stage, nbytes, 0)
 
     def instant(self, form: int, time: float, sm: int, cta: int, name: int, tile: int = -1, stage: int = -1,
                 phase: int = -1) -> None:
         """An event of a known form (``ISSUE``, ...); ``name`` is a code from :meth:`name`."""
-        buffer = self._buffer
         try:
-            buffer += _PACK(time, 0, 0, sm, cta, form, tile, stage, phase, name)
+            self._buffer += _PACK(time, 0, 0, sm, cta, form, tile, stage, phase, name)
         except struct.error:
-            buffer += _pack_slowly(time, 0, 0, sm, cta, form, tile, stage, phase, name)
-        if len(buffer) >= self._limit:
-            self._pack()
+            self._keep_whole(time, 0, 0, sm, cta, form, tile, stage, phase, name)
 
     def copy(self, start: float, end: float, sm: int, cta: int, tile: int, stage: int, nbytes: int,
              name: int) -> None:
         """A load's transfer span and its landed event (on copy engine ``name``)."""
-        buffer = self._buffer
         try:
-            buffer += _PACK(end, end - start, 0, sm, cta, COPY, tile, stage, nbytes, name)
+            self._buffer += _PACK(end, end - start, 0, sm, cta, COPY, tile, stage, nbytes, name)
         except struct.error:
-            buffer += _pack_slowly(end, end - start, 0, sm, cta, COPY, tile, stage, nbytes, name)
-        if len(buffer) >= self._limit:
-            self._pack()
+            self._keep_whole(end, end - start, 0, sm, cta, COPY, tile, stage, nbytes, name)
 
     def wait_issue(self, start: float, end: float, issued: float, sm: int, cta: int, tile: int, stage: int,
                    name: int) -> None:
         """The producer's wait for an empty slot and the issue of the copy it made next (on copy
         engine ``name``, at ``issued``): one record where nothing was recorded between the two."""
-        buffer = self._buffer
         try:
-            buffer += _PACK(end, end - start, issued - end, sm, cta, WAIT_ISSUE, tile, stage, -1, name)
+            self._buffer += _PACK(end, end - start, issued - end, sm, cta, WAIT_ISSUE, tile, stage, -1, name)
         except struct.error:
-            buffer += _pack_slowly(end, end - start, issued - end, sm, cta, WAIT_ISSUE, tile, stage, -1, name)
-        if len(buffer) >= self._limit:
-            self._pack()
+            self._keep_whole(end, end - start, issued - end, sm, cta, WAIT_ISSUE, tile, stage, -1, name)
 
     def fill(self, start: float, end: float, sm: int, cta: int, tile: int, stage: int, nbytes: int,
              phase: int, name: int) -> None:
         """A slot's fill span (issue to landed) and its full barrier ``name``'s flip."""
-        buffer = self._buffer
         try:
-            buffer += _PACK(end, end - start, phase, sm, cta, FILL, tile, stage, nbytes, name)
+            self._buffer += _PACK(end, end - start, phase, sm, cta, FILL, tile, stage, nbytes, name)
         except struct.error:
-            buffer += _pack_slowly(end, end - start, phase, sm, cta, FILL, tile, stage, nbytes, name)
-        if len(buffer) >= self._limit:
-            self._pack()
+            self._keep_whole(end, end - start, phase, sm, cta, FILL, tile, stage, nbytes, name)
 
     def fill_hook(self, sm: int, cta: int, slot: int, stages: int, name: int, issued: list[float],
                   filled: list[int]) -> Callable[[Any, int], None]:
@@ -230,7 +172,7 @@ class Recorder:
         most frequent record costs one call. Where the flip is a copy's landing, the copy engine
         leaves that copy's values in the barrier's ``landing`` (as :meth:`copy` takes them): its
         record and the fill's are packed at once, in the order they were made."""
-        buffer, limit, pack = self._buffer, self._limit, self._pack
+        buffer, keep_whole = self._buffer, self._keep_whole
 
         def on_flip(barrier: Any, phase: int) -> None:
             nonlocal buffer  # the same bytearray, extended in place
@@ -241,7 +183,7 @@ class Recorder:
                 try:
                     buffer += _PACK(*fill)
                 except struct.error:
-                    buffer += _pack_slowly(*fill)
+                    keep_whole(*fill)
             else:
                 barrier.landing = None
                 start, landed, copy_sm, copy_cta, tile, stage, nbytes, engine = landing
@@ -250,45 +192,37 @@ class Recorder:
                                         end, end - issued[slot], phase, sm, cta, FILL, phase * stages + slot, slot,
                                         filled[slot], name)
                 except struct.error:
-                    buffer += _pack_slowly(landed, landed - start, 0, copy_sm, copy_cta, COPY, tile, stage, nbytes,
-                                           engine, end, end - issued[slot], phase, sm, cta, FILL,
-                                           phase * stages + slot, slot, filled[slot], name)
-            if len(buffer) >= limit:
-                pack()
+                    keep_whole(landed, landed - start, 0, copy_sm, copy_cta, COPY, tile, stage, nbytes, engine,
+                               end, end - issued[slot], phase, sm, cta, FILL, phase * stages + slot, slot,
+                               filled[slot], name)
 
         return on_flip
 
     def compute(self, start: float, end: float, released: float, sm: int, cta: int, tile: int,
                 stage: int) -> None:
         """A compute span (``start`` to ``end``) and the slot's use span (``start`` to ``released``)."""
-        buffer = self._buffer
         try:
-            buffer += _PACK(end, end - start, released - end, sm, cta, COMPUTE, tile, stage, 0, 0)
+            self._buffer += _PACK(end, end - start, released - end, sm, cta, COMPUTE, tile, stage, 0, 0)
         except struct.error:
-            buffer += _pack_slowly(end, end - start, released - end, sm, cta, COMPUTE, tile, stage, 0, 0)
-        if len(buffer) >= self._limit:
-            self._pack()
+            self._keep_whole(end, end - start, released - end, sm, cta, COMPUTE, tile, stage, 0, 0)
 
     def compute_flip(self, start: float, end: float, released: float, sm: int, cta: int, tile: int,
                      stage: int, phase: int, flipped: float, name: int) -> None:
         """:meth:`compute`, and this release completed phase ``phase`` of empty barrier ``name``
         at ``flipped`` (one record when that is the release time, else two)."""
-        buffer = self._buffer
         if flipped == released:
             try:
-                buffer += _PACK(end, end - start, released - end, sm, cta, COMPUTE_FLIP, tile, stage, phase, name)
+                self._buffer += _PACK(end, end - start, released - end, sm, cta, COMPUTE_FLIP, tile, stage, phase,
+                                      name)
             except struct.error:
-                buffer += _pack_slowly(end, end - start, released - end, sm, cta, COMPUTE_FLIP, tile, stage, phase,
-                                       name)
+                self._keep_whole(end, end - start, released - end, sm, cta, COMPUTE_FLIP, tile, stage, phase, name)
         else:
-            for record in ((end, end - start, released - end, sm, cta, COMPUTE, tile, stage, 0, 0),
-                           (flipped, 0, 0, sm, cta, FLIP_EMPTY, tile, stage, phase, name)):
-                try:
-                    buffer += _PACK(*record)
-                except struct.error:
-                    buffer += _pack_slowly(*record)
-        if len(buffer) >= self._limit:
-            self._pack()
+            records = (end, end - start, released - end, sm, cta, COMPUTE, tile, stage, 0, 0,
+                       flipped, 0, 0, sm, cta, FLIP_EMPTY, tile, stage, phase, name)
+            try:
+                self._buffer += _PACK_TWO(*records)
+            except struct.error:
+                self._keep_whole(*records)
 
     def span(self, start: float, end: float, sm: int, cta: int, lane: str, kind: str,
              tile: int, stage: int, nbytes: int = 0) -> None:
@@ -307,24 +241,28 @@ class Recorder:
             self._forms.append(form)
         return code
 
-    def _pack(self) -> None:
-        """The buffer becomes one chunk, read whole."""
-        if self._buffer:
-            chunk = _Chunk(np.frombuffer(self._buffer, dtype=_WIDE))
-            self._chunks.append(chunk)
-            self._packed += len(chunk)
-            self._buffer.clear()
-
-    def _rows(self) -> np.ndarray[Any, Any]:
-        """The buffer's records as an int64 array, one row each (a copy: the buffer is reused)."""
-        return np.frombuffer(self._buffer, dtype="<i8").reshape(-1, WIDTH).astype(np.int64)
+    def _keep_whole(self, *values: float) -> None:
+        """Records (WIDTH values each) that ``struct`` would not pack: a float is cut to its
+        integer part, as numpy's conversion did; a record whose integers still do not fit the
+        buffer's fields is kept whole in the side table, a placeholder in its place; beyond 64
+        bits is an error."""
+        for first in range(0, len(values), WIDTH):
+            record = tuple(map(int, values[first: first + WIDTH]))
+            if not all(-2**63 <= v < 2**63 for v in record):
+                raise TmasimError("run.records: a time or count beyond 64 bits cannot be recorded; "
+                                  "set run.records=false")
+            try:
+                self._buffer += _PACK(*record)
+            except struct.error:
+                self._whole[len(self._buffer) // _RECORD_BYTES] = record
+                self._buffer += _PLACEHOLDER
 
     # ---- whole records, by position (fast-forward regenerates skipped periods: record_shift.py)
 
     @property
     def count(self) -> int:
         """Records so far: the position the next one will have in the stream."""
-        return self._packed + len(self._buffer) // _RECORD_BYTES
+        return len(self._buffer) // _RECORD_BYTES
 
     @property
     def forms(self) -> tuple[tuple[int, str, str], ...]:
@@ -333,34 +271,37 @@ class Recorder:
 
     def rows(self, start: int, end: int) -> np.ndarray[Any, Any]:
         """Records ``start`` to ``end`` (exclusive) of the stream, as int64 rows of WIDTH values."""
-        self._pack()
-        parts, first = [], 0
-        for chunk in self._chunks:
-            last = first + len(chunk)
-            if last > start and first < end:
-                parts.append(chunk.rows()[max(start - first, 0): min(end, last) - first])
-            first = last
-        return np.concatenate(parts) if parts else np.empty((0, WIDTH), dtype=np.int64)
+        start, end = max(start, 0), min(end, self.count)
+        rows = np.empty((max(end - start, 0), WIDTH), dtype=np.int64)
+        for i, column in enumerate(self._columns(start, end)):
+            rows[:, i] = column
+        return rows
 
     def append_rows(self, rows: np.ndarray[Any, Any]) -> None:
         """Records made elsewhere (int64 rows of WIDTH values), after every record so far."""
-        self._pack()
-        for begin in range(0, len(rows), CHUNK):
-            part = rows[begin: begin + CHUNK]
-            self._chunks.append(_Chunk.of_rows(part))
-            self._packed += len(part)
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1, WIDTH)
+        columns = np.ascontiguousarray(rows.T)  # a field a row: each check and copy below reads contiguously
+        if len(rows) and not ((columns.min(axis=1) >= _LOW).all() and (columns.max(axis=1) <= _HIGH).all()):
+            fits = np.all((columns >= _LOW[:, None]) & (columns <= _HIGH[:, None]), axis=0)
+            first = self.count
+            for n in np.flatnonzero(~fits):
+                self._whole[first + int(n)] = tuple(int(v) for v in rows[n])
+            columns = np.where(fits, columns, 0)  # the placeholder where a row does not fit
+        packed = np.empty(len(rows), dtype=_RECORD)
+        for i, name in enumerate(_FIELDS):
+            packed[name] = columns[i]
+        self._buffer += packed.view(np.uint8).data  # (the bytes: an ndarray itself would broadcast, not append)
 
     def map_rows(self, start: int, change: Any) -> None:
-        """Replace every record from ``start`` on (where a chunk begins) by ``change(rows)``, chunk by
-        chunk (the same number of rows)."""
-        self._pack()
-        first = 0
-        for n, chunk in enumerate(self._chunks):
-            if first >= start:
-                self._chunks[n] = _Chunk.of_rows(change(chunk.rows()))
-            elif first + len(chunk) > start:
-                raise ValueError(f"record {start} is inside a chunk (records {first}..{first + len(chunk) - 1})")
-            first += len(chunk)
+        """Replace every record from ``start`` on by ``change(rows)`` (as many rows)."""
+        rows = self.rows(start, self.count)
+        changed = change(rows)
+        if len(changed) != len(rows):
+            raise ValueError(f"map_rows: {len(rows)} records became {len(changed)}")
+        for position in [p for p in self._whole if p >= start]:
+            del self._whole[position]
+        del self._buffer[start * _RECORD_BYTES:]
+        self.append_rows(changed)
 
     # ---- reading back ---------------------------------------------------------------------
 
@@ -373,11 +314,11 @@ class Recorder:
         return int(self._per_form() @ self._rows_of(_EVENT_ROWS))
 
     def _per_form(self) -> np.ndarray[Any, Any]:
-        """Records of each form, chunk by chunk (no column of the whole run is built)."""
-        forms = len(self._forms)
-        counts = np.bincount(self._rows()[:, 5], minlength=forms)
-        for chunk in self._chunks:
-            counts += np.bincount(chunk.column(5), minlength=forms)
+        """Records of each form, a block at a time (no column of the whole run is built)."""
+        counts = np.zeros(len(self._forms), dtype=np.int64)
+        for start in range(0, self.count, _BLOCK):
+            counts += np.bincount(self._columns(start, min(start + _BLOCK, self.count), _FIELDS.index("form"))[0],
+                                  minlength=len(self._forms))
         return counts
 
     def _rows_of(self, rows: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
@@ -416,10 +357,26 @@ class Recorder:
 
     def _records(self) -> dict[str, np.ndarray[Any, Any]]:
         """Every record's fields as int64 columns, in recorded order."""
-        self._pack()
-        if not self._chunks:
-            return {name: np.empty(0, dtype=np.int64) for name in _FIELDS}
-        return {name: np.concatenate([c.column(i) for c in self._chunks]) for i, name in enumerate(_FIELDS)}
+        return dict(zip(_FIELDS, self._columns(0, self.count), strict=True))
+
+    def _columns(self, start: int, end: int, *fields: int) -> list[np.ndarray[Any, Any]]:
+        """Records ``start`` to ``end``'s fields (``fields``' indices; all if none) as int64
+        columns, read in place from the buffer, the records kept whole put back in place."""
+        fields = fields or tuple(range(WIDTH))
+        if end <= start:
+            return [np.empty(0, dtype=np.int64) for _ in fields]
+        view = np.frombuffer(self._buffer, dtype=_RECORD, count=end - start, offset=start * _RECORD_BYTES)
+        try:
+            columns = [view[_FIELDS[i]].astype(np.int64) for i in fields]
+        finally:
+            del view  # the buffer grows again only once no view of it is left
+        whole = [(p - start, record) for p, record in self._whole.items() if start <= p < end]
+        if whole:
+            at = np.array([p for p, _ in whole], dtype=np.int64)
+            values = np.array([record for _, record in whole], dtype=np.int64)
+            for column, i in zip(columns, fields, strict=True):
+                column[at] = values[:, i]
+        return columns
 
     def _types(self, form: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         return np.array([f[0] for f in self._forms], dtype=np.int64)[form]
@@ -429,16 +386,6 @@ class Recorder:
         table = np.empty(len(self._forms), dtype=object)
         table[:] = [part(f) for f in self._forms]
         return table
-
-
-def _pack_slowly(*values: float) -> bytes:
-    """Records (WIDTH values each) whose numbers are not all 64-bit integers (the slow path): a
-    float is cut to its integer part, as numpy's conversion did; beyond 64 bits is an error."""
-    try:
-        return struct.pack(f"<{len(values)}q", *map(int, values))
-    except struct.error:
-        raise TmasimError("run.records: a time or count beyond 64 bits cannot be recorded; "
-                          "set run.records=false") from None
 
 
 def _event_kind(form: tuple[int, str, str]) -> str:
