@@ -127,3 +127,27 @@ def test_a_copy_that_completes_the_phase_is_packed_with_the_fill_as_the_two_reco
     same.fill(2_000, 9_000, 0, 3, 11, 1, 128, 5, full)
     assert recorder.rows(0, 4).tolist() == same.rows(0, 4).tolist()
     assert recorder.span_columns()["kind"].tolist() == ["transfer", "fill"] * 2
+
+
+def test_a_run_whose_spans_outgrow_their_field_records_them_whole_as_the_same_run_a_thousand_times_shorter():
+    """The anchor in milliseconds: every compute span (5 ms) is over the 4.3 ms a record's
+    duration field holds, so those records are kept whole; the tables are the microsecond
+    run's, every time a thousand times longer."""
+    from tmasim.scenario import from_dict
+    from tmasim.simulation import simulate
+
+    def run(unit: str):  # type: ignore[no-untyped-def]
+        return simulate(from_dict({"workload": {"kind": "tiles", "tiles": 4, "load": f"3 {unit}",
+                                                "compute": f"5 {unit}"}, "pipeline": {"stages": 2},
+                                   "run": {"records": True, "fast_forward": False}}))
+
+    short, long = run("us"), run("ms")
+    assert long.makespan_ps == 23 * 10**9 and short.makespan_ps == 23 * 10**6
+    assert long.recorder is not None and long.recorder._whole and not short.recorder._whole
+    for table in ("spans", "events"):
+        a, b = getattr(short, table), getattr(long, table)
+        times = [c for c in a.columns if c.endswith("_ps")]
+        a[times] *= 1000
+        assert a.equals(b), table
+    compute = long.spans[long.spans.kind == "compute"]
+    assert compute.duration_ps.tolist() == [5 * 10**9] * 4
