@@ -22,8 +22,8 @@ Records cost little, in time and in memory:
   span (same start, the slot held ``tail`` longer). The rows are derived when the tables are
   built, in the order they were recorded, so the tables are the same as with one record each.
 
-A 1,000,000-tile run (9,000,000 rows from 5,000,000 records) keeps 160 MB of records
-(``benchmarks/bench_memory.py`` gives its peak).
+A 1,000,000-tile run (9,000,000 rows) peaked at 182 MB, the interpreter's 50 included
+(``benchmarks/bench_memory.py``).
 """
 
 from __future__ import annotations
