@@ -250,7 +250,8 @@ def test_done_event_carries_the_flow_and_wakes_a_process() -> None:
     seen: list[tuple[int, Flow]] = []
 
     def copy() -> simpy.events.ProcessGenerator:
-        flow = yield fabric.start_flow(((link, 1.0),), 64).done
+        flow = fabric.start_flow(((link, 1.0),), 64)
+        yield flow.done
         seen.append((env.now, flow))
 
     env.process(copy())
@@ -291,7 +292,8 @@ def _sm_workload(
     def sm() -> simpy.events.ProcessGenerator:
         for delay, nbytes in program:
             yield env.timeout(delay)
-            flow = yield fabric.start_flow(route, nbytes).done
+            flow = fabric.start_flow(route, nbytes)
+            yield flow.done
             out.append(flow.end)
 
     env.process(sm())

@@ -84,7 +84,8 @@ def _finishes(fabric_type: type[Fabric], programs: list[list[tuple[int, int]]], 
         cap = None if caps[i % len(caps)] is None else CAPS[caps[i % len(caps)]]  # type: ignore[index]
         for n, (delay, nbytes) in enumerate(program):
             yield env.timeout(delay)
-            flow = yield fabric.start_flow(route, nbytes, cap=cap).done
+            flow = fabric.start_flow(route, nbytes, cap=cap)
+            yield flow.done
             order.append((flow.end, i, n))
 
     for i, program in enumerate(programs):

@@ -76,7 +76,8 @@ def _run(fabric_type: type[Fabric], programs: list[Program], ports: list[float],
                   ((shared, 1.0), (hbm, 0.25))]  # the last: a store's, no port
         for n, (delay, nbytes, route, cap) in enumerate(program):
             yield env.timeout(delay)
-            flow = yield fabric.start_flow(routes[route], nbytes, cap=None if cap is None else CAPS[cap]).done
+            flow = fabric.start_flow(routes[route], nbytes, cap=None if cap is None else CAPS[cap])
+            yield flow.done
             order.append((flow.end, i, n))
 
     for i, program in enumerate(programs):

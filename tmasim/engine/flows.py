@@ -53,7 +53,7 @@ class Link:
 
 
 class Flow:
-    """One transfer of ``nbytes`` over a route; ``done`` succeeds (with the flow) at ``end``."""
+    """One transfer of ``nbytes`` over a route; ``done`` succeeds at ``end``."""
 
     __slots__ = ("nbytes", "start", "end", "done", "_cls")
 
