@@ -10,9 +10,9 @@ Records cost little, in time and in memory:
   time in 64 bits, a duration in 32, an SM in 16, a form in 8, ...: 32 bytes a record, some 300
   as Python objects). No Python object is kept per record or per number; no string: lanes,
   kinds and names are small integer codes that the components look up once, when they are
-  built. The buffer is the store: nothing is converted while the run goes on (a numpy pass over
-  each chunk of records, as before, cost a microsecond a tile: cold memory and cold code), and
-  at the end it is read in place, a numpy structured array.
+  built. The buffer is the store: nothing is converted while the run goes on (numpy work in
+  the middle of a run is slow: fresh memory to touch, cold caches), and at the end numpy reads
+  it in place, as a structured array.
 - A record with a value its field cannot hold (a span over 4.3 ms, a CTA index over 32767, a
   float time) is kept whole, as 64-bit numbers, in a side table by its position; the buffer
   holds a placeholder there. Rare, so it costs nothing where it does not happen.
