@@ -56,7 +56,7 @@ def test_a_plan_too_big_to_build_is_refused_before_planning(capsys, monkeypatch)
 
 @pytest.mark.parametrize(("argv", "fragments"), [
     (["run", "--set", "workload.tiles=10000000", "--set", "run.fast_forward=false"],
-     ["10,000,000 ring steps simulated", "50,000,000 records", "1.313 GiB"]),
+     ["10,000,000 ring steps simulated", "50,000,000 records", "1.639 GiB"]),
     (["run", "gemm-h100-cluster", "--set", DRIFT], ["262,144 ring steps simulated"]),
     (["animate", "--set", "workload.tiles=1000000", "--out", "x.gif"], ["animation: ", "5,000,000 records"]),
 ])

@@ -34,7 +34,7 @@ LIMIT_BYTES = 4 * 2**30
 # Measured costs (see the module doc).
 PLAN_BYTES_PER_STEP = 16        # a UnitProgram's per-step lookups (two list slots)
 PLAN_BYTES_PER_UNIT = 400       # a work unit, its coordinates, L2 fractions and segment tuples
-RECORD_BYTES = 25               # a packed span or event (tmasim.engine.recorder)
+RECORD_BYTES = 32               # a packed record (tmasim.engine.recorder keeps each in 32 bytes)
 FRAME_BYTES_PER_RECORD = 175    # the same record as a row of the spans/events DataFrames (--out, --trace)
 ANIMATE_BYTES_PER_RECORD = 800  # frames, the one-CTA timeline and its change points (tmasim animate)
 ANIMATE_SECONDS_PER_RECORD = 160e-6  # finding each frame's state among the records
