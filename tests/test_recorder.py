@@ -43,7 +43,7 @@ def test_a_record_with_a_value_too_wide_for_its_field_is_kept_whole_and_comes_ba
     spans_in(recorder, rows)
     spans = recorder.span_columns()
     assert [tuple(spans[c][i] for c in rec.SPAN_COLUMNS) for i in range(len(rows))] == rows
-    assert sorted(recorder._whole) == [1, 3, 4] and recorder.count == 5  # placeholders hold their places
+    assert list(recorder._whole_at) == [1, 3, 4] and recorder.count == 5  # placeholders hold their places
     transfer = recorder.rows(0, 1)[0, 5]  # the form code of the first record: a tma transfer span
     assert recorder.rows(1, 2)[0].tolist() == [big, big - 5, 0, 70_000, 40_000, transfer, 3_000_000_000, -1, 2**33, 0]
     assert (recorder.span_count, recorder.event_count) == (5, 0)
@@ -143,7 +143,7 @@ def test_a_run_whose_spans_outgrow_their_field_records_them_whole_as_the_same_ru
 
     short, long = run("us"), run("ms")
     assert long.makespan_ps == 23 * 10**9 and short.makespan_ps == 23 * 10**6
-    assert long.recorder is not None and long.recorder._whole and not short.recorder._whole
+    assert long.recorder is not None and long.recorder._whole_at and not short.recorder._whole_at
     for table in ("spans", "events"):
         a, b = getattr(short, table), getattr(long, table)
         times = [c for c in a.columns if c.endswith("_ps")]

@@ -28,7 +28,9 @@ A 1,000,000-tile run (9,000,000 rows) peaked at 182 MB, the interpreter's 50 inc
 
 from __future__ import annotations
 
+import bisect
 import struct
+from array import array
 from collections.abc import Callable
 from typing import Any
 
@@ -74,6 +76,7 @@ assert _RECORD_BYTES == struct.calcsize("<" + _FORMAT) == 32 and _RECORD.names =
 _LOW = np.array([np.iinfo(_RECORD[f]).min for f in _FIELDS], dtype=np.int64)
 _HIGH = np.array([np.iinfo(_RECORD[f]).max for f in _FIELDS], dtype=np.int64)
 _PLACEHOLDER = bytes(_RECORD_BYTES)  # where a record kept whole in the side table stands
+_PACK_WHOLE = struct.Struct(f"<{WIDTH}q").pack  # a record kept whole: WIDTH 64-bit numbers
 _BLOCK = 1 << 20  # records read at once where the whole stream is summed (bounds the temporaries)
 
 # What a form is: how many span rows and event rows one record of it makes.
@@ -100,11 +103,14 @@ class Recorder:
     """Collects spans and events; hands them back in the column order of SPAN_COLUMNS /
     EVENT_COLUMNS, in the order they were recorded."""
 
-    __slots__ = ("_buffer", "_whole", "_forms", "_form_codes", "_names", "_name_codes")
+    __slots__ = ("_buffer", "_whole_at", "_whole", "_forms", "_form_codes", "_names", "_name_codes")
 
     def __init__(self) -> None:
         self._buffer = bytearray()  # the records, _RECORD_BYTES each; only ever appended to while the run goes on
-        self._whole: dict[int, tuple[int, ...]] = {}  # position -> a record whose values a field cannot hold
+        # Records whose values a field cannot hold: their positions (increasing) and the records,
+        # WIDTH 64-bit numbers each (88 bytes a record in all, however many there are).
+        self._whole_at = array("q")
+        self._whole = bytearray()
         self._forms = list(_KNOWN)
         self._form_codes = {form[1:]: code for code, form in enumerate(_KNOWN) if form[0] in (SPAN, EVENT)}
         self._names: list[str] = []
@@ -254,7 +260,8 @@ class Recorder:
             try:
                 self._buffer += _PACK(*record)
             except struct.error:
-                self._whole[len(self._buffer) // _RECORD_BYTES] = record
+                self._whole_at.append(len(self._buffer) // _RECORD_BYTES)
+                self._whole += _PACK_WHOLE(*record)
                 self._buffer += _PLACEHOLDER
 
     # ---- whole records, by position (fast-forward regenerates skipped periods: record_shift.py)
@@ -283,9 +290,9 @@ class Recorder:
         columns = np.ascontiguousarray(rows.T)  # a field a row: each check and copy below reads contiguously
         if len(rows) and not ((columns.min(axis=1) >= _LOW).all() and (columns.max(axis=1) <= _HIGH).all()):
             fits = np.all((columns >= _LOW[:, None]) & (columns <= _HIGH[:, None]), axis=0)
-            first = self.count
-            for n in np.flatnonzero(~fits):
-                self._whole[first + int(n)] = tuple(int(v) for v in rows[n])
+            wide = np.flatnonzero(~fits)
+            self._whole_at.extend((self.count + wide).tolist())
+            self._whole += rows[wide].astype("<i8").tobytes()
             columns = np.where(fits, columns, 0)  # the placeholder where a row does not fit
         packed = np.empty(len(rows), dtype=_RECORD)
         for i, name in enumerate(_FIELDS):
@@ -298,8 +305,8 @@ class Recorder:
         changed = change(rows)
         if len(changed) != len(rows):
             raise ValueError(f"map_rows: {len(rows)} records became {len(changed)}")
-        for position in [p for p in self._whole if p >= start]:
-            del self._whole[position]
+        kept = bisect.bisect_left(self._whole_at, start)  # the records kept whole before ``start`` stay
+        del self._whole_at[kept:], self._whole[kept * WIDTH * 8:]
         del self._buffer[start * _RECORD_BYTES:]
         self.append_rows(changed)
 
@@ -370,10 +377,11 @@ class Recorder:
             columns = [view[_FIELDS[i]].astype(np.int64) for i in fields]
         finally:
             del view  # the buffer grows again only once no view of it is left
-        whole = [(p - start, record) for p, record in self._whole.items() if start <= p < end]
-        if whole:
-            at = np.array([p for p, _ in whole], dtype=np.int64)
-            values = np.array([record for _, record in whole], dtype=np.int64)
+        first, last = bisect.bisect_left(self._whole_at, start), bisect.bisect_left(self._whole_at, end)
+        if last > first:
+            at = np.array(self._whole_at[first:last], dtype=np.int64) - start
+            values = np.frombuffer(self._whole, dtype="<i8", count=(last - first) * WIDTH,
+                                   offset=first * WIDTH * 8).reshape(-1, WIDTH)
             for column, i in zip(columns, fields, strict=True):
                 column[at] = values[:, i]
         return columns
