@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import simpy
@@ -237,20 +237,36 @@ def own_bounds(active: list[FlowClass]) -> list[tuple[float, list[FlowClass]]] |
     margin), so it freezes the classes one by one at their own bounds, in the order it would:
     by level, a cap before a link at the same level, caps by position, links by index. None
     when some class has no finite bound or some shared link would be nearly full."""
-    keyed: list[tuple[float, int, int, FlowClass]] = []
-    load: dict[Link, float] = {}
-    for i, cls in enumerate(active):
-        bound, kind, index = own_bound(cls, i)
-        if bound == math.inf:
-            return None
-        keyed.append((bound, kind, index, cls))
-        for link, weight in cls.route:
-            if len(link._classes) > 1:
-                load[link] = load.get(link, 0.0) + cls.n * weight * bound
-    if any(carried > link.capacity * (1 - _ROOM) for link, carried in load.items()):
+    keyed, unbounded, load = own_keys(active)
+    if unbounded or nearly_full(load) is not None:
         return None
     keyed.sort(key=_order)
     return [(bound, [cls]) for bound, _, _, cls in keyed]
+
+
+def own_keys(active: Iterable[FlowClass]) -> tuple[list[tuple[float, int, int, FlowClass]], int, dict[Link, float]]:
+    """Each class's own-bound key ``(bound, kind, index, class)`` in activation order (as
+    :func:`own_bound`), how many have no finite bound, and the load the others put on each
+    shared link at their bounds (summed in activation order: a function of the classes alone)."""
+    keyed: list[tuple[float, int, int, FlowClass]] = []
+    load: dict[Link, float] = {}
+    unbounded = 0
+    for i, cls in enumerate(active):
+        bound, kind, index = own_bound(cls, i)
+        keyed.append((bound, kind, index, cls))
+        if bound == math.inf:
+            unbounded += 1
+            continue
+        for link, weight in cls.route:
+            if len(link._classes) > 1:
+                load[link] = load.get(link, 0.0) + cls.n * weight * bound
+    return keyed, unbounded, load
+
+
+def nearly_full(load: dict[Link, float]) -> Link | None:
+    """The first shared link whose ``load`` leaves it less than :data:`_ROOM` to spare, if any."""
+    room = 1 - _ROOM
+    return next((link for link, carried in load.items() if carried > link.capacity * room), None)
 
 
 def own_bound(cls: FlowClass, seq: int) -> tuple[float, int, int]:

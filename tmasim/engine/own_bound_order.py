@@ -35,7 +35,7 @@ import math
 from bisect import bisect_left, insort
 from itertools import count
 
-from tmasim.engine.flows import _ROOM, FlowClass, Link, own_bound
+from tmasim.engine.flows import _ROOM, FlowClass, Link, nearly_full, own_bound, own_keys
 
 Key = tuple[float, int, int, FlowClass]
 
@@ -183,26 +183,13 @@ class OwnBoundOrder:
         self.tracking = False
         self._dirty.clear()
         self._touched.clear()
-        order: list[Key] = []
-        load: dict[Link, float] = {}
-        unbounded = 0
-        for i, cls in enumerate(self._active):
-            bound, kind, index = own_bound(cls, i)
-            n = cls.n
-            order.append((bound, kind, index, cls))
-            if bound == math.inf:
-                unbounded += 1
-                continue
-            for link, weight in cls.route:
-                if len(link._classes) > 1:
-                    load[link] = load.get(link, 0.0) + n * weight * bound
+        order, unbounded, load = own_keys(self._active)
         self.order, self._unbounded, self._over = order, unbounded, set()
         self.moved.clear()
-        room = 1 - _ROOM
-        for link, carried in load.items():
-            if carried > link.capacity * room:
-                self._over.add(link)
-                return
+        full = nearly_full(load)
+        if full is not None:
+            self._over.add(full)
+            return
         if unbounded:
             self.rebuild()
             self.tracking = False

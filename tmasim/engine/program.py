@@ -289,25 +289,20 @@ class UnitProgram:
     def run_of(self, step: int, units_matter: bool = True) -> tuple[int, int]:
         """The steps around ``step`` that are identical to it, ``(first, end)`` with end
         exclusive: the same segment and no epilogue; where ``units_matter`` (ping-pong
-        warpgroups take turns by unit) also the same unit, its last step excluded. The test
-        is written inline in each loop (a call per step cost the every-SM GEMM's cuts 2%)."""
-        seg_of, unit_of, last, steps = self._segment_of_step, self._unit_of_step, self._last_step, self.steps
+        warpgroups take turns by unit) also the same unit, its last step excluded: :meth:`run_end`,
+        then the walk back. The test is written inline in each loop (a call per step cost the
+        every-SM GEMM's cuts 2%)."""
+        seg_of, unit_of, last = self._segment_of_step, self._unit_of_step, self._last_step
         segment, unit = seg_of[step], unit_of[step]
-        end, first = step + 1, step
+        end, first = self.run_end(step, units_matter), step
         if units_matter:
-            if step in last:
-                return step, step + 1
-            while end < steps and seg_of[end] is segment and unit_of[end] == unit and end not in last:
-                end += 1
-            while first > 0 and seg_of[first - 1] is segment and unit_of[first - 1] == unit and first - 1 not in last:
+            if step not in last:
+                while (first > 0 and seg_of[first - 1] is segment and unit_of[first - 1] == unit
+                       and first - 1 not in last):
+                    first -= 1
+        elif last.get(step) is None:
+            while first > 0 and seg_of[first - 1] is segment and last.get(first - 1) is None:
                 first -= 1
-            return first, end
-        if last.get(step) is not None:
-            return step, step + 1
-        while end < steps and seg_of[end] is segment and last.get(end) is None:
-            end += 1
-        while first > 0 and seg_of[first - 1] is segment and last.get(first - 1) is None:
-            first -= 1
         return first, end
 
     def run_end(self, step: int, units_matter: bool = True) -> int:
