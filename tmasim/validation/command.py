@@ -31,6 +31,7 @@ columns; --backend insists):
   sync_ld_st runs (no TMA) and failed runs are left out, with a note."""
 
 VALIDATE_EPILOG = f"""examples:
+  tmasim validate public          # the model on every public whole-pipeline table, against the baseline
   tmasim validate out/measured_runs.csv --out out/validation
   tmasim validate out/measured_runs.csv --measure gbps --predict achieved_bytes_per_s --where ctas=132
   tmasim validate times.csv --scenario reference --map stages=pipeline.stages \\
@@ -68,6 +69,11 @@ def register(subparsers: Any) -> None:
                           help="the backend's per-tile table (default: measured_tiles.csv beside MEASURED)")
     validate.add_argument("--timeline-run", type=int, metavar="RUN_ID",
                           help="the recorded run to overlay (default: a pipelined run with compute, most CTAs)")
+    validate.add_argument("--json", action="store_true",
+                          help="validate public: print the figures as JSON")
+    validate.add_argument("--update-baseline", action="store_true",
+                          help="validate public: commit these figures as the new baseline "
+                               "(validation/public/results/pipelines.json)")
     validate.set_defaults(handler=handle_validate)
 
     calibrate = subparsers.add_parser("calibrate", help="fit GPU preset parameters to a measured table; write a "
@@ -125,6 +131,10 @@ def options_from(args: argparse.Namespace) -> Any:
 def handle_validate(args: argparse.Namespace) -> int:
     from tmasim.validation.compare import validate
 
+    if str(args.measured) == "public" and not Path("public").exists():
+        from tmasim.validation import public_command
+
+        return public_command.handle(args)
     out = args.out if args.out is not None else Path(f"validate-{_stem(args.measured)}")
     if out.exists() and not out.is_dir():
         raise TmasimError(f"--out: {str(out)!r} exists and is not a directory")

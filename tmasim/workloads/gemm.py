@@ -69,8 +69,8 @@ def plan(config: GemmConfig, scenario: Scenario) -> tuple[Plan, Residency]:
     step = mma_step(config, gpu, consumers, mode, setup.pair)
     acc = accumulator(config, gpu, consumers, mode, registers)
     epilogue_smem = config.epilogue_smem if config.epilogue_smem is not None else default_epilogue_smem(config)
-    b_stage = layout.b.box_bytes // 2 if setup.pair else layout.b.box_bytes  # a pair's CTA holds half of B
-    res = residency(gpu, stage_bytes=layout.a.box_bytes + b_stage, stages=stages,
+    b_stage = layout.b.stage_bytes // 2 if setup.pair else layout.b.stage_bytes  # a pair's CTA holds half of B
+    res = residency(gpu, stage_bytes=layout.a.stage_bytes + b_stage, stages=stages,
                     other_smem=epilogue_smem, consumers=consumers, requested_ctas_per_sm=config.ctas_per_sm,
                     accumulator=acc)
     placement = place(gpu, cluster, res.ctas_per_sm, res.limited_by)
@@ -80,7 +80,7 @@ def plan(config: GemmConfig, scenario: Scenario) -> tuple[Plan, Residency]:
     slots = min(len(coords) // size, placement.clusters)  # clusters resident at once
     concurrent = slots * size
     fractions = hbm_fractions(config, coords, concurrent, gpu.l2_fit_size)  # what L2 holds (tmasim.l2)
-    merged = merge_factors(gpu, setup, placement, coords, concurrent, stages * (layout.a.box_bytes + b_stage))
+    merged = merge_factors(gpu, setup, placement, coords, concurrent, stages * (layout.a.stage_bytes + b_stage))
     cache: dict[tuple[int, int, float, float, int, float, float], Unit] = {}
     units = []
     for index, ((row, col), (fa, fb), (ma, mb)) in enumerate(zip(coords, fractions, merged, strict=True)):
@@ -167,19 +167,21 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, r
     (a_parts, b_parts), (a_mask, b_mask) = setup.share, setup.masks(rank)
     # A CTA issues its slice of each shared box: along N (index y) for A, along M (index x) for B.
     a_index, b_index = rank // cx, setup.b_slice(rank)
-    expect = layout.a.box_bytes + layout.b.box_bytes if a_mask or b_mask else 0
+    expect = layout.a.stage_bytes + layout.b.stage_bytes if a_mask or b_mask else 0
     if setup.pair:  # each CTA holds its A box and half of B; the leader's full barrier counts both CTAs'
-        expect = 2 * layout.a.box_bytes + layout.b.box_bytes if rank % 2 == 0 else 0
+        expect = 2 * layout.a.stage_bytes + layout.b.stage_bytes if rank % 2 == 0 else 0
         rows_in += max(0, min(bm, config.m - (row + 1) * bm))  # the leader's MMA covers the pair's rows
     smem = k_step_smem_bytes(step.smem_reads, *k_step_smem_traffic(config, layout, setup.pair))
     hold = k_step_smem_hold(smem, step.occupancy, gpu.smem_bandwidth)
     segments = []
     for first_k, count in _k_segments(config):
         k_in = min(bk, config.k - first_k)
-        a = _copy(gpu, layout.a, (first_k, row * bm), fa, a_parts, a_index, a_mask, ma)
-        b = _copy(gpu, layout.b, (first_k, col * bn), fb, b_parts, b_index, b_mask, mb)
+        a = tuple(_copy(gpu, box, (first_k + off, row * bm), fa, a_parts, a_index, a_mask, ma)
+                  for off, box in layout.a.boxes)
+        b = tuple(_copy(gpu, box, (first_k + off, col * bn), fb, b_parts, b_index, b_mask, mb)
+                  for off, box in layout.b.boxes)
         flops = 0.0 if setup.pair and rank % 2 else 2.0 * rows_in * cols_in * k_in
-        segments.append(Segment(count, (a, b), step.occupancy, flops, step.tail, expect, hold))
+        segments.append(Segment(count, a + b, step.occupancy, flops, step.tail, expect, hold))
     c_bytes = layout.c.box_bytes
     staging = round(c_bytes / gpu.smem_bandwidth) if gpu.smem_bandwidth != float("inf") else 0
     store = Copy(c_bytes, layout.c.bytes_from_memory((col * bn, row * bm)), 1.0, 0)

@@ -14,7 +14,7 @@ from tmasim.operands import DEFAULT_SOURCE, SOURCE_NAMES
 
 KIND = "gemm"
 FIELDS = ("kind", "m", "n", "k", "dtype", "out_dtype", "tile", "raster", "group", "launch", "ctas_per_sm",
-          "epilogue_smem", "l2_reuse", "multicast", "operands")
+          "epilogue_smem", "l2_reuse", "multicast", "operands", "swizzle", "warm_l2")
 # The work (tmasim.field_roles): the GEMM's shape and types; the tile, raster, launch, cluster
 # sharing and the rest are how it is done.
 PROBLEM_FIELDS = ("m", "n", "k", "dtype", "out_dtype")
@@ -23,6 +23,9 @@ RASTERS = ("row", "column", "grouped")
 MAX_DIM = 2**32      # a tensor map's largest global dimension
 MAX_UNITS = 10**7    # output tiles: each is a work unit the engine builds and simulates
 OUT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+# The operand tensor maps' swizzle: the widest box inner extent in bytes (``none``: 16 bytes, the
+# narrowest a TMA box row may be), so a wider k-step is several boxes (tmasim.workloads.gemm_layout).
+SWIZZLE_BYTES = {"128B": 128, "64B": 64, "32B": 32, "none": 16}
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,8 @@ class GemmConfig:
     l2_reuse: bool = True
     multicast: str | None = None  # None: what the cluster shape allows (tmasim.cluster.default_multicast)
     operands: str = DEFAULT_SOURCE  # where the MMA reads A from (tmasim.operands); B is always in SMEM
+    swizzle: str = "128B"  # the A and B tensor maps' swizzle: how wide one TMA box may be
+    warm_l2: bool = False  # A and B already in L2 (a benchmark's warm-up ran first), where they fit
 
     def __post_init__(self) -> None:
         """Checked on every construction, ``dataclasses.replace`` included."""
@@ -66,6 +71,8 @@ class GemmConfig:
             read.checked_size("workload.epilogue_smem", self.epilogue_smem, positive=False)
         read.boolean("workload.l2_reuse", self.l2_reuse)
         read.choice("workload.operands", self.operands, SOURCE_NAMES)
+        read.choice("workload.swizzle", self.swizzle, tuple(SWIZZLE_BYTES))
+        read.boolean("workload.warm_l2", self.warm_l2)
         if self.multicast is not None:
             read.choice("workload.multicast", self.multicast, MULTICAST)
 
@@ -115,5 +122,7 @@ def parse(raw: Mapping[str, Any]) -> GemmConfig:
         launch=read.choice("workload.launch", raw.get("launch", "persistent"), ("persistent", "grid")),
         l2_reuse=read.boolean("workload.l2_reuse", raw.get("l2_reuse", True)),
         operands=read.choice("workload.operands", raw.get("operands", DEFAULT_SOURCE), SOURCE_NAMES),
+        swizzle=read.choice("workload.swizzle", raw.get("swizzle", "128B"), tuple(SWIZZLE_BYTES)),
+        warm_l2=read.boolean("workload.warm_l2", raw.get("warm_l2", False)),
         **optional,
     )

@@ -22,30 +22,77 @@ from dataclasses import dataclass
 from tmasim.cluster import check_multicast, default_multicast
 from tmasim.descriptor import TensorDescriptor
 from tmasim.errors import ScenarioError
-from tmasim.workloads.gemm_config import OUT_BYTES, GemmConfig
+from tmasim.workloads.gemm_config import OUT_BYTES, SWIZZLE_BYTES, GemmConfig
+
+
+@dataclass(frozen=True)
+class OperandBoxes:
+    """One operand's part of a stage, as CUTLASS loads it: a tensor map box is at most 256
+    elements a dimension and, with a swizzle, at most the swizzle span wide (128 bytes for the
+    128-byte swizzle; 16 bytes without one), so a k-step wider than that is several boxes side by
+    side along K, each its own TMA instruction (with its own issue cost and requests)."""
+
+    boxes: tuple[tuple[int, TensorDescriptor], ...]  # (K offset in elements, the box's descriptor)
+
+    @property
+    def first(self) -> TensorDescriptor:
+        return self.boxes[0][1]
+
+    @property
+    def stage_bytes(self) -> int:
+        return sum(d.box_bytes for _, d in self.boxes)
+
+    @property
+    def requests(self) -> int:
+        return sum(d.requests for _, d in self.boxes)
+
+    @property
+    def tensor_bytes(self) -> int:
+        return self.first.tensor_bytes
+
+    def __len__(self) -> int:
+        return len(self.boxes)
 
 
 @dataclass(frozen=True)
 class GemmLayout:
-    """Descriptors of the three matrices, as the kernel's tensor maps would describe them."""
+    """Descriptors of the three matrices, as the kernel's tensor maps would describe them: A and
+    B as the boxes of one k-step (``OperandBoxes``), C as one box."""
 
-    a: TensorDescriptor
-    b: TensorDescriptor
+    a: OperandBoxes
+    b: OperandBoxes
     c: TensorDescriptor
 
     @staticmethod
     def of(config: GemmConfig) -> GemmLayout:
         bm, bn, bk = config.tile
+        span = box_span(config.dtype, config.swizzle)
         return GemmLayout(
-            a=_descriptor("A", config.m, config.k, config.dtype, bm, bk),
-            b=_descriptor("B", config.n, config.k, config.dtype, bn, bk),
+            a=_operand("A", config.m, config.k, config.dtype, bm, bk, span),
+            b=_operand("B", config.n, config.k, config.dtype, bn, bk, span),
             c=_descriptor("C", config.m, config.n, config.out_dtype, bm, bn),
         )
 
 
+def element_bytes(dtype: str) -> int:
+    return 4 if dtype in ("tf32", "fp32") else 1 if dtype == "fp8" else 2
+
+
+def box_span(dtype: str, swizzle: str) -> int:
+    """The widest box's inner extent in elements: the swizzle span (at most 256 elements)."""
+    return min(256, SWIZZLE_BYTES[swizzle] // element_bytes(dtype))
+
+
+def _operand(name: str, rows: int, cols: int, dtype: str, box_rows: int, box_cols: int, span: int) -> OperandBoxes:
+    widths = [span] * (box_cols // span) + ([box_cols % span] if box_cols % span else [])
+    offsets = [sum(widths[:i]) for i in range(len(widths))]
+    return OperandBoxes(tuple((off, _descriptor(name, rows, cols, dtype, box_rows, w))
+                              for off, w in zip(offsets, widths, strict=True)))
+
+
 def _descriptor(name: str, rows: int, cols: int, dtype: str, box_rows: int, box_cols: int) -> TensorDescriptor:
     """Rows padded to 16 bytes (a leading dimension, as BLAS's lda) so TMA accepts any shape."""
-    element = 4 if dtype in ("tf32", "fp32") else 1 if dtype == "fp8" else 2
+    element = element_bytes(dtype)
     leading = -(-cols * element // 16) * 16 // element
     try:
         return TensorDescriptor.matrix(rows, cols, dtype, box_rows, box_cols, leading_dim=leading)
@@ -55,7 +102,7 @@ def _descriptor(name: str, rows: int, cols: int, dtype: str, box_rows: int, box_
 
 def stage_bytes(config: GemmConfig) -> int:
     layout = GemmLayout.of(config)
-    return layout.a.box_bytes + layout.b.box_bytes
+    return layout.a.stage_bytes + layout.b.stage_bytes
 
 
 def default_epilogue_smem(config: GemmConfig) -> int:
@@ -91,6 +138,8 @@ def hbm_fractions(config: GemmConfig, coords: Sequence[tuple[int, int]], concurr
         return [(1.0, 1.0)] * len(coords)
     layout = GemmLayout.of(config)
     fits = layout.a.tensor_bytes + layout.b.tensor_bytes <= l2_size
+    if fits and config.warm_l2:  # an earlier run (a benchmark's warm-up) left A and B in L2
+        return [(0.0, 0.0)] * len(coords)
     seen_rows: set[int] = set()
     seen_cols: set[int] = set()
     result: list[tuple[float, float]] = []
@@ -149,5 +198,5 @@ class ClusterSetup:
 def k_step_smem_traffic(config: GemmConfig, layout: GemmLayout, pair: bool) -> tuple[int, int]:
     """(TMA bytes written into one SM's SMEM per k-step, bytes of A read once into TMEM or
     registers when the MMA does not read A from SMEM itself; tmasim.operands)."""
-    writes = layout.a.box_bytes + (layout.b.box_bytes // 2 if pair else layout.b.box_bytes)
-    return writes, 0 if config.operands == "SS" else layout.a.box_bytes
+    writes = layout.a.stage_bytes + (layout.b.stage_bytes // 2 if pair else layout.b.stage_bytes)
+    return writes, 0 if config.operands == "SS" else layout.a.stage_bytes

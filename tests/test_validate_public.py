@@ -1,0 +1,68 @@
+"""The validation harness over public whole-pipeline tables, and its ratchet: the model's figures
+on them may improve (and the new baseline be committed), never silently worsen."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tmasim.validation import pipelines
+from tmasim.validation.public_command import regressions
+
+
+@pytest.fixture(scope="module")
+def results():
+    return {t.name: pipelines.validate(t, jobs=2) for t in pipelines.TABLES}
+
+
+def test_no_figure_is_worse_than_the_committed_baseline(results):
+    assert regressions(results, pipelines.baseline()) == []
+
+
+def test_the_baseline_covers_every_table_with_both_parts():
+    base = pipelines.baseline()
+    for table in pipelines.TABLES:
+        assert {"fitted", "held_out", "all"} <= set(base[table.name])
+
+
+def test_the_split_is_fixed_and_holds_out_a_quarter_of_the_tiles():
+    configs = {p.config for p in pipelines.mainloop_points()}
+    out = pipelines.held_out(configs)
+    assert len(configs) == 46 and len(out) == 12
+    assert out == pipelines.held_out(sorted(configs, reverse=True))  # the draw does not depend on order
+
+
+def test_knee_is_the_fewest_stages_within_two_percent_of_the_best():
+    assert pipelines.knee({2: 10.0, 3: 6.0, 4: 5.05, 5: 5.0}) == 4
+    assert pipelines.knee({2: 10.0, 3: 5.2, 4: 5.0}) == 4
+    assert pipelines.knee({2: 5.0, 3: 5.0}) == 2
+
+
+def test_a_worse_figure_is_a_regression():
+    base = {"t": {"fitted": {"knee_right": 10, "knee_within_one": 20, "mean_error": 0.05}}}
+    worse = {"t": {"fitted": {"knee_right": 9, "knee_within_one": 20, "mean_error": 0.06}}}
+    found = regressions(worse, base)
+    assert len(found) == 2 and "knee_right 9 < 10" in found[0] and "mean error" in found[1]
+    assert regressions(base, base) == []
+
+
+def test_mainloop_plateau_errors_are_small(results):
+    """Where the table shows a plateau (the most stages measured), the model is within 15%."""
+    rows = results["b200-mainloop"]["rows"]
+    last = {}
+    for r in rows:
+        if r["config"] not in last or r["stages"] > last[r["config"]]["stages"]:
+            last[r["config"]] = r
+    errors = sorted(abs(r["predicted_s"] / r["measured_s"] - 1) for r in last.values())
+    assert errors[len(errors) // 2] < 0.05 and errors[-1] < 0.25
+
+
+def test_cli_prints_each_table_and_json():
+    out = subprocess.run([sys.executable, "-m", "tmasim", "validate", "public", "--json"], capture_output=True,
+                         text=True, check=True).stdout
+    data = json.loads(out)
+    assert data["b200-mainloop"]["all"]["sweeps"] == 46
+    text = subprocess.run([sys.executable, "-m", "tmasim", "validate", "public"], capture_output=True, text=True,
+                          check=True).stdout
+    assert "held-out" in text and "knee right" in text

@@ -1,0 +1,75 @@
+"""``tmasim validate public``: the model against every public whole-pipeline table
+(:mod:`tmasim.validation.pipelines`), the figures per table, fitted and held-out parts apart."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from tmasim.errors import TmasimError
+
+RATCHET_KEYS = ("knee_right", "knee_within_one")
+
+
+def handle(args: argparse.Namespace) -> int:
+    from tmasim.validation import pipelines
+
+    results = {t.name: pipelines.validate(t, jobs=args.jobs) for t in pipelines.TABLES}
+    if args.update_baseline:
+        _write_baseline(pipelines, results)
+    if args.json:
+        print(json.dumps(results, indent=1))
+    else:
+        print("\n\n".join(text(r) for r in results.values()))
+    worse = regressions(results, pipelines.baseline())
+    if worse and not args.update_baseline:
+        raise TmasimError("validate public: worse than the committed baseline "
+                          f"(validation/public/results/pipelines.json): {'; '.join(worse)}")
+    return 0
+
+
+def _write_baseline(pipelines: Any, results: dict[str, Any]) -> None:
+    import os
+    import tempfile
+
+    kept = {name: {k: v for k, v in r.items() if k != "rows"} for name, r in results.items()}
+    path = pipelines.BASELINE
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as handle:
+        handle.write(json.dumps(kept, indent=1) + "\n")
+    os.replace(temp, path)  # the baseline is whole or as it was
+    print(f"wrote {pipelines.BASELINE.name}", file=sys.stderr)
+
+
+def regressions(results: dict[str, Any], baseline: dict[str, Any]) -> list[str]:
+    """What got worse than the committed figures: fewer knees right, a higher mean error."""
+    worse = []
+    for name, result in results.items():
+        for part in ("fitted", "held_out"):
+            new, old = result.get(part), baseline.get(name, {}).get(part)
+            if not new or not old:
+                continue
+            worse += [f"{name} {part}: {key} {new[key]} < {old[key]}" for key in RATCHET_KEYS if new[key] < old[key]]
+            if new["mean_error"] > old["mean_error"] + 5e-4:
+                worse.append(f"{name} {part}: mean error {new['mean_error']:.2%} > {old['mean_error']:.2%}")
+    return worse
+
+
+def text(result: dict[str, Any]) -> str:
+    lines = [f"{result['title']}  [{result['source']}]", f"  split: {result['split']}"]
+    for part in ("fitted", "held_out", "all"):
+        f = result.get(part)
+        if f:
+            lines.append(f"  {part.replace('_', '-'):9s} {f['points']:4d} points, {f['sweeps']:3d} stage sweeps: mean error "
+                         f"{f['mean_error']:.1%} (worst {f['max_error']:.1%}); knee right {f['knee_right']} of "
+                         f"{f['sweeps']}, within one stage {f['knee_within_one']} of {f['sweeps']}")
+    lines.append("  worst sweeps (knee measured / predicted, worst point's error):")
+    for w in result["all"]["worst"]:
+        lines.append(f"    {w['config']:18s} knee {w['knee_measured']} / {w['knee_predicted']}, {w['worst_error']:.1%}")
+    missed = [k for k in result["all"]["knees"] if k["knee_measured"] != k["knee_predicted"]]
+    if missed:
+        lines.append("  knees missed: " + ", ".join(f"{k['config']} ({k['knee_measured']} / {k['knee_predicted']})"
+                                               for k in missed))
+    return "\n".join(lines)
