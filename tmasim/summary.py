@@ -223,8 +223,15 @@ def describe(stats: Mapping[str, Any], scenario: Scenario) -> str:
         return "\n".join([first, f"  INVALID RUN: {stats['invalid_reason']}", *rest,
                           "  no time is reported: a run with broken barriers is not a kernel's timing"])
     rows = workload_of(scenario.workload).summary_rows(stats, scenario) + stall_rows(stats) + skip_rows(stats)
+    rows.append(("validated", _trust(scenario)))
     width = max(len(name) for name, _ in rows)
     return "\n".join([*header(scenario), *(f"  {name:<{width}}  {value}" for name, value in rows)])
+
+
+def _trust(scenario: Scenario) -> str:
+    from tmasim.validation.pipelines import trust_for
+
+    return trust_for(scenario)
 
 
 def stall_rows(stats: Mapping[str, Any]) -> list[tuple[str, str]]:

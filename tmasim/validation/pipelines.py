@@ -72,7 +72,8 @@ def mainloop_points(path: Path | None = None) -> list[Point]:
         config = f"{dtype} {row.TILE_M}x{row.TILE_N}x{row.TILE_K}"
         overrides = (f"workload.m={row.M}", f"workload.n={row.N}", f"workload.k={row.K}", f"workload.dtype={dtype}",
                      f"workload.tile={tile}", f"pipeline.stages={row.STAGES}", "pipeline.consumers=1",
-                     "workload.epilogue_smem=0 B", "workload.warm_l2=true")  # NoSmemWarpSpecialized1Sm: the epilogue stages nothing
+                     # NoSmemWarpSpecialized1Sm: the epilogue stages nothing; a warm-up run fills L2
+                     "workload.epilogue_smem=0 B", "workload.warm_l2=true")
         points.append(Point(config, int(row.STAGES), float(row.time_ms) / 1e3, overrides))
     return points
 
@@ -130,7 +131,7 @@ def figures(points: Sequence[Point]) -> dict[str, Any]:
     for p in points:
         sweeps.setdefault(p.config, []).append(p)
     errors = [abs(p.predicted - p.measured) / p.measured for p in points if p.predicted is not None]
-    rows = []
+    rows: list[dict[str, Any]] = []
     for config, sweep in sorted(sweeps.items()):
         measured = knee({p.stages: p.measured for p in sweep})
         predicted = knee({p.stages: p.predicted for p in sweep if p.predicted is not None})
@@ -150,7 +151,8 @@ def validate(table: Table, jobs: int = 1, configs: set[str] | None = None, extra
     points = [p for p in table.points() if configs is None or p.config in configs]
     predicted = predict(table, points, jobs, extra)
     out = held_out(p.config for p in table.points())
-    parts = {"fitted": [p for p in predicted if p.config not in out], "held_out": [p for p in predicted if p.config in out]}
+    parts = {"fitted": [p for p in predicted if p.config not in out],
+             "held_out": [p for p in predicted if p.config in out]}
     result: dict[str, Any] = {"table": table.name, "title": table.title, "source": table.source,
                               "split": f"{len(out)} of {len({p.config for p in table.points()})} tile configurations "
                                        f"held out (numpy default_rng({SPLIT_SEED}))",
@@ -166,11 +168,27 @@ def baseline() -> dict[str, Any]:
     return json.loads(BASELINE.read_text()) if BASELINE.exists() else {}
 
 
+def trust_for(scenario: Any) -> str:
+    """How well the model did on the validated cases closest to ``scenario`` (from the committed
+    results), or that nothing close to it was validated against a measured pipeline."""
+    workload, gpu = scenario.workload, scenario.gpu
+    kind = getattr(workload, "kind", "")
+    if kind == "gemm" and gpu.name == "b200" and getattr(workload, "units", 0) == 1:
+        line = trust_line("b200-mainloop")
+        if line:
+            return line
+    what = {"gemm": "GEMM", "attention": "attention", "stream": "TMA stream"}.get(kind, kind)
+    scope = "one-CTA" if getattr(workload, "units", 0) == 1 else "whole-chip"
+    return (f"{gpu.name} {scope} {what}: not validated against a measured pipeline "
+            "(tmasim validate public lists what is)")
+
+
 def trust_line(table_name: str) -> str | None:
     """One line on how well the model did on a validated table, from the committed results."""
     result = baseline().get(table_name)
     if not result:
         return None
     part = result["all"]
-    return (f"{result['title']}: knee right on {part['knee_right']} of {part['sweeps']} tiles "
+    title = result["title"].split(" (")[0]
+    return (f"{title}: knee right on {part['knee_right']} of {part['sweeps']} tiles "
             f"(within one stage on {part['knee_within_one']}), mean error {part['mean_error']:.0%}")

@@ -62,8 +62,10 @@ def text(result: dict[str, Any]) -> str:
     for part in ("fitted", "held_out", "all"):
         f = result.get(part)
         if f:
-            lines.append(f"  {part.replace('_', '-'):9s} {f['points']:4d} points, {f['sweeps']:3d} stage sweeps: mean error "
-                         f"{f['mean_error']:.1%} (worst {f['max_error']:.1%}); knee right {f['knee_right']} of "
+            name = part.replace("_", "-")
+            lines.append(f"  {name:9s} {f['points']:4d} points, {f['sweeps']:3d} stage sweeps: "
+                         f"mean error {f['mean_error']:.1%} (worst {f['max_error']:.1%}); "
+                         f"knee right {f['knee_right']} of "
                          f"{f['sweeps']}, within one stage {f['knee_within_one']} of {f['sweeps']}")
     lines.append("  worst sweeps (knee measured / predicted, worst point's error):")
     for w in result["all"]["worst"]:
