@@ -77,9 +77,9 @@ def test_changed_table_is_shown_as_the_tables_it_was_and_is():
 
 def test_preset_override_in_cycles_is_also_given_as_a_time_at_the_clock():
     line = header(scenarios.load("mma-b200"), unicode=True)[1]
-    assert "gpu.copy_latency 189.88 ns → 0 ns" in line  # the preset's value as written, in the same unit
-    assert "gpu.hbm_latency 229 ns (450 cycles) → 0 ns" in line  # 450 / 1.965 GHz
-    assert "gpu.tma_issue 8.142 ns (16 cycles) → 0 ns" in line
+    assert "gpu.copy_latency 300 ns → 0 ns" in line  # the preset's value as written, in the same unit
+    assert "gpu.hbm_latency 118.9 ns (233.6 cycles) → 0 ns" in line  # 233.6 / 1.965 GHz
+    assert "gpu.tma_issue 45.8 ns (90 cycles) → 0 ns" in line
 
 
 def test_latency_binding_says_what_it_means():
