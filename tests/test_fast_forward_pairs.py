@@ -4,6 +4,7 @@ the leader's barriers are in the state, so pairs skip, exactly as the full run c
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_fast_forward import both
@@ -62,3 +63,14 @@ def test_pairs_with_records_give_the_full_runs_spans_events_and_link_loads_row_f
     assert fast.stats["fast_forward_skipped_steps"] > 0.5 * fast.stats["simulated_steps"]
     follower = fast.spans[(fast.spans["kind"] == "compute") & (fast.spans["sm"] % 2 == 1)]
     assert len(follower) == len(fast.spans[(fast.spans["kind"] == "compute") & (fast.spans["sm"] % 2 == 0)])
+
+
+@pytest.mark.parametrize("mode", ["cooperative", "pingpong"])
+@pytest.mark.parametrize("raster", ["row", "grouped"])
+@pytest.mark.parametrize("shape", [(1024, 1024), (1000, 968)])
+def test_pairs_skip_and_agree_exactly_whole_or_ragged_in_either_raster(mode, raster, shape):
+    """2-SM pairs on a small B200, whole tiles or edge tiles (40 and 72 wide at M's and N's ends)."""
+    m, n = shape
+    raw = pairs(m, n, 4096, consumer_mode=mode)
+    fast, full = both({**raw, "workload": {**raw["workload"], "raster": raster, "group": 2}})
+    assert 0 < fast["fast_forward_skipped_steps"] < full["simulated_steps"]

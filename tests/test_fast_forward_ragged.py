@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_fast_forward import both
@@ -96,3 +97,17 @@ def test_random_grids_with_edge_units_mid_program_agree_exactly(sms, rows, colum
     """Persistent CTAs walking several tiles, some of them in the 128-wide edge column, at
     different places of their walks: edge units mid-program, jumped inside at the joint period."""
     both(edge_gemm(sms, rows, columns, k, raster, stages))
+
+
+@pytest.mark.parametrize("tile", [[128, 192, 64], [64, 256, 64]])
+@pytest.mark.parametrize("raster", ["row", "grouped"])
+@pytest.mark.parametrize("cluster", [[1, 1], [2, 1]])
+def test_the_design_sweeps_ragged_corners_agree_exactly_on_a_small_chip(tile, raster, cluster):
+    """The 192-point sweep's axes (benchmarks/bench_sweep.py) at a small size: N = 1000 leaves
+    edge tiles of 40 (128 x 192) and 232 (64 x 256) columns, M = 1000 one of 104 rows."""
+    raw = {"name": "ff-sweep-corner", "gpu": {"preset": "h100-sxm", "sms": 6, "gpc_sms": [6]},
+           "workload": {"kind": "gemm", "m": 1000, "n": 1000, "k": 4096, "dtype": "bf16", "tile": tile,
+                        "raster": raster, "group": 2, "launch": "persistent"},
+           "pipeline": {"stages": 3, "consumers": 2, "cluster": cluster}}
+    fast, full = both(raw)
+    assert fast["sm_classes"] > 1 and 0 < fast["fast_forward_skipped_steps"] < full["simulated_steps"]

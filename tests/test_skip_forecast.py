@@ -109,3 +109,27 @@ def test_a_sweep_is_estimated_with_the_same_skip():
     fast, _ = sweep_estimate.sweep_seconds(skipping, skipping.points, 1)
     slow, _ = sweep_estimate.sweep_seconds(full, full.points, 1)
     assert slow > 60 > 10 * fast  # the full run says so on its first line; the skipping one has no need
+
+
+def test_the_estimate_says_why_ragged_tiles_skip_little_and_names_their_classes():
+    ragged = estimate(load("gemm-h100", ["workload.tile=[128,192,64]"]))
+    # 43 columns of tiles, the last 128 wide: the classes that walk an edge unit
+    assert ragged.obstacle.startswith("12 of its 14 SM classes run work units unlike the others'")
+    assert estimate(load("gemm-h100", [])).obstacle == ""  # every unit alike: nothing in the way
+    assert "run.fast_forward = false" in estimate(load("gemm-h100", ["run.fast_forward=false"])).obstacle
+
+
+def test_a_sweeps_estimate_line_names_its_slowest_unskippable_point_and_why():
+    from tmasim.errors import ResourceError
+    from tmasim.sweep import estimate as sweep_estimate
+    from tmasim.sweep.spec import plan_sweep
+
+    plan = plan_sweep("gemm-h100", [], {"workload.tile": [[128, 256, 64], [128, 192, 64]]}, False)
+    with pytest.raises(ResourceError) as refused:
+        sweep_estimate.check(plan, plan.points, 1, max_points=None, max_seconds=0.1, notify=None)
+    assert "the slowest (workload.tile=[128, 192, 64]: about" in str(refused.value)
+    assert "12 of its 14 SM classes run work units unlike the others'" in str(refused.value)
+    regular = plan_sweep("gemm-h100", [], {"pipeline.stages": [3, 4]}, False)
+    with pytest.raises(ResourceError) as refused:
+        sweep_estimate.check(regular, regular.points, 1, max_points=None, max_seconds=0.01, notify=None)
+    assert "slowest" not in str(refused.value)

@@ -62,6 +62,7 @@ class Estimate:
     records: int        # per-event records kept (0 without run.records)
     how: str            # what the figures come from, in a few words
     skipped: int = 0    # of ``steps``, those fast-forward is expected to skip
+    obstacle: str = ""  # why fast-forward will skip little of the run ('' when nothing is seen in its way)
 
     @property
     def large(self) -> bool:

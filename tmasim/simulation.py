@@ -127,7 +127,8 @@ def estimate(scenario: Scenario, *, extra_record_bytes: int = 0) -> budget.Estim
     drift = scenario.run.drift
     chip = Chip(simpy.Environment(), scenario.gpu, plan, _sync(scenario), None,
                 aggregate=scenario.run.aggregate and not drift.on, drift=drift, seed=scenario.run.seed)
-    return _run_estimate(scenario, plan, chip, budget.Limits(extra_record_bytes=extra_record_bytes))
+    cost = _run_estimate(scenario, plan, chip, budget.Limits(extra_record_bytes=extra_record_bytes))
+    return dataclasses.replace(cost, obstacle=_no_skip(scenario, plan) or skip_forecast.obstacle(chip))
 
 
 def _plan_size_estimate(scenario: Scenario) -> budget.Estimate | None:

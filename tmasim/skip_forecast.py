@@ -29,6 +29,7 @@ tests still check :func:`skipped_steps` on GEMM plans' run structure.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -60,6 +61,30 @@ def forecast(chip: Any, stages: int) -> int:
         return 0
     lanes = lanes_of(chip.planned.programs, chip.sms, 1 if plan.persistent else plan.ctas_per_sm)
     return skipped_steps(lanes, stages, units_matter=sync.mode == "pingpong" and sync.consumers > 1)
+
+
+def obstacle(chip: Any) -> str:
+    """Why fast-forward will skip little of a run of ``chip`` (built, not yet run), in words a
+    sweep's estimate line can carry; '' where the plan shows nothing in its way. Classes of SMs
+    whose work units differ (edge tiles, which step at another pace) fall out of step: a jump
+    stops at any class's unit boundary, so each of them costs every class a transient."""
+    programs = chip.planned.programs
+    if not programs:
+        return ""
+    if not skip_possible(programs):
+        return "its per-step times vary (jitter or a list of times), so no period repeats"
+    if isinstance(programs[0], TimedProgram) or _lockstep(programs):
+        return ""
+    queues = [[program for _, program in sm.queue] for sm in chip.sms]
+    if not any(queues):
+        queues = [[program] for program in programs]
+    works = [[_work(unit) for program in queue for unit in program.units] for queue in queues]
+    counts = Counter(work for queue in works for work in queue)
+    common = counts.most_common(1)[0][0]
+    odd = sum(1 for queue in works if any(work != common for work in queue))
+    return (f"{odd} of its {len(queues)} SM classes run work units unlike the others' (edge tiles or shorter "
+            "units, at another pace), so the classes fall out of step and fast-forward stops at each one's unit "
+            "boundaries")
 
 
 def lanes_of(programs: Sequence[Any], sms: Sequence[Any], per_sm: int) -> list[list[Any]]:

@@ -4,7 +4,10 @@ Each sampled point is built and planned (not run) and its run estimated by
 :func:`tmasim.simulation.estimate`, so a sweep of GEMM points is estimated as GEMM points and a
 sweep of tiny ones as tiny ones, whatever the point count. A sweep expected to take over
 :data:`NOTE_SECONDS` says so on its first line; past :data:`LIMIT_SECONDS` (or past the point
-count the caller gives) it is refused unless confirmed (``--yes``).
+count the caller gives) it is refused unless confirmed (``--yes``). Where a sampled point is
+estimated past :data:`SLOW_POINT_SECONDS` and fast-forward will skip little of it, the line says
+why, for the slowest such point (its classes of SMs out of step on edge tiles, attention's rings,
+jitter: :func:`tmasim.skip_forecast.obstacle`), so that a user is not left waiting without a reason.
 """
 
 from __future__ import annotations
@@ -20,23 +23,44 @@ NOTE_SECONDS = 60.0
 LIMIT_SECONDS = 900.0
 POINT_SECONDS = 0.02  # building a point's scenario, shipping it and journalling its row
 SAMPLES = 8
+SLOW_POINT_SECONDS = 1.0  # a sampled point estimated past this, and not skipped, is named with the reason
 
 
 def sweep_seconds(plan: SweepPlan, todo: Sequence[Point], jobs: int) -> tuple[float, int]:
     """(estimated seconds with ``jobs`` workers, points sampled)."""
+    seconds, sampled, _ = _sample(plan, todo, jobs)
+    return seconds, sampled
+
+
+def _sample(plan: SweepPlan, todo: Sequence[Point], jobs: int) -> tuple[float, int, str]:
+    """(estimated seconds with ``jobs`` workers, points sampled, why the slowest sampled point
+    that fast-forward cannot skip is slow: '' when none is over :data:`SLOW_POINT_SECONDS`)."""
     count = min(SAMPLES, len(todo))
     picks = sorted({round(i * (len(todo) - 1) / max(1, count - 1)) for i in range(count)})
-    per_point = [_point_seconds(plan, todo[i]) + POINT_SECONDS for i in picks]
-    return sum(per_point) / len(per_point) * len(todo) / jobs, len(picks)
+    costs = [(_point_cost(plan, todo[i]), todo[i]) for i in picks]
+    per_point = [seconds + POINT_SECONDS for (seconds, _), _ in costs]
+    slow = [(seconds, point, why) for (seconds, why), point in costs if why and seconds >= SLOW_POINT_SECONDS]
+    return sum(per_point) / len(per_point) * len(todo) / jobs, len(picks), _slowest(slow)
 
 
-def _point_seconds(plan: SweepPlan, point: Point) -> float:
+def _slowest(slow: list[tuple[float, Point, str]]) -> str:
+    if not slow:
+        return ""
+    seconds, point, why = max(slow, key=lambda cost: cost[0])
+    values = ", ".join(f"{name}={value}" for name, value in point.values)
+    return f"; {len(slow)} sampled point(s) over {budget.duration(SLOW_POINT_SECONDS)} each, the slowest " \
+           f"({values}: {budget.about(seconds)}) because {why}"
+
+
+def _point_cost(plan: SweepPlan, point: Point) -> tuple[float, str]:
+    """(estimated seconds of the point's run, why fast-forward will skip little of it)."""
     from tmasim.simulation import estimate
 
     try:
-        return estimate(from_dict(point_raw(plan.base_raw, point), plan.base_dir)).seconds
+        cost = estimate(from_dict(point_raw(plan.base_raw, point), plan.base_dir))
     except (TmasimError, TypeError, ValueError, ArithmeticError):
-        return 0.0  # a point that cannot be built fails fast
+        return 0.0, ""  # a point that cannot be built fails fast
+    return cost.seconds, cost.obstacle
 
 
 def check(plan: SweepPlan, todo: Sequence[Point], jobs: int, *, max_points: int | None, max_seconds: float | None,
@@ -44,9 +68,9 @@ def check(plan: SweepPlan, todo: Sequence[Point], jobs: int, *, max_points: int 
     """Refuse a sweep over the limits; note a long one; say nothing about a short one."""
     if not todo:
         return
-    seconds, sampled = sweep_seconds(plan, todo, jobs)
+    seconds, sampled, slow = _sample(plan, todo, jobs)
     what = (f"sweep: {len(todo):,} points to run", f"{budget.about(seconds)} with --jobs {jobs} (from the plans "
-            f"of {sampled} of them)")
+            f"of {sampled} of them{slow})")
     if max_points is not None and len(todo) > max_points:
         raise ResourceError(f"{what[0]}, over {max_points:,}: {what[1]}; add --yes to run them")
     if max_seconds is not None and seconds >= max_seconds:
