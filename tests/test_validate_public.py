@@ -48,7 +48,8 @@ def test_a_worse_figure_is_a_regression():
 
 
 def test_mainloop_plateau_errors_are_small(results):
-    """Where the table shows a plateau (the most stages measured), the model is within 5% on the median sweep and 35% on the worst."""
+    """Where the table shows a plateau (the most stages measured), the model is within 5% on the
+    median sweep and 35% on the worst."""
     rows = results["b200-mainloop"]["rows"]
     last = {}
     for r in rows:

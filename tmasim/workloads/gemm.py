@@ -143,7 +143,12 @@ def stats(config: GemmConfig, scenario: Scenario, plan: Plan, res: Residency, ma
                     scenario.pipeline.mma_cta_group == 2)
     extra.update(mma_instruction=step.instruction, mma_per_k_step=step.count if step.instruction else None,
                  mma_k_step_ns=step.occupancy / 1000, mma_completion_ns=step.tail / 1000)
-    writes, a_once = k_step_smem_traffic(config, GemmLayout.of(config), scenario.pipeline.mma_cta_group == 2)
+    layout = GemmLayout.of(config)
+    extra.update(swizzle=config.swizzle, tma_boxes_per_k_step=len(layout.a) + len(layout.b),
+                 tma_requests_per_k_step=layout.a.requests + layout.b.requests,
+                 tma_a_box="x".join(map(str, reversed(layout.a.first.box_dims))),
+                 tma_b_box="x".join(map(str, reversed(layout.b.first.box_dims))))
+    writes, a_once = k_step_smem_traffic(config, layout, scenario.pipeline.mma_cta_group == 2)
     extra.update(operands=config.operands, smem_mma_read_bytes=step.smem_reads, smem_tma_write_bytes=writes,
                  smem_a_copy_bytes=a_once, smem_bytes_per_k_step=k_step_smem_bytes(step.smem_reads, writes, a_once),
                  mma_smem_bound=step.smem_bound)

@@ -36,6 +36,14 @@ def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str
     ]
 
 
+def _box_row(stats: Mapping[str, Any]) -> str:
+    """A k-step's TMA instructions: a box is at most the swizzle span wide (tmasim.workloads.gemm_layout)."""
+    swizzle = "no swizzle: 16-byte box rows" if stats["swizzle"] == "none" else f"{stats['swizzle']} swizzle"
+    return (f"{stats['tma_boxes_per_k_step']} TMA instructions per k-step (boxes of A {stats['tma_a_box']}, "
+            f"B {stats['tma_b_box']}, rows x elements; {swizzle}), {stats['tma_requests_per_k_step']} requests "
+            "(one per box row); --set workload.swizzle=none|32B|64B|128B to compare")
+
+
 def _with_mma_rows(rows: list[tuple[str, str]], stats: Mapping[str, Any],
                    scenario: Scenario) -> list[tuple[str, str]]:
     """The MMA instructions of a k-step and where the accumulator lives (registers or TMEM:
@@ -47,6 +55,8 @@ def _with_mma_rows(rows: list[tuple[str, str]], stats: Mapping[str, Any],
         mma_rows.append(("MMA", f"{stats['mma_per_k_step']} x {stats['mma_instruction']} per k-step: tensor cores "
                                 f"busy {t(stats['mma_k_step_ns'])}, the last completes {when}"))
         mma_rows.append(("shared memory", _smem_row(stats, scenario)))
+    if stats.get("tma_boxes_per_k_step"):
+        mma_rows.append(("TMA boxes", _box_row(stats)))
     mma = scenario.gpu.mma
     if stats.get("registers_per_cta") and mma is not None:
         mma_rows.append(("registers", f"{stats['registers_per_consumer_thread']} per consumer thread (needs "

@@ -1,0 +1,53 @@
+"""GEMM operand boxes as CUTLASS builds them: a box is at most the swizzle span wide, so a wider
+k-step is several boxes, several TMA instructions (each with its issue cost), per operand."""
+
+import pytest
+
+from tmasim.errors import ScenarioError
+from tmasim.scenario import load
+from tmasim.simulation import simulate
+from tmasim.summary import describe
+from tmasim.workloads.gemm_layout import GemmLayout
+
+ONE_CTA = ["workload.m=64", "workload.n=64", "workload.k=8192", "workload.dtype=fp8", "workload.tile=[64,64,512]",
+           "pipeline.stages=3", "pipeline.consumers=1"]
+
+
+def layout(overrides):
+    return GemmLayout.of(load("gemm-b200", ONE_CTA + overrides).workload)
+
+
+def test_a_512_wide_fp8_k_step_is_four_128_byte_boxes_per_operand():
+    lay = layout([])
+    assert len(lay.a) == len(lay.b) == 4
+    assert [off for off, _ in lay.a.boxes] == [0, 128, 256, 384]
+    assert lay.a.stage_bytes == 64 * 512 and lay.a.requests == 4 * 64
+
+
+@pytest.mark.parametrize(("swizzle", "boxes"), [("128B", 4), ("64B", 8), ("32B", 16), ("none", 32)])
+def test_narrower_swizzles_make_more_boxes_and_requests_for_the_same_bytes(swizzle, boxes):
+    lay = layout([f"workload.swizzle={swizzle}"])
+    assert len(lay.a) == boxes and lay.a.stage_bytes == 64 * 512 and lay.a.requests == boxes * 64
+
+
+def test_a_k_step_that_is_not_a_whole_number_of_spans_ends_with_a_narrower_box():
+    lay = layout(["workload.dtype=bf16", "workload.tile=[64,64,96]"])
+    assert [d.box_dims[0] for _, d in lay.a.boxes] == [64, 32]
+    assert lay.a.stage_bytes == 64 * 96 * 2
+
+
+def test_each_box_is_a_copy_with_its_own_issue_cost():
+    wide = simulate(load("gemm-b200", ONE_CTA)).stats["makespan_ns"]
+    narrow = simulate(load("gemm-b200", ONE_CTA + ["workload.swizzle=none"])).stats["makespan_ns"]
+    assert narrow > 4 * wide  # 8x the instructions and requests for the same bytes
+
+
+def test_the_summary_shows_boxes_instructions_and_requests():
+    scenario = load("gemm-b200", ONE_CTA)
+    text = describe(simulate(scenario).stats, scenario)
+    assert "8 TMA instructions per k-step (boxes of A 64x128, B 64x128" in text and "512 requests" in text
+
+
+def test_an_unknown_swizzle_is_refused_naming_the_field():
+    with pytest.raises(ScenarioError, match="workload.swizzle"):
+        load("gemm-b200", ONE_CTA + ["workload.swizzle=256B"])
