@@ -260,6 +260,8 @@ class AttentionCta:
         return done
 
     def _vector(self, work: VectorWork, w: int, step: int, kind: str) -> Wait:
+        if work.lead:  # the row max and its all-reduce: the exponentials wait for it
+            yield self.env.timeout(work.lead)
         done = self._vector_apart(work, w, step, kind)
         if done is not None:
             yield done

@@ -1,13 +1,12 @@
 """Attention's plan: per-block costs from the MMA tables and the vector units' rates, the
 registers or Tensor Memory they need, the launch order, and the CTAs' programs.
 
-Softmax cost of one block for a consumer of ``r`` query rows (FA3's online softmax): r·BN
-exponentials (MUFU ex2, ``gpu.exp_per_clock`` per SM) and ``FP32_PER_SCORE`` FP32 operations
-per score (the scale-and-subtract FMA that forms ex2's argument, the row max, the row sum, half
-a conversion to 16 bits) at ``gpu.fp32_per_clock``; the two pipes run side by side, so the time
-is the slower of the two. Each row's rescale factor costs one more exponential (r in all); the
-rescale of O one multiply per O element (r·d_v); the epilogue's normalization one multiply per
-O element, plus staging O through shared memory at ``gpu.smem_bandwidth``.
+Softmax cost of one block for a consumer of ``r`` query rows (FA3's online softmax), by
+mechanism (:mod:`.attention_softmax`: FA3's instructions per score element charged to the
+MUFU, FP32, min/max and conversion units and to instruction issue; the row max first, then the
+exponentials); the rescale of O one multiply per O element (r·d_v); the epilogue's
+normalization one multiply per O element, plus staging O through shared memory at
+``gpu.smem_bandwidth``.
 """
 
 from __future__ import annotations
@@ -26,11 +25,11 @@ from tmasim.hardware import GpuSpec
 from tmasim.mma import K_OF
 from tmasim.residency import Accumulator, Residency, residency
 from tmasim.workloads.attention_config import ELEMENT_BYTES, AttentionConfig
+from tmasim.workloads.attention_softmax import multiplies, softmax_work
 
 if TYPE_CHECKING:
     from tmasim.scenario import Pipeline, Scenario
 
-FP32_PER_SCORE = 3.5
 OUT_BYTES = 2  # O is written in 16 bits (bf16/fp16; fp8 inputs too, as FA3)
 PRODUCER_REGISTERS, CONSUMER_REGISTERS = 24, 240  # FA3's setmaxnreg split with two consumer warpgroups
 SECTION_BYTES = 32 * 2**20  # FA3's tile scheduler: K/V heads per section so that their K and V fit 32 MB of L2
@@ -67,14 +66,6 @@ def mma_phase(gpu: GpuSpec, dtype: str, rows: int, n: int, k: int, flops: float)
     return Mma(gpu.cycles_ps(count * ii), gpu.cycles_ps(latency - ii), flops)
 
 
-def vector_work(gpu: GpuSpec, scale: float, exps: float, fp32: float) -> VectorWork:
-    """``exps`` exponentials and ``fp32`` FP32 operations on one SM, x ``scale`` (0: free)."""
-    if not scale:
-        return VectorWork()
-    return VectorWork(round(scale * exps / gpu.exp_per_clock / gpu.clock_hz * 1e12),
-                      round(scale * fp32 / gpu.fp32_per_clock / gpu.clock_hz * 1e12))
-
-
 def block(config: AttentionConfig, gpu: GpuSpec, rows: int, k: Copy, v: Copy, masked: bool,
           keys: int | None = None) -> KvBlock:
     """One K/V block for a consumer of ``rows`` query rows: the MMAs run the whole block, but
@@ -86,13 +77,13 @@ def block(config: AttentionConfig, gpu: GpuSpec, rows: int, k: Copy, v: Copy, ma
     pv = mma_phase(gpu, config.dtype, rows, dv, bn, useful * 2.0 * rows * bn * dv)
     # The softmax warpgroup also forms each row's rescale factor exp(m_old - m_new); the rescale
     # of O itself is FP32 multiplies only (by the softmax warpgroup, or FA4's correction warpgroup).
-    softmax = vector_work(gpu, scale, rows * bn + rows, FP32_PER_SCORE * rows * bn)
-    correction = vector_work(gpu, scale, 0, rows * dv)
+    softmax = softmax_work(gpu, scale, rows, bn)
+    correction = multiplies(gpu, scale, rows * dv)
     return KvBlock(k, v, qk, softmax, pv, correction)
 
 
 def epilogue_ps(config: AttentionConfig, gpu: GpuSpec, rows: int) -> int:
-    normalize = vector_work(gpu, config.softmax_scale, 0, rows * config.d_v).time
+    normalize = multiplies(gpu, config.softmax_scale, rows * config.d_v).time
     staging = rows * config.d_v * OUT_BYTES / gpu.smem_bandwidth if gpu.smem_bandwidth != float("inf") else 0
     return normalize + round(staging)
 
