@@ -32,3 +32,51 @@ def test_the_ablation_order_comes_out_of_the_mechanisms():
     no_intra = tflops("workload.softmax_overlap=false")
     neither = tflops("workload.softmax_overlap=false", "pipeline.consumer_mode=cooperative")
     assert full > no_intra > neither
+
+
+def _plain(head_dim: int, causal: bool = False, **pipeline):
+    from tmasim.scenario import from_dict
+
+    return from_dict({"name": "plain", "gpu": "h100-sxm", "pipeline": pipeline, "run": {"records": False},
+                      "workload": {"kind": "attention", "batch": 1, "heads": 4, "seqlen_q": 1024,
+                                   "head_dim": head_dim, "causal": causal}})
+
+
+def test_without_a_tile_fa3s_heuristic_picks_it_and_its_warpgroups():
+    """hopper/tile_size.h (fp16/bf16): hdim 64 and 96 take 192-row tiles (96: 192 x 96, P kept in registers) (three consumer
+    warpgroups), hdim 128 128 x 176 (causal 128 x 128), 192 128 x 112 (d_v > 128), 256 128 x 80."""
+    expect = {(64, False): (192, 128), (96, False): (192, 96), (128, False): (128, 176),
+              (128, True): (128, 128), (192, False): (128, 112), (256, False): (128, 80), (256, True): (128, 80)}
+    for (d, causal), tile in expect.items():
+        s = _plain(d, causal)
+        assert s.workload.tile == tile
+        assert (s.pipeline.consumers, s.pipeline.consumer_mode) == (tile[0] // 64, "pingpong")
+    assert _plain(64, consumers=1, consumer_mode="cooperative").pipeline.consumers == 1  # the user's choice stays
+
+
+def test_three_warpgroups_run_in_ping_pong_with_fa3s_register_split():
+    from tmasim.simulation import simulate
+
+    result = simulate(_plain(64))
+    residency = result.stats
+    assert result.stats["makespan_ps"] > 0
+    from tmasim.simulation import plan_scenario
+
+    plan, res = plan_scenario(_plain(64))
+    assert plan.info["processes"] == 3 and plan.programs[0].schedule.pingpong
+    assert (res.accumulator.producer, res.accumulator.consumer) == (32, 160)  # FA3's 3-warpgroup setmaxnreg split
+    assert residency["achieved_flops_per_s"] > 0
+
+
+def test_three_warpgroups_refuse_a_tile_over_their_registers():
+    import pytest
+
+    from tmasim.errors import ResidencyError
+    from tmasim.scenario import from_dict
+    from tmasim.simulation import plan_scenario
+
+    raw = {"name": "big", "gpu": "h100-sxm", "pipeline": {"consumers": 3, "consumer_mode": "pingpong"},
+           "workload": {"kind": "attention", "batch": 1, "heads": 1, "seqlen_q": 1024, "head_dim": 128,
+                        "tile": [192, 128]}}
+    with pytest.raises(ResidencyError, match="over the 160 allowed"):
+        plan_scenario(from_dict(raw))

@@ -34,9 +34,12 @@ def read_table(path: Path = TABLE) -> list[dict[str, Any]]:
 
 
 def scenario_for(row: dict[str, Any]):
-    """The bundled FA3 scenario with the row's problem (fp16, its batch, heads, seqlen, head dim);
-    the tile and pipeline are what the scenario (and FA3's defaults) give."""
+    """The bundled FA3 scenario with the row's problem (fp16, its batch, heads, seqlen, head dim),
+    the tile and the number of consumer warpgroups FA3 picks for it (:func:`~tmasim.workloads.
+    attention_config.fa3_tile`), the rest (2 stages, ping-pong, softmax overlap) as the scenario."""
     raw, base = read_raw(SCENARIO)
+    raw["workload"].pop("tile", None)  # FA3's own tile for the shape (hopper/tile_size.h)
+    raw["pipeline"].pop("consumers", None)
     overrides = {"name": f"fa3-d{row['head_dim']}-s{row['seqlen']}", "workload.dtype": "fp16",
                  "workload.batch": row["batch"], "workload.heads": row["heads"], "workload.seqlen_q": row["seqlen"],
                  "workload.head_dim": row["head_dim"], "workload.causal": row["causal"]}

@@ -31,7 +31,10 @@ if TYPE_CHECKING:
     from tmasim.scenario import Pipeline, Scenario
 
 OUT_BYTES = 2  # O is written in 16 bits (bf16/fp16; fp8 inputs too, as FA3)
-PRODUCER_REGISTERS, CONSUMER_REGISTERS = 24, 240  # FA3's setmaxnreg split with two consumer warpgroups
+# FA3's setmaxnreg split (hopper/flash_fwd_kernel_sm90.h, Load/MmaRegisterRequirement) by the
+# number of consumer warpgroups: producer and consumer registers per thread.
+REGISTER_SPLIT = {1: (56, 256), 2: (24, 240), 3: (32, 160)}
+PRODUCER_REGISTERS, CONSUMER_REGISTERS = REGISTER_SPLIT[2]
 SECTION_BYTES = 32 * 2**20  # FA3's tile scheduler: K/V heads per section so that their K and V fit 32 MB of L2
 WARPGROUP = 128
 
@@ -47,8 +50,8 @@ class Shape:
 
 
 def shape_of(config: AttentionConfig, pipeline: Pipeline) -> Shape:
-    pingpong = pipeline.consumer_mode == "pingpong" and pipeline.consumers == 2
-    processes = 2 if pingpong else 1
+    pingpong = pipeline.consumer_mode == "pingpong" and pipeline.consumers >= 2  # N warpgroups take turns
+    processes = pipeline.consumers if pingpong else 1
     return Shape(processes, config.tile[0] // processes, pipeline.consumers, pingpong)
 
 
@@ -102,8 +105,9 @@ def registers(config: AttentionConfig, gpu: GpuSpec, pipeline: Pipeline) -> Accu
     o, s, p = rows * config.d_v // WARPGROUP, rows * bn // WARPGROUP, rows * bn // (2 * WARPGROUP)
     needed = o + s + (p if config.softmax_overlap else 0) + table.register_overhead
     specialized = pipeline.warp_specialized
-    producer = (pipeline.registers[0] or PRODUCER_REGISTERS) if specialized else 0
-    default = CONSUMER_REGISTERS if specialized else table.registers_per_sm // (WARPGROUP * pipeline.consumers)
+    split_producer, split_consumer = REGISTER_SPLIT.get(pipeline.consumers, REGISTER_SPLIT[2])
+    producer = (pipeline.registers[0] or split_producer) if specialized else 0
+    default = split_consumer if specialized else table.registers_per_sm // (WARPGROUP * pipeline.consumers)
     consumer = pipeline.registers[1] or default
     allowed = min(consumer, table.registers_per_thread)
     if needed > allowed:
