@@ -80,3 +80,16 @@ def test_three_warpgroups_refuse_a_tile_over_their_registers():
                         "tile": [192, 128]}}
     with pytest.raises(ResidencyError, match="over the 160 allowed"):
         plan_scenario(from_dict(raw))
+
+
+def test_a_section_of_heads_reads_its_k_and_v_from_hbm_once():
+    """FA3's scheduler sizes sections of heads so their K and V fit 32 MB of L2: later rounds of
+    a section find them there. At seqlen 512 (4 query blocks a head, each round of 132 units a
+    different query block of 132 heads) K and V then come from HBM once, not once a round."""
+    from tmasim.simulation import simulate
+    from tmasim.validation.attention_check import read_table, scenario_for
+
+    row = read_table()[0]
+    stats = simulate(scenario_for(row)).stats
+    once = 4 * row["batch"] * row["heads"] * row["seqlen"] * row["head_dim"] * 2  # Q, K, V and O, 16 bits
+    assert once <= stats["hbm_bytes"] < 1.05 * once

@@ -192,9 +192,18 @@ def assign(blocks: Sequence[int], ctas: int) -> list[list[int]]:
     return per_cta
 
 
-def round_fractions(config: AttentionConfig, order: Sequence[tuple[int, int, int]], concurrent: int) -> list[float]:
+def round_fractions(config: AttentionConfig, order: Sequence[tuple[int, int, int]], concurrent: int,
+                    l2_bytes: float = 0) -> list[float]:
     """Per unit, the share of its K/V bytes that come from HBM: per round of ``concurrent``
-    units, each K/V head's blocks once (the most any of its units reads) over all blocks read."""
+    units, each K/V head's blocks once (the most any of its units reads) over all blocks read.
+    With ``l2_bytes`` at least a section's (FA3 sizes its sections of K/V heads to fit 32 MB of
+    L2, :func:`unit_order`), a head's blocks read by an earlier round of its section are still
+    in L2: only the blocks no earlier round read come from HBM (the section's K/V once)."""
+    e = ELEMENT_BYTES[config.dtype]
+    per_head = config.n_kv * (config.head_dim + config.d_v) * e
+    keep = l2_bytes >= SECTION_BYTES
+    section_heads = max(1, SECTION_BYTES // per_head)
+    seen: dict[tuple[int, int], int] = {}
     fractions: list[float] = []
     for start in range(0, len(order), concurrent):
         wave = order[start : start + concurrent]
@@ -205,7 +214,16 @@ def round_fractions(config: AttentionConfig, order: Sequence[tuple[int, int, int
             key = (b, h // config.kv_group)
             most[key] = max(most.get(key, 0), count)
             total += count
-        fractions += [sum(most.values()) / total if total else 1.0] * len(wave)
+        if not keep:
+            fractions += [sum(most.values()) / total if total else 1.0] * len(wave)
+            continue
+        new = 0
+        for key, count in most.items():
+            if key not in seen and len(seen) >= section_heads:
+                seen.clear()  # a new section: its heads' K/V are not in L2 yet
+            new += max(0, count - seen.get(key, 0))
+            seen[key] = max(seen.get(key, 0), count)
+        fractions += [new / total if total else 1.0] * len(wave)
     return fractions
 
 
@@ -229,7 +247,7 @@ def plan(config: AttentionConfig, scenario: Scenario) -> tuple[Plan, Residency]:
     persistent = config.launch == "persistent"
     slots = gpu.sms * res.ctas_per_sm
     concurrent = min(slots, len(order))
-    fractions = round_fractions(config, order, concurrent)
+    fractions = round_fractions(config, order, concurrent, gpu.l2_size)
     schedule = AttentionSchedule(shape.processes, shape.pingpong, config.softmax_overlap, p.warp_specialized,
                                  o_in_q, gpu.tma_issue, config.correction_warpgroup,
                                  pv_first=bool(gpu.mma is not None and gpu.mma.tmem_columns))  # P over S in TMEM
