@@ -93,3 +93,17 @@ def test_a_section_of_heads_reads_its_k_and_v_from_hbm_once():
     stats = simulate(scenario_for(row)).stats
     once = 4 * row["batch"] * row["heads"] * row["seqlen"] * row["head_dim"] * 2  # Q, K, V and O, 16 bits
     assert once <= stats["hbm_bytes"] < 1.05 * once
+
+
+def test_one_warpgroup_runs_and_four_are_refused():
+    import pytest
+
+    from tmasim.errors import ScenarioError
+    from tmasim.simulation import plan_scenario, simulate
+
+    one = _plain(128, consumers=1, consumer_mode="cooperative")
+    plan, res = plan_scenario(one)
+    assert (res.accumulator.producer, res.accumulator.consumer) == (56, 256)  # FA3's one-warpgroup split
+    assert simulate(one).stats["makespan_ps"] > 0
+    with pytest.raises(ScenarioError, match="must be 1, 2 or 3 for attention"):
+        simulate(_plain(64, consumers=4, consumer_mode="pingpong"))

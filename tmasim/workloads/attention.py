@@ -53,11 +53,14 @@ __all__ = ["FIELDS", "KIND", "PROBLEM_FIELDS", "AttentionConfig", "check", "defa
 def defaults(workload: Mapping[str, Any], pipeline: Mapping[str, Any], hopper: bool) -> tuple[dict, dict]:
     """A scenario that sets no ``workload.tile`` runs what FA3 would (:func:`.attention_config.default_tile`),
     and, unless it sets ``pipeline.consumers``, with BM / 64 consumer warpgroups in ping-pong (FA3:
-    one warpgroup of 64 rows each, taking turns on the tensor cores)."""
+    one warpgroup of 64 rows each, taking turns on the tensor cores); with one consumer warpgroup
+    set, FA3's one-warpgroup tiles (64 x 192 for head dim 64, 64 rows otherwise)."""
     workload, pipeline = dict(workload), dict(pipeline)
     if "tile" in workload:
         return workload, pipeline
     bm, bn = default_tile(workload, hopper)
+    if hopper and pipeline.get("consumers") == 1:  # FA3's use_one_mma_wg: one warpgroup of 64 rows
+        bm, bn = 64, 192 if workload.get("head_dim", 128) <= 64 else bn
     workload["tile"] = [bm, bn]
     if "consumers" not in pipeline and hopper:
         pipeline["consumers"] = bm // 64
