@@ -21,9 +21,12 @@ FMUL                        rescale of O (rescale_o)  FP32 (FMA) pipe        1 /
 
 Unit rates per SM per clock (CUDA C++ Programming Guide, arithmetic instructions, throughput
 table, cc 9.0 and 10.0): FP32 add/multiply/FMA 128 (``gpu.fp32_per_clock``); exp2 (MUFU) 16
-(``gpu.exp_per_clock``); compare/minimum/maximum 64 (half the FP32 rate: ``MINMAX_SHARE``);
-type conversions 16 (``CONVERT_PER_CLOCK``, the guide's rate for conversions to 16-bit types;
-whether F2FP shares MUFU's port is not documented: assumed apart). Issue: one warp
+(``gpu.exp_per_clock``; FA3's paper: 3.9 T special functions/s on H100 SXM5 = 16 per SM per
+clock at 1.83 GHz); compare/minimum/maximum 64 (half the FP32 rate: ``MINMAX_SHARE``); type
+conversions 16 (``CONVERT_PER_CLOCK``, the guide's "all other type conversions"). The last two
+are the table as read before, not re-checked against the cc 9.0 column in this change: treat
+them as datasheet values to confirm. Whether F2FP shares MUFU's port is not documented:
+assumed apart. Issue: one warp
 instruction per clock per scheduler, four schedulers an SM (the guide's SM description for cc
 9.0/10.0): 128 thread-instructions per clock (``ISSUE_PER_CLOCK``), shared by every
 instruction above (the wgmma issue, a few instructions per 64 x N x 16 step, is left out:
