@@ -10,9 +10,10 @@ Two mechanisms of the model, both at a work unit's start, and nothing else:
    ready first and the TMA unit, streaming one box after another in the order they became
    ready, lands all of them before Q. More stages, more copies ahead of Q.
 With O given its own buffer (more shared memory) and Q read at L2 latency, more stages are
-never slower; without either mechanism alone a third stage already helps (it hides the K/V
-copies' row requests through the TMA unit), and with O in its own buffer a fourth stage is
-slower again, Q now overtaken by eight copies.
+never slower (a third stage hides the K/V copies' row requests through the TMA unit); with
+the producer loading in the consumers' order (K_j before V_{j-1}, FA3's IntraWGOverlap), either
+mechanism alone already makes the third stage slower, and with O in its own buffer a fourth
+stage is slower again, Q now overtaken by eight copies.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def _times(stages: range, *extra: str) -> list[int]:
 
 def test_three_stages_stage_o_in_q_and_are_slower_four_do_not_fit():
     one, two, three = (_run(s) for s in (1, 2, 3))
-    assert one["makespan_ps"] > 1.8 * two["makespan_ps"]  # one stage: every round trip exposed
+    assert one["makespan_ps"] > 1.7 * two["makespan_ps"]  # one stage: every round trip exposed
     assert (one["o_in_q"], two["o_in_q"], three["o_in_q"]) == (False, False, True)
     assert three["makespan_ps"] > two["makespan_ps"]
     with pytest.raises(ScenarioError, match=r"pipeline\.stages: 4 needs 288\.1 KiB"):
@@ -55,12 +56,13 @@ def test_q_overtaken_alone_makes_a_fourth_stage_slower():
     assert three < four  # with O in its own buffer, 8 K/V copies land ahead of Q instead of 6
 
 
-def test_without_either_mechanism_a_third_stage_helps():
+def test_either_mechanism_alone_makes_a_third_stage_slower():
     two, three = _times(range(2, 4))
     roomy_two, roomy_three = _times(range(2, 4), *ROOMY)
     fast_two, fast_three = _times(range(2, 4), *Q_AT_L2)
-    assert three > two  # both mechanisms: the third stage costs more than it hides
-    assert roomy_three < roomy_two and fast_three < fast_two
+    both_two, both_three = _times(range(2, 4), *ROOMY, *Q_AT_L2)
+    assert three > two and roomy_three > roomy_two and fast_three > fast_two
+    assert both_three < both_two  # neither mechanism: the third stage helps
 
 
 def test_explain_says_why_one_more_stage_is_slower():

@@ -257,9 +257,16 @@ def set_field(raw: dict[str, Any], dotted: str, value: Any) -> None:
 
 def from_dict(raw: Mapping[str, Any], base_dir: Path | None = None) -> Scenario:
     read.reject_unknown("", raw, TOP_LEVEL)
-    workload = parse_workload(read.table("workload", read.required("", raw, "workload")))
-    pipeline = _pipeline(read.table("pipeline", raw.get("pipeline", {})))
+    workload_raw = read.table("workload", read.required("", raw, "workload"))
+    pipeline_raw = read.table("pipeline", raw.get("pipeline", {}))
     gpu = load_gpu(raw.get("gpu", "ideal"), base_dir)
+    if workload_raw.get("kind") == "attention":  # no tile: FA3's (and its warpgroups)
+        from tmasim.workloads.attention import defaults
+
+        hopper = gpu.mma is not None and gpu.mma.instruction == "wgmma"
+        workload_raw, pipeline_raw = defaults(workload_raw, pipeline_raw, hopper)
+    workload = parse_workload(workload_raw)
+    pipeline = _pipeline(pipeline_raw)
     _check_cluster(pipeline, gpu, workload)
     return Scenario(
         name=read.text("name", raw.get("name", "unnamed")),

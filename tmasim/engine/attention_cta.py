@@ -109,11 +109,21 @@ class AttentionCta:
     # ---- the producer -------------------------------------------------------------------------
 
     def producer(self) -> Wait:
+        """K_j then V_j; with ``overlap``, in the order the consumers use them (S_j before
+        P·V_{j-1}): K_0, then K_j and V_{j-1}, then the last V (FA3's load with IntraWGOverlap)."""
         prog = self.program
         for u, unit in enumerate(prog.units):
             yield from self._load_q(u, "producer")
-            for step in range(prog.first_step(u), prog.first_step(u) + unit.blocks):
-                yield from self._load_block(step, "producer")
+            first, last = prog.first_step(u), prog.first_step(u) + unit.blocks - 1
+            if not self.schedule.overlap:
+                for step in range(first, last + 1):
+                    yield from self._load_block(step, "producer")
+            elif unit.blocks:
+                yield from self._load_one(self.k, 0, step=first, role="producer")
+                for step in range(first + 1, last + 1):
+                    yield from self._load_one(self.k, 0, step=step, role="producer")
+                    yield from self._load_one(self.v, self.sync.stages, step=step - 1, role="producer")
+                yield from self._load_one(self.v, self.sync.stages, step=last, role="producer")
 
     def _load_q(self, u: int, role: str) -> Wait:
         q = self.program.units[u].q
@@ -122,14 +132,17 @@ class AttentionCta:
         self.copy_engine.load(q, self.q_full, self.index, u, 2 * self.sync.stages)  # Q's buffer: slot 2S
 
     def _load_block(self, step: int, role: str) -> Wait:
-        stages = self.sync.stages
-        use, slot = divmod(step, stages)
+        yield from self._load_one(self.k, 0, step, role)
+        yield from self._load_one(self.v, self.sync.stages, step, role)
+
+    def _load_one(self, ring: StageRing, offset: int, step: int, role: str) -> Wait:
+        use, slot = divmod(step, self.sync.stages)
         block = self.program.block(step)
-        for ring, copy, offset in ((self.k, block.k, 0), (self.v, block.v, stages)):
-            yield from self._wait(ring.empty[slot], (use & 1) ^ 1, role, False, step)
-            ring.full[slot].arrive_expect_tx(copy.smem_bytes, f"{self.scope}.{role}", use)
-            self._issued_at[offset + slot] = self.env.now
-            self.copy_engine.load(copy, ring.full[slot], self.index, step, offset + slot)
+        copy = block.k if ring is self.k else block.v
+        yield from self._wait(ring.empty[slot], (use & 1) ^ 1, role, False, step)
+        ring.full[slot].arrive_expect_tx(copy.smem_bytes, f"{self.scope}.{role}", use)
+        self._issued_at[offset + slot] = self.env.now
+        self.copy_engine.load(copy, ring.full[slot], self.index, step, offset + slot)
 
     def _prefetch(self, w: int, upto: int) -> Wait:
         """Without a producer warpgroup, consumer 0 issues the copies up to block ``upto`` (the
@@ -260,6 +273,8 @@ class AttentionCta:
         return done
 
     def _vector(self, work: VectorWork, w: int, step: int, kind: str) -> Wait:
+        if work.lead:  # the row max and its all-reduce: the exponentials wait for it
+            yield self.env.timeout(work.lead)
         done = self._vector_apart(work, w, step, kind)
         if done is not None:
             yield done

@@ -26,18 +26,21 @@ class Mma:
 @dataclass(frozen=True)
 class VectorWork:
     """Work on the SM's vector units: ps on the exponential pipe and on the FP32 pipe (they run
-    side by side, see :class:`~tmasim.engine.vector_units.VectorUnits`)."""
+    side by side, see :class:`~tmasim.engine.vector_units.VectorUnits`), after ``lead`` ps
+    that hold no shared pipe (the softmax's row max and its all-reduce, which the
+    exponentials wait for: :mod:`tmasim.workloads.attention_softmax`)."""
 
     exp: int = 0
     fp32: int = 0
+    lead: int = 0
 
     @property
     def time(self) -> int:
-        """Alone on idle units: the slower pipe."""
-        return max(self.exp, self.fp32)
+        """Alone on idle units: the lead, then the slower pipe."""
+        return self.lead + max(self.exp, self.fp32)
 
     def __add__(self, other: VectorWork) -> VectorWork:
-        return VectorWork(self.exp + other.exp, self.fp32 + other.fp32)
+        return VectorWork(self.exp + other.exp, self.fp32 + other.fp32, self.lead + other.lead)
 
 
 @dataclass(frozen=True)

@@ -32,11 +32,12 @@ hit in L2; Q is read once, from HBM. Grouped-query heads (``kv_heads`` < heads) 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from tmasim.errors import ScenarioError
 from tmasim.workloads.attention_bounds import explain, stats, summary_rows
-from tmasim.workloads.attention_config import FIELDS, KIND, PROBLEM_FIELDS, AttentionConfig, parse
+from tmasim.workloads.attention_config import FIELDS, KIND, PROBLEM_FIELDS, AttentionConfig, default_tile, parse
 from tmasim.workloads.attention_pair import plan_pair
 from tmasim.workloads.attention_plan import plan as plan_single
 
@@ -45,8 +46,26 @@ if TYPE_CHECKING:
     from tmasim.residency import Residency
     from tmasim.scenario import Scenario
 
-__all__ = ["FIELDS", "KIND", "PROBLEM_FIELDS", "AttentionConfig", "check", "describe", "explain", "parse", "plan",
+__all__ = ["FIELDS", "KIND", "PROBLEM_FIELDS", "AttentionConfig", "check", "defaults", "describe", "explain", "parse", "plan",
            "stats", "summary_rows", "work_units"]
+
+
+def defaults(workload: Mapping[str, Any], pipeline: Mapping[str, Any], hopper: bool) -> tuple[dict, dict]:
+    """A scenario that sets no ``workload.tile`` runs what FA3 would (:func:`.attention_config.default_tile`),
+    and, unless it sets ``pipeline.consumers``, with BM / 64 consumer warpgroups in ping-pong (FA3:
+    one warpgroup of 64 rows each, taking turns on the tensor cores); with one consumer warpgroup
+    set, FA3's one-warpgroup tiles (64 x 192 for head dim 64, 64 rows otherwise)."""
+    workload, pipeline = dict(workload), dict(pipeline)
+    if "tile" in workload:
+        return workload, pipeline
+    bm, bn = default_tile(workload, hopper)
+    if hopper and pipeline.get("consumers") == 1:  # FA3's use_one_mma_wg: one warpgroup of 64 rows
+        bm, bn = 64, 192 if workload.get("head_dim", 128) <= 64 else bn
+    workload["tile"] = [bm, bn]
+    if "consumers" not in pipeline and hopper:
+        pipeline["consumers"] = bm // 64
+        pipeline.setdefault("consumer_mode", "pingpong")
+    return workload, pipeline
 
 
 def check(config: AttentionConfig, scenario: Scenario) -> None:
@@ -55,9 +74,9 @@ def check(config: AttentionConfig, scenario: Scenario) -> None:
     if not p.consumer_waits_full:
         raise ScenarioError("pipeline.consumer_waits_full", False, "is modelled for the GEMM-style ring only; the "
                                                                    "attention consumers always wait")
-    if p.consumers > 2:
-        raise ScenarioError("pipeline.consumers", p.consumers, "must be 1 or 2 for attention (FA3 runs two consumer "
-                                                               "warpgroups, ping-pong or cooperative)")
+    if p.consumers > 3:
+        raise ScenarioError("pipeline.consumers", p.consumers, "must be 1, 2 or 3 for attention (FA3 runs up to three "
+                                                               "consumer warpgroups, ping-pong or cooperative)")
     if config.tile[0] % (64 * p.consumers) and gpu.mma is not None and gpu.mma.instruction == "wgmma":
         raise ScenarioError("workload.tile", list(config.tile),
                             f"BM = {config.tile[0]} must be a multiple of 64 x {p.consumers} consumer warpgroup(s): "

@@ -125,8 +125,8 @@ def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str
     bounds = ", ".join(f"{name} {t(stats[f'{key}_bound_ns'], zero='none')}" for key, name in BOUND_NAMES)
     binding = dict(BOUND_NAMES).get(stats["binding"], stats["binding"])
     p = scenario.pipeline
-    mode = "ping-pong" if p.consumer_mode == "pingpong" and p.consumers == 2 else \
-        f"{p.consumers} cooperative (lockstep)" if p.consumers == 2 else "1"
+    mode = f"{p.consumers} ping-pong" if p.consumer_mode == "pingpong" and p.consumers >= 2 else \
+        f"{p.consumers} cooperative (lockstep)" if p.consumers >= 2 else "1"
     rows = [
         ("predicted time", f"{t(stats['makespan_ns'])}   ({fmt.flop_rate(rate)}, "
                            f"{share_of_peak(rate, scenario, config.dtype, used)}; FLOPs 4·Sq·Skv·d·h·b"

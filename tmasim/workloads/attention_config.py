@@ -132,9 +132,53 @@ def _check_tile(tile: Any) -> None:
             raise ScenarioError(f"workload.tile[{i}]", v, "must be a multiple of 16 (the K of one bf16 MMA)")
 
 
+def fa3_tile(head_dim: int, head_dim_v: int | None = None, causal: bool = False, dtype: str = "bf16") -> tuple[int, int]:
+    """FA3's forward tile on Hopper when the user sets none: ``tile_size_fwd_sm90`` in
+    Dao-AILab/flash-attention ``hopper/tile_size.h`` (not local, not paged, no softcap, two or
+    three consumer warpgroups). Where FA3 takes P through shared memory (its ``MmaPV_is_RS``
+    false: head dim 64 non-causal at 192 x 192, head dim 96 at 192 x 144) the model keeps P in
+    registers, so it takes the tile FA3 uses with P in registers (192 x 128, its causal head
+    dim 64 tile) or, for head dim 96, the widest BN whose O, S and P fit the 160 registers of
+    FA3's three-warpgroup split (192 x 96)."""
+    dv = head_dim_v or head_dim
+    if ELEMENT_BYTES.get(dtype, 2) == 2:
+        if head_dim <= 64:
+            return (128, 112) if dv == 256 else (192, 128)
+        if head_dim <= 96:
+            return 192, 96  # FA3: 192 x 144 with P through shared memory; in registers 96 keys fit 160
+        if head_dim <= 128:
+            return 128, 128 if causal else 176
+        if head_dim <= 192:
+            return 128, 128 if dv <= 128 else 112
+        return 128, 80
+    if head_dim <= 64:
+        return 192, 160
+    if head_dim <= 96:
+        return 192, 128
+    if head_dim <= 128:
+        return 128, 224
+    if head_dim <= 192:
+        return 128, 160
+    return 128, 128
+
+
+def default_tile(raw: Mapping[str, Any], hopper: bool) -> tuple[int, int]:
+    """The tile a scenario without ``workload.tile`` gets: FA3's on Hopper (:func:`fa3_tile`),
+    128 x 128 elsewhere (FA4's forward on Blackwell: two 128-row Q tiles, 128 keys a block)."""
+    if not hopper:
+        return 128, 128
+    head_dim = raw.get("head_dim")
+    if head_dim not in HEAD_DIMS:
+        return 128, 128  # the config's own check names the field
+    dv = raw.get("head_dim_v") if raw.get("head_dim_v") in HEAD_DIMS else None
+    return fa3_tile(head_dim, dv, bool(raw.get("causal", False)), str(raw.get("dtype", "bf16")))
+
+
 def parse(raw: Mapping[str, Any]) -> AttentionConfig:
     read.reject_unknown("workload", raw, FIELDS)
     need = " for kind 'attention'"
+    if "tile" not in raw:
+        raw = {**raw, "tile": list(default_tile(raw, True))}
     tile_raw = read.required("workload", raw, "tile", need + " ([BM, BN])")
     if not isinstance(tile_raw, list) or len(tile_raw) != 2:
         raise ScenarioError("workload.tile", tile_raw, "must be a list of two whole numbers [BM, BN]")

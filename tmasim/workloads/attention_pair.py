@@ -86,7 +86,7 @@ def plan_pair(config: AttentionConfig, scenario: Scenario) -> tuple[Plan, Reside
     order = [(b, h, m) for b, h, m in unit_order(config) if m < pair_blocks]  # non-causal: m, then b and h
     counts = [config.n_blocks] * len(order)
     concurrent = min(placement.clusters, len(order))  # pairs resident at once
-    fractions = round_fractions(config, order, concurrent)
+    fractions = round_fractions(config, order, concurrent, gpu.l2_size)
     schedule = AttentionSchedule(shape.processes, shape.pingpong, config.softmax_overlap, True, o_in_q,
                                  gpu.tma_issue, config.correction_warpgroup, pair=True, pv_first=True)
     leaders, followers = (_units(config, gpu, shape, order, fractions, rank) for rank in (0, 1))

@@ -1,13 +1,12 @@
 """Attention's plan: per-block costs from the MMA tables and the vector units' rates, the
 registers or Tensor Memory they need, the launch order, and the CTAs' programs.
 
-Softmax cost of one block for a consumer of ``r`` query rows (FA3's online softmax): r·BN
-exponentials (MUFU ex2, ``gpu.exp_per_clock`` per SM) and ``FP32_PER_SCORE`` FP32 operations
-per score (the scale-and-subtract FMA that forms ex2's argument, the row max, the row sum, half
-a conversion to 16 bits) at ``gpu.fp32_per_clock``; the two pipes run side by side, so the time
-is the slower of the two. Each row's rescale factor costs one more exponential (r in all); the
-rescale of O one multiply per O element (r·d_v); the epilogue's normalization one multiply per
-O element, plus staging O through shared memory at ``gpu.smem_bandwidth``.
+Softmax cost of one block for a consumer of ``r`` query rows (FA3's online softmax), by
+mechanism (:mod:`.attention_softmax`: FA3's instructions per score element charged to the
+MUFU, FP32, min/max and conversion units and to instruction issue; the row max first, then the
+exponentials); the rescale of O one multiply per O element (r·d_v); the epilogue's
+normalization one multiply per O element, plus staging O through shared memory at
+``gpu.smem_bandwidth``.
 """
 
 from __future__ import annotations
@@ -26,13 +25,16 @@ from tmasim.hardware import GpuSpec
 from tmasim.mma import K_OF
 from tmasim.residency import Accumulator, Residency, residency
 from tmasim.workloads.attention_config import ELEMENT_BYTES, AttentionConfig
+from tmasim.workloads.attention_softmax import multiplies, softmax_work
 
 if TYPE_CHECKING:
     from tmasim.scenario import Pipeline, Scenario
 
-FP32_PER_SCORE = 3.5
 OUT_BYTES = 2  # O is written in 16 bits (bf16/fp16; fp8 inputs too, as FA3)
-PRODUCER_REGISTERS, CONSUMER_REGISTERS = 24, 240  # FA3's setmaxnreg split with two consumer warpgroups
+# FA3's setmaxnreg split (hopper/flash_fwd_kernel_sm90.h, Load/MmaRegisterRequirement) by the
+# number of consumer warpgroups: producer and consumer registers per thread.
+REGISTER_SPLIT = {1: (56, 256), 2: (24, 240), 3: (32, 160)}
+PRODUCER_REGISTERS, CONSUMER_REGISTERS = REGISTER_SPLIT[2]
 SECTION_BYTES = 32 * 2**20  # FA3's tile scheduler: K/V heads per section so that their K and V fit 32 MB of L2
 WARPGROUP = 128
 
@@ -48,8 +50,8 @@ class Shape:
 
 
 def shape_of(config: AttentionConfig, pipeline: Pipeline) -> Shape:
-    pingpong = pipeline.consumer_mode == "pingpong" and pipeline.consumers == 2
-    processes = 2 if pingpong else 1
+    pingpong = pipeline.consumer_mode == "pingpong" and pipeline.consumers >= 2  # N warpgroups take turns
+    processes = pipeline.consumers if pingpong else 1
     return Shape(processes, config.tile[0] // processes, pipeline.consumers, pingpong)
 
 
@@ -67,14 +69,6 @@ def mma_phase(gpu: GpuSpec, dtype: str, rows: int, n: int, k: int, flops: float)
     return Mma(gpu.cycles_ps(count * ii), gpu.cycles_ps(latency - ii), flops)
 
 
-def vector_work(gpu: GpuSpec, scale: float, exps: float, fp32: float) -> VectorWork:
-    """``exps`` exponentials and ``fp32`` FP32 operations on one SM, x ``scale`` (0: free)."""
-    if not scale:
-        return VectorWork()
-    return VectorWork(round(scale * exps / gpu.exp_per_clock / gpu.clock_hz * 1e12),
-                      round(scale * fp32 / gpu.fp32_per_clock / gpu.clock_hz * 1e12))
-
-
 def block(config: AttentionConfig, gpu: GpuSpec, rows: int, k: Copy, v: Copy, masked: bool,
           keys: int | None = None) -> KvBlock:
     """One K/V block for a consumer of ``rows`` query rows: the MMAs run the whole block, but
@@ -86,13 +80,13 @@ def block(config: AttentionConfig, gpu: GpuSpec, rows: int, k: Copy, v: Copy, ma
     pv = mma_phase(gpu, config.dtype, rows, dv, bn, useful * 2.0 * rows * bn * dv)
     # The softmax warpgroup also forms each row's rescale factor exp(m_old - m_new); the rescale
     # of O itself is FP32 multiplies only (by the softmax warpgroup, or FA4's correction warpgroup).
-    softmax = vector_work(gpu, scale, rows * bn + rows, FP32_PER_SCORE * rows * bn)
-    correction = vector_work(gpu, scale, 0, rows * dv)
+    softmax = softmax_work(gpu, scale, rows, bn)
+    correction = multiplies(gpu, scale, rows * dv)
     return KvBlock(k, v, qk, softmax, pv, correction)
 
 
 def epilogue_ps(config: AttentionConfig, gpu: GpuSpec, rows: int) -> int:
-    normalize = vector_work(gpu, config.softmax_scale, 0, rows * config.d_v).time
+    normalize = multiplies(gpu, config.softmax_scale, rows * config.d_v).time
     staging = rows * config.d_v * OUT_BYTES / gpu.smem_bandwidth if gpu.smem_bandwidth != float("inf") else 0
     return normalize + round(staging)
 
@@ -111,8 +105,9 @@ def registers(config: AttentionConfig, gpu: GpuSpec, pipeline: Pipeline) -> Accu
     o, s, p = rows * config.d_v // WARPGROUP, rows * bn // WARPGROUP, rows * bn // (2 * WARPGROUP)
     needed = o + s + (p if config.softmax_overlap else 0) + table.register_overhead
     specialized = pipeline.warp_specialized
-    producer = (pipeline.registers[0] or PRODUCER_REGISTERS) if specialized else 0
-    default = CONSUMER_REGISTERS if specialized else table.registers_per_sm // (WARPGROUP * pipeline.consumers)
+    split_producer, split_consumer = REGISTER_SPLIT.get(pipeline.consumers, REGISTER_SPLIT[2])
+    producer = (pipeline.registers[0] or split_producer) if specialized else 0
+    default = split_consumer if specialized else table.registers_per_sm // (WARPGROUP * pipeline.consumers)
     consumer = pipeline.registers[1] or default
     allowed = min(consumer, table.registers_per_thread)
     if needed > allowed:
@@ -197,9 +192,18 @@ def assign(blocks: Sequence[int], ctas: int) -> list[list[int]]:
     return per_cta
 
 
-def round_fractions(config: AttentionConfig, order: Sequence[tuple[int, int, int]], concurrent: int) -> list[float]:
+def round_fractions(config: AttentionConfig, order: Sequence[tuple[int, int, int]], concurrent: int,
+                    l2_bytes: float = 0) -> list[float]:
     """Per unit, the share of its K/V bytes that come from HBM: per round of ``concurrent``
-    units, each K/V head's blocks once (the most any of its units reads) over all blocks read."""
+    units, each K/V head's blocks once (the most any of its units reads) over all blocks read.
+    With ``l2_bytes`` at least a section's (FA3 sizes its sections of K/V heads to fit 32 MB of
+    L2, :func:`unit_order`), a head's blocks read by an earlier round of its section are still
+    in L2: only the blocks no earlier round read come from HBM (the section's K/V once)."""
+    e = ELEMENT_BYTES[config.dtype]
+    per_head = config.n_kv * (config.head_dim + config.d_v) * e
+    keep = l2_bytes >= SECTION_BYTES
+    section_heads = max(1, SECTION_BYTES // per_head)
+    seen: dict[tuple[int, int], int] = {}
     fractions: list[float] = []
     for start in range(0, len(order), concurrent):
         wave = order[start : start + concurrent]
@@ -210,7 +214,16 @@ def round_fractions(config: AttentionConfig, order: Sequence[tuple[int, int, int
             key = (b, h // config.kv_group)
             most[key] = max(most.get(key, 0), count)
             total += count
-        fractions += [sum(most.values()) / total if total else 1.0] * len(wave)
+        if not keep:
+            fractions += [sum(most.values()) / total if total else 1.0] * len(wave)
+            continue
+        new = 0
+        for key, count in most.items():
+            if key not in seen and len(seen) >= section_heads:
+                seen.clear()  # a new section: its heads' K/V are not in L2 yet
+            new += max(0, count - seen.get(key, 0))
+            seen[key] = max(seen.get(key, 0), count)
+        fractions += [new / total if total else 1.0] * len(wave)
     return fractions
 
 
@@ -234,7 +247,7 @@ def plan(config: AttentionConfig, scenario: Scenario) -> tuple[Plan, Residency]:
     persistent = config.launch == "persistent"
     slots = gpu.sms * res.ctas_per_sm
     concurrent = min(slots, len(order))
-    fractions = round_fractions(config, order, concurrent)
+    fractions = round_fractions(config, order, concurrent, gpu.l2_size)
     schedule = AttentionSchedule(shape.processes, shape.pingpong, config.softmax_overlap, p.warp_specialized,
                                  o_in_q, gpu.tma_issue, config.correction_warpgroup,
                                  pv_first=bool(gpu.mma is not None and gpu.mma.tmem_columns))  # P over S in TMEM

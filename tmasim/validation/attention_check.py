@@ -1,0 +1,68 @@
+"""FlashAttention-3's published forward throughput against the model: a check of *shape*.
+
+``validation/public/h100-sxm/fa3_fwd_fp16_hdim128.csv`` holds FA3's head-dim-128 non-causal row
+(H100 SXM5, fp16, batch x seqlen = 16k, heads x head_dim = 2048; the bar labels of
+``assets/flash3_fp16_fwd.png`` in Dao-AILab/flash-attention). Nothing in the model is fitted to
+it (DESIGN §10: a whole-kernel result is never a calibration source); :func:`fa3_rows` runs the
+bundled ``attention-h100`` scenario with each row's shape and reports predicted against
+measured, for the validation harness (``tmasim validate public``) to plug in.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+from tmasim.scenario import apply_overrides, from_dict, read_raw
+from tmasim.simulation import simulate
+
+TABLE = Path(__file__).resolve().parents[2] / "validation" / "public" / "h100-sxm" / "fa3_fwd_fp16_hdim128.csv"
+SCENARIO = "attention-h100"
+
+
+def read_table(path: Path = TABLE) -> list[dict[str, Any]]:
+    """The measured rows (lines starting with ``#`` are the source note)."""
+    with path.open() as handle:
+        lines = [line for line in handle if not line.startswith("#")]
+    rows = []
+    for row in csv.DictReader(lines):
+        rows.append({"seqlen": int(row["seqlen"]), "batch": int(row["batch"]), "heads": int(row["heads"]),
+                     "head_dim": int(row["head_dim"]), "causal": row["causal"].strip().lower() == "true",
+                     "tflops": float(row["tflops"])})
+    return rows
+
+
+def scenario_for(row: dict[str, Any]):
+    """The bundled FA3 scenario with the row's problem (fp16, its batch, heads, seqlen, head dim),
+    the tile and the number of consumer warpgroups FA3 picks for it (:func:`~tmasim.workloads.
+    attention_config.fa3_tile`), the rest (2 stages, ping-pong, softmax overlap) as the scenario."""
+    raw, base = read_raw(SCENARIO)
+    raw["workload"].pop("tile", None)  # FA3's own tile for the shape (hopper/tile_size.h)
+    raw["pipeline"].pop("consumers", None)
+    overrides = {"name": f"fa3-d{row['head_dim']}-s{row['seqlen']}", "workload.dtype": "fp16",
+                 "workload.batch": row["batch"], "workload.heads": row["heads"], "workload.seqlen_q": row["seqlen"],
+                 "workload.head_dim": row["head_dim"], "workload.causal": row["causal"]}
+    return from_dict(apply_overrides(raw, overrides), base)
+
+
+def fa3_rows(path: Path = TABLE) -> list[dict[str, Any]]:
+    """Per measured row: ``name``, ``measured`` and ``predicted`` (TFLOP/s) and ``error``
+    (predicted / measured - 1)."""
+    out = []
+    for row in read_table(path):
+        scenario = scenario_for(row)
+        predicted = simulate(scenario).stats["achieved_flops_per_s"] / 1e12
+        out.append({"name": scenario.name, "measured": row["tflops"], "predicted": predicted,
+                    "error": predicted / row["tflops"] - 1})
+    return out
+
+
+def main() -> None:
+    for row in fa3_rows():
+        print(f"{row['name']:<20} measured {row['measured']:6.1f}  predicted {row['predicted']:6.1f} TFLOP/s  "
+              f"error {100 * row['error']:+6.1f}%")
+
+
+if __name__ == "__main__":
+    main()
