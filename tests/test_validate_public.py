@@ -13,7 +13,9 @@ from tmasim.validation.public_command import regressions
 
 @pytest.fixture(scope="module")
 def results():
-    return {t.name: pipelines.validate(t, jobs=2) for t in pipelines.TABLES}
+    found = {t.name: pipelines.validate(t, jobs=2) for t in pipelines.TABLES}
+    found.update(pipelines.shape_checks())
+    return found
 
 
 def test_no_figure_is_worse_than_the_committed_baseline(results):
@@ -37,6 +39,15 @@ def test_knee_is_the_fewest_stages_within_two_percent_of_the_best():
     assert pipelines.knee({2: 10.0, 3: 6.0, 4: 5.05, 5: 5.0}) == 4
     assert pipelines.knee({2: 10.0, 3: 5.2, 4: 5.0}) == 4
     assert pipelines.knee({2: 5.0, 3: 5.0}) == 2
+
+
+def test_the_fa3_row_is_a_check_of_shape_in_the_baseline(results):
+    assert [r["measured"] for r in results["fa3-d128"]["rows"]] == [467.0, 565.0, 625.0, 638.0, 646.0, 648.0]
+    assert "fa3-d128" in pipelines.baseline()
+
+
+def test_a_worse_shape_check_is_a_regression():
+    assert regressions({"s": {"mean_error": 0.3}}, {"s": {"mean_error": 0.2}}) == ["s: mean error 30.00% > 20.00%"]
 
 
 def test_a_worse_figure_is_a_regression():
