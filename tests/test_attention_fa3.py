@@ -43,7 +43,8 @@ def _plain(head_dim: int, causal: bool = False, **pipeline):
 
 
 def test_without_a_tile_fa3s_heuristic_picks_it_and_its_warpgroups():
-    """hopper/tile_size.h (fp16/bf16): hdim 64 and 96 take 192-row tiles (96: 192 x 96, P kept in registers) (three consumer
+    """hopper/tile_size.h (fp16/bf16): hdim 64 and 96 take 192-row tiles (96: 192 x 96, P kept in
+    registers) (three consumer
     warpgroups), hdim 128 128 x 176 (causal 128 x 128), 192 128 x 112 (d_v > 128), 256 128 x 80."""
     expect = {(64, False): (192, 128), (96, False): (192, 96), (128, False): (128, 176),
               (128, True): (128, 128), (192, False): (128, 112), (256, False): (128, 80), (256, True): (128, 80)}

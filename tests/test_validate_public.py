@@ -51,8 +51,8 @@ def test_a_worse_shape_check_is_a_regression():
 
 
 def test_a_worse_figure_is_a_regression():
-    base = {"t": {"fitted": {"knee_right": 10, "knee_within_one": 20, "mean_error": 0.05}}}
-    worse = {"t": {"fitted": {"knee_right": 9, "knee_within_one": 20, "mean_error": 0.06}}}
+    base = {"t": {"split": "", "fitted": {"knee_right": 10, "knee_within_one": 20, "mean_error": 0.05}}}
+    worse = {"t": {"split": "", "fitted": {"knee_right": 9, "knee_within_one": 20, "mean_error": 0.06}}}
     found = regressions(worse, base)
     assert len(found) == 2 and "knee_right 9 < 10" in found[0] and "mean error" in found[1]
     assert regressions(base, base) == []

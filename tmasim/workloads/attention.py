@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     from tmasim.residency import Residency
     from tmasim.scenario import Scenario
 
-__all__ = ["FIELDS", "KIND", "PROBLEM_FIELDS", "AttentionConfig", "check", "defaults", "describe", "explain", "parse", "plan",
+__all__ = ["FIELDS", "KIND", "PROBLEM_FIELDS", "AttentionConfig", "check", "defaults", "describe", "explain", "parse",
+           "plan",
            "stats", "summary_rows", "work_units"]
 
 

@@ -132,7 +132,8 @@ def _check_tile(tile: Any) -> None:
             raise ScenarioError(f"workload.tile[{i}]", v, "must be a multiple of 16 (the K of one bf16 MMA)")
 
 
-def fa3_tile(head_dim: int, head_dim_v: int | None = None, causal: bool = False, dtype: str = "bf16") -> tuple[int, int]:
+def fa3_tile(head_dim: int, head_dim_v: int | None = None, causal: bool = False,
+             dtype: str = "bf16") -> tuple[int, int]:
     """FA3's forward tile on Hopper when the user sets none: ``tile_size_fwd_sm90`` in
     Dao-AILab/flash-attention ``hopper/tile_size.h`` (not local, not paged, no softcap, two or
     three consumer warpgroups). Where FA3 takes P through shared memory (its ``MmaPV_is_RS``
