@@ -229,7 +229,7 @@ def describe(stats: Mapping[str, Any], scenario: Scenario) -> str:
 
 
 def _trust(scenario: Scenario) -> str:
-    from tmasim.validation.pipelines import trust_for
+    from tmasim.validation.trust import trust_for
 
     return trust_for(scenario)
 
