@@ -114,6 +114,14 @@ class Runner:
         return self._pool
 
     def _finish(self, keys: Sequence[str], outcomes: Sequence[Outcome]) -> None:
+        from tmasim.outputs import write_error
+
+        try:
+            self._journal_outcomes(keys, outcomes)
+        except OSError as err:  # a full disk: one line; the lines flushed before it stay for a rerun
+            raise write_error("--out", self.journal_path or Path("."), err) from None
+
+    def _journal_outcomes(self, keys: Sequence[str], outcomes: Sequence[Outcome]) -> None:
         journal = self._open_journal()
         for outcome in outcomes:
             key = keys[outcome.point]
