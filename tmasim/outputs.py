@@ -146,6 +146,8 @@ def staged_paths(paths: list[Path], stage: Path, out: Path) -> list[Path]:
 
 
 def _move_in(stage: Path, out: Path) -> None:
+    if not any(stage.iterdir()):
+        return  # nothing was written: no folder made either
     if not out.exists():
         umask = os.umask(0o22)
         os.umask(umask)
