@@ -256,3 +256,45 @@ def test_a_lock_that_is_a_link_to_a_device_is_one_line(tmp_path):
     (tmp_path / "s.parquet.lock").symlink_to("/dev/null")
     with pytest.raises(TmasimError, match="lock .* is not a regular file"):
         sweep(out)
+
+
+# --- limits before work --------------------------------------------------------------------------
+def values(n: int, start: int = 1) -> str:
+    return ",".join(str(i) for i in range(start, start + n))
+
+
+def test_a_grid_past_what_a_sweep_holds_is_refused_before_it_is_built_even_with_yes(tmp_path, capsys, monkeypatch):
+    from tmasim.sweep import spec
+
+    monkeypatch.setattr(spec, "expand", lambda *a: pytest.fail("the grid was built"))
+    argv = ["sweep", "reference", "--vary", f"run.seed={values(100)}", "--vary", f"workload.tiles={values(100)}",
+            "--vary", f"pipeline.stages={values(100)}", "--vary", f"run.max_events={values(100, 10**6)}",
+            "--out", str(tmp_path / "s.csv"), "--quiet", "--yes"]
+    assert main(argv) == 2
+    one_line_error(capsys, "100,000,000 points (100 x 100 x 100 x 100 values)", "past the 10,000,000")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_big_grid_without_yes_is_refused_from_its_axes_lengths(tmp_path, capsys, monkeypatch):
+    from tmasim.sweep import spec
+
+    monkeypatch.setattr(spec, "expand", lambda *a: pytest.fail("the grid was built"))
+    argv = ["sweep", "reference", "--vary", f"run.seed={values(1000)}", "--vary", f"workload.tiles={values(1000)}",
+            "--out", str(tmp_path / "s.csv"), "--quiet"]
+    assert main(argv) == 2
+    one_line_error(capsys, "1,000,000 points to run", "over 10,000", "add --yes")
+
+
+@pytest.mark.parametrize("jobs", ["100000", "1" * 23, "0"])
+def test_jobs_out_of_range_is_one_line_before_any_worker(tmp_path, capsys, jobs):
+    argv = ["sweep", "reference", "--vary", *STAGES, "--jobs", jobs, "--out", str(tmp_path / "s.csv"), "--quiet"]
+    assert main(argv) == 2
+    one_line_error(capsys, "--jobs")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_run_sweep_refuses_too_many_jobs_in_python_too():
+    from tmasim.budget import max_jobs
+
+    with pytest.raises(TmasimError, match=f"over the {max_jobs()} worker processes"):
+        run_sweep("reference", [], STAGES, jobs=max_jobs() + 1, progress=False)

@@ -37,8 +37,9 @@ class Runner:
 
     def __init__(self, base_raw: dict[str, Any], base_dir: Path | None, *, jobs: int = 1,
                  journal: Path | None = None) -> None:
-        if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-            raise TmasimError(f"--jobs: {jobs!r} must be a whole number >= 1")
+        from tmasim.budget import check_jobs
+
+        check_jobs(jobs)
         self.task = Task(base_raw, base_dir)
         self.jobs = jobs
         self.journal_path = journal
