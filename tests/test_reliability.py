@@ -298,3 +298,49 @@ def test_run_sweep_refuses_too_many_jobs_in_python_too():
 
     with pytest.raises(TmasimError, match=f"over the {max_jobs()} worker processes"):
         run_sweep("reference", [], STAGES, jobs=max_jobs() + 1, progress=False)
+
+
+# --- values read strictly ------------------------------------------------------------------------
+@pytest.mark.parametrize("setting", ["workload.head_dim=128.0", "workload.head_dim_v=64.0"])
+def test_an_integral_float_for_a_head_dim_is_one_line(capsys, setting):
+    assert main(["run", "attention-h100", "--set", setting]) == 2
+    one_line_error(capsys, setting.split("=")[0], "must be a whole number")
+
+
+def test_replace_with_an_integral_float_head_dim_is_refused():
+    import dataclasses
+
+    from tmasim import scenario as scenarios
+    from tmasim.errors import ScenarioError
+
+    workload = scenarios.load("attention-h100").workload
+    with pytest.raises(ScenarioError, match="workload.head_dim: 128.0 must be a whole number"):
+        dataclasses.replace(workload, head_dim=128.0)
+
+
+@pytest.mark.parametrize("text", ["\u0663 us", "\uff13 us", "3\u0660 ns"])
+def test_only_ascii_digits_make_a_quantity(text):
+    from tmasim import units
+    from tmasim.errors import UnitError
+
+    with pytest.raises(UnitError, match="is not a quantity"):
+        units.parse(text, "time", "workload.load")
+
+
+def test_a_pebibyte_is_a_unit():
+    from tmasim import units
+
+    assert units.size_bytes("1 PiB", "x") == 2**50
+
+
+def test_a_field_path_of_5000_parts_is_one_line(capsys):
+    assert main(["run", "--set", ".".join(["a"] * 5000) + "=1"]) == 2
+    one_line_error(capsys, "5,000 parts", "at most 16 parts")
+
+
+@pytest.mark.parametrize("tiles", ["0", "-3", "x"])
+def test_first_tiles_must_be_at_least_one(tmp_path, capsys, tiles):
+    with pytest.raises(SystemExit) as exit_:
+        main(["plot", str(tmp_path), "--kind", "gantt", "--first-tiles", tiles])
+    assert exit_.value.code == 2
+    one_line_error(capsys, "--first-tiles")
