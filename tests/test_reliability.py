@@ -344,3 +344,29 @@ def test_first_tiles_must_be_at_least_one(tmp_path, capsys, tiles):
         main(["plot", str(tmp_path), "--kind", "gantt", "--first-tiles", tiles])
     assert exit_.value.code == 2
     one_line_error(capsys, "--first-tiles")
+
+
+# --- duplicates ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(("vary", "words"), [
+    ("pipeline.stages=1,1,2", ["pipeline.stages: 1 is given twice, at positions 1 and 2"]),
+    ("workload.load=3 us,3000 ns,0.003 ms", ["'3000 ns' is given twice", "the same as '3 us'"]),
+    ("run.seed=1,2,2.0", ["2.0 is given twice, at positions 2 and 3"]),
+])
+def test_a_value_given_twice_in_vary_is_refused_by_name(tmp_path, capsys, vary, words):
+    assert main(["sweep", "reference", "--vary", vary, "--out", str(tmp_path / "s.csv"), "--quiet"]) == 2
+    one_line_error(capsys, *words)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_value_given_twice_in_the_python_api_is_refused():
+    with pytest.raises(TmasimError, match="given twice"):
+        run_sweep("reference", [], {"pipeline.stages": [1, 2, 1]}, progress=False)
+
+
+def test_a_result_file_with_a_point_twice_is_refused_on_resume_naming_it(tmp_path):
+    out = tmp_path / "s.csv"
+    sweep(out)
+    lines = out.read_text().splitlines()
+    out.write_text("\n".join([*lines, lines[-1]]) + "\n")
+    with pytest.raises(TmasimError, match="point 2 appears twice"):
+        sweep(out)

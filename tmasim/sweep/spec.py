@@ -135,7 +135,41 @@ def _axis_from_values(name: str, values: Iterable[Any]) -> Axis:
     plain = tuple(v.item() if hasattr(v, "item") else v for v in values)  # numpy numbers as Python ones
     if not plain:
         raise ScenarioError(f"--vary {name}", "", f"has no values; give at least one: {VARY_EXAMPLE}")
+    _refuse_duplicates(name, plain)
     return Axis(name, plain)
+
+
+def _refuse_duplicates(name: str, values: Sequence[Any]) -> None:
+    """A value given twice (``1,1,2``; ``3 us,3000 ns``) would run one point twice and count it as two."""
+    seen: dict[Any, int] = {}
+    for position, value in enumerate(values, start=1):
+        key = _same_value_key(value)
+        if key in seen:
+            first = values[seen[key] - 1]
+            also = "" if first == value else f" (the same as {first!r})"
+            raise ScenarioError(f"--vary {name}", value, f"is given twice, at positions {seen[key]} and "
+                                f"{position}{also}; give each value once")
+        seen[key] = position
+
+
+def _same_value_key(value: Any) -> Any:
+    """Values that make the same scenario compare equal: 3 and 3.0, '3 us' and '3000 ns'."""
+    import json
+
+    from tmasim import units
+
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, (int, float)):
+        return ("number", float(value))
+    if isinstance(value, str) and units.QUANTITY.fullmatch(value):
+        for kind in ("time", "size", "bandwidth", "frequency", "flops", "flop_rate", "cycles"):
+            try:
+                amount = units.parse(value, kind, "--vary")
+            except TmasimError:
+                continue
+            return ("quantity", kind, float(f"{amount:.12g}"))
+    return ("other", json.dumps(value, sort_keys=True, default=str))
 
 
 def _is_dotted_name(name: str) -> bool:
