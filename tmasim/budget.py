@@ -20,6 +20,7 @@ shifting a simulated period's (engine/record_shift.py), and cost their memory.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -169,3 +170,22 @@ def check(estimate: Estimate, limits: Limits) -> None:
                             f"{fmt.size(LIMIT_BYTES)}; {limits.lift}, or make it smaller")
     if estimate.large and limits.notify is not None:
         limits.notify(f"tmasim: note: a large {limits.what}: {estimate.text()}")
+
+
+def max_jobs() -> int:
+    """The most worker processes a command starts: four per CPU (at least 8), never over 256."""
+    return min(256, max(8, 4 * (os.cpu_count() or 1)))
+
+
+def check_jobs(jobs: object) -> int:
+    """``--jobs`` as a whole number in 1..max_jobs(), refused in one line before any worker starts
+    (a 23-digit value included)."""
+    from tmasim.errors import TmasimError
+
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise TmasimError(f"--jobs: {str(jobs)[:40]!r} must be a whole number >= 1")
+    if jobs > max_jobs():
+        shown = f"{jobs:,}" if jobs < 10**12 else f"a {len(str(jobs))}-digit number"
+        raise TmasimError(f"--jobs: {shown} is over the {max_jobs()} worker processes this machine takes "
+                          f"(4 per CPU, at most 256); give --jobs {os.cpu_count() or 1} or fewer")
+    return jobs

@@ -151,24 +151,23 @@ def _write_trace(result: Any, path: Path) -> None:
     bandwidth = result.bandwidth
     counters = bandwidth.assign(name=bandwidth["link"] + " GB/s", value=bandwidth["gbytes_per_s"])[
         ["time_ps", "name", "value"]] if len(bandwidth) else None
-    try:
-        print(f"wrote {write_chrome_trace(result, path, counters=counters)}", file=sys.stderr)
-    except OSError as err:
-        raise TmasimError(f"--trace: cannot write {str(path)!r}: {err.strerror}") from None
+    print(f"wrote {write_chrome_trace(result, path, counters=counters)}", file=sys.stderr)
 
 
 def _write_outputs(result: Any, out: Path) -> None:
-    try:
-        _write_tables_and_chart(result, out)
-    except OSError as err:
-        raise TmasimError(f"--out: cannot write {str(out)[:100]!r} ({err.strerror or err})") from None
+    """Into a hidden folder beside ``out``, moved into place whole: a full disk leaves no part."""
+    from tmasim.outputs import staged_folder, staged_paths
+
+    with staged_folder(out) as stage:
+        written = staged_paths(_write_tables_and_chart(result, stage), stage, out)
+    print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
 
 
-def _write_tables_and_chart(result: Any, out: Path) -> None:
+def _write_tables_and_chart(result: Any, out: Path) -> list[Path]:
     from tmasim.review import plots
     from tmasim.summary_rows import plural
 
-    written = result.save(out)
+    written: list[Path] = result.save(out)
     if result.recorder is None:
         print("tmasim: note: no per-event records (run.records = false), so no spans, events or Gantt chart; "
               "--set run.records=true to record them", file=sys.stderr)
@@ -182,7 +181,7 @@ def _write_tables_and_chart(result: Any, out: Path) -> None:
         gantt = plots.gantt(result.spans, result.events, title=title, tiles=plots.suggested_tiles(result.spans),
                             note=plots.representatives_note(stats))
         written += plots.save(gantt, out / "gantt.png")
-    print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
+    return written
 
 
 def _warn_races(result: Any) -> None:

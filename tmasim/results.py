@@ -86,11 +86,12 @@ class Result:
 
     def save(self, out_dir: Path) -> list[Path]:
         """Write summary, spans, events (and races, if any) as CSV beside scenario.json."""
+        from tmasim.outputs import replacing, write_text
+
+        out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
-        written = []
-        path = out_dir / "scenario.json"
-        path.write_text(json.dumps(self.scenario.to_dict(), indent=2, default=_jsonable) + "\n")
-        written.append(path)
+        written = [write_text(out_dir / "scenario.json",
+                              json.dumps(self.scenario.to_dict(), indent=2, default=_jsonable) + "\n")]
         tables = {"summary": self.summary, "spans": self.spans, "events": self.events}
         if self.link_loads:
             tables["bandwidth"] = self.bandwidth
@@ -98,7 +99,8 @@ class Result:
             tables["races"] = self.race_table
         for name, frame in tables.items():
             path = out_dir / f"{name}.csv"
-            frame.to_csv(path, index=False)
+            with replacing(path) as tmp:
+                frame.to_csv(tmp, index=False)
             written.append(path)
         return written
 

@@ -238,9 +238,16 @@ def parse_value(text: str) -> Any:
         raise ScenarioError("--set", text[:60], "is nested too deeply to read as TOML") from None
 
 
+MAX_FIELD_DEPTH = 16
+
+
 def set_field(raw: dict[str, Any], dotted: str, value: Any) -> None:
     """Set ``a.b.c`` in nested tables. A preset name under ``gpu`` becomes ``{preset = name}``."""
     keys = dotted.split(".")
+    if len(keys) > MAX_FIELD_DEPTH:  # no scenario field is this deep; nesting it would exhaust the stack
+        shown = f"{dotted[:60]}... ({len(keys):,} parts)"
+        raise ScenarioError("--set", shown, f"is not a field: a field path has at most {MAX_FIELD_DEPTH} parts "
+                            "(like pipeline.stages)")
     node = raw
     for depth, key in enumerate(keys[:-1]):
         child = node.get(key)

@@ -55,8 +55,8 @@ _EXAMPLES = {
 # letters (µ and μ included) joined by at most one "/" (``TB/s``, ``FLOP/s``, ``B/clk``).
 QUANTITY = re.compile(
     r"[ \t]*(?P<number>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)"
-    r"[ \t]*(?P<unit>[A-Za-zµμ]+(?:[ \t]*/[ \t]*[A-Za-zµμ]+)?)[ \t]*")
-BARE_NUMBER = re.compile(r"[ \t]*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?[ \t]*")
+    r"[ \t]*(?P<unit>[A-Za-zµμ]+(?:[ \t]*/[ \t]*[A-Za-zµμ]+)?)[ \t]*", re.ASCII)  # digits 0-9 only
+BARE_NUMBER = re.compile(r"[ \t]*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?[ \t]*", re.ASCII)
 RULE = "a finite number and a unit, nothing else"
 
 

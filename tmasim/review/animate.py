@@ -180,16 +180,23 @@ def animate(result: Result, path: Path, *, title: str | None = None, fps: int = 
     frames = frame_times(line.changes(), line.end, target=target or TARGET_FRAMES)
     title = title or _title(result)
     movie = _Movie(line, title)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    from tmasim.outputs import replacing, write_error
+
     try:
-        if suffix == ".mp4":
-            movie.animation(frames, fps).save(path, writer=_ffmpeg(fps))
-        else:
-            images = movie.render(frames)
-            if suffix == ".gif":
-                _write_gif(images, path, fps)
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        movie.close()
+        raise write_error("--out", path, err) from None
+    try:
+        with replacing(path) as tmp:
+            if suffix == ".mp4":
+                movie.animation(frames, fps).save(tmp, writer=_ffmpeg(fps))
             else:
-                _write_html(images, path, fps, title)
+                images = movie.render(frames)
+                if suffix == ".gif":
+                    _write_gif(images, tmp, fps)
+                else:
+                    _write_html(images, tmp, fps, title)
     finally:
         movie.close()
     return path

@@ -39,6 +39,17 @@ REPORT_EPILOG = """examples:
       --out review-gemm --jobs 4"""
 
 
+def tile_count(text: str) -> int:
+    """``--first-tiles N``: a whole number >= 1 (0 or -3 tiles is no zoom at all)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number of tiles") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 1 (the first N tiles of every CTA)")
+    return value
+
+
 def register(subparsers: Any) -> None:
     """Add ``plot`` and ``report`` to the ``tmasim`` command's subparsers."""
     register_plot(subparsers)
@@ -61,7 +72,8 @@ def register_plot(subparsers: Any) -> argparse.ArgumentParser:
                                                              "unit (\"0 us..5 us\")")
     plot.add_argument("--from", dest="start", metavar="TIME", help="gantt: zoom from this time (\"2 us\"; default 0)")
     plot.add_argument("--to", dest="end", metavar="TIME", help="gantt: zoom to this time (\"5 us\")")
-    plot.add_argument("--first-tiles", type=int, metavar="N", help="gantt: zoom to the first N tiles of every CTA")
+    plot.add_argument("--first-tiles", type=tile_count, metavar="N",
+                      help="gantt: zoom to the first N tiles of every CTA")
     plot.add_argument("--shares", action="store_true", help="stalls: percent of each makespan instead of time")
     plot.add_argument("--title", default="", help="replace the figure's title")
     plot.add_argument("--out", type=Path, help="figure file, .png or .svg (default: beside RESULT, named by kind)")
@@ -80,7 +92,7 @@ def register_report(subparsers: Any) -> argparse.ArgumentParser:
                         help="sweep a field (repeat for a grid), as in `tmasim sweep`")
     report.add_argument("--out", type=Path, required=True, help="folder for index.html, its tables and figures")
     report.add_argument("--jobs", type=int, default=1, metavar="N", help="worker processes for the sweep")
-    report.add_argument("--first-tiles", type=int, default=None, metavar="N",
+    report.add_argument("--first-tiles", type=tile_count, default=None, metavar="N",
                         help="zoom the Gantt chart to the first N tiles of every CTA (default: automatic)")
     report.set_defaults(handler=handle_report)
     return report

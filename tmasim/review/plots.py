@@ -37,14 +37,22 @@ def save(fig: Figure, path: Path, *, svg: bool = False) -> list[Path]:
     path = Path(path)
     if not path.suffix:  # what matplotlib would write: say so
         path = path.with_name(path.name + ".png")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    from tmasim.outputs import replacing, write_error
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        plt.close(fig)
+        raise write_error("--out", path, err) from None
     written = [path]
-    if path.suffix.lower() == ".svg":
-        fig.savefig(path)
-    else:
-        fig.savefig(path, dpi=150)
-        if svg:
-            fig.savefig(path.with_suffix(".svg"))
+    try:
+        with replacing(path) as tmp:
+            fig.savefig(tmp, format=path.suffix[1:].lower() or None, **({} if path.suffix.lower() == ".svg"
+                                                                          else {"dpi": 150}))
+        if svg and path.suffix.lower() != ".svg":
+            with replacing(path.with_suffix(".svg")) as tmp:
+                fig.savefig(tmp, format="svg")
             written.append(path.with_suffix(".svg"))
-    plt.close(fig)
+    finally:
+        plt.close(fig)
     return written

@@ -489,10 +489,13 @@ def write_chrome_trace(result: Result, path: str | Path, *, counters: pd.DataFra
     trace = chrome_trace(result.spans, result.events, stats=result.stats, scenario=result.scenario.to_dict(),
                          counters=counters)
     text = json.dumps(trace, separators=(",", ":"), allow_nan=False)
+    from tmasim.outputs import replacing
+
     path = Path(path)
-    if path.name.endswith(".gz"):
-        with gzip.open(path, "wt", encoding="utf-8") as stream:
-            stream.write(text)
-    else:
-        path.write_text(text, encoding="utf-8")
+    with replacing(path, "--trace") as tmp:
+        if path.name.endswith(".gz"):
+            with gzip.open(tmp, "wt", encoding="utf-8") as stream:
+                stream.write(text)
+        else:
+            tmp.write_text(text, encoding="utf-8")
     return path

@@ -34,8 +34,9 @@ def _acquire(path: Path, out: Path) -> int:
     import fcntl
 
     for _ in range(100):  # retried only while another process removes the file under us
+        _refuse_special(path)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, 0o644)
         except OSError as err:
             raise TmasimError(f"--out: cannot write beside {str(out)!r} ({err.strerror}): "
                               "choose a folder you can write to") from None
@@ -47,11 +48,37 @@ def _acquire(path: Path, out: Path) -> int:
             raise TmasimError(f"--out: {str(out)!r} is being written by another sweep ({owner}, lock "
                               f"{path.name}); wait for it to finish or choose another --out") from None
         if _same_file(fd, path):
-            os.ftruncate(fd, 0)
-            os.write(fd, f"{os.getpid()}\n".encode())
+            _write_owner(fd, path, out)
             return fd
         os.close(fd)  # the previous owner removed the file between our open and our lock
     raise TmasimError(f"--out: cannot take the lock {str(path)!r}; try again")
+
+
+def _refuse_special(path: Path) -> None:
+    """A lock path that is a device, a pipe or a folder (by a link or not) is not ours to write."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # not there (or a dangling link): made by the open
+    if not stat.S_ISREG(mode):
+        raise TmasimError(f"--out: the lock {str(path)!r} exists and is not a regular file; remove it or "
+                          "choose another --out")
+
+
+def _write_owner(fd: int, path: Path, out: Path) -> None:
+    """The pid, for a second sweep's message; a full disk is one line and leaves no empty lock."""
+    try:
+        os.ftruncate(fd, 0)
+        if os.write(fd, f"{os.getpid()}\n".encode()) == 0:
+            raise OSError(28, os.strerror(28))
+    except OSError as err:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            path.unlink()
+        raise TmasimError(f"--out: cannot write the lock {str(path)!r} beside {str(out)!r} "
+                          f"({err.strerror or err})") from None
 
 
 def _same_file(fd: int, path: Path) -> bool:

@@ -48,7 +48,7 @@ def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip
     ``if __name__ == "__main__":``, as for any spawned multiprocessing.
     """
     _check_options(jobs, executor, scheduler)
-    plan = plan_sweep(base, overrides, vary, zip_)
+    plan = plan_sweep(base, overrides, vary, zip_, max_points=_grid_limit(out, max_points))
     task = Task(plan.base_raw, plan.base_dir, allow_large=bool(allow_large))
     store = SweepStore(Path(out), plan) if out is not None else None
     if store is not None:
@@ -73,9 +73,23 @@ def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip
     return frame
 
 
+def _grid_limit(out: str | Path | None, max_points: int | None) -> int | None:
+    """``max_points`` applies to the whole grid before it is built, unless an earlier run may have
+    finished some of it (then it applies to the points left, after they are read)."""
+    if out is None or max_points is None:
+        return max_points
+    path = Path(out)
+    earlier = (path, path.with_name(path.name + ".partial.jsonl"))
+    try:
+        return None if any(p.exists() for p in earlier) else max_points
+    except OSError:
+        return max_points
+
+
 def _check_options(jobs: int, executor: str, scheduler: str | None) -> None:
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise TmasimError(f"--jobs: {jobs!r} must be a whole number >= 1")
+    from tmasim.budget import check_jobs
+
+    check_jobs(jobs)
     if executor not in EXECUTORS:
         raise TmasimError(f"--executor: {executor!r} must be one of {', '.join(EXECUTORS)}")
     if scheduler and executor != "dask":

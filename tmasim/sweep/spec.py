@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,10 +60,19 @@ class SweepPlan:
                 "zip": self.zipped}
 
 
+MAX_GRID = 10_000_000  # points a sweep can hold at all (its plan, its table), --yes or not
+EARLY = 100_000  # past this many points, a grid over max_points is refused before it is built (no estimate)
+
+
 def plan_sweep(base: str | Path | Mapping[str, Any] | None, overrides: Iterable[str],
-               vary: Sequence[str] | Mapping[str, Iterable[Any]], zipped: bool = False) -> SweepPlan:
-    """Read the base, parse the axes, expand the points and check that the sweep can run."""
+               vary: Sequence[str] | Mapping[str, Iterable[Any]], zipped: bool = False, *,
+               max_points: int | None = None) -> SweepPlan:
+    """Read the base, parse the axes, expand the points and check that the sweep can run. The
+    point count is checked from the axes' lengths before the grid is built: over ``max_points``
+    (when given, for a grid of over :data:`EARLY` points: a smaller one is built and refused with
+    its time estimate) or :data:`MAX_GRID`, it is refused without a point made."""
     axes = parse_axes(vary)
+    check_point_count(axes, zipped, max_points)
     points = expand(axes, zipped)
     source, raw, base_dir = read_base(base)
     raw = scenarios.apply_overrides(raw, overrides)
@@ -125,7 +135,41 @@ def _axis_from_values(name: str, values: Iterable[Any]) -> Axis:
     plain = tuple(v.item() if hasattr(v, "item") else v for v in values)  # numpy numbers as Python ones
     if not plain:
         raise ScenarioError(f"--vary {name}", "", f"has no values; give at least one: {VARY_EXAMPLE}")
+    _refuse_duplicates(name, plain)
     return Axis(name, plain)
+
+
+def _refuse_duplicates(name: str, values: Sequence[Any]) -> None:
+    """A value given twice (``1,1,2``; ``3 us,3000 ns``) would run one point twice and count it as two."""
+    seen: dict[Any, int] = {}
+    for position, value in enumerate(values, start=1):
+        key = _same_value_key(value)
+        if key in seen:
+            first = values[seen[key] - 1]
+            also = "" if first == value else f" (the same as {first!r})"
+            raise ScenarioError(f"--vary {name}", value, f"is given twice, at positions {seen[key]} and "
+                                f"{position}{also}; give each value once")
+        seen[key] = position
+
+
+def _same_value_key(value: Any) -> Any:
+    """Values that make the same scenario compare equal: 3 and 3.0, '3 us' and '3000 ns'."""
+    import json
+
+    from tmasim import units
+
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, (int, float)):
+        return ("number", float(value))
+    if isinstance(value, str) and units.QUANTITY.fullmatch(value):
+        for kind in ("time", "size", "bandwidth", "frequency", "flops", "flop_rate", "cycles"):
+            try:
+                amount = units.parse(value, kind, "--vary")
+            except TmasimError:
+                continue
+            return ("quantity", kind, float(f"{amount:.12g}"))
+    return ("other", json.dumps(value, sort_keys=True, default=str))
 
 
 def _is_dotted_name(name: str) -> bool:
@@ -171,6 +215,25 @@ def _non_empty(pieces: list[str], text: str, where: str) -> list[str]:
         if not piece:
             raise ScenarioError(where, text, f"has an empty value at position {position}")
     return pieces
+
+
+def point_count(axes: Sequence[Axis], zipped: bool) -> int:
+    """The number of points ``expand`` would make, from the axes' lengths alone."""
+    lengths = [len(axis.values) for axis in axes]
+    return min(lengths) if zipped else math.prod(lengths)
+
+
+def check_point_count(axes: Sequence[Axis], zipped: bool, max_points: int | None) -> None:
+    from tmasim.errors import ResourceError
+
+    count = point_count(axes, zipped)
+    shown = " x ".join(f"{len(a.values):,}" for a in axes)
+    if count > MAX_GRID:
+        raise ResourceError(f"sweep: {count:,} points ({shown} values) is past the {MAX_GRID:,} a sweep can hold, "
+                            "--yes or not; split it into several sweeps")
+    if max_points is not None and count > max(max_points, EARLY):
+        raise ResourceError(f"sweep: {count:,} points to run ({shown} values), over {max_points:,}; add --yes to "
+                            "run them")
 
 
 def expand(axes: Sequence[Axis], zipped: bool) -> tuple[Point, ...]:

@@ -4,7 +4,12 @@ While a sweep runs, each finished point is appended (and flushed) as one JSON li
 ``FILE.partial.jsonl``, whose first line is the sweep's fingerprint. When the sweep ends, or
 is interrupted, the finished points go into FILE (Parquet, or CSV with ``FILE.meta.json``),
 written to a temporary file and moved into place with ``os.replace``, so FILE is always
-either the previous complete version or the new one; then the journal is removed. A process
+either the previous complete version or the new one; then the journal is removed. A CSV and
+its metadata are two files, so their save is ordered for a kill between any two steps: the new
+metadata, with the new CSV's SHA-256, goes to ``FILE.meta.json.pending``; then the CSV is
+renamed into place; then the pending metadata. The next run finds a pending file whose digest
+matches FILE (the CSV got there: the metadata is renamed after it) or not (dropped): FILE and
+its metadata always agree, and the journal, removed last, still holds the points. A process
 killed outright leaves the journal, and the next run reads it. Running the same sweep again
 reads FILE and the journal and computes only the points found in neither; a file or journal
 from another sweep is refused before anything is computed or written.
@@ -20,6 +25,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from tmasim.errors import TmasimError
+from tmasim.outputs import replacing
 from tmasim.scenario import parse_value
 from tmasim.sweep import table
 from tmasim.sweep.extend import renumbered, renumbering
@@ -47,6 +53,7 @@ class SweepStore:
         self.journal_path = self.out.with_name(self.out.name + ".partial.jsonl")
         self.sidecar = self.out.with_name(self.out.name + ".meta.json")
         self.lock_path = self.out.with_name(self.out.name + ".lock")
+        self.pending = self.out.with_name(self.out.name + ".meta.json.pending")
         self.skipped_lines: list[int] = []  # journal lines that did not parse (1-based)
         self._fingerprint = _normalized(plan.fingerprint())
         self._journal_extended = False
@@ -76,6 +83,8 @@ class SweepStore:
         """Points finished by earlier runs of this same sweep (FILE, then the journal)."""
         finished: dict[int, Outcome] = {}
         extended = False
+        if self.csv:
+            self._settle_pending()
         if self.out.exists():
             mapping = self._check_same_sweep(self._read_metadata(), str(self.out))
             finished.update(renumbered(self._read_rows(), mapping))
@@ -88,7 +97,13 @@ class SweepStore:
 
     @contextlib.contextmanager
     def journal(self) -> Iterator[Journal]:
-        with self.journal_path.open("a+b") as handle:
+        from tmasim.outputs import write_error
+
+        try:
+            handle = self.journal_path.open("a+b")
+        except OSError as err:
+            raise write_error("--out", self.journal_path, err) from None
+        with handle:
             journal = Journal(handle)
             if journal.is_empty():
                 journal.write_many([{"format": FORMAT, "fingerprint": self._fingerprint}])
@@ -96,15 +111,46 @@ class SweepStore:
 
     def save(self, outcomes: Mapping[int, Outcome]) -> pd.DataFrame:
         """Write the finished points to FILE (atomically), then drop the journal they came from."""
+        from tmasim.outputs import WriteError
+
         frame = table.build(self.plan, outcomes)
         metadata = self.metadata(len(outcomes))
-        if self.csv:
-            _atomic_write(self.sidecar, lambda tmp: tmp.write_text(json.dumps(metadata, indent=2) + "\n"))
-            _atomic_write(self.out, lambda tmp: frame.to_csv(tmp, index=False))
-        else:
-            _atomic_write(self.out, lambda tmp: _write_parquet(frame, metadata, tmp))
+        try:
+            if self.csv:
+                self._save_csv(frame, metadata)
+            else:
+                with replacing(self.out) as tmp:
+                    _write_parquet(frame, metadata, tmp)
+        except WriteError as err:
+            kept = f"; the journal {self.journal_path.name} keeps the finished points: rerun to resume"
+            raise WriteError(err.option, err.path, err.cause + kept) from None
         self.journal_path.unlink(missing_ok=True)
         return frame
+
+    def _save_csv(self, frame: pd.DataFrame, metadata: dict[str, Any]) -> None:
+        """Data, then metadata, in the order the module's docstring gives."""
+        from tmasim.outputs import write_error, write_text
+
+        with replacing(self.out) as tmp:
+            frame.to_csv(tmp, index=False)
+            write_text(self.pending, json.dumps({**metadata, "csv_sha256": _sha256(tmp)}, indent=2) + "\n")
+        try:
+            os.replace(self.pending, self.sidecar)
+        except OSError as err:
+            raise write_error("--out", self.sidecar, err) from None
+
+    def _settle_pending(self) -> None:
+        """Finish or undo a CSV save that stopped between its steps."""
+        if not self.pending.exists():
+            return
+        try:
+            digest = json.loads(self.pending.read_text(encoding="utf-8")).get("csv_sha256")
+            if self.out.exists() and digest == _sha256(self.out):
+                os.replace(self.pending, self.sidecar)
+            else:
+                self.pending.unlink()
+        except (OSError, ValueError, AttributeError) as err:
+            raise TmasimError(f"--out: {str(self.pending)!r} cannot be read ({err}); remove it") from None
 
     def metadata(self, finished: int) -> dict[str, Any]:
         """What produced the file: the base scenario, the varied fields, and how far it got."""
@@ -195,9 +241,14 @@ class Journal:
         return self._handle.seek(0, os.SEEK_END) == 0
 
     def write_many(self, records: list[Mapping[str, Any]]) -> None:
-        self._end_torn_line()
-        self._handle.write("".join(json.dumps(r, default=_jsonable) + "\n" for r in records).encode("ascii"))
-        self._handle.flush()
+        from tmasim.outputs import write_error
+
+        try:
+            self._end_torn_line()
+            self._handle.write("".join(json.dumps(r, default=_jsonable) + "\n" for r in records).encode("ascii"))
+            self._handle.flush()
+        except OSError as err:  # a full disk: the lines flushed before stay, a torn one is skipped on resume
+            raise write_error("--out", Path(self._handle.name), err) from None
 
     def _end_torn_line(self) -> None:
         """After a kill mid-line, start on a fresh line so the torn one stays the only bad one."""
@@ -231,13 +282,14 @@ def read_metadata(path: str | Path) -> dict[str, Any]:
     return dict(json.loads((pq.read_schema(path).metadata or {})[METADATA_KEY.encode()]))
 
 
-def _atomic_write(path: Path, write: Any) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _difference(key: str, theirs: Any, ours: Any) -> str:

@@ -119,6 +119,8 @@ def outcomes_from_frame(frame: pd.DataFrame, plan: SweepPlan) -> dict[int, Outco
     for record in frame.to_dict("records"):
         clean = {k: (None if _is_missing(v, pd) else v) for k, v in record.items()}
         point = int(record["point"])
+        if point in outcomes:  # a table edited or joined by hand: never two answers for one point
+            raise ValueError(f"point {point} appears twice in it")
         stats = {figure_name(name, varied): clean[name] for name in figures} if clean["status"] == "ok" else {}
         seed = None if clean["seed"] is None else int(clean["seed"])
         outcomes[point] = Outcome(point, seed, str(clean["status"]), clean["error"], stats)

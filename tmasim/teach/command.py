@@ -74,7 +74,14 @@ def _learn(args: argparse.Namespace) -> int:
     if predicted is None and sys.stdin.isatty():
         predicted = _ask_prediction(item.unit)
     print()
-    text, _ = lessons.teach(args.number, predicted, args.out)
+    if args.out is None:
+        text, _ = lessons.teach(args.number, predicted, None)
+    else:  # the figures staged beside --out and moved in whole: a full disk leaves no part
+        from tmasim.outputs import staged_folder
+
+        with staged_folder(args.out) as stage:
+            text, _ = lessons.teach(args.number, predicted, stage)
+        text = text.replace(str(stage), str(args.out))
     print(text)
     return 0
 

@@ -141,9 +141,13 @@ class Calibration:
                       for p in self.parameters if p.kind == "mapping")]
         text = presets.calibrated_text(self.study.base_raw.get("gpu", "ideal"), self.study.base_dir, name=path.stem,
                                        fitted=gpu_values, source=self.source(), comments=comments)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        return path
+        from tmasim.outputs import write_error, write_text
+
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise write_error("--out", path, err) from None
+        return write_text(path, text)
 
 
 def calibrate(measured: str | Path, fit: Sequence[str], options: Options | None = None, *, holdout: float = 0.25,

@@ -138,6 +138,9 @@ def handle_validate(args: argparse.Namespace) -> int:
     out = args.out if args.out is not None else Path(f"validate-{_stem(args.measured)}")
     if out.exists() and not out.is_dir():
         raise TmasimError(f"--out: {str(out)!r} exists and is not a directory")
+    from tmasim.outputs import check_folder
+
+    check_folder("--out", out)  # before any simulation: a folder that cannot be written is one line
     journal = out / "simulations.jsonl"
     result = validate(args.measured, options_from(args), jobs=args.jobs, tiles=args.tiles,
                       timeline_run=args.timeline_run, journal=journal, progress=not args.quiet)
@@ -154,6 +157,9 @@ def handle_calibrate(args: argparse.Namespace) -> int:
         raise ScenarioError("--out", str(args.out), "must be a preset file ending in .toml")
     if args.out.is_dir():
         raise TmasimError(f"--out: {str(args.out)!r} is a directory")
+    from tmasim.outputs import check_file
+
+    check_file("--out", args.out)  # before the fit, not after it
     fit = [name.strip() for name in args.fit.split(",") if name.strip()]
     journal = args.out.with_name(f"{args.out.stem}.simulations.jsonl")
     result = calibrate(args.measured, fit, options_from(args), holdout=args.holdout, seed=args.seed,

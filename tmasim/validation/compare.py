@@ -88,16 +88,22 @@ class Validation:
 
     def save(self, out: str | Path) -> list[Path]:
         """validation.csv, validation.json, predicted_vs_measured.png (and the timeline's files)."""
+        from tmasim.outputs import replacing, write_error, write_text
         from tmasim.review.plots import save as save_figure
 
         out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise write_error("--out", out, err) from None
         written = [out / "validation.csv", out / "validation.json"]
-        self.table.to_csv(written[0], index=False)
-        written[1].write_text(json.dumps(self.metadata(), indent=2, default=str) + "\n")
+        with replacing(written[0]) as tmp:
+            self.table.to_csv(tmp, index=False)
+        write_text(written[1], json.dumps(self.metadata(), indent=2, default=str) + "\n")
         written += save_figure(self.scatter(), out / "predicted_vs_measured.png")
         if self.timeline is not None:
-            self.timeline.to_csv(out / "timeline.csv", index=False)
+            with replacing(out / "timeline.csv") as tmp:
+                self.timeline.to_csv(tmp, index=False)
             written.append(out / "timeline.csv")
             written += save_figure(self.overlay(), out / "timeline_overlay.png")
         return written

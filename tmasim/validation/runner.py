@@ -37,8 +37,9 @@ class Runner:
 
     def __init__(self, base_raw: dict[str, Any], base_dir: Path | None, *, jobs: int = 1,
                  journal: Path | None = None) -> None:
-        if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-            raise TmasimError(f"--jobs: {jobs!r} must be a whole number >= 1")
+        from tmasim.budget import check_jobs
+
+        check_jobs(jobs)
         self.task = Task(base_raw, base_dir)
         self.jobs = jobs
         self.journal_path = journal
@@ -114,6 +115,14 @@ class Runner:
         return self._pool
 
     def _finish(self, keys: Sequence[str], outcomes: Sequence[Outcome]) -> None:
+        from tmasim.outputs import write_error
+
+        try:
+            self._journal_outcomes(keys, outcomes)
+        except OSError as err:  # a full disk: one line; the lines flushed before it stay for a rerun
+            raise write_error("--out", self.journal_path or Path("."), err) from None
+
+    def _journal_outcomes(self, keys: Sequence[str], outcomes: Sequence[Outcome]) -> None:
         journal = self._open_journal()
         for outcome in outcomes:
             key = keys[outcome.point]
