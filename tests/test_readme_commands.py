@@ -2,12 +2,12 @@
 to a fresh folder.
 
 Commands are taken from the code blocks of README.md and of every page under docs/:
-``$ tmasim ...`` lines of a ``text`` block (followed by what they print) and ``tmasim ...`` lines of a ``sh`` block (a trailing ``\\``
-continues a line). Each runs in bash through ``python -m tmasim``, in the page's order, in one
-temporary folder per page, so a file must be written before a later command of the same page
-reads it. A command whose
-printed output starts with ``tmasim: error:`` must fail with that one-line error (no
-traceback); every other command must succeed.
+``$ tmasim ...`` lines of a ``text`` block (followed by what they print) and ``tmasim ...``
+lines of a ``sh`` block (a trailing ``\\`` continues a line). Each runs in bash through
+``python -m tmasim``, in the page's order, in one temporary folder per page, so a file must be
+written before a later command of the same page reads it. A command whose printed output
+starts with ``tmasim: error:`` must fail with that one-line error (no traceback); every other
+command must succeed.
 
 A command marked in a trailing comment with ``[gpu]`` (needs a GPU), ``[slow]`` (takes
 minutes) or ``[skip: why]`` is not run; docs/getting-started.md says so where it defines the markers.
