@@ -59,7 +59,7 @@ def test_report_answers_first(page):
     answer = re.search(r'<ul class="answer">(.*?)</ul>', page, re.S).group(1)
     assert "<li>best: pipeline.stages = 2: 23 µs</li>" in answer
     assert "knee (the cheapest point within 1% of the best): the best point itself" in answer
-    assert "next step: pipeline.stages = 3: no faster, at +16.02 KiB SMEM per CTA" in answer
+    assert "next step: none: no point of this sweep is faster than the knee (the best is reached)" in answer
 
 
 def test_report_escapes_what_the_scenario_says(tmp_path):
@@ -129,7 +129,7 @@ def test_explain_gemm_l2_bound_in_rates():
 
 
 @pytest.mark.parametrize(("overrides", "start"), [
-    (["workload.m=1024", "workload.n=1024", "workload.k=1024"], "The SM port/TMA binds: the busiest SM"),
+    (["workload.m=1024", "workload.n=1024", "workload.k=1024"], "The TMA requests bind: the busiest SM's TMA unit"),
     (["workload.m=1024", "workload.n=1024", "workload.k=1024", "pipeline.cluster=[2,1]"],
      "Compute binds: the busiest SM needs"),  # B multicast in halves: 256 requests a k-step, not 384
     (["workload.k=1024", "gpu.l2_bandwidth=4 TB/s"], "L2 bandwidth binds"),  # a slower L2 than the TMA units
