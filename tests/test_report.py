@@ -20,6 +20,7 @@ from tmasim.review.plot_cli import build_report
 from tmasim.review.report import explain, scenario_toml
 from tmasim.scenario import load
 from tmasim.simulation import simulate
+from tmasim.sweep import run_sweep
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome")
@@ -50,8 +51,24 @@ def test_report_loads_nothing_from_elsewhere(page):
 
 
 def test_report_explains_the_binding_term(page):
-    assert ('id="explanation">\n<p>Takes 23 µs. The tensor core binds: each tile computes in 5 µs and loads in 3 µs '
+    assert ("The base scenario: takes 23 µs. The tensor core binds: each tile computes in 5 µs and loads in 3 µs "
             "(means), so the pipeline delivers at best one tile every 5 µs, a bound more stages cannot lower.") in page
+
+
+def test_report_headlines_the_best_and_knee_points_and_draws_the_knee(page):
+    assert ('id="explanation">\n<p>Best point: pipeline.stages = 2, 23 µs; it is also the knee (no cheaper point '
+            "comes within 1% of it).") in page
+    assert "Timeline of the knee point, also the best (pipeline.stages = 2)" in page
+    assert "Timeline of the base scenario" not in page
+
+
+def test_the_knee_is_labelled_apart_from_the_best():
+    from tmasim.review.report import chosen_point
+
+    table = run_sweep("latency-hidden", [], ["pipeline.stages=5,6,7"], progress=False)
+    label, changes = chosen_point(table)
+    assert changes == ["pipeline.stages=6"]
+    assert label.startswith("the knee point")
 
 
 def test_report_answers_first(page):
