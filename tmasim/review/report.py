@@ -115,7 +115,6 @@ def chosen_point(table: pd.DataFrame) -> tuple[str, list[str]] | None:
     which may be the best itself), as its label and its ``--set`` overrides; None when no point
     ran to a valid time or nothing varies."""
     from tmasim.sweep import answer
-    from tmasim.sweep.table import toml_text
 
     found = answer.find(table)
     if found is None or not found.fields:
@@ -125,7 +124,16 @@ def chosen_point(table: pd.DataFrame) -> tuple[str, list[str]] | None:
     same = answer.point_text(found.best, fields) == text
     label = f"the knee point, also the best ({text})" if same else f"the knee point ({text})"
     plain = [row[f].tolist() if hasattr(row[f], "tolist") else row[f] for f in fields]
-    return label, [f"{f}={toml_text(v)}" for f, v in zip(fields, plain, strict=True)]
+    return label, [f"{f}={_set_value(v)}" for f, v in zip(fields, plain, strict=True)]
+
+
+def _set_value(value: Any) -> str:
+    """A value as ``--set`` reads it: TOML, on one line (tomli-w writes arrays over several)."""
+    import tomli_w
+
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_set_value(v) for v in value) + "]"
+    return tomli_w.dumps({"v": value}).removeprefix("v = ").removesuffix("\n")
 
 
 def _write_report(page: Page, result: Result, table: pd.DataFrame | None, out: Path,
