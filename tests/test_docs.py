@@ -53,3 +53,9 @@ def test_the_docs_build_strict(tmp_path: Path) -> None:
                           cwd=REPO, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_the_scenario_table_lists_every_bundled_scenario():
+    page = (REPO / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    for path in sorted((REPO / "scenarios").glob("*.toml")):
+        assert f"`{path.stem}`" in page, path.stem

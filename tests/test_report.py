@@ -208,3 +208,11 @@ def test_report_renders_its_images_in_a_headless_browser(report, tmp_path):
     pixels = matplotlib.image.imread(shot)[..., :3]
     colourful = (pixels.max(axis=2) - pixels.min(axis=2)) > 0.25  # bars and lines, not text on white
     assert colourful.mean() > 0.02, "the screenshot shows no figures"
+
+
+def test_report_shows_the_scenario_file_as_written(page):
+    """Its comments kept: the bundled reference file, not a rewrite of its fields."""
+    from tmasim.scenario import bundled_text
+
+    first_comment = next(line for line in bundled_text("reference").splitlines() if line.startswith("#"))
+    assert html.escape(first_comment, quote=True) in page

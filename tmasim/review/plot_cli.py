@@ -377,5 +377,8 @@ def build_report(scenario: str | Path | None, overrides: Sequence[str] = (), var
             label, changes = point
             chosen = label, simulate(scenarios.load(scenario, [*overrides, *changes, "run.records=true"]),
                                      record_bandwidth=True)
+    written = scenarios.source_text(scenario)
+    if written is not None and overrides:
+        written = "".join(f"# --set {o}\n" for o in overrides) + "# changes this file, as written:\n" + written
     return report.write_report(shown, result, table, out, command=report.command_line(scenario, overrides, vary),
-                               first_tiles=first_tiles, chosen=chosen)
+                               first_tiles=first_tiles, chosen=chosen, written=written)

@@ -96,14 +96,16 @@ def check_out(out: str | Path) -> Path:
 
 def write_report(shown: Scenario, result: Result, table: pd.DataFrame | None, out: str | Path, *,
                  command: str = "", first_tiles: int | None = None,
-                 chosen: tuple[str, Result] | None = None) -> Path:
+                 chosen: tuple[str, Result] | None = None, written: str | None = None) -> Path:
     """Draw ``out/index.html`` from results only: the run (``result``, records on) of the scenario
     as ``shown`` (its header: what --set changed), and, for a sweep, its table and ``chosen``: the
     label and the run (records on) of the point whose timeline is drawn (the knee, see
-    :func:`chosen_point`). Running them is the command's job (:func:`tmasim.review.plot_cli.build_report`)."""
+    :func:`chosen_point`); ``written``, the scenario file as written (comments kept), shown in
+    place of the scenario rewritten from its fields. Running them is the command's job
+    (:func:`tmasim.review.plot_cli.build_report`)."""
     out = check_out(out)
     page = Page(title=f"{shown.name}: design review", description=_description(shown),
-                verdict=_verdict(result.stats), scenario_text=scenario_toml(shown.to_dict()),
+                verdict=_verdict(result.stats), scenario_text=written or scenario_toml(shown.to_dict()),
                 summary_rows=summary_rows(result.stats), command=command)
     with _staging(out) as stage:
         _write_report(page, result, table, stage, first_tiles, chosen)
