@@ -283,7 +283,8 @@ def _timeline_figures(result: Result, out: Path, first_tiles: int | None,
     counts = spans[spans["kind"] == "compute"].groupby(["sm", "cta"])["tile"].nunique()
     per_cta = int(counts.max()) if len(counts) else 0  # an attention run records its MMAs by phase instead
     tiles = first_tiles if first_tiles is not None else plots.suggested_tiles(spans)
-    zoom = f" (zoomed to the first {tiles} tiles of each CTA; the run has {per_cta})" if tiles else ""
+    noun = plots.step_noun(spans)
+    zoom = f" (zoomed to the first {tiles} {noun} of each CTA; the run has {per_cta})" if tiles else ""
     stats = result.stats
     took = "INVALID RUN (races)" if stats.get("valid") is False else _t(stats["makespan_ns"])
     title = f"{stats['scenario']}: {took} with {stats['stages']} stage(s) on {stats['gpu']}"
