@@ -52,7 +52,7 @@ def figure_texts(fig) -> str:  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="module")
 def sweep_table():  # type: ignore[no-untyped-def]
     table = run_sweep("gemm-h100", GEMM, ["pipeline.stages=1,2,4"], progress=False)
-    assert set(table["binding"]) >= {"latency", "port"}, "the sweep must show two bounds"
+    assert set(table["binding"]) >= {"latency", "tma"}, "the sweep must show two bounds"
     return table
 
 
@@ -84,7 +84,8 @@ def test_every_output_uses_only_the_canonical_names(sweep_table, tmp_path):  # t
     assert {name: aliases for name, aliases in found.items() if aliases} == {}
     assert "round trip" in outputs["run 1"] and "binding: round trip" in outputs["run 1"]
     assert "round trip binds" in outputs["figure stage sweep"]
-    assert "round trip" in outputs["sweep"] and "SM port/TMA" in outputs["sweep"]
+    assert "round trip" in outputs["sweep"] and "TMA requests" in outputs["sweep"]
+    assert not any("SM port/TMA" in text for text in outputs.values())  # two mechanisms, two names
 
 
 def test_json_binding_values_and_bound_keys_are_the_names_keys():
@@ -102,7 +103,8 @@ def test_json_binding_values_and_bound_keys_are_the_names_keys():
 def test_bound_names_read_old_tables():
     assert names.bound("latency") == "round trip"
     assert names.bound("bytes in flight") == "round trip"  # a stream table written before the keys
-    assert names.bound("SM ports") == "SM port/TMA" and names.bound("L2") == "L2" and names.bound("l2") == "L2"
+    assert names.bound("SM ports") == "SM port" and names.bound("tma") == "TMA requests"
+    assert names.bound("L2") == "L2" and names.bound("l2") == "L2"
 
 
 # ------------------------------------------------------------------- one number per quantity

@@ -170,7 +170,7 @@ def test_stall_breakdown_has_one_bar_per_part_and_lists_rows_that_did_not_run(gr
     assert ax.get_xlabel() == "time (µs)"
     assert sum(t.get_text() == "does not fit (SMEM)" for t in ax.texts) == len(grid_table) - len(ok)
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert "SM port/TMA bound" in legend and legend[0].startswith("compute")  # the TMA unit's requests bind
+    assert "TMA requests bound (TMA unit)" in legend and legend[0].startswith("compute")  # the TMA unit's requests bind
 
 
 def test_stall_breakdown_in_shares_ends_every_bar_at_100(stages_table):

@@ -1,14 +1,16 @@
-"""Every ``tmasim`` command the README shows runs as printed, top to bottom, in one fresh folder.
+"""Every ``tmasim`` command the README and the docs show runs as printed, top to bottom, one page
+to a fresh folder.
 
-Commands are taken from the README's code blocks: ``$ tmasim ...`` lines of a ``text`` block
-(followed by what they print) and ``tmasim ...`` lines of a ``sh`` block (a trailing ``\\``
-continues a line). Each runs in bash through ``python -m tmasim``, in README order, in one
-temporary folder, so a file must be written before a later command reads it. A command whose
-printed output starts with ``tmasim: error:`` must fail with that one-line error (no
-traceback); every other command must succeed.
+Commands are taken from the code blocks of README.md and of every page under docs/:
+``$ tmasim ...`` lines of a ``text`` block (followed by what they print) and ``tmasim ...``
+lines of a ``sh`` block (a trailing ``\\`` continues a line). Each runs in bash through
+``python -m tmasim``, in the page's order, in one temporary folder per page, so a file must be
+written before a later command of the same page reads it. A command whose printed output
+starts with ``tmasim: error:`` must fail with that one-line error (no traceback); every other
+command must succeed.
 
 A command marked in a trailing comment with ``[gpu]`` (needs a GPU), ``[slow]`` (takes
-minutes) or ``[skip: why]`` is not run; the README says so where it defines the markers.
+minutes) or ``[skip: why]`` is not run; docs/getting-started.md says so where it defines the markers.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
+PAGES = (README, *sorted((REPO / "docs").rglob("*.md")))
 MARKER = re.compile(r"#.*\[(gpu|slow|skip)\b[^\]]*\]")
 PROGRAM = re.compile(r"^(tmasim|python3? -m tmasim)(\s|$)")
 TIMEOUT_S = 120
@@ -31,16 +34,17 @@ TIMEOUT_S = 120
 
 @dataclass(frozen=True)
 class Command:
-    line: int    # in README.md, 1-based
+    line: int    # in its page, 1-based
     text: str
-    fails: bool  # the README shows it failing with "tmasim: error: ..."
+    fails: bool  # the page shows it failing with "tmasim: error: ..."
     skip: str | None
+    page: str = "README.md"
 
     def __str__(self) -> str:
-        return f"README.md:{self.line}: {self.text}"
+        return f"{self.page}:{self.line}: {self.text}"
 
 
-def readme_commands(text: str) -> list[Command]:
+def readme_commands(text: str, page: str = "README.md") -> list[Command]:
     """The README's tmasim commands, in order (see the module's docstring for the rules)."""
     found: list[Command] = []
     lines = text.splitlines()
@@ -65,14 +69,16 @@ def readme_commands(text: str) -> list[Command]:
             i += 1
         fails = fence == "text" and i < len(lines) and lines[i].startswith("tmasim: error:")
         marker = MARKER.search(command)
-        found.append(Command(start + 1, command, fails, marker.group(0) if marker else None))
+        found.append(Command(start + 1, command, fails, marker.group(0) if marker else None, page))
     return found
 
 
-COMMANDS = readme_commands(README.read_text(encoding="utf-8"))
+COMMANDS = [command for page in PAGES
+            for command in readme_commands(page.read_text(encoding="utf-8"), page.relative_to(REPO).as_posix())]
 
 
-def test_the_readme_shows_commands_and_marks_few():
+def test_the_readme_and_the_docs_show_commands_and_mark_few():
+    assert sum(c.page == "README.md" for c in COMMANDS) >= 8
     assert len(COMMANDS) >= 30
     assert sum(c.skip is not None for c in COMMANDS) <= len(COMMANDS) // 4
 
@@ -89,8 +95,9 @@ def test_the_extractor_reads_both_block_kinds_and_the_markers():
 
 
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One folder for every command, and a ``tmasim`` on PATH that is ``python -m tmasim``."""
+def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A ``tmasim`` on PATH that is ``python -m tmasim``, and one work folder per page (made
+    when the page's first command runs)."""
     root = tmp_path_factory.mktemp("readme")
     bin_dir = root / ".bin"
     bin_dir.mkdir()
@@ -99,12 +106,19 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
         tail = "-m tmasim " if name == "tmasim" else ""
         script.write_text(f'#!/bin/sh\nexec "{sys.executable}" {tail}"$@"\n')
         script.chmod(0o755)
-    work = root / "work"
-    work.mkdir()
-    return work
+    return {"": root}
 
 
-@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: f"L{c.line}")
+@pytest.fixture
+def folder(folders: dict[str, Path], request: pytest.FixtureRequest) -> Path:
+    page = request.node.callspec.params["command"].page
+    if page not in folders:
+        folders[page] = folders[""] / f"work-{len(folders)}"
+        folders[page].mkdir()
+    return folders[page]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: f"{c.page}:L{c.line}")
 def test_readme_command_runs_as_printed(command: Command, folder: Path) -> None:
     if command.skip:
         pytest.skip(f"marked {command.skip}")

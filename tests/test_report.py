@@ -20,6 +20,7 @@ from tmasim.review.plot_cli import build_report
 from tmasim.review.report import explain, scenario_toml
 from tmasim.scenario import load
 from tmasim.simulation import simulate
+from tmasim.sweep import run_sweep
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome")
@@ -50,8 +51,24 @@ def test_report_loads_nothing_from_elsewhere(page):
 
 
 def test_report_explains_the_binding_term(page):
-    assert ('id="explanation">\n<p>Takes 23 µs. The tensor core binds: each tile computes in 5 µs and loads in 3 µs '
+    assert ("The base scenario: takes 23 µs. The tensor core binds: each tile computes in 5 µs and loads in 3 µs "
             "(means), so the pipeline delivers at best one tile every 5 µs, a bound more stages cannot lower.") in page
+
+
+def test_report_headlines_the_best_and_knee_points_and_draws_the_knee(page):
+    assert ('id="explanation">\n<p>Best point: pipeline.stages = 2, 23 µs; it is also the knee (no cheaper point '
+            "comes within 1% of it).") in page
+    assert "Timeline of the knee point, also the best (pipeline.stages = 2)" in page
+    assert "Timeline of the base scenario" not in page
+
+
+def test_the_knee_is_labelled_apart_from_the_best():
+    from tmasim.review.report import chosen_point
+
+    table = run_sweep("latency-hidden", [], ["pipeline.stages=5,6,7"], progress=False)
+    label, changes = chosen_point(table)
+    assert changes == ["pipeline.stages=6"]
+    assert label.startswith("the knee point")
 
 
 def test_report_answers_first(page):
@@ -59,7 +76,7 @@ def test_report_answers_first(page):
     answer = re.search(r'<ul class="answer">(.*?)</ul>', page, re.S).group(1)
     assert "<li>best: pipeline.stages = 2: 23 µs</li>" in answer
     assert "knee (the cheapest point within 1% of the best): the best point itself" in answer
-    assert "next step: pipeline.stages = 3: no faster, at +16.02 KiB SMEM per CTA" in answer
+    assert "next step: none: no point of this sweep is faster than the knee (the best is reached)" in answer
 
 
 def test_report_escapes_what_the_scenario_says(tmp_path):
@@ -129,7 +146,7 @@ def test_explain_gemm_l2_bound_in_rates():
 
 
 @pytest.mark.parametrize(("overrides", "start"), [
-    (["workload.m=1024", "workload.n=1024", "workload.k=1024"], "The SM port/TMA binds: the busiest SM"),
+    (["workload.m=1024", "workload.n=1024", "workload.k=1024"], "The TMA requests bind: the busiest SM's TMA unit"),
     (["workload.m=1024", "workload.n=1024", "workload.k=1024", "pipeline.cluster=[2,1]"],
      "Compute binds: the busiest SM needs"),  # B multicast in halves: 256 requests a k-step, not 384
     (["workload.k=1024", "gpu.l2_bandwidth=4 TB/s"], "L2 bandwidth binds"),  # a slower L2 than the TMA units
@@ -191,3 +208,11 @@ def test_report_renders_its_images_in_a_headless_browser(report, tmp_path):
     pixels = matplotlib.image.imread(shot)[..., :3]
     colourful = (pixels.max(axis=2) - pixels.min(axis=2)) > 0.25  # bars and lines, not text on white
     assert colourful.mean() > 0.02, "the screenshot shows no figures"
+
+
+def test_report_shows_the_scenario_file_as_written(page):
+    """Its comments kept: the bundled reference file, not a rewrite of its fields."""
+    from tmasim.scenario import bundled_text
+
+    first_comment = next(line for line in bundled_text("reference").splitlines() if line.startswith("#"))
+    assert html.escape(first_comment, quote=True) in page

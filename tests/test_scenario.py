@@ -122,3 +122,10 @@ def test_fewer_sms_keep_the_per_sm_tensor_rate():
     small = scenario.from_dict({**BASE, "gpu": {"preset": "h100-sxm", "sms": 4}}).gpu
     assert small.sm_flop_rate("bf16") == pytest.approx(full.sm_flop_rate("bf16"))
     assert small.hbm_bandwidth == full.hbm_bandwidth   # a chip resource, unchanged
+
+
+def test_a_preset_name_without_its_suffix_suggests_the_preset():
+    with pytest.raises(ScenarioError, match=r"'h100' is not a known GPU preset; did you mean 'h100-sxm'\?"):
+        scenario.load(None, ["gpu=h100"])
+    with pytest.raises(ScenarioError, match=r"did you mean 'b200'\?"):
+        scenario.load(None, ["gpu=b20"])

@@ -52,7 +52,7 @@ def test_chip_gantt_states_its_zoom_and_what_its_rows_stand_for(gemm):
     assert note.startswith("each row stands for a class of identical SMs (")
     fig = plots.gantt(gemm.spans, gemm.events, title="gemm", tiles=4, note=note, layout="chip")
     title = fig.axes[0].get_title()
-    assert "zoomed to the first 4 tiles of each CTA: 0 to " in title and note in title
+    assert "zoomed to the first 4 k-steps of each CTA: 0 to " in title and note in title  # a GEMM's steps
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert "copy transfer (TMA)" in legend
     assert all(s not in " ".join(legend) for s in ("race",))  # nothing drawn that is not there

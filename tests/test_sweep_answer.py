@@ -37,6 +37,20 @@ def test_knee_is_the_cheapest_point_within_one_percent_of_the_best():
     assert "next step: pipeline.stages = 4: 0.79% faster, at +1 KiB SMEM per CTA, CTAs per SM 2 → 1" in text
 
 
+def test_the_next_step_is_never_slower_and_says_when_the_best_is_reached():
+    """Cost order after the knee: 5 stages (no faster), 6 (slower), 7 (faster): the next step is 7;
+    with nothing faster than the knee there is no next step, and the answer says so."""
+    frame = _table([90.0, 50.0, 50.0, 60.0, 49.9], [1, 2, 3, 4, 5], [1, 1, 1, 1, 1])
+    found = answer.find(frame)
+    assert found.knee["pipeline.stages"] == 2
+    assert found.next_step["pipeline.stages"] == 5
+    assert "next step: pipeline.stages = 5: 0.2% faster" in "\n".join(answer.lines(found))
+    flat = answer.find(_table([90.0, 50.0, 50.0, 60.0], [1, 2, 3, 4], [1, 1, 1, 1]))
+    assert flat.next_step is None
+    assert answer.lines(flat)[-1] == ("next step: none: no point of this sweep is faster than the knee "
+                                      "(the best is reached)")
+
+
 def test_points_with_races_or_errors_never_count():
     frame = _table([10.0, 20.0, 30.0], [1, 2, 3], [1, 1, 1], races=[4, 0, 0])
     frame.loc[1, "status"] = "error"
@@ -67,7 +81,8 @@ def test_sweep_prints_the_answer(tmp_path):
     assert "SMEM per CTA" in knee
     binds = next(line for line in lines if line.startswith("what binds there: "))
     assert " binds" in binds
-    assert any(line.startswith("next step: pipeline.stages = ") for line in lines)
+    step = next(line for line in lines if line.startswith("next step: "))
+    assert "slower" not in step and "no faster" not in step, step
 
 
 def test_a_sweep_with_more_values_extends_the_file(tmp_path):

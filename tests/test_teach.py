@@ -414,3 +414,15 @@ def test_explain_never_says_0_ps():
     assert "read at the start (time 0)" in racy and "0 ps" not in racy
     stream = explain.explain(load("stream-h100", ["workload.shape=[1024, 4096]"]), what_ifs=False)
     assert re.search(r"^  compute +none", stream, re.M) and "0 ps" not in stream  # no compute: none
+
+
+def test_quiz_says_how_it_read_a_bare_fraction_for_a_percentage(capsys: Any):
+    """The quiz, like learn --predict, says that a bare 0.56 on a percentage question was read as 0.56 %."""
+    from tmasim.teach import quiz
+
+    qs = quiz.questions(0, 10)
+    number = next(i for i, q in enumerate(qs) if q.unit == "%")
+    answers = ["b" if q.choices else "1" for q in qs]
+    answers[number] = "0.56"
+    _, report = quiz.grade(qs, answers)
+    assert "Note: 0.56 was read as 0.56%; if you meant the fraction 0.56, that is 56%: answer 56" in report

@@ -71,15 +71,16 @@ def test_a_gemm_k_step_costs_more_with_bm_plus_bn_at_fixed_bytes() -> None:
     assert small == pytest.approx(128 * 2000, rel=1e-6) and big == pytest.approx(256 * 2000, rel=1e-6)
 
 
-def test_the_gemm_port_bound_counts_requests() -> None:
-    """One CTA, ten k-steps of 128x256x64 bf16: A is 128 rows of 128 B, B 256 rows; each copy
-    takes the longer of its bytes through the port and its requests through the TMA unit."""
+def test_the_gemm_port_and_request_bounds_count_bytes_and_requests() -> None:
+    """One CTA, ten k-steps of 128x256x64 bf16: A is 128 rows of 128 B, B 256 rows; the SM port
+    bound counts their 48 KiB through the port, the TMA requests bound their 384 requests."""
     raw = {"gpu": "h100-sxm", "workload": {"kind": "gemm", "m": 128, "n": 256, "k": 640, "tile": [128, 256, 64]},
            "pipeline": {"stages": 4, "consumers": 2}, "run": {"records": False}}
     stats = simulate(from_dict(raw)).stats
     t, port = H100.tma_request_time, H100.sm_port_bandwidth
-    step = max(16384 / port, 128 * t) + max(32768 / port, 256 * t)
-    assert stats["port_bound_ns"] * 1000 == pytest.approx(10 * step, rel=1e-9)
+    assert stats["port_bound_ns"] * 1000 == pytest.approx(10 * (16384 + 32768) / port, rel=1e-9)
+    assert stats["tma_bound_ns"] * 1000 == pytest.approx(10 * 384 * t, rel=1e-9)
+    assert stats["binding"] == "tma"
 
 
 def _hbm_bound_stream(box: list[int], overhead: str) -> float:
@@ -113,11 +114,10 @@ def test_an_edge_box_requests_only_its_in_bounds_row_segments() -> None:
 
 def test_a_ragged_gemm_edge_tile_pays_for_its_in_bounds_rows_only() -> None:
     """m = 32 with 128 x 128 x 64 bf16 tiles: the one tile's A box has 32 rows in bounds, so each
-    k-step issues 32 + 128 requests, not 128 + 128 (the port bound counts them)."""
+    k-step issues 32 + 128 requests, not 128 + 128 (the TMA requests bound counts them)."""
     raw = {"gpu": "h100-sxm", "workload": {"kind": "gemm", "m": 32, "n": 128, "k": 640, "tile": [128, 128, 64]},
            "pipeline": {"stages": 4, "consumers": 1}, "run": {"records": False}}
     stats = simulate(from_dict(raw)).stats
     t, port = H100.tma_request_time, H100.sm_port_bandwidth
-    edge = max(32 * 128 / port, 32 * t) + max(16384 / port, 128 * t)
-    assert stats["port_bound_ns"] * 1000 == pytest.approx(10 * edge, rel=1e-9)
-    assert edge < 2 * max(16384 / port, 128 * t)
+    assert stats["tma_bound_ns"] * 1000 == pytest.approx(10 * (32 + 128) * t, rel=1e-9)
+    assert stats["port_bound_ns"] * 1000 == pytest.approx(10 * (32 * 128 + 16384) / port, rel=1e-9)

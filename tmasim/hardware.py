@@ -20,7 +20,7 @@ from typing import Any
 from tmasim import fields as read
 from tmasim import format as fmt
 from tmasim import mma as mma_table
-from tmasim import units
+from tmasim import suggest, units
 from tmasim.errors import ScenarioError
 from tmasim.mma import MmaSpec
 
@@ -222,7 +222,10 @@ def _read_preset(name: str, base_dir: Path | None, field_name: str) -> dict[str,
         return read.toml_file(field_name, path)
     resource = resources.files("tmasim").joinpath("presets", f"{name}.toml") if len(name) < 200 else None
     if resource is None or not resource.is_file():
-        raise ScenarioError(field_name, name, f"is not a known GPU preset (known: {', '.join(preset_names())})")
+        known = preset_names()
+        match = next((k for k in known if k.startswith(f"{name}-")), None) or suggest.nearest(name, known)
+        hint = f"; did you mean {match!r}?" if match else ""
+        raise ScenarioError(field_name, name, f"is not a known GPU preset{hint} (known: {', '.join(known)})")
     return read.toml_text(field_name, name, resource.read_text(encoding="utf-8"))
 
 

@@ -34,9 +34,10 @@ BOUNDS: dict[str, Name] = {
     "issue": Name("TMA issue", "the copy engine's cost of taking each request, one at a time"),
     "l2": Name("L2", "every byte that crosses L2 (loads and stores) over its bandwidth"),
     "hbm": Name("HBM", "every byte read from or written to HBM over its bandwidth"),
-    "port": Name("SM port/TMA", "the busiest SM's copies entering it: each takes the longer of its bytes through "
-                                "the SM's one ingest port from L2 and its row requests (at most 128 B each) "
-                                "through the SM's TMA unit"),
+    "port": Name("SM port", "the busiest SM's bytes through its one ingest port from L2 (a multicast slice "
+                            "crosses the port of every CTA it lands in)"),
+    "tma": Name("TMA requests", "the busiest SM's row requests (one per row segment of at most 128 B) through its "
+                                "TMA unit, at the unit's request rate"),
     "smem": Name("shared memory", "the busiest SM's shared-memory traffic (MMA operand reads and TMA writes) "
                                   "over its shared-memory bandwidth"),
     "latency": Name("round trip", "a slot's round trip (issue, copy latency, transfer, compute, two barrier "
@@ -82,6 +83,7 @@ STALE = {
     "bound by bytes in flight": "bound by round trip",
     "binding: l2": "binding: L2",
     "l2-bandwidth": "L2 bandwidth",
+    "SM port/TMA": "SM port or TMA requests",   # two mechanisms, two bounds
 }
 
 # Values of ``littles_law_binding`` written before it used the keys above.
@@ -99,3 +101,8 @@ def bound(value: object) -> str:
     key = bound_key(value)
     return BOUNDS[key].text if key in BOUNDS else str(value)
 
+
+
+def binds(name: str) -> str:
+    """The verb for a bound's name as printed: "TMA requests bind", "L2 binds"."""
+    return "bind" if name == BOUNDS["tma"].text else "binds"

@@ -189,6 +189,16 @@ def _bundled(name: str) -> Any:
     return resource if resource.is_file() else None
 
 
+def source_text(source: str | Path | None) -> str | None:
+    """The scenario file as written (comments included), where ``source`` names one (a file or a
+    bundled scenario; the reference one if None); None when it does not."""
+    text = str(REFERENCE if source is None else source)
+    if read.is_file(text):
+        return Path(text).read_text(encoding="utf-8")
+    bundled = _bundled(text) if isinstance(source, (str, Path)) or source is None else None
+    return bundled.read_text(encoding="utf-8") if bundled is not None else None
+
+
 def bundled_text(name: str) -> str:
     """A bundled scenario's file as written (comments included), to start a scenario of one's own."""
     resource = resources.files("tmasim").joinpath("scenarios", f"{name}.toml")

@@ -229,14 +229,17 @@ def numeric(values: pd.Series) -> bool:
     return bool(pd.api.types.is_numeric_dtype(values)) and not pd.api.types.is_bool_dtype(values)
 
 
-def failure_text(error: Any) -> str:
-    """Why a row has no result, in three words where possible."""
+def failure_text(error: Any, status: Any = None) -> str:
+    """Why a row has no result, in three words where possible, with the sweep's own status words
+    (``invalid``: the point cannot run or its run means nothing; ``error``: it raised)."""
     text = str(error or "")
     if "shared memory" in text:
         return "does not fit (SMEM)"
     if "fits on no SM" in text or "residency" in text.lower():
         return "does not fit"
-    return "failed" if text else "no result"
+    if status in ("invalid", "error"):
+        return str(status)
+    return "invalid" if text else "no result"
 
 
 # ------------------------------------------------------------------------ bound and knee

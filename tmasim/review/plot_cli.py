@@ -379,10 +379,18 @@ def build_report(scenario: str | Path | None, overrides: Sequence[str] = (), var
     report.check_out(out)  # before minutes of simulation, not after
     shown = scenarios.load(scenario, overrides)
     result = simulate(scenarios.load(scenario, [*overrides, "run.records=true"]), record_bandwidth=True)
-    table = None
+    table, chosen = None, None
     if vary:
         from tmasim.sweep import run_sweep
 
         table = run_sweep(scenario, overrides, vary, jobs=jobs, progress=False)
+        point = report.chosen_point(table)
+        if point is not None:  # the timeline a review looks at: the knee's, not the base scenario's
+            label, changes = point
+            chosen = label, simulate(scenarios.load(scenario, [*overrides, *changes, "run.records=true"]),
+                                     record_bandwidth=True)
+    written = scenarios.source_text(scenario)
+    if written is not None and overrides:
+        written = "".join(f"# --set {o}\n" for o in overrides) + "# changes this file, as written:\n" + written
     return report.write_report(shown, result, table, out, command=report.command_line(scenario, overrides, vary),
-                               first_tiles=first_tiles)
+                               first_tiles=first_tiles, chosen=chosen, written=written)

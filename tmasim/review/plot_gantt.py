@@ -43,7 +43,7 @@ def gantt(spans: pd.DataFrame, events: pd.DataFrame, title: str = "",
         return _attention(spans, title, window, tiles, note)
     if window is None and tiles is not None:
         window = first_tiles_window(spans, tiles)
-        which = f"the first {tiles} tiles of each CTA: "
+        which = f"the first {tiles} {step_noun(spans)} of each CTA: "
     if window is not None and len(spans):
         end = float(spans["end_ps"].max())
         start, stop = fmt.time(window[0], unicode=True, zero="0"), fmt.time(window[1], unicode=True)
@@ -83,6 +83,12 @@ def cta_keys(spans: pd.DataFrame) -> list[tuple[int, int]]:
         return []
     pairs = spans[["sm", "cta"]].drop_duplicates().sort_values(["sm", "cta"])
     return [(int(sm), int(cta)) for sm, cta in pairs.itertuples(index=False)]
+
+
+def step_noun(spans: pd.DataFrame) -> str:
+    """What one ring step of the run is called: a GEMM's (its work units end in an epilogue) is a
+    k-step, a tile pipeline's a tile."""
+    return "k-steps" if "epilogue" in set(spans["kind"]) else "tiles"
 
 
 def first_tiles_window(spans: pd.DataFrame, tiles: int) -> tuple[float, float]:

@@ -152,7 +152,8 @@ def knee_x(table: pd.DataFrame, x: str = "pipeline.stages", y: str = "makespan_n
 
 def _mark_failures(ax: Axes, table: pd.DataFrame, x: str, xmap: dict[Any, float],
                    groups: Sequence[tuple[str, pd.DataFrame]], colors: dict[str, str]) -> None:
-    """Per failed row a ✕ on the x axis in its line's colour; the reason once per x."""
+    """Per failed row a hollow ✕ on the x axis in its line's colour, over a hatched grey band the
+    height of the axes (a column without a result, never a point of a line); the reason once per x."""
     from matplotlib.transforms import blended_transform_factory
 
     where = blended_transform_factory(ax.transData, ax.transAxes)
@@ -160,11 +161,14 @@ def _mark_failures(ax: Axes, table: pd.DataFrame, x: str, xmap: dict[Any, float]
     for value in sorted({v for _, rows in groups for v in rows.loc[rows["status"] != "ok", x]}, key=lambda v: xmap[v]):
         failed = [(label, rows[(rows[x] == value) & (rows["status"] != "ok")]) for label, rows in groups]
         failed = [(label, rows) for label, rows in failed if len(rows)]
+        ax.axvspan(xmap[value] - step * 0.2, xmap[value] + step * 0.2, color="#DDDDDD", alpha=0.5, hatch="//",
+                   linewidth=0, zorder=0)
         for k, (label, _) in enumerate(failed):
             dx = (k - (len(failed) - 1) / 2) * step * 0.12
             ax.plot([xmap[value] + dx], [0.04], marker="X", markersize=11, color=colors[label], transform=where,
-                    clip_on=False, linestyle="none", markeredgecolor="white")
-        reason = failure_text(failed[0][1]["error"].iloc[0])
+                    clip_on=False, linestyle="none", markerfacecolor="white", markeredgewidth=1.5)
+        first = failed[0][1]
+        reason = failure_text(first["error"].iloc[0], first["status"].iloc[0])
         ax.text(xmap[value], 0.09, reason, transform=where, rotation=90, fontsize=9, color=COLORS["race"],
                 ha="center", va="bottom")
 
@@ -192,8 +196,8 @@ def _binding_background(ax: Axes, rows: pd.DataFrame, x: str, xmap: dict[Any, fl
             right = xs[i - 1] + (xs[i] - xs[i - 1]) / 2 if i < len(xs) else xs[-1] + half
             ax.axvspan(left, right, color=("#EEF1F6", "#F7F7F7")[shade % 2], zorder=0)
             shade += 1
-            ax.text((left + right) / 2, 0.97, f"{binding[start]} binds", transform=where, ha="center", va="top",
-                    fontsize=9.5, color="#555555", style="italic")
+            ax.text((left + right) / 2, 0.97, f"{binding[start]} {names.binds(binding[start])}", transform=where,
+                    ha="center", va="top", fontsize=9.5, color="#555555", style="italic")
             if start:
                 ax.axvline(left, color="#BBBBBB", linewidth=0.8, zorder=0)
             start = i
@@ -254,6 +258,7 @@ PARTS = {  # part -> (legend text, colour)
     "l2": (f"{names.bound('l2')} bound (bandwidth)", "#64B5CD"),
     "hbm": (f"{names.bound('hbm')} bound (bandwidth)", "#2A4D80"),
     "port": (f"{names.bound('port')} bound", "#7F9FD1"),
+    "tma": (f"{names.bound('tma')} bound (TMA unit)", "#A58BD1"),
     "smem": (f"{names.bound('smem')} bound (MMA operand reads + TMA writes)", "#937860"),
     "latency": (f"{names.bound('latency')} bound (too few bytes in flight)", COLORS["wait_empty"]),
     "issue": (f"{names.bound('issue')} bound", COLORS["epilogue"]),
@@ -269,7 +274,7 @@ def decompose(row: pd.Series) -> dict[str, float]:
     ``tail`` = up to the busiest SM's compute (``compute_bound_ns``: work that does not divide
     evenly into waves); the binding term's layer = up to the run's lower bound (``bound_ns``;
     tiles: ``interval_bound_ns × tiles``; stream: bytes / Little's-law bandwidth), named by
-    ``binding`` (copy, L2, HBM, SM port, round trip, TMA issue: :data:`tmasim.names.BOUNDS`);
+    ``binding`` (copy, L2, HBM, SM port, TMA requests, round trip, TMA issue: :data:`tmasim.names.BOUNDS`);
     ``waits`` = the rest of T, time no bound explains: filling and draining the pipeline and
     stalls on barriers. Each cut is clipped to [previous cut, T], so the parts are never negative and always sum to T.
     """
@@ -316,8 +321,8 @@ def stall_breakdown(table: pd.DataFrame, title: str = "", *, shares: bool = Fals
         used: dict[str, None] = {}
         for i, (_, row) in enumerate(table.iterrows()):
             if row["status"] != "ok":
-                ax.text(0.005, i, failure_text(row.get("error")), transform=_row_transform(ax), va="center",
-                        fontsize=9.5, color=COLORS["race"], style="italic")
+                ax.text(0.005, i, failure_text(row.get("error"), row.get("status")), transform=_row_transform(ax),
+                        va="center", fontsize=9.5, color=COLORS["race"], style="italic")
                 continue
             _stacked_bar(ax, i, decompose(row), float(row["makespan_ns"]), divisor, shares, used)
         ax.set_yticks(range(len(table)), labels)
@@ -376,7 +381,7 @@ def heatmap(table: pd.DataFrame, x: str, y: str, value: str = "makespan_ns", tit
         if r["status"] == "ok":
             grid[i, j] = float(r[value])
         else:
-            failed[(i, j)] = failure_text(r.get("error"))
+            failed[(i, j)] = failure_text(r.get("error"), r.get("status"))
     divisor, label = measure(value, grid[np.isfinite(grid)])
     better = "higher" if is_rate(value) else "lower"
     finite = grid[np.isfinite(grid)]

@@ -17,7 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tmasim.review.plot_gantt import cta_keys, first_tiles_window, gantt, representatives_note, suggested_tiles
+from tmasim.review.plot_gantt import (cta_keys, first_tiles_window, gantt, representatives_note, step_noun,
+                                      suggested_tiles)
 from tmasim.review.plot_style import COLORS, SERIES, STYLE, pyplot, styled, time_unit
 from tmasim.review.plot_tables import heatmap, stage_sweep, stall_breakdown
 from tmasim.review.plot_usage import bandwidth, binned_mean, slot_intervals, slot_occupancy
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["COLORS", "SERIES", "STYLE", "bandwidth", "binned_mean", "cta_keys", "first_tiles_window", "gantt",
            "heatmap", "representatives_note", "save", "slot_intervals", "slot_occupancy", "stage_sweep",
-           "stall_breakdown", "styled", "suggested_tiles", "time_unit"]
+           "stall_breakdown", "step_noun", "styled", "suggested_tiles", "time_unit"]
 
 
 def save(fig: Figure, path: Path, *, svg: bool = False) -> list[Path]:

@@ -95,21 +95,51 @@ def check_out(out: str | Path) -> Path:
 
 
 def write_report(shown: Scenario, result: Result, table: pd.DataFrame | None, out: str | Path, *,
-                 command: str = "", first_tiles: int | None = None) -> Path:
+                 command: str = "", first_tiles: int | None = None,
+                 chosen: tuple[str, Result] | None = None, written: str | None = None) -> Path:
     """Draw ``out/index.html`` from results only: the run (``result``, records on) of the scenario
-    as ``shown`` (its header: what --set changed), and, for a sweep, its table. Running them is
-    the command's job (:func:`tmasim.review.plot_cli.build_report`)."""
+    as ``shown`` (its header: what --set changed), and, for a sweep, its table and ``chosen``: the
+    label and the run (records on) of the point whose timeline is drawn (the knee, see
+    :func:`chosen_point`); ``written``, the scenario file as written (comments kept), shown in
+    place of the scenario rewritten from its fields. Running them is the command's job
+    (:func:`tmasim.review.plot_cli.build_report`)."""
     out = check_out(out)
     page = Page(title=f"{shown.name}: design review", description=_description(shown),
-                verdict=_verdict(result.stats), scenario_text=scenario_toml(shown.to_dict()),
+                verdict=_verdict(result.stats), scenario_text=written or scenario_toml(shown.to_dict()),
                 summary_rows=summary_rows(result.stats), command=command)
     with _staging(out) as stage:
-        _write_report(page, result, table, stage, first_tiles)
+        _write_report(page, result, table, stage, first_tiles, chosen)
     return out / "index.html"
 
 
+def chosen_point(table: pd.DataFrame) -> tuple[str, list[str]] | None:
+    """The sweep point a review looks at: the knee (the cheapest point within 1% of the best,
+    which may be the best itself), as its label and its ``--set`` overrides; None when no point
+    ran to a valid time or nothing varies."""
+    from tmasim.sweep import answer
+
+    found = answer.find(table)
+    if found is None or not found.fields:
+        return None
+    row, fields = found.knee, (*(f for f, _ in found.problem), *found.fields)
+    text = answer.point_text(row, fields)
+    same = answer.point_text(found.best, fields) == text
+    label = f"the knee point, also the best ({text})" if same else f"the knee point ({text})"
+    plain = [row[f].tolist() if hasattr(row[f], "tolist") else row[f] for f in fields]
+    return label, [f"{f}={_set_value(v)}" for f, v in zip(fields, plain, strict=True)]
+
+
+def _set_value(value: Any) -> str:
+    """A value as ``--set`` reads it: TOML, on one line (tomli-w writes arrays over several)."""
+    import tomli_w
+
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_set_value(v) for v in value) + "]"
+    return tomli_w.dumps({"v": value}).removeprefix("v = ").removesuffix("\n")
+
+
 def _write_report(page: Page, result: Result, table: pd.DataFrame | None, out: Path,
-                  first_tiles: int | None) -> None:
+                  first_tiles: int | None, chosen: tuple[str, Result] | None = None) -> None:
     (out / "figures").mkdir(parents=True, exist_ok=True)
     result.summary.to_csv(out / "summary.csv", index=False)
     if table is not None:
@@ -122,13 +152,17 @@ def _write_report(page: Page, result: Result, table: pd.DataFrame | None, out: P
         page.table, page.table_file = sweep_table(table), "sweep.csv"
         said = explain(result.stats)  # the verdict says it already: not twice
         page.answer = [line for line in _answer(table) if line != f"what binds there: {said}"]
+        headline = _headline(table)
+        if headline:
+            page.verdict = f"{headline} The base scenario: {page.verdict[0].lower()}{page.verdict[1:]}"
     else:
         page.figures.append(("Where the time went", "The run's makespan cut into the layers of its bounds.",
                              _save(_stalls(result.summary), out, "stalls")))
         every = summary_rows(result.stats, every=True)
         page.table = Table([], [[k, v] for k, v in every], [True] * len(every), "summary")
         page.table_file = "summary.csv"
-    page.figures += _timeline_figures(result, out, first_tiles)
+    label, shown = chosen if chosen is not None else ("the base scenario", result)
+    page.figures += _timeline_figures(shown, out, first_tiles, label)
     (out / "index.html").write_text(render(page), encoding="utf-8")
 
 
@@ -176,6 +210,21 @@ def _answer(table: pd.DataFrame) -> list[str]:
     if answer.find(table) is None:
         return ["No point of the sweep ran to a valid time."]
     return answer.answer_lines(table)
+
+
+def _headline(table: pd.DataFrame) -> str:
+    """The sweep's best and knee points in one sentence (its first problem's, where it varies the problem)."""
+    from tmasim.sweep import answer
+
+    found = answer.find(table)
+    if found is None or not found.fields:
+        return ""
+    fields = found.fields
+    best, knee = answer.point_text(found.best, fields), answer.point_text(found.knee, fields)
+    text = f"Best point: {best}, {_t(found.best['makespan_ns'])}; "
+    if knee == best:
+        return text + "it is also the knee (no cheaper point comes within 1% of it)."
+    return text + f"knee (the cheapest point within 1% of the best): {knee}, {_t(found.knee['makespan_ns'])}."
 
 
 def _verdict(stats: Mapping[str, Any]) -> str:
@@ -226,25 +275,30 @@ def _sweep_figures(table: pd.DataFrame, out: Path) -> list[tuple[str, str, Path]
     return figures
 
 
-def _timeline_figures(result: Result, out: Path, first_tiles: int | None) -> list[tuple[str, str, Path]]:
+def _timeline_figures(result: Result, out: Path, first_tiles: int | None,
+                      label: str = "the base scenario") -> list[tuple[str, str, Path]]:
     from tmasim.review import plots
 
     spans, events = result.spans, result.events
     counts = spans[spans["kind"] == "compute"].groupby(["sm", "cta"])["tile"].nunique()
     per_cta = int(counts.max()) if len(counts) else 0  # an attention run records its MMAs by phase instead
     tiles = first_tiles if first_tiles is not None else plots.suggested_tiles(spans)
-    zoom = f" (zoomed to the first {tiles} tiles of each CTA; the run has {per_cta})" if tiles else ""
+    noun = plots.step_noun(spans)
+    zoom = f" (zoomed to the first {tiles} {noun} of each CTA; the run has {per_cta})" if tiles else ""
     stats = result.stats
     took = "INVALID RUN (races)" if stats.get("valid") is False else _t(stats["makespan_ns"])
     title = f"{stats['scenario']}: {took} with {stats['stages']} stage(s) on {stats['gpu']}"
-    figures = [("Timeline of the base scenario", f"Gantt chart{zoom}: copies, compute, barrier waits and phase "
+    if label != "the base scenario":
+        title = f"{stats['scenario']}, {label.removeprefix('the ')}: {took} on {stats['gpu']}"
+    section = f"Timeline of {label}"
+    figures = [(section, f"Gantt chart{zoom}: copies, compute, barrier waits and phase "
                                                  "flips.", _save(plots.gantt(spans, events, title, tiles=tiles,
                                                                                   note=plots.representatives_note(stats)),
                                                                  out, "gantt")),
-               ("Timeline of the base scenario", "Shared-memory slots in use: copies in flight against landed data.",
+               (section, "Shared-memory slots in use: copies in flight against landed data.",
                 _save(plots.slot_occupancy(spans, scenario=stats["scenario"]), out, "slots"))]
     if not result.bandwidth.empty:
-        figures.append(("Timeline of the base scenario", "Bandwidth of each shared link against its capacity.",
+        figures.append((section, "Bandwidth of each shared link against its capacity.",
                         _save(plots.bandwidth(result.bandwidth, title=f"{stats['scenario']}: bandwidth"), out,
                               "bandwidth")))
     return figures

@@ -4,9 +4,11 @@ next step costs.
 The knee is the cheapest point within 1% of the best time: fewest stages first, then least
 shared memory per CTA (then the faster). Cheaper matters because stages and shared memory are
 what a kernel pays with: residency (CTAs per SM), room for other buffers, register pressure.
-The next step is the next point in that order of cost (one more stage, or the next bigger
-tile): what it would buy and what it would cost. Only points that ran and are valid count; a
-run whose barriers were broken (races: reads before data landed) has no time to compare.
+The next step is the cheapest point that is faster than the knee (one more stage, or the next
+bigger tile): what it would buy and what it would cost. A point that costs more and is no faster
+is never proposed; where none is faster, the answer says the best is reached. Only points that
+ran and are valid count; a run whose barriers were broken (races: reads before data landed) has
+no time to compare.
 
 Like is compared with like (:mod:`tmasim.field_roles`): fields that change the work (the
 *problem*: ``workload.m/n/k``, ``workload.tiles``...) split the sweep into problems, each with
@@ -116,7 +118,8 @@ def _answer(records: list[dict[str, Any]], design: tuple[str, ...], problem: tup
     limit = float(best["makespan_ns"]) * (1 + KNEE_TOLERANCE)
     by_cost = sorted(records, key=_cost)
     knee = next(r for r in by_cost if float(r["makespan_ns"]) <= limit)
-    later = by_cost[by_cost.index(knee) + 1:] if design else []
+    knee_time = float(knee["makespan_ns"])
+    later = [r for r in by_cost[by_cost.index(knee) + 1:] if float(r["makespan_ns"]) < knee_time] if design else []
     fastest, slowest = float(best["makespan_ns"]), max(float(r["makespan_ns"]) for r in records)
     return Answer(best, knee, later[0] if later else None, design,
                   (slowest - fastest) / fastest if fastest else 0.0, len(records), problem, noise)
@@ -217,7 +220,7 @@ def _time_text(row: dict[str, Any]) -> str:
 
 def _next_step(knee: dict[str, Any], step: dict[str, Any] | None, fields: tuple[str, ...]) -> str:
     if step is None:
-        return "next step: none in this sweep (the knee is its most expensive valid point)"
+        return "next step: none: no point of this sweep is faster than the knee (the best is reached)"
     gain = 1 - float(step["makespan_ns"]) / float(knee["makespan_ns"])
     change = (f"{fmt.percent(gain)} faster" if gain > 0 else "no faster" if gain == 0
               else f"{fmt.percent(-gain)} slower")

@@ -23,7 +23,7 @@ from tmasim.teach.prose import bullet, paragraph
 
 
 def validity(stats: dict[str, Any]) -> tuple[bool, str | None]:
-    """Whether a run's time is a valid result, and why not (issue 8's keys where present)."""
+    """Whether a run's time is a valid result, and why not (the run's valid and invalid_reason keys where present)."""
     if "valid" in stats:
         return bool(stats["valid"]), stats.get("invalid_reason")
     races = int(stats.get("races") or 0)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tmasim import format as fmt
+from tmasim import names
 from tmasim.results import Result
 from tmasim.teach.prose import paragraph
 from tmasim.teach.what_if import WhatIf, run_what_if, variant, what_if_line
@@ -33,7 +34,7 @@ def attention_story(result: Result) -> list[str]:
               *[f"  {name:<{width}}  {fmt.time(t, 4):>10}{_carried(key, result)}"
                 for (key, _), (name, t) in zip(BOUND_NAMES, bounds, strict=True)]]
     lines += ["", paragraph(
-        f"{binding[0].upper()}{binding[1:]} binds: {fmt.time(bound, 4)}, and the run reaches "
+        f"{binding[0].upper()}{binding[1:]} {names.binds(binding)}: {fmt.time(bound, 4)}, and the run reaches "
         f"{bound / makespan:.0%} of that bound. The tensor cores are busy {stats['compute_utilization']:.0%} of "
         f"the time; the softmax needs {fmt.time(stats['exponentials_bound_ns'] * 1000, 4)} on the exponential and "
         f"FP32 units of the busiest SM, {stats['exponentials_bound_ns'] / stats['compute_bound_ns']:.0%} of its "

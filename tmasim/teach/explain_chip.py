@@ -44,6 +44,8 @@ def chip_resources(result: Result) -> list[Resource]:
         bounds = [stats[f"{key}_bound_ns"] * 1000 for key in ("hbm", "l2", "port")]
         links = [Resource(r.name, t, t * r.capacity / per_s if math.isfinite(r.capacity) else 0.0, r.capacity)
                  for r, t in zip(links, bounds, strict=True)]
+        if stats.get("tma_bound_ns"):  # the busiest SM's row requests through its TMA unit (no bytes/s)
+            links.append(Resource(names.bound("tma"), stats["tma_bound_ns"] * 1000))
         if "smem_bound_ns" in stats:  # the busiest SM's shared memory: MMA operand reads + TMA writes
             smem = stats["smem_bound_ns"] * 1000
             links.append(Resource(names.bound("smem"), smem, smem * gpu.smem_bandwidth, gpu.smem_bandwidth * per_s))
@@ -66,13 +68,15 @@ def chip_story(result: Result) -> list[str]:
         f"What ran: {stats['tiles']} work units on {stats['sms_used']} SMs of the {scenario.gpu.name} preset "
         f"({stats['ctas']} CTAs, {stats['ctas_per_sm']} per SM, {stats['stages']} stages of shared memory "
         f"each). The run takes {fmt.time(makespan, 4)}.")]
-    busiest = {names.bound("port"): " (the busiest SM)", names.bound("compute"): " (the busiest SM's tensor cores)",
+    busiest = {names.bound("port"): " (the busiest SM)", names.bound("tma"): " (the busiest SM's TMA unit)",
+               names.bound("compute"): " (the busiest SM's tensor cores)",
                names.bound("latency"): " (bytes in flight over a slot's round trip)"}
     rows = [f"  {r.name:<13} {fmt.time(r.time_ps, 4, zero='none'):>10}" + (
         f"   {fmt.amount(r.nbytes)} at {fmt.rate(r.capacity)}" if r.capacity else "") + busiest.get(r.name, "")
         for r in resources]
     lines += ["", "Each bound alone would need (the run cannot beat the longest):", *rows]
-    text = (f"{binding.name[0].upper()}{binding.name[1:]} binds: {fmt.time(binding.time_ps, 4)}, and the run "
+    text = (f"{binding.name[0].upper()}{binding.name[1:]} {names.binds(binding.name)}: "
+            f"{fmt.time(binding.time_ps, 4)}, and the run "
             f"reaches {binding.time_ps / makespan:.0%} of that bound.")
     if binding.capacity and compute.time_ps:
         demand = binding.nbytes / compute.time_ps * PS_PER_S
@@ -114,10 +118,13 @@ def chip_what_ifs(result: Result, base_dir: Path | None) -> list[str]:
              for key, gpu_key in (("hbm", "hbm"), ("l2", "l2"), ("port", "sm_port"), ("smem", "smem"))}
     plans: list[tuple[str, dict[str, Any], str]] = [
         (f"{ordinal(stats['stages'] + 1)} stage", {"pipeline.stages": stats["stages"] + 1},
-         f"{binding.name} binds, not the number of slots")]
+         f"{binding.name} {names.binds(binding.name)}, not the number of slots")]
     name = binding.name if binding.name in field else names.bound("hbm")
     rate = getattr(gpu, field[name]) * 2 * PS_PER_S
-    if math.isfinite(rate):
+    if binding.name == names.bound("tma") and gpu.tma_request_time > 0:
+        plans.append(("twice the TMA request rate", {"gpu.tma_request_time": f"{gpu.tma_request_time / 2} ps"},
+                      f"the {binding.name} are not what binds"))
+    elif math.isfinite(rate):
         plans.append((f"twice the {name} bandwidth", {f"gpu.{field[name]}": f"{rate:.6g} B/s"},
                       f"{name} is not what binds"))
     if gpu.copy_latency > 1:

@@ -170,6 +170,9 @@ def grade(qs: Sequence[Question], answers: Sequence[str]) -> tuple[int, str]:
         shown = q.answer if q.choices else answer_text(float(q.answer), q.unit)
         lines.append(f"{number:>2}. {'right' if right else 'wrong'}: you said {q.read(given) or '(nothing)'}; "
                      f"the answer is {shown}.")
+        note = read_answer(given, q.unit, "answer", signed=True).note if given.strip() and not q.choices else ""
+        if note:  # a bare 0.625 for a percentage: said as learn --predict says it
+            lines.append(bullet(f"Note: {note}"))
         lines.append(bullet(f"Why: {q.why}"))
     lines.append(f"Score: {score} / {len(qs)} (a numeric answer {TOLERANCE_TEXT})")
     return score, "\n".join(lines)

@@ -4,8 +4,8 @@ Bounds a run cannot beat, from the plan alone: ``compute`` (the busiest SM's ten
 both GEMMs), ``exponentials`` (the busiest SM's exponential pipe, or its FP32 pipe if busier: softmax and rescale),
 ``smem`` (the MMA operands read from shared memory by the busiest SM at its shared-memory
 bandwidth: per block Q once and, for each warpgroup, all of K and V), ``l2`` and
-``hbm`` (all bytes over each link), ``port`` (the busiest SM's copies through its ingest port,
-each no faster than its bytes at the port's rate or its row requests at the TMA unit's rate),
+``hbm`` (all bytes over each link), ``port`` (the busiest SM's bytes through its ingest port),
+``tma`` (the busiest SM's row requests through its TMA unit, at the unit's request rate),
 ``latency`` (per CTA, the uses of its busiest K or V slot one after another, each at least a
 round trip: the issue, the copy's latency and transfer (port or TMA requests), the full barrier's
 wake-up, the MMAs that read the slot (S = Q·Kᵀ of every consumer for K, P·V for V) on the one
@@ -29,12 +29,12 @@ if TYPE_CHECKING:
     from tmasim.scenario import Scenario
 
 BOUND_NAMES = tuple((key, names.bound(key)) for key in ("compute", "exponentials", "smem", "l2", "hbm", "port",
-                                                          "latency"))
+                                                          "tma", "latency"))
 
 
 def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict[str, Any]:
     sms = plan.sms
-    tensor, exp, fp32, smem, port, serial = ([0.0] * sms for _ in range(6))
+    tensor, exp, fp32, smem, port, requests, serial = ([0.0] * sms for _ in range(7))
     hbm = l2 = latency = 0.0
     e = ELEMENT_BYTES[config.dtype]
     bm, bn = config.tile
@@ -49,7 +49,8 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
         step = 0
         for unit in program.units:
             q = unit.q
-            port[sm] += transfer_ps(gpu, q)
+            port[sm] += q.memory_bytes / gpu.sm_port_bandwidth
+            requests[sm] += q.requests * gpu.tma_request_time
             l2 += q.memory_bytes
             hbm += q.memory_bytes * q.hbm_fraction
             serial[sm] += procs * unit.epilogue.duration
@@ -63,7 +64,8 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
                 exp[sm] += count * procs * work.exp
                 fp32[sm] += count * procs * work.fp32
                 smem[sm] += count * operands
-                port[sm] += count * (transfer_ps(gpu, block.k) + transfer_ps(gpu, block.v))
+                port[sm] += count * nbytes / gpu.sm_port_bandwidth
+                requests[sm] += count * (block.k.requests + block.v.requests) * gpu.tma_request_time
                 l2 += count * nbytes
                 hbm += count * (block.k.memory_bytes * block.k.hbm_fraction + block.v.memory_bytes *
                                 block.v.hbm_fraction)
@@ -80,6 +82,7 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
         "l2": l2 / gpu.l2_bandwidth,
         "hbm": hbm / gpu.hbm_bandwidth,
         "port": max(port),
+        "tma": max(requests),
         "latency": latency,
     }
     return bound_figures(bounds, max(serial), config.useful_flops)

@@ -1,5 +1,5 @@
 """The bounds a GEMM cannot beat, computed from its plan alone (compute, L2, HBM, SM port,
-slot round trip), and the one that binds."""
+TMA requests, slot round trip), and the one that binds."""
 
 from __future__ import annotations
 
@@ -16,14 +16,14 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
     compute: the busiest SM's tensor-core time (wave quantization included); smem: the busiest
     SM's shared-memory time, its MMAs' operand reads and the TMA's writes at ``smem_bandwidth``
     (never less than its compute; tmasim.operands); hbm and l2: all
-    bytes over each link's bandwidth; port: the busiest SM's bytes over its ingest port (or its
-    TMA requests at the unit's request rate, where those take longer);
+    bytes over each link's bandwidth; port: the busiest SM's bytes over its ingest port; tma:
+    the busiest SM's row requests at its TMA unit's request rate;
     latency: the busiest slot of any CTA, whose uses follow one another, each at least one
     round trip (see :func:`slot_round_trip`). ``serial_ns`` is the no-overlap time of the
     busiest SM: every step's copy, then its compute, one after another.
     """
     sms = plan.sms
-    compute, smem, ingest, serial = ([0.0] * sms for _ in range(4))
+    compute, smem, ingest, requests, serial = ([0.0] * sms for _ in range(5))
     latency = hbm = l2 = 0.0
     figures = _SegmentFigures(gpu)
     for g, program in enumerate(plan.programs):
@@ -32,10 +32,11 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
         latency = max(latency, _busiest_slot(program, gpu, stages, figures))
         for unit in program.units:
             for seg in unit.segments:
-                trip, step_bytes, port_time, hbm_bytes = figures(seg)
+                trip, step_bytes, port_time, request_time, hbm_bytes = figures(seg)
                 compute[sm] += seg.steps * seg.compute
                 smem[sm] += seg.steps * (seg.compute + seg.hold)  # MMAs, then the SMEM time they left
                 ingest[sm] += seg.steps * port_time
+                requests[sm] += seg.steps * request_time
                 serial[sm] += seg.steps * trip
                 hbm += seg.steps * hbm_bytes
                 l2 += seg.steps * step_bytes
@@ -50,29 +51,30 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
         "hbm": hbm / gpu.hbm_bandwidth,
         "l2": l2 / gpu.l2_bandwidth,
         "port": max(ingest),
+        "tma": max(requests),
         "latency": latency,
     }
     return bound_figures(bounds, max(serial), config.useful_flops)
 
 
 class _SegmentFigures:
-    """Per segment: its slot round trip, the bytes the L2 serves, the time its copies take to
-    enter the SM (each the longer of its bytes through the port, where a multicast slice crosses
-    the port of every CTA it lands in, and its requests through the TMA unit) and the bytes from HBM.
+    """Per segment: its slot round trip, the bytes the L2 serves, the time its copies' bytes take
+    through the SM's port (a multicast slice crosses the port of every CTA it lands in), the time
+    their row requests take through the TMA unit, and the bytes from HBM.
     Every output tile has its own equal segments, so each distinct one is worked out once."""
 
     def __init__(self, gpu: GpuSpec) -> None:
         self.gpu = gpu
-        self.known: dict[Segment, tuple[float, float, float, float]] = {}
+        self.known: dict[Segment, tuple[float, float, float, float, float]] = {}
 
-    def __call__(self, seg: Segment) -> tuple[float, float, float, float]:
+    def __call__(self, seg: Segment) -> tuple[float, float, float, float, float]:
         figures = self.known.get(seg)
         if figures is None:
             copies = seg.copies
             figures = self.known[seg] = (
                 slot_round_trip(self.gpu, seg), sum(c.memory_bytes * c.l2_fraction for c in copies),
-                sum(max(c.memory_bytes * max(1, c.multicast.bit_count()) / self.gpu.sm_port_bandwidth,
-                        c.requests * self.gpu.tma_request_time) for c in copies),
+                sum(c.memory_bytes * max(1, c.multicast.bit_count()) / self.gpu.sm_port_bandwidth for c in copies),
+                sum(c.requests * self.gpu.tma_request_time for c in copies),
                 sum(c.memory_bytes * c.hbm_fraction for c in copies))
         return figures
 

@@ -15,7 +15,8 @@ from tmasim.workloads.gemm_config import GemmConfig
 if TYPE_CHECKING:
     from tmasim.scenario import Scenario
 
-BOUND_NAMES = tuple((key, names.bound(key)) for key in ("compute", "smem", "l2", "hbm", "port", "latency"))
+BOUND_NAMES = tuple((key, names.bound(key)) for key in ("compute", "smem", "l2", "hbm", "port", "tma",
+                                                                      "latency"))
 
 
 def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
@@ -114,10 +115,14 @@ def explain(stats: Mapping[str, Any]) -> str:
     if binding == "smem":
         return _explain_smem(s)
     if binding == "port":
-        return (f"The {names.bound('port')} binds: the busiest SM needs {t(s['port_bound_ns'])} just to take in "
-                f"its operands (each copy takes the longer of its bytes through the SM's port and its row requests "
-                f"through the TMA unit), more than its {compute} of tensor-core time; fewer rows per k-step "
-                "(multicast slices in a cluster) or more reuse per row (bigger tiles) would help.")
+        return (f"The {names.bound('port')} binds: the busiest SM needs {t(s['port_bound_ns'])} to take its operands' "
+                f"bytes in through its port from L2, more than its {compute} of tensor-core time; fewer bytes per "
+                "FLOP (bigger tiles, or a 2-SM pair that halves each SM's B) would help.")
+    if binding == "tma":
+        return (f"The {names.bound('tma')} bind: the busiest SM's TMA unit needs {t(s['tma_bound_ns'])} to pass its "
+                f"operands' row requests (one per row of at most 128 B), more than its {compute} of tensor-core "
+                "time; fewer rows per k-step (multicast slices in a cluster) or more reuse per row (bigger tiles) "
+                "would help.")
     return (f"The round trip binds: with {s['stages']} stages x {s['ctas_per_sm']} CTA(s) per SM in flight, "
             f"the round trips of the busiest SM's busiest slot add up to at least {t(s['latency_bound_ns'])}, "
             f"more than its {compute} of compute; more stages, if shared memory allows, would hide it.")

@@ -207,7 +207,8 @@ def littles_law(config: StreamConfig, gpu: GpuSpec, stages: int, ctas_per_sm: in
     descriptor = config.descriptor()
     box = descriptor.box_bytes
     # An SM takes in a box no faster than its port carries the bytes or its TMA unit passes the requests.
-    port = min(gpu.sm_port_bandwidth, box / (descriptor.requests * gpu.tma_request_time or 1e-300))
+    requests = box / (descriptor.requests * gpu.tma_request_time or 1e-300)
+    port = min(gpu.sm_port_bandwidth, requests)
     in_flight = stages * box * ctas_per_sm
     hbm = config.hbm_fraction(gpu)
     latency = gpu.copy_latency_for(box) + round(hbm * gpu.hbm_latency)
@@ -216,7 +217,8 @@ def littles_law(config: StreamConfig, gpu: GpuSpec, stages: int, ctas_per_sm: in
     limits = {  # keyed as tmasim.names.BOUNDS: "latency" is the round trip (bytes in flight / it)
         "hbm": gpu.hbm_bandwidth / hbm if hbm > 0 else float("inf"),
         "l2": gpu.l2_bandwidth,
-        "port": sms * port,
+        "port": sms * gpu.sm_port_bandwidth,
+        "tma": sms * requests,
         "latency": sms * in_flight / round_trip if round_trip else float("inf"),
     }
     binding = min(limits, key=lambda k: limits[k])
@@ -250,5 +252,9 @@ def explain(stats: Mapping[str, Any]) -> str:
     if binding == names.bound("latency"):
         return (f"Little's law binds: {flight} move at most {fmt.rate(offered)}, less than the memory links "
                 f"supply; more stages or bigger boxes would help{achieved}.")
+    if s["littles_law_binding"] == "tma":
+        return (f"The {binding} bind: {flight} could move {fmt.rate(offered)}, but the SMs' TMA units pass "
+                f"requests for only {fmt.rate(s['littles_law_bytes_per_s'])} of boxes this shape; wider rows "
+                f"(up to 128 B) would help{achieved}.")
     return (f"{binding} bandwidth binds: {flight} could move {fmt.rate(offered)}, but {binding} supplies "
             f"{fmt.rate(s['littles_law_bytes_per_s'])}, so more stages would only queue{achieved}.")
