@@ -71,7 +71,7 @@ def plan_sweep(base: str | Path | Mapping[str, Any] | None, overrides: Iterable[
     point count is checked from the axes' lengths before the grid is built: over ``max_points``
     (when given, for a grid of over :data:`EARLY` points: a smaller one is built and refused with
     its time estimate) or :data:`MAX_GRID`, it is refused without a point made."""
-    axes = parse_axes(vary)
+    axes = parse_axes(vary, zipped)
     check_point_count(axes, zipped, max_points)
     points = expand(axes, zipped)
     source, raw, base_dir = read_base(base)
@@ -99,8 +99,10 @@ def scenario_name(source: str, raw: Mapping[str, Any]) -> str:
     return "unnamed" if source == IN_MEMORY else Path(source).stem
 
 
-def parse_axes(vary: Sequence[str] | Mapping[str, Iterable[Any]]) -> tuple[Axis, ...]:
-    """``["FIELD=V1,V2", ...]`` (command line) or ``{FIELD: [V1, V2]}`` (Python) as axes."""
+def parse_axes(vary: Sequence[str] | Mapping[str, Iterable[Any]], zipped: bool = False) -> tuple[Axis, ...]:
+    """``["FIELD=V1,V2", ...]`` (command line) or ``{FIELD: [V1, V2]}`` (Python) as axes. A value
+    given twice in one axis is refused (it would run one point twice); zipped, the same holds
+    for the points (an axis may repeat a value that another axis's values tell apart)."""
     if isinstance(vary, Mapping):
         axes = tuple(_axis_from_values(name, values) for name, values in vary.items())
     elif isinstance(vary, str):
@@ -114,6 +116,13 @@ def parse_axes(vary: Sequence[str] | Mapping[str, Iterable[Any]]) -> tuple[Axis,
         if axis.field in seen:
             raise ScenarioError(f"--vary {axis.field}", "", "is given twice; list all its values in one --vary")
         seen.add(axis.field)
+    if zipped:
+        lengths = {len(a.values) for a in axes}
+        if len(lengths) == 1:
+            _refuse_duplicates("+".join(a.field for a in axes), list(zip(*(a.values for a in axes), strict=True)))
+    else:
+        for axis in axes:
+            _refuse_duplicates(axis.field, axis.values)
     return axes
 
 
@@ -135,7 +144,6 @@ def _axis_from_values(name: str, values: Iterable[Any]) -> Axis:
     plain = tuple(v.item() if hasattr(v, "item") else v for v in values)  # numpy numbers as Python ones
     if not plain:
         raise ScenarioError(f"--vary {name}", "", f"has no values; give at least one: {VARY_EXAMPLE}")
-    _refuse_duplicates(name, plain)
     return Axis(name, plain)
 
 
