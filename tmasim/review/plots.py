@@ -17,8 +17,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tmasim.review.plot_gantt import (cta_keys, first_tiles_window, gantt, representatives_note, step_noun,
-                                      suggested_tiles)
+from tmasim.review.plot_gantt import (
+    cta_keys,
+    first_tiles_window,
+    gantt,
+    representatives_note,
+    step_noun,
+    suggested_tiles,
+)
 from tmasim.review.plot_style import COLORS, SERIES, STYLE, pyplot, styled, time_unit
 from tmasim.review.plot_tables import heatmap, stage_sweep, stall_breakdown
 from tmasim.review.plot_usage import bandwidth, binned_mean, slot_intervals, slot_occupancy
