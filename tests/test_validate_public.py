@@ -78,3 +78,16 @@ def test_cli_prints_each_table_and_json():
     text = subprocess.run([sys.executable, "-m", "tmasim", "validate", "public"], capture_output=True, text=True,
                           check=True).stdout
     assert "held-out" in text and "knee right" in text
+
+
+def test_the_readme_quotes_the_committed_figures():
+    """The README's trust section says what the committed baseline says (regenerate both together)."""
+    from pathlib import Path
+
+    readme = (Path(pipelines.REPO) / "README.md").read_text()
+    base = pipelines.baseline()["b200-mainloop"]
+    quoted = (f"mean error {base['all']['mean_error']:.1%}", f"fitted tiles {base['fitted']['mean_error']:.1%}",
+              f"held-out tiles {base['held_out']['mean_error']:.1%}",
+              f"right\n  on {base['all']['knee_right']} of 46 tiles and within one stage on {base['all']['knee_within_one']}")
+    for text in quoted:
+        assert text in readme, text
