@@ -88,6 +88,7 @@ def test_the_readme_quotes_the_committed_figures():
     base = pipelines.baseline()["b200-mainloop"]
     quoted = (f"mean error {base['all']['mean_error']:.1%}", f"fitted tiles {base['fitted']['mean_error']:.1%}",
               f"held-out tiles {base['held_out']['mean_error']:.1%}",
-              f"right\n  on {base['all']['knee_right']} of 46 tiles and within one stage on {base['all']['knee_within_one']}")
+              f"right\n  on {base['all']['knee_right']} of 46 tiles and within one stage on "
+              f"{base['all']['knee_within_one']}")
     for text in quoted:
         assert text in readme, text
