@@ -7,7 +7,7 @@ loads the Q tile once, streams the head's K and V blocks (BN rows each) through 
 (MMA, shared-memory operands), the online softmax (row max, exponentials, row sum, the rescale
 of O) on the SM's FP32 and multi-function units, and O += P·V (MMA, P from registers); the
 epilogue divides O by the row sums and stores it with TMA. The engine's side is
-:mod:`tmasim.engine.attention_cta`; costs are derived here (:mod:`.attention_costs`).
+:mod:`tmasim.engine.attention.cta`; costs are derived here (:mod:`.attention_costs`).
 
 FLOP convention (as FlashAttention's benchmarks): 4 · seqlen_q · seqlen_kv · head_dim ·
 heads · batch (2 for Q·Kᵀ, 2 for P·V, with head_dim for both), halved when causal. With

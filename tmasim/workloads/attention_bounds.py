@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from tmasim import names
-from tmasim.engine.attention_program import AttentionProgram
+from tmasim.engine.attention.program import AttentionProgram
 from tmasim.workloads.attention_config import ELEMENT_BYTES, AttentionConfig
 from tmasim.workloads.bound_figures import bound_figures, transfer_ps
 

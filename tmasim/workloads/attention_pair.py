@@ -8,7 +8,7 @@ each GEMM for both; its B operand is split along N, so each CTA loads half of ev
 (its BN / 2 keys) and half of every V block (d_v / 2 columns): the pair reads each block once,
 each SM holds and receives half (FA4: ``smem_size_kv_per_stage // cta_group_size``). FLOPs are
 counted on the leader. Each CTA's softmax warpgroups run on its own SM (the engine's side is
-:mod:`tmasim.engine.attention_pair`). FA4 uses the pair for non-causal attention only; so does
+:mod:`tmasim.engine.attention.pair`). FA4 uses the pair for non-causal attention only; so does
 this model (a one-line error otherwise), and it needs a producer warpgroup.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tmasim.cluster import place
-from tmasim.engine.attention_program import AttentionProgram, AttentionSchedule, AttentionUnit, KvBlock, Mma
+from tmasim.engine.attention.program import AttentionProgram, AttentionSchedule, AttentionUnit, KvBlock, Mma
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Copy, Epilogue
 from tmasim.errors import ScenarioError

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tmasim.descriptor import row_requests
-from tmasim.engine.attention_program import AttentionProgram, AttentionSchedule, AttentionUnit, KvBlock, Mma
+from tmasim.engine.attention.program import AttentionProgram, AttentionSchedule, AttentionUnit, KvBlock, Mma
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Copy, Epilogue
 from tmasim.errors import ResidencyError, ScenarioError
