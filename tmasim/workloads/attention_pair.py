@@ -41,10 +41,10 @@ from tmasim.workloads.attention_plan import (
 )
 
 if TYPE_CHECKING:
-    from tmasim.scenario import Scenario
+    from tmasim.scenario_parts import ScenarioParts
 
 
-def check_pair(config: AttentionConfig, scenario: Scenario) -> None:
+def check_pair(config: AttentionConfig, scenario: ScenarioParts) -> None:
     """What the pair needs beyond the scenario's rules (which give attention a cluster of
     [2, 1] only with the pair: larger clusters would multicast K/V, not modelled)."""
     gpu, p = scenario.gpu, scenario.pipeline
@@ -73,7 +73,7 @@ def pair_mma(gpu: GpuSpec, dtype: str, rows: int, n: int, k: int, flops: float) 
     return Mma(gpu.cycles_ps(count * ii), gpu.cycles_ps(latency - ii), flops)
 
 
-def plan_pair(config: AttentionConfig, scenario: Scenario) -> tuple[Plan, Residency]:
+def plan_pair(config: AttentionConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
     check_pair(config, scenario)
     gpu, p = scenario.gpu, scenario.pipeline
     shape = shape_of(config, p)
