@@ -20,7 +20,7 @@ from typing import Any
 
 import checkout  # noqa: F401  (this checkout's tmasim first on sys.path)
 
-from tmasim.engine.fabric import Fabric
+from tmasim.engine.fabric.model import Fabric
 from tmasim.scenario import bundled_names, load
 from tmasim.simulation import simulate
 

@@ -20,7 +20,7 @@ import checkout  # noqa: F401  (this checkout's tmasim first on sys.path)
 import numpy as np
 import simpy
 
-from tmasim.engine.fabric import Fabric, Flow
+from tmasim.engine.fabric.model import Fabric, Flow
 
 HBM_BYTES_PER_PS = 3.35  # H100 SXM datasheet
 L2_BYTES_PER_PS = 10.0  # illustrative: above HBM, so HBM binds when all SMs pull

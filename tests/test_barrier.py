@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import simpy
 
-from tmasim.engine.barrier import Mbarrier
+from tmasim.engine.sm.barrier import Mbarrier
 from tmasim.errors import BarrierError
 
 

@@ -8,8 +8,8 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tmasim.engine import exact_sum
-from tmasim.engine.exact_sum import ExactSum, scaled
+from tmasim.engine.fast_forward import exact_sum
+from tmasim.engine.fast_forward.exact_sum import ExactSum, scaled
 
 finite = st.floats(min_value=-1e300, max_value=1e300, allow_nan=False)
 

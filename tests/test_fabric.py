@@ -12,7 +12,7 @@ import simpy
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from tmasim.engine.fabric import Fabric, Flow, Link, Route
+from tmasim.engine.fabric.model import Fabric, Flow, Link, Route
 
 
 @dataclass(frozen=True)

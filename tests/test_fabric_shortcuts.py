@@ -14,8 +14,8 @@ import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tmasim.engine import flows
-from tmasim.engine.fabric import Fabric
+from tmasim.engine.fabric import flows
+from tmasim.engine.fabric.model import Fabric
 
 PORT_CAPACITIES = [0.5, 0.75, 1.0]  # few values: many ties between ports
 CAPS = [None, 0.25, 0.5, 0.75]

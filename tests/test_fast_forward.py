@@ -1,4 +1,4 @@
-"""Fast-forward of periodic steady states (tmasim/engine/fast_forward.py): exact, or off.
+"""Fast-forward of periodic steady states (tmasim/engine/fast_forward/jump.py): exact, or off.
 
 Every comparison is bit for bit: the fast-forwarded run's summary equals the full run's
 (``run.fast_forward = false``) in every figure but the ones that say how it was run.
@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from tmasim_helpers import US, costly_gpu, ps
 
 from tmasim import analytic
-from tmasim.engine import exact_sum, fast_forward
+from tmasim.engine.fast_forward import exact_sum
+from tmasim.engine.fast_forward import jump as fast_forward
 from tmasim.errors import ModelError, ScenarioError
 from tmasim.scenario import bundled_names, from_dict, load
 from tmasim.simulation import simulate

@@ -1,4 +1,4 @@
-"""Fast-forward with Blackwell's 2-SM MMA pairs (engine/fast_forward_pairs.py): the leader's
+"""Fast-forward with Blackwell's 2-SM MMA pairs (engine/fast_forward/pairs.py): the leader's
 MMA, the follower's epilogues waiting for each accumulator half, and the follower's bytes on
 the leader's barriers are in the state, so pairs skip, exactly as the full run computes."""
 

@@ -1,4 +1,4 @@
-"""Known periods (tmasim/engine/fast_forward_periods.py): a period the fast-forward has jumped
+"""Known periods (tmasim/engine/fast_forward/periods.py): a period the fast-forward has jumped
 over is jumped over again, at once, wherever its state recurs on steps of the same kinds (the
 next work unit, after its transient), without simulating a period to see the repeat. Exact:
 every figure equals the full run's, bit for bit."""
@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_fast_forward import both
 
-from tmasim.engine.fast_forward_periods import Periods
+from tmasim.engine.fast_forward.periods import Periods
 from tmasim.engine.program import Copy, Epilogue, Segment, Unit, UnitProgram
 from tmasim.scenario import from_dict, load
 from tmasim.simulation import simulate

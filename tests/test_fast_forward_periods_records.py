@@ -1,4 +1,4 @@
-"""Known periods with records (tmasim/engine/fast_forward_periods.py, record_shift.py): a
+"""Known periods with records (tmasim/engine/fast_forward/periods.py, record_shift.py): a
 period jumped over keeps where its records are in the stream, and a later cut in its state
 jumps at once, its skipped records replayed from the kept ones, moved in time and steps. The
 spans, events and links' loads are the full run's (``run.fast_forward = false``), row for row,
@@ -18,10 +18,10 @@ from test_record_shift import both
 from test_record_shift import both as records_both
 
 from tmasim.engine import recorder as rec
-from tmasim.engine.fast_forward import FastForward
-from tmasim.engine.fast_forward_periods import Periods
-from tmasim.engine.flows import Link
-from tmasim.engine.record_shift import RecordShift
+from tmasim.engine.fabric.flows import Link
+from tmasim.engine.fast_forward.jump import FastForward
+from tmasim.engine.fast_forward.periods import Periods
+from tmasim.engine.fast_forward.record_shift import RecordShift
 from tmasim.scenario import from_dict, load
 from tmasim.simulation import simulate
 

@@ -1,4 +1,4 @@
-"""Fast-forward with ping-pong consumers (engine/fast_forward_turns.py): a warpgroup waiting for
+"""Fast-forward with ping-pong consumers (engine/fast_forward/turns.py): a warpgroup waiting for
 its turn waits for a unit, before it takes that unit's first step, so the state repeats while
 the other warpgroup runs its mainloop and the skip drops steps ahead of both, exactly."""
 

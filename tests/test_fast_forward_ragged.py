@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_fast_forward import both
 
-from tmasim.engine import fast_forward
+from tmasim.engine.fast_forward import jump as fast_forward
 from tmasim.errors import ScenarioError
 from tmasim.scenario import from_dict, load
 

@@ -1,4 +1,4 @@
-"""Grid launches under fast-forward (tmasim/engine/fast_forward.py, ``adopt``): CTAs start as
+"""Grid launches under fast-forward (tmasim/engine/fast_forward/jump.py, ``adopt``): CTAs start as
 others exit, wave after wave; the exited ones leave the state and, once the reference CTA's
 producer is over, the next CTA to start cuts the run, so every wave's k-loops are skipped, not
 only the first's. Exact: every figure equals the full run's, bit for bit, and with records

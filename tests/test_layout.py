@@ -1,7 +1,8 @@
 """The house's layout: data flows one way, so the package's import graph has no circle.
 
-Every import counts, the lazy ones inside functions included (they run when the function does);
-only ``if TYPE_CHECKING:`` blocks are left out, since they never run (annotations only).
+Every import counts, the lazy ones inside functions included (they run when the function does).
+``if TYPE_CHECKING:`` blocks never run, so the graph of what runs leaves them out; a second graph,
+of what a reader (and the type checker) must know, counts them too, and has no circle either.
 """
 
 from __future__ import annotations
@@ -29,13 +30,14 @@ def _is_type_checking(node: ast.If) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
-    """Every import that can run: module level and inside functions, not under TYPE_CHECKING."""
+def _imports(tree: ast.AST, typing: bool = False) -> list[ast.Import | ast.ImportFrom]:
+    """Every import that can run: module level and inside functions, not under TYPE_CHECKING
+    (``typing``: those under TYPE_CHECKING too)."""
     found: list[ast.Import | ast.ImportFrom] = []
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.If) and _is_type_checking(node):
+        if not typing and isinstance(node, ast.If) and _is_type_checking(node):
             stack.extend(node.orelse)
             continue
         if isinstance(node, ast.Import | ast.ImportFrom):
@@ -44,15 +46,16 @@ def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
     return found
 
 
-def import_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
+def import_graph(root: Path = PACKAGE, typing: bool = False) -> dict[str, set[str]]:
     """Module -> the package modules it imports. ``from tmasim.x import y`` is an edge to
-    ``tmasim.x.y`` when y is a module, else to ``tmasim.x``."""
+    ``tmasim.x.y`` when y is a module, else to ``tmasim.x``. ``typing``: the imports under
+    ``if TYPE_CHECKING:`` count too."""
     files = {_module_name(p, root): p for p in sorted(root.rglob("*.py"))}
     modules = {name for name, _ in files}
     graph: dict[str, set[str]] = {}
     for (name, package), path in files.items():
         targets: set[str] = set()
-        for node in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in _imports(ast.parse(path.read_text(encoding="utf-8")), typing):
             if isinstance(node, ast.Import):
                 targets.update(a.name for a in node.names)
                 continue
@@ -119,10 +122,19 @@ def test_the_cycle_finder_finds_a_circle_through_a_lazy_import(tmp_path: Path) -
     graph = import_graph(pkg)
     assert graph["tmasim.a"] == {"tmasim.sub.b"} and graph["tmasim.c"] == {"tmasim.a"}
     assert cycles(graph) == [["tmasim.a", "tmasim.c", "tmasim.sub.b"]]  # d -> c only: no circle through d
+    typed = import_graph(pkg, typing=True)
+    assert typed["tmasim.c"] == {"tmasim.a", "tmasim.d"}  # the annotation's import counts here
+    assert cycles(typed) == [["tmasim.a", "tmasim.c", "tmasim.d", "tmasim.sub.b"]]
 
 
 def test_the_package_import_graph_has_no_circle() -> None:
     assert cycles(import_graph()) == []
+
+
+def test_no_circle_through_annotations_either() -> None:
+    """Imports for annotations only (``if TYPE_CHECKING:``) count too: a module's types come
+    from below it, never from a module that imports it back."""
+    assert cycles(import_graph(typing=True)) == []
 
 
 def test_the_scenario_is_data_and_imports_no_engine() -> None:

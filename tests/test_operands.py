@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tmasim.engine.tensor_core import TensorCore
+from tmasim.engine.sm.tensor_core import TensorCore
 from tmasim.errors import ScenarioError
 from tmasim.hardware import load_gpu
 from tmasim.operands import instruction_smem_bytes, operand_timing

@@ -9,8 +9,8 @@ import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tmasim.engine.fabric import Fabric
-from tmasim.engine.own_bound_order import OwnBoundOrder
+from tmasim.engine.fabric.model import Fabric
+from tmasim.engine.fabric.own_bound_order import OwnBoundOrder
 
 # (port index, route kind, count, cap index) per class; route kinds: L2 only, L2 and HBM, a
 # store's (L2 and HBM, no port), port only.

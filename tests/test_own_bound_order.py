@@ -1,8 +1,8 @@
-"""The own-bound order kept class by class (engine/own_bound_order.py) equals the one-pass
+"""The own-bound order kept class by class (engine/fabric/own_bound_order.py) equals the one-pass
 ``own_bounds`` and the full progressive filling at every recomputation, on random runs where
 classes start, finish, share ports and change counts, and so do the levels of classes with no
 own bound (a store's route) when the shortcut takes them; runs with groups kept between
-recomputations (engine/own_groups.py) give every flow's end, in order, as the reference fabric
+recomputations (engine/fabric/own_groups.py) give every flow's end, in order, as the reference fabric
 (one rate group per level, full filling each time) does."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tmasim.engine import flows
-from tmasim.engine.fabric import Fabric
+from tmasim.engine.fabric import flows
+from tmasim.engine.fabric.model import Fabric
 
 CAPS = [None, 0.25, 0.5, 0.75]
 

@@ -1,4 +1,4 @@
-"""Records of skipped periods (tmasim/engine/record_shift.py): with records on, fast-forward still
+"""Records of skipped periods (tmasim/engine/fast_forward/record_shift.py): with records on, fast-forward still
 skips, and the spans, events and traces it hands back are the full run's, row for row.
 
 Every comparison is exact: pandas' assert_frame_equal on the spans and events tables of the run
@@ -19,9 +19,9 @@ from tmasim_helpers import US, costly_gpu, ps
 
 from tmasim import analytic
 from tmasim.cli import main
-from tmasim.engine import record_shift
 from tmasim.engine import recorder as rec
-from tmasim.engine.record_shift import RULES, RecordShift
+from tmasim.engine.fast_forward import record_shift
+from tmasim.engine.fast_forward.record_shift import RULES, RecordShift
 from tmasim.errors import ScenarioError
 from tmasim.results import Result
 from tmasim.review.trace import chrome_trace

@@ -1,11 +1,11 @@
-"""The SM's vector units share each pipe by processor sharing (tmasim.engine.vector_units):
+"""The SM's vector units share each pipe by processor sharing (tmasim.engine.sm.vector_units):
 closed forms for jobs that meet on a pipe, to the picosecond."""
 
 from __future__ import annotations
 
 import simpy
 
-from tmasim.engine.vector_units import VectorUnits
+from tmasim.engine.sm.vector_units import VectorUnits
 
 
 def _finish_times(jobs: list[tuple[int, int, int]]) -> list[float]:

@@ -12,10 +12,10 @@ Two thresholds: past :data:`NOTE_SECONDS` or :data:`NOTE_BYTES` a run says so on
 with the estimate; past :data:`LIMIT_SECONDS` or :data:`LIMIT_BYTES` it is refused (exit 2)
 unless the user confirms (``--yes``; ``allow_large=True`` from Python).
 
-Fast-forward of steady states skips ring steps (engine/fast_forward.py); where it is on and the
+Fast-forward of steady states skips ring steps (engine/fast_forward/jump.py); where it is on and the
 durations are deterministic, :mod:`tmasim.skip_forecast` forecasts from the plan how many, on the
 low side. A skipped step costs little (its counters), but its records are still made, by
-shifting a simulated period's (engine/record_shift.py), and cost their memory.
+shifting a simulated period's (engine/fast_forward/record_shift.py), and cost their memory.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tmasim.engine.cta import Race
+from tmasim.engine.pipeline.cta import Race
 from tmasim.engine.recorder import EVENT_COLUMNS, SPAN_COLUMNS, Recorder
 
 if TYPE_CHECKING:

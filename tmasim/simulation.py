@@ -15,10 +15,10 @@ import simpy
 from tmasim import budget, ranges, skip_forecast
 from tmasim import format as fmt
 from tmasim.engine.chip import Chip, Plan
-from tmasim.engine.cta import Cta, Sync
 from tmasim.engine.event_loop import run_to_end
-from tmasim.engine.fast_forward import FastForward
-from tmasim.engine.record_shift import Unshiftable
+from tmasim.engine.fast_forward.jump import FastForward
+from tmasim.engine.fast_forward.record_shift import Unshiftable
+from tmasim.engine.pipeline.cta import Cta, Sync
 from tmasim.engine.recorder import Recorder
 from tmasim.errors import BarrierError, DeadlockError, ModelError, ScenarioError
 from tmasim.residency import Residency

@@ -1,6 +1,6 @@
 """The ring steps fast-forward will skip, forecast from the plan before the run (for tmasim.budget).
 
-Fast-forward (engine/fast_forward.py) skips whole periods of a run while every CTA it simulates
+Fast-forward (engine/fast_forward/jump.py) skips whole periods of a run while every CTA it simulates
 stays inside a run of identical ring steps (``program.run_of``: the same segment, no epilogue;
 with ping-pong warpgroups, the same unit), once the chip's state has repeated. Before the run we
 cannot know when the state repeats, but we can bound what is left to simulate:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from tmasim import format as fmt
 
 if TYPE_CHECKING:
-    from tmasim.scenario import Scenario
+    from tmasim.scenario_parts import ScenarioParts
 
 
 def t(value_ns: Any, digits: int = fmt.DIGITS, zero: str | None = None) -> str:
@@ -22,7 +22,7 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}{'es' if noun.endswith('s') else 's'}"
 
 
-def chip_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
+def chip_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tuple[str, str]]:
     """Residency, traffic and aggregation: the rows of workloads whose copies cross the memory
     system, which their ``summary_rows`` end with."""
     launch = getattr(scenario.workload, "launch", "persistent")
@@ -64,7 +64,7 @@ def _busy(utilization: float | None, more: str = "") -> str:
     return f" ({fmt.percent(utilization)} busy{more})"
 
 
-def share_of_peak(flops_per_s: float, scenario: Scenario, dtype: str, sms_used: int) -> str:
+def share_of_peak(flops_per_s: float, scenario: ScenarioParts, dtype: str, sms_used: int) -> str:
     """``81% of the 989.4 TFLOP/s bf16 peak of all 132 SMs``: against the peak of the SMs the run
     uses (a one-CTA run against one SM's peak), and saying which."""
     gpu = scenario.gpu

@@ -23,16 +23,16 @@ from dataclasses import dataclass, field
 import simpy
 
 from tmasim.drift import NO_DRIFT, Drift
-from tmasim.engine.attention_cta import AttentionCta
-from tmasim.engine.attention_pair import AttentionPairCta
-from tmasim.engine.attention_program import AttentionProgram
-from tmasim.engine.copy_engine import CopyEngine, Routes
-from tmasim.engine.cta import Cta, Sync
+from tmasim.engine.attention.cta import AttentionCta
+from tmasim.engine.attention.pair import AttentionPairCta
+from tmasim.engine.attention.program import AttentionProgram
 from tmasim.engine.drift import latency_noise, start_skews
+from tmasim.engine.pipeline.cta import Cta, Sync
 from tmasim.engine.program import Program
 from tmasim.engine.recorder import Recorder
-from tmasim.engine.tensor_core import TensorCore
-from tmasim.engine.vector_units import VectorUnits
+from tmasim.engine.sm.copy_engine import CopyEngine, Routes
+from tmasim.engine.sm.tensor_core import TensorCore
+from tmasim.engine.sm.vector_units import VectorUnits
 from tmasim.hardware import GpuSpec
 
 CtaProgram = Program | AttentionProgram  # what a CTA runs: ring steps, or attention's K/V blocks
@@ -77,7 +77,7 @@ class Chip:
         self.drift, self.seed = drift, seed
         self.fabric = None
         if plan.flow:
-            from tmasim.engine.fabric import Fabric
+            from tmasim.engine.fabric.model import Fabric
 
             self.fabric = Fabric(env, record_series=record_bandwidth)
             self.l2 = self.fabric.add_link("L2", gpu.l2_bandwidth)

@@ -167,7 +167,7 @@ class TimedProgram:
 
     def run_of(self, step: int, units_matter: bool = True) -> tuple[int, int]:
         """The steps around ``step`` that are identical to it: all of them when every tile is
-        the same (:class:`Repeat`), else just ``step`` (fast-forward, engine/fast_forward.py)."""
+        the same (:class:`Repeat`), else just ``step`` (fast-forward, engine/fast_forward/jump.py)."""
         if self._same_copies is not None and self._same_compute is not None:
             return 0, self.steps
         return step, step + 1
@@ -283,7 +283,7 @@ class UnitProgram:
 
     def step_kind(self, step: int) -> object:
         """What step ``step`` does (its segment), comparable across units: fast-forward's known
-        periods (engine/fast_forward_periods.py) recur where the same segment runs."""
+        periods (engine/fast_forward/periods.py) recur where the same segment runs."""
         return self._segment_of_step[step]
 
     def run_of(self, step: int, units_matter: bool = True) -> tuple[int, int]:
@@ -322,7 +322,7 @@ class UnitProgram:
 
     def drop_steps(self, start: int, count: int, units_matter: bool = True) -> None:
         """Remove ``count`` steps from ``start`` on, all within one run of identical steps
-        (fast-forward skips them, engine/fast_forward.py)."""
+        (fast-forward skips them, engine/fast_forward/jump.py)."""
         if start + count > self.run_end(start, units_matter):
             raise ValueError(f"steps {start}..{start + count - 1} are not all identical")
         stop = start + count

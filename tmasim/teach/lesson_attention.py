@@ -7,7 +7,7 @@ from tmasim.teach.lab import Lab, Outcome, format_time, left, us
 
 
 def softmax(lab: Lab) -> Outcome:
-    from tmasim.engine.attention_program import AttentionProgram
+    from tmasim.engine.attention.program import AttentionProgram
     from tmasim.simulation import plan_scenario
 
     records = lab.out is not None

@@ -7,7 +7,7 @@ loads the Q tile once, streams the head's K and V blocks (BN rows each) through 
 (MMA, shared-memory operands), the online softmax (row max, exponentials, row sum, the rescale
 of O) on the SM's FP32 and multi-function units, and O += P·V (MMA, P from registers); the
 epilogue divides O by the row sums and stores it with TMA. The engine's side is
-:mod:`tmasim.engine.attention_cta`; costs are derived here (:mod:`.attention_costs`).
+:mod:`tmasim.engine.attention.cta`; costs are derived here (:mod:`.attention_costs`).
 
 FLOP convention (as FlashAttention's benchmarks): 4 · seqlen_q · seqlen_kv · head_dim ·
 heads · batch (2 for Q·Kᵀ, 2 for P·V, with head_dim for both), halved when causal. With
@@ -44,7 +44,7 @@ from tmasim.workloads.attention_plan import plan as plan_single
 if TYPE_CHECKING:
     from tmasim.engine.chip import Plan
     from tmasim.residency import Residency
-    from tmasim.scenario import Scenario
+    from tmasim.scenario_parts import ScenarioParts
 
 __all__ = ["FIELDS", "KIND", "PROBLEM_FIELDS", "AttentionConfig", "check", "defaults", "describe", "explain", "parse",
            "plan",
@@ -69,7 +69,7 @@ def defaults(workload: Mapping[str, Any], pipeline: Mapping[str, Any], hopper: b
     return workload, pipeline
 
 
-def check(config: AttentionConfig, scenario: Scenario) -> None:
+def check(config: AttentionConfig, scenario: ScenarioParts) -> None:
     """Rules between attention and the rest of the scenario."""
     p, gpu = scenario.pipeline, scenario.gpu
     if not p.consumer_waits_full:
@@ -90,7 +90,7 @@ def check(config: AttentionConfig, scenario: Scenario) -> None:
         raise ScenarioError("workload.dtype", config.dtype, f"has no tensor-core rate on {gpu.name}")
 
 
-def plan(config: AttentionConfig, scenario: Scenario) -> tuple[Plan, Residency]:
+def plan(config: AttentionConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
     """One CTA per work unit, or with the 2-SM MMA pairs of CTAs (:mod:`.attention_pair`)."""
     if scenario.pipeline.mma_cta_group == 2:
         return plan_pair(config, scenario)

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from tmasim import names
-from tmasim.engine.attention_program import AttentionProgram
+from tmasim.engine.attention.program import AttentionProgram
 from tmasim.workloads.attention_config import ELEMENT_BYTES, AttentionConfig
 from tmasim.workloads.bound_figures import bound_figures, transfer_ps
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from tmasim.engine.chip import Plan
     from tmasim.hardware import GpuSpec
     from tmasim.residency import Residency
-    from tmasim.scenario import Scenario
+    from tmasim.scenario_parts import ScenarioParts
 
 BOUND_NAMES = tuple((key, names.bound(key)) for key in ("compute", "exponentials", "smem", "l2", "hbm", "port",
                                                           "tma", "latency"))
@@ -107,7 +107,8 @@ def no_overlap(gpu: GpuSpec, block: Any, consumers: int) -> float:
     return landing + consumers * work
 
 
-def stats(config: AttentionConfig, scenario: Scenario, plan: Plan, res: Residency, makespan: int) -> dict[str, Any]:
+def stats(config: AttentionConfig, scenario: ScenarioParts, plan: Plan, res: Residency,
+          makespan: int) -> dict[str, Any]:
     extra = breakdown(config, scenario.gpu, plan, scenario.pipeline.stages)
     extra["efficiency"] = extra["bound_ns"] * 1000 / makespan if makespan else None
     extra["useful_flops_per_s"] = config.useful_flops / (makespan * 1e-12) if makespan else None
@@ -117,7 +118,7 @@ def stats(config: AttentionConfig, scenario: Scenario, plan: Plan, res: Residenc
     return extra
 
 
-def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
+def summary_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tuple[str, str]]:
     from tmasim import format as fmt
     from tmasim.summary_rows import chip_rows, cluster_rows, share_of_peak, t
 
@@ -155,7 +156,7 @@ def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str
     return rows
 
 
-def _storage_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
+def _storage_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tuple[str, str]]:
     """Where S, P and O live: registers per consumer thread (Hopper) or TMEM columns (Blackwell)."""
     from tmasim import format as fmt
 

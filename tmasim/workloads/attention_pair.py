@@ -8,7 +8,7 @@ each GEMM for both; its B operand is split along N, so each CTA loads half of ev
 (its BN / 2 keys) and half of every V block (d_v / 2 columns): the pair reads each block once,
 each SM holds and receives half (FA4: ``smem_size_kv_per_stage // cta_group_size``). FLOPs are
 counted on the leader. Each CTA's softmax warpgroups run on its own SM (the engine's side is
-:mod:`tmasim.engine.attention_pair`). FA4 uses the pair for non-causal attention only; so does
+:mod:`tmasim.engine.attention.pair`). FA4 uses the pair for non-causal attention only; so does
 this model (a one-line error otherwise), and it needs a producer warpgroup.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tmasim.cluster import place
-from tmasim.engine.attention_program import AttentionProgram, AttentionSchedule, AttentionUnit, KvBlock, Mma
+from tmasim.engine.attention.program import AttentionProgram, AttentionSchedule, AttentionUnit, KvBlock, Mma
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Copy, Epilogue
 from tmasim.errors import ScenarioError
@@ -41,10 +41,10 @@ from tmasim.workloads.attention_plan import (
 )
 
 if TYPE_CHECKING:
-    from tmasim.scenario import Scenario
+    from tmasim.scenario_parts import ScenarioParts
 
 
-def check_pair(config: AttentionConfig, scenario: Scenario) -> None:
+def check_pair(config: AttentionConfig, scenario: ScenarioParts) -> None:
     """What the pair needs beyond the scenario's rules (which give attention a cluster of
     [2, 1] only with the pair: larger clusters would multicast K/V, not modelled)."""
     gpu, p = scenario.gpu, scenario.pipeline
@@ -73,7 +73,7 @@ def pair_mma(gpu: GpuSpec, dtype: str, rows: int, n: int, k: int, flops: float) 
     return Mma(gpu.cycles_ps(count * ii), gpu.cycles_ps(latency - ii), flops)
 
 
-def plan_pair(config: AttentionConfig, scenario: Scenario) -> tuple[Plan, Residency]:
+def plan_pair(config: AttentionConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
     check_pair(config, scenario)
     gpu, p = scenario.gpu, scenario.pipeline
     shape = shape_of(config, p)

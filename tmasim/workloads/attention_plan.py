@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tmasim.descriptor import row_requests
-from tmasim.engine.attention_program import AttentionProgram, AttentionSchedule, AttentionUnit, KvBlock, Mma
+from tmasim.engine.attention.program import AttentionProgram, AttentionSchedule, AttentionUnit, KvBlock, Mma
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Copy, Epilogue
 from tmasim.errors import ResidencyError, ScenarioError
@@ -28,7 +28,7 @@ from tmasim.workloads.attention_config import ELEMENT_BYTES, AttentionConfig
 from tmasim.workloads.attention_softmax import multiplies, softmax_work
 
 if TYPE_CHECKING:
-    from tmasim.scenario import Pipeline, Scenario
+    from tmasim.scenario_parts import Pipeline, ScenarioParts
 
 OUT_BYTES = 2  # O is written in 16 bits (bf16/fp16; fp8 inputs too, as FA3)
 # FA3's setmaxnreg split (hopper/flash_fwd_kernel_sm90.h, Load/MmaRegisterRequirement) by the
@@ -230,7 +230,7 @@ def round_fractions(config: AttentionConfig, order: Sequence[tuple[int, int, int
 # ---------------------------------------------------------------------------------- the plan
 
 
-def plan(config: AttentionConfig, scenario: Scenario) -> tuple[Plan, Residency]:
+def plan(config: AttentionConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
     gpu, p = scenario.gpu, scenario.pipeline
     if p.mma_cta_group != 1:  # the 2-SM pair has its own plan (tmasim.workloads.attention_pair)
         raise ScenarioError("pipeline.mma_cta_group", p.mma_cta_group, "is planned by attention_pair.plan_pair")

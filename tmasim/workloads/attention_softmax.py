@@ -36,13 +36,13 @@ Two phases, because the exponentials need the row max: first the max (FMNMX at t
 rate, then the all-reduce's two shuffle rounds at ``SHUFFLE_CYCLES`` each, assumed: a latency
 no other work fills in FA3's instruction stream), then the exponentials, sums and conversions
 side by side on their units, the slowest unit (or issue) setting the time. The second phase is
-what :class:`~tmasim.engine.attention_program.VectorWork` shares between warpgroups; the first
+what :class:`~tmasim.engine.attention.program.VectorWork` shares between warpgroups; the first
 is its ``lead``.
 """
 
 from __future__ import annotations
 
-from tmasim.engine.attention_program import VectorWork
+from tmasim.engine.attention.program import VectorWork
 from tmasim.hardware import GpuSpec
 
 MINMAX_SHARE = 0.5  # FMNMX at 64 per clock per SM against FP32's 128 (CUDA guide, cc 9.0): derived

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from tmasim.engine.chip import Plan
     from tmasim.residency import Residency
-    from tmasim.scenario import Scenario
+    from tmasim.scenario_parts import ScenarioParts
 
 
 class Workload(Protocol):
@@ -31,23 +31,23 @@ class Workload(Protocol):
     def parse(self, raw: Mapping[str, Any]) -> Any:
         """The checked config from the scenario's ``[workload]`` table (ScenarioError if wrong)."""
 
-    def check(self, config: Any, scenario: Scenario) -> None:
+    def check(self, config: Any, scenario: ScenarioParts) -> None:
         """Rules between this workload and the rest of the scenario (ScenarioError if broken);
         ``Scenario`` calls it on every construction (optional: a module without it has none)."""
 
-    def plan(self, config: Any, scenario: Scenario) -> tuple[Plan, Residency]:
+    def plan(self, config: Any, scenario: ScenarioParts) -> tuple[Plan, Residency]:
         """The CTAs' programs and their placement, and the residency that bounds it."""
 
     def work_units(self, config: Any, plan: Plan) -> int:
         """How many units of work the run does (tiles, output tiles, boxes): ``tiles_per_s``."""
 
-    def stats(self, config: Any, scenario: Scenario, plan: Plan, res: Residency, makespan: int) -> dict[str, Any]:
+    def stats(self, config: Any, scenario: ScenarioParts, plan: Plan, res: Residency, makespan: int) -> dict[str, Any]:
         """The summary figures only this workload has: its references, bounds and what binds."""
 
     def describe(self, config: Any) -> str:
         """What runs, in a few words, from the effective config (``2048x2048x512 bf16 GEMM, ...``)."""
 
-    def summary_rows(self, stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
+    def summary_rows(self, stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tuple[str, str]]:
         """The run summary's rows for this workload's own figures (``tmasim run``)."""
 
     def explain(self, stats: Mapping[str, Any]) -> str:

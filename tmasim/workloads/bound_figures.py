@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def transfer_ps(gpu: GpuSpec, copy: Copy) -> float:
     """The least time a load takes through its SM: its bytes at the port's rate or its row
     requests at the TMA unit's rate, whichever is longer (the engine caps the copy's flow the
-    same way, engine/copy_engine.py)."""
+    same way, engine/sm/copy_engine.py)."""
     return max(copy.memory_bytes / gpu.sm_port_bandwidth, copy.requests * gpu.tma_request_time)
 
 

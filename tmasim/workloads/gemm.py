@@ -47,17 +47,17 @@ from tmasim.workloads.gemm_mma import MmaStep, accumulator, mma_step
 from tmasim.workloads.gemm_summary import explain, summary_rows
 
 if TYPE_CHECKING:
-    from tmasim.scenario import Scenario
+    from tmasim.scenario_parts import ScenarioParts
 
 __all__ = ["FIELDS", "KIND", "PROBLEM_FIELDS", "GemmConfig", "check", "describe", "explain", "parse", "plan", "stats",
            "summary_rows", "work_units"]
 
 
-def check(config: GemmConfig, scenario: Scenario) -> None:
+def check(config: GemmConfig, scenario: ScenarioParts) -> None:
     """No rules between this workload and the rest of the scenario beyond what ``plan`` checks."""
 
 
-def plan(config: GemmConfig, scenario: Scenario) -> tuple[Plan, Residency]:
+def plan(config: GemmConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
     gpu, p = scenario.gpu, scenario.pipeline
     stages, consumers, mode, registers = p.stages, p.consumers, p.consumer_mode, p.registers
     if config.dtype not in gpu.tensor_flops:
@@ -122,7 +122,7 @@ def _cluster_info(setup: ClusterSetup, placement: ClusterPlacement, slots: int, 
     }
 
 
-def plan_size(config: GemmConfig, scenario: Scenario) -> tuple[int, int, int]:
+def plan_size(config: GemmConfig, scenario: ScenarioParts) -> tuple[int, int, int]:
     """(ring steps, work units, other bytes) of the plan, before it is built (tmasim.budget)."""
     return config.units * config.k_steps, config.units, 0
 
@@ -136,7 +136,7 @@ def describe(config: GemmConfig) -> str:
     return f"{config.m}x{config.n}x{config.k} {config.dtype} GEMM, tile {bm}x{bn}x{bk}"
 
 
-def stats(config: GemmConfig, scenario: Scenario, plan: Plan, res: Residency, makespan: int) -> dict[str, Any]:
+def stats(config: GemmConfig, scenario: ScenarioParts, plan: Plan, res: Residency, makespan: int) -> dict[str, Any]:
     """The bounds (see :func:`breakdown`) and how close the run comes to the one that binds."""
     extra: dict[str, Any] = breakdown(config, scenario.gpu, plan, scenario.pipeline.stages)
     step = mma_step(config, scenario.gpu, scenario.pipeline.consumers, scenario.pipeline.consumer_mode,

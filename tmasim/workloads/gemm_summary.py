@@ -13,13 +13,13 @@ from tmasim.summary_rows import chip_rows, cluster_rows, share_of_peak, t
 from tmasim.workloads.gemm_config import GemmConfig
 
 if TYPE_CHECKING:
-    from tmasim.scenario import Scenario
+    from tmasim.scenario_parts import ScenarioParts
 
 BOUND_NAMES = tuple((key, names.bound(key)) for key in ("compute", "smem", "l2", "hbm", "port", "tma",
                                                                       "latency"))
 
 
-def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
+def summary_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tuple[str, str]]:
     config = scenario.workload
     assert isinstance(config, GemmConfig)
     rate = stats["achieved_flops_per_s"]
@@ -46,7 +46,7 @@ def _box_row(stats: Mapping[str, Any]) -> str:
 
 
 def _with_mma_rows(rows: list[tuple[str, str]], stats: Mapping[str, Any],
-                   scenario: Scenario) -> list[tuple[str, str]]:
+                   scenario: ScenarioParts) -> list[tuple[str, str]]:
     """The MMA instructions of a k-step and where the accumulator lives (registers or TMEM:
     storage, shown beside SMEM right after the residency row, apart from the TMA traffic)."""
     mma_rows = []
@@ -76,7 +76,7 @@ _SOURCE_WORDS = {"SS": "A and B from shared memory", "TS": "A from Tensor Memory
                  "RS": "A from registers, B from shared memory"}
 
 
-def _smem_row(stats: Mapping[str, Any], scenario: Scenario) -> str:
+def _smem_row(stats: Mapping[str, Any], scenario: ScenarioParts) -> str:
     """What one k-step asks of one SM's shared memory, and at what bandwidth."""
     gpu = scenario.gpu
     a_copy = f" + A copied out {fmt.size(stats['smem_a_copy_bytes'])}" if stats.get("smem_a_copy_bytes") else ""
@@ -86,7 +86,7 @@ def _smem_row(stats: Mapping[str, Any], scenario: Scenario) -> str:
             f"at {fmt.rate(gpu.smem_bandwidth * 1e12)} per SM{starved}")
 
 
-def _cluster_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
+def _cluster_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tuple[str, str]]:
     cx, cy = scenario.pipeline.cluster
     config = scenario.workload
     assert isinstance(config, GemmConfig)

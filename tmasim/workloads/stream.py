@@ -36,7 +36,7 @@ from tmasim.summary_rows import chip_rows, t
 from tmasim.units import PS_PER_S
 
 if TYPE_CHECKING:
-    from tmasim.scenario import Scenario
+    from tmasim.scenario_parts import ScenarioParts
 
 KIND = "stream"
 FIELDS = ("kind", "dtype", "shape", "box", "compute_per_byte", "launch", "ctas", "ctas_per_sm", "data_set")
@@ -129,11 +129,11 @@ def _int_list(field: str, value: Any) -> tuple[int, ...]:
     return tuple(read.integer(f"{field}[{i}]", v, minimum=1, maximum=MAX_DIM) for i, v in enumerate(value))
 
 
-def check(config: StreamConfig, scenario: Scenario) -> None:
+def check(config: StreamConfig, scenario: ScenarioParts) -> None:
     """No rules between this workload and the rest of the scenario beyond what ``plan`` checks."""
 
 
-def plan(config: StreamConfig, scenario: Scenario) -> tuple[Plan, Residency]:
+def plan(config: StreamConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
     gpu, p = scenario.gpu, scenario.pipeline
     descriptor = config.descriptor()
     res = residency(gpu, stage_bytes=descriptor.box_bytes, stages=p.stages, consumers=p.consumers,
@@ -151,12 +151,12 @@ def plan(config: StreamConfig, scenario: Scenario) -> tuple[Plan, Residency]:
     return Plan(programs, config.launch == "persistent", res.ctas_per_sm, sms, flow=True, units=len(steps)), res
 
 
-def compute_field(config: StreamConfig, scenario: Scenario) -> str:
+def compute_field(config: StreamConfig, scenario: ScenarioParts) -> str:
     """The field a box's compute time comes from (tmasim.ranges names it when out of range)."""
     return "workload.compute_per_byte"
 
 
-def plan_size(config: StreamConfig, scenario: Scenario) -> tuple[int, int, int]:
+def plan_size(config: StreamConfig, scenario: ScenarioParts) -> tuple[int, int, int]:
     """(ring steps, work units, other bytes) of the plan, before it is built (tmasim.budget)."""
     boxes = math.prod(-(-s // b) for s, b in zip(config.shape, config.box, strict=True))
     return boxes, boxes, 0
@@ -170,7 +170,7 @@ def describe(config: StreamConfig) -> str:
     return f"stream {'x'.join(map(str, config.shape))} {config.dtype} in {'x'.join(map(str, config.box))} boxes"
 
 
-def stats(config: StreamConfig, scenario: Scenario, plan: Plan, res: Residency, makespan: int) -> dict[str, Any]:
+def stats(config: StreamConfig, scenario: ScenarioParts, plan: Plan, res: Residency, makespan: int) -> dict[str, Any]:
     law = littles_law(config, scenario.gpu, scenario.pipeline.stages, res.ctas_per_sm, plan.sms)
     return {"serial_ns": None, "closed_form_ns": None, **law}
 
@@ -229,7 +229,7 @@ def littles_law(config: StreamConfig, gpu: GpuSpec, stages: int, ctas_per_sm: in
 # ------------------------------------------------------------------------------ presentation
 
 
-def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
+def summary_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tuple[str, str]]:
     return [
         ("predicted time", t(stats["makespan_ns"])),
         ("achieved bandwidth", f"{fmt.rate(stats['achieved_bytes_per_s'])}   (Little's law: "

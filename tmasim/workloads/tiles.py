@@ -27,7 +27,7 @@ from tmasim.residency import Residency, residency
 from tmasim.summary_rows import t
 
 if TYPE_CHECKING:
-    from tmasim.scenario import Scenario
+    from tmasim.scenario_parts import ScenarioParts
 
 KIND = "tiles"
 FIELDS = ("kind", "tiles", "load", "compute", "latency", "tile_bytes")
@@ -128,21 +128,21 @@ def build(config: TilesConfig, seed: int) -> TimedProgram:
     return TimedProgram(load=t["load"], compute_ps=t["compute"], latency=t["latency"], tile_bytes=config.tile_bytes)
 
 
-def check(config: TilesConfig, scenario: Scenario) -> None:
+def check(config: TilesConfig, scenario: ScenarioParts) -> None:
     """Per-event records are kept only for runs small enough to hold them."""
     if scenario.run.records and config.tiles > MAX_RECORDED_TILES:
         raise ScenarioError("run.records", True, f"keeps per-event records, at most for {MAX_RECORDED_TILES:,} "
                             f"tiles (workload.tiles = {config.tiles:,}); set run.records=false for bigger runs")
 
 
-def plan_size(config: TilesConfig, scenario: Scenario) -> tuple[int, int, int]:
+def plan_size(config: TilesConfig, scenario: ScenarioParts) -> tuple[int, int, int]:
     """(ring steps, work units, other bytes) of the plan, before it is built (tmasim.budget):
     a time given per tile or drawn from a distribution is an array of tiles (drawn in batches)."""
     varying = sum(not isinstance(getattr(config, name), int) for name in STREAMS)
     return config.tiles, 0, varying * config.tiles * PER_TILE_BYTES
 
 
-def plan(config: TilesConfig, scenario: Scenario) -> tuple[Plan, Residency]:
+def plan(config: TilesConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
     """One CTA on one SM; its slots still have to fit in the GPU's shared memory."""
     p = scenario.pipeline
     res = residency(scenario.gpu, stage_bytes=config.tile_bytes, stages=p.stages, consumers=p.consumers)
@@ -157,7 +157,7 @@ def describe(config: TilesConfig) -> str:
     return f"{config.tiles} tiles"
 
 
-def stats(config: TilesConfig, scenario: Scenario, plan: Plan, res: Residency, makespan: int) -> dict[str, Any]:
+def stats(config: TilesConfig, scenario: ScenarioParts, plan: Plan, res: Residency, makespan: int) -> dict[str, Any]:
     """The no-overlap time, the closed form and the max-plus recurrence where they apply, and
     the steady-state bound per tile with the term that binds."""
     gpu, stages = scenario.gpu, scenario.pipeline.stages
@@ -181,7 +181,7 @@ def stats(config: TilesConfig, scenario: Scenario, plan: Plan, res: Residency, m
     }
 
 
-def _standard_sync(scenario: Scenario) -> bool:
+def _standard_sync(scenario: ScenarioParts) -> bool:
     """The recurrence models the correct protocol with one consumer."""
     p = scenario.pipeline
     return (p.consumer_waits_full and p.consumers == 1 and p.full_arrivals in (None, 1)
@@ -192,7 +192,7 @@ def _standard_sync(scenario: Scenario) -> bool:
 
 
 
-def summary_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
+def summary_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tuple[str, str]]:
     closed = stats["closed_form_ns"]
     rows = [
         ("pipelined time", t(stats["makespan_ns"])),

@@ -1,6 +1,6 @@
 """The flow model's parts: links and flows, classes of flows that share a route and a cap,
 rate groups of classes frozen at one level, and weighted progressive filling, which gives the
-max-min fair rates. :class:`tmasim.engine.fabric.Fabric` keeps them current in SimPy time
+max-min fair rates. :class:`tmasim.engine.fabric.model.Fabric` keeps them current in SimPy time
 (the module doc there says how and why)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Blackwell's 2-SM MMA pairs in the fast-forward's state (engine/fast_forward.py).
+"""Blackwell's 2-SM MMA pairs in the fast-forward's state (engine/fast_forward/jump.py).
 
 A pair's leader issues the MMA for both CTAs; when a unit's last MMA completes it marks the
 unit done (``Cta._unit_done``), and the follower's consumers, which run no MMA, wait for that
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from simpy.events import Process
 
-    from tmasim.engine.cta import Cta
+    from tmasim.engine.pipeline.cta import Cta
 
 
 def unit_names(cta: Cta, number: int) -> dict[int, Any]:

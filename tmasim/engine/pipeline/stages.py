@@ -12,7 +12,7 @@ from functools import partial
 
 import simpy
 
-from tmasim.engine.barrier import FlipHook, Mbarrier
+from tmasim.engine.sm.barrier import FlipHook, Mbarrier
 
 SlotHook = Callable[[int, Mbarrier, int], None]  # (slot, barrier, completed phase)
 

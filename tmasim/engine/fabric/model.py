@@ -21,8 +21,8 @@ Cost is what shapes the design: a GEMM moves ~10^6 flows over 132 SMs. So
   one group's rate; anything else runs the full progressive filling, O(Σ route length · log);
 - the other common case, no shared link binding (each SM's copy at its cap or its own port, as
   when SMs do unequal work and seldom fill L2), is read off the classes' own bounds
-  (:func:`~tmasim.engine.flows.own_bounds`), kept sorted class by class as flows start and end
-  (:mod:`~tmasim.engine.own_bound_order`), and its one-class levels at equal rates share one
+  (:func:`~tmasim.engine.fabric.flows.own_bounds`), kept sorted class by class as flows start and end
+  (:mod:`~tmasim.engine.fabric.own_bound_order`), and its one-class levels at equal rates share one
   *merged* group, so advancing time costs O(#distinct rates), not O(#SMs). The groups are kept
   between recomputations: only a class whose bound changed moves (:mod:`.own_groups`), so a
   flow event costs O(log #classes); stores, with no own bound, take the spare capacity's levels.
@@ -45,9 +45,9 @@ from typing import Any
 import simpy
 
 from tmasim.engine.event_loop import timeout
-from tmasim.engine.flows import Flow, FlowClass, Link, LinkStats, RateGroup, Route, filling
-from tmasim.engine.own_bound_order import OwnBoundOrder
-from tmasim.engine.own_groups import OwnGroups
+from tmasim.engine.fabric.flows import Flow, FlowClass, Link, LinkStats, RateGroup, Route, filling
+from tmasim.engine.fabric.own_bound_order import OwnBoundOrder
+from tmasim.engine.fabric.own_groups import OwnGroups
 
 __all__ = ["Fabric", "Flow", "Link", "LinkStats", "Route"]
 

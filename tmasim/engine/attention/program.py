@@ -1,6 +1,6 @@
 """An attention CTA's program: per work unit one Q tile, then K/V blocks, then the O epilogue.
 
-Workloads build these (``tmasim.workloads.attention``); :mod:`tmasim.engine.attention_cta`
+Workloads build these (``tmasim.workloads.attention``); :mod:`tmasim.engine.attention.cta`
 runs them. A block's costs are per consumer *process*: a ping-pong warpgroup (its BM / 2 rows),
 or the lockstep pair of cooperative warpgroups (all BM rows; see the CTA's module doc).
 """
@@ -26,7 +26,7 @@ class Mma:
 @dataclass(frozen=True)
 class VectorWork:
     """Work on the SM's vector units: ps on the exponential pipe and on the FP32 pipe (they run
-    side by side, see :class:`~tmasim.engine.vector_units.VectorUnits`), after ``lead`` ps
+    side by side, see :class:`~tmasim.engine.sm.vector_units.VectorUnits`), after ``lead`` ps
     that hold no shared pipe (the softmax's row max and its all-reduce, which the
     exponentials wait for: :mod:`tmasim.workloads.attention_softmax`)."""
 
@@ -89,7 +89,7 @@ class AttentionSchedule:
     the next Q loads after O's store has read it; ``issue``: a consumer's time to issue a copy;
     ``correction_apart``: a correction warpgroup rescales O (FA4), so a softmax warpgroup does
     not wait for it (the next P·V of its tile does); ``pair``: the CTA is one of a 2-SM MMA pair
-    (:mod:`tmasim.engine.attention_pair`); ``pv_first``: with ``overlap``, P·V of block j - 1 is
+    (:mod:`tmasim.engine.attention.pair`); ``pv_first``: with ``overlap``, P·V of block j - 1 is
     issued before S of block j (Blackwell: P lives in TMEM over S, so S_j must wait for P·V to
     have read it; FA4's order), not after (FA3: two S buffers in registers)."""
 

@@ -1,12 +1,12 @@
 """The SM's tensor cores: one FIFO server shared by every consumer warpgroup on the SM (the
-SM's vector units are in :mod:`tmasim.engine.vector_units`)."""
+SM's vector units are in :mod:`tmasim.engine.sm.vector_units`)."""
 
 from __future__ import annotations
 
 import simpy
 
 from tmasim.engine.event_loop import timeout
-from tmasim.engine.vector_units import VectorUnits  # noqa: F401  (its home before; importers keep working)
+from tmasim.engine.sm.vector_units import VectorUnits  # noqa: F401  (its home before; importers keep working)
 
 
 class TensorCore:

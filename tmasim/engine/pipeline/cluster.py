@@ -9,17 +9,46 @@ of every CTA that writes into it, after the cluster's remote-arrival latency on 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
 
 import simpy
 
-from tmasim.engine.barrier import Mbarrier
-from tmasim.engine.copy_engine import Multicast
+from tmasim.engine.pipeline.stages import StageRing
 from tmasim.engine.program import Copy, Program, TimedProgram
+from tmasim.engine.sm.barrier import Mbarrier
+from tmasim.engine.sm.copy_engine import CopyEngine, Multicast
 
-if TYPE_CHECKING:
-    from tmasim.engine.cta import Cta
+
+class _Stages(Protocol):
+    @property
+    def stages(self) -> int: ...
+
+
+class Peer(Protocol):
+    """What this module reads of a CTA of the cluster (a :class:`~tmasim.engine.pipeline.cta.Cta`),
+    so that the CTA imports this module and not the other way round."""
+
+    @property
+    def sm(self) -> int: ...
+    @property
+    def index(self) -> int: ...
+    @property
+    def rank(self) -> int: ...
+    @property
+    def cluster(self) -> int: ...
+    @property
+    def scope(self) -> str: ...
+    @property
+    def sync(self) -> _Stages: ...
+    @property
+    def copy_engine(self) -> CopyEngine: ...
+    @property
+    def ring(self) -> StageRing: ...
+    @property
+    def released(self) -> list[int]: ...
+    @property
+    def issued(self) -> int: ...
 
 
 def all_copies(program: Program) -> Iterable[Copy]:
@@ -52,7 +81,7 @@ def pair_owner(rank: int) -> int:
     return rank - rank % 2
 
 
-def multicast_target(peers: list[Cta], mask: int, slot: int, owner: Callable[[int], int]) -> Multicast:
+def multicast_target(peers: Sequence[Peer], mask: int, slot: int, owner: Callable[[int], int]) -> Multicast:
     """A copy landing in the SMEM of the ranks in ``mask``, completing on the full barrier of
     the CTA whose MMA reads each of them."""
     receivers = [peers[r] for r in ranks(mask)]
@@ -67,7 +96,7 @@ def remote_arrival(barrier: Mbarrier, who: str, use: int, late: int = 0) -> Call
     return lambda _: barrier.arrive(who, phase=use, delay=late)
 
 
-def cluster_wait(cta: Cta, writers: list[Cta], role: str, barrier: Mbarrier, parity: int) -> str:
+def cluster_wait(cta: Peer, writers: Sequence[Peer], role: str, barrier: Mbarrier, parity: int) -> str:
     """What a CTA of a cluster waits on, and for which of ``writers`` (the CTAs that write into
     its slots) when they are late: a deadlock report's line."""
     slot = int(barrier.name.rsplit("[", 1)[1].rstrip("]"))

@@ -22,9 +22,7 @@ from dataclasses import dataclass
 
 import simpy
 
-from tmasim.engine.barrier import Mbarrier
-from tmasim.engine.copy_engine import CopyEngine, Multicast
-from tmasim.engine.cta_cluster import (
+from tmasim.engine.pipeline.cluster import (
     all_copies,
     cluster_wait,
     multicast_mask,
@@ -34,10 +32,12 @@ from tmasim.engine.cta_cluster import (
     remote_arrival,
     self_owner,
 )
+from tmasim.engine.pipeline.stages import StageRing
 from tmasim.engine.program import Copy, Program
 from tmasim.engine.recorder import EPILOGUE, FLIP_EMPTY, WAIT_EMPTY, WAIT_FULL, Recorder
-from tmasim.engine.stages import StageRing
-from tmasim.engine.tensor_core import TensorCore
+from tmasim.engine.sm.barrier import Mbarrier
+from tmasim.engine.sm.copy_engine import CopyEngine, Multicast
+from tmasim.engine.sm.tensor_core import TensorCore
 
 COOPERATIVE, PINGPONG = "cooperative", "pingpong"
 

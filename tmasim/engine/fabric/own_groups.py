@@ -1,18 +1,18 @@
 """The fabric's rate groups in *own form*: when no shared link binds, one group per distinct
 own bound, in rate order, kept from one recomputation to the next.
 
-The full filling (:meth:`~tmasim.engine.fabric.Fabric._water_fill`) rebuilds every group at
+The full filling (:meth:`~tmasim.engine.fabric.model.Fabric._water_fill`) rebuilds every group at
 every recomputation: each class's clock is re-based onto a new group clock, O(active classes)
 however few rates changed. In own form a flow starting or ending re-bounds only its class (and
 the classes sharing a link that went from one class to two or back:
-:mod:`~tmasim.engine.own_bound_order`), so only those move: each joins the group of its new
+:mod:`~tmasim.engine.fabric.own_bound_order`), so only those move: each joins the group of its new
 bound, keeping its own clock; every other class keeps its group and clock. The rates are the
 filling's exactly; the clocks differ from a rebuild's only in float rounding (no re-basing),
 which moves no flow's finishing picosecond in any bundled scenario (checked summary by summary
 and span by span against the full rebuild).
 
 Classes with no own bound (a store's route: L2 and HBM, no port, no cap) get the levels of
-:meth:`~tmasim.engine.own_bound_order.OwnBoundOrder.tail_levels`, one group per level after
+:meth:`~tmasim.engine.fabric.own_bound_order.OwnBoundOrder.tail_levels`, one group per level after
 the own-form groups, rebuilt at each recomputation (they are few, and their rate follows the
 spare capacity every other class leaves).
 
@@ -31,8 +31,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Iterator
 
-from tmasim.engine.flows import FlowClass, RateGroup
-from tmasim.engine.own_bound_order import OwnBoundOrder
+from tmasim.engine.fabric.flows import FlowClass, RateGroup
+from tmasim.engine.fabric.own_bound_order import OwnBoundOrder
 
 Levels = list[tuple[float, list[FlowClass]]]
 

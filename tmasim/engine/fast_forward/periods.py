@@ -13,8 +13,8 @@ after unit, and each time would otherwise simulate one more period after the uni
 
 Kept for the CTAs it was seen with (a grid launch's later waves are other CTAs, whose cluster
 peers the state does not name), and not with 2-SM pairs or ping-pong turns (their states name
-units). With records, a period keeps where its records are in the stream (engine/record_shift.py,
-:class:`~tmasim.engine.record_shift.Recorded`: positions, not a copy) and the jump replays them,
+units). With records, a period keeps where its records are in the stream (engine/fast_forward/record_shift.py,
+:class:`~tmasim.engine.fast_forward.record_shift.Recorded`: positions, not a copy) and the jump replays them,
 moved as far in time and in each CTA's steps as the recurrence is from the period; a period whose
 records name a work unit (an epilogue's, a store's: its number does not move) is not kept.
 """
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tmasim.engine.cta import Cta
-    from tmasim.engine.record_shift import Recorded
+    from tmasim.engine.fast_forward.record_shift import Recorded
+    from tmasim.engine.pipeline.cta import Cta
 
 KEPT = 256  # periods remembered (the oldest is forgotten first): a run visits few configurations
 

@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING
 
 import simpy
 
-from tmasim.engine.barrier import Mbarrier
 from tmasim.engine.event_loop import timeout
 from tmasim.engine.program import Copy
 from tmasim.engine.recorder import ISSUE, STORE, STORE_SPAN, WAIT_EMPTY, Recorder
+from tmasim.engine.sm.barrier import Mbarrier
 
 if TYPE_CHECKING:
-    from tmasim.engine.fabric import Fabric, Link
+    from tmasim.engine.fabric.model import Fabric, Link
 
 
 

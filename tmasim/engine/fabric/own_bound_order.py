@@ -1,6 +1,6 @@
 """The own-bound shortcut kept current event by event, instead of recomputed over every class.
 
-:func:`~tmasim.engine.flows.own_bounds` reads the max-min rates off in one pass when no shared
+:func:`~tmasim.engine.fabric.flows.own_bounds` reads the max-min rates off in one pass when no shared
 link binds: each class freezes at its own bound (its cap, or a link only it crosses), in the
 order (bound, kind, index). That pass costs O(Σ route length) per recomputation, and a chip of
 many SM classes recomputes at every flow start and finish, so the pass dominated such runs.
@@ -35,7 +35,7 @@ import math
 from bisect import bisect_left, insort
 from itertools import count
 
-from tmasim.engine.flows import _ROOM, FlowClass, Link, nearly_full, own_bound, own_keys
+from tmasim.engine.fabric.flows import _ROOM, FlowClass, Link, nearly_full, own_bound, own_keys
 
 Key = tuple[float, int, int, FlowClass]
 

@@ -20,7 +20,7 @@ and the last block's P·V after the loop. ``[turn]``: with ping-pong the two war
 their GEMMs in turn (a named-barrier token, as FA3's ``warp_scheduler_barrier``), so one's
 softmax runs under the other's GEMMs. The SM's tensor cores are one FIFO server shared by the
 CTA's consumers; its vector units (FP32 and multi-function units) are shared by processor
-sharing (:mod:`tmasim.engine.vector_units`): warpgroups with vector work at once split the rate.
+sharing (:mod:`tmasim.engine.sm.vector_units`): warpgroups with vector work at once split the rate.
 
 Cooperative warpgroups without that ordering issue every phase together and share each unit,
 so they move in lockstep and finish each phase together; they are simulated as one consumer
@@ -36,13 +36,13 @@ from collections.abc import Callable, Generator
 
 import simpy
 
-from tmasim.engine.attention_program import AttentionProgram, KvBlock, Mma, VectorWork
-from tmasim.engine.barrier import Mbarrier
-from tmasim.engine.copy_engine import CopyEngine
-from tmasim.engine.cta import Race, Sync
+from tmasim.engine.attention.program import AttentionProgram, KvBlock, Mma, VectorWork
+from tmasim.engine.pipeline.cta import Race, Sync
+from tmasim.engine.pipeline.stages import StageRing
 from tmasim.engine.recorder import Recorder
-from tmasim.engine.stages import StageRing
-from tmasim.engine.tensor_core import TensorCore, VectorUnits
+from tmasim.engine.sm.barrier import Mbarrier
+from tmasim.engine.sm.copy_engine import CopyEngine
+from tmasim.engine.sm.tensor_core import TensorCore, VectorUnits
 
 Wait = Generator[simpy.Event, object, None]
 

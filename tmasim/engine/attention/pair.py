@@ -4,7 +4,7 @@ Two CTAs on two SMs of one cluster (ranks 2i and 2i + 1) cover 2 x BM query rows
 its BM rows of Q, and its rows' S and O in its own Tensor Memory; one MMA instruction of
 M = 2 x 128 spans both SMs' tensor cores. Its B operand is split along N: each CTA loads half
 of every K block (BN / 2 keys) and half of every V block (d_v / 2 columns), so the pair reads
-each K/V block once. As in FA4 (``flash_fwd_sm100.py``, and :mod:`tmasim.engine.cta`'s GEMM
+each K/V block once. As in FA4 (``flash_fwd_sm100.py``, and :mod:`tmasim.engine.pipeline.cta`'s GEMM
 pair):
 
 - each CTA's producer waits on its *own* empty barriers and issues its own Q tile and its own
@@ -27,9 +27,9 @@ from collections.abc import Callable, Generator
 
 import simpy
 
-from tmasim.engine.attention_cta import AttentionCta
-from tmasim.engine.attention_program import Mma, VectorWork
-from tmasim.engine.stages import StageRing
+from tmasim.engine.attention.cta import AttentionCta
+from tmasim.engine.attention.program import Mma, VectorWork
+from tmasim.engine.pipeline.stages import StageRing
 
 Wait = Generator[simpy.Event, object, None]
 

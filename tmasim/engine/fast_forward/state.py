@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 import simpy
 from simpy.events import PENDING, Process
 
-from tmasim.engine.barrier import Mbarrier
-from tmasim.engine.copy_engine import Multicast
+from tmasim.engine.sm.barrier import Mbarrier
+from tmasim.engine.sm.copy_engine import Multicast
 
 if TYPE_CHECKING:
-    from tmasim.engine.fabric import Fabric
+    from tmasim.engine.fabric.model import Fabric
 
 # Free variables of the engine's scheduled callbacks, and what they hold. Only records read
 # ``start`` and ``tile`` (state only when records are kept); a variable not listed makes the

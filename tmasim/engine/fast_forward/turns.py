@@ -1,4 +1,4 @@
-"""Ping-pong warpgroups in the fast-forward's state (engine/fast_forward.py).
+"""Ping-pong warpgroups in the fast-forward's state (engine/fast_forward/jump.py).
 
 Ping-pong consumers take whole work units in turn (``Cta._await_turn``). A warpgroup waiting
 for its turn has not taken its next unit's first step yet: it waits for a unit, whose number a

@@ -1,4 +1,4 @@
-"""Each CTA's part of the fast-forward's state at a cut (engine/fast_forward.py), relative to
+"""Each CTA's part of the fast-forward's state at a cut (engine/fast_forward/jump.py), relative to
 now and to its producer's step: where each of its processes stands and waits, its barriers'
 phases and counts, its slots' release times, who waits for its exit.
 
@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 from simpy.events import PENDING
 
-from tmasim.engine.fast_forward_pairs import follower_consumer_state, leader_state
-from tmasim.engine.fast_forward_state import Opaque
-from tmasim.engine.fast_forward_turns import awaited_unit, turn_wait_state
+from tmasim.engine.fast_forward.pairs import follower_consumer_state, leader_state
+from tmasim.engine.fast_forward.state import Opaque
+from tmasim.engine.fast_forward.turns import awaited_unit, turn_wait_state
 
 if TYPE_CHECKING:
     import simpy
 
-    from tmasim.engine.cta import Cta
-    from tmasim.engine.fast_forward_state import Describer
+    from tmasim.engine.fast_forward.state import Describer
+    from tmasim.engine.pipeline.cta import Cta
 
 
 class CtaStates:

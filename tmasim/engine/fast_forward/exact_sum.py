@@ -1,6 +1,6 @@
 """Exact sums of floats in bounded memory, rounded once at the end.
 
-Fast-forward's cuts (engine/fast_forward.py) split every float counter into one part per cut
+Fast-forward's cuts (engine/fast_forward/jump.py) split every float counter into one part per cut
 and need the exact sum of the parts: equal to :func:`math.fsum` of the list of parts, but
 without the list, which grew by one float per counter per cut (about 45 MB per 500,000 laps).
 

@@ -7,7 +7,7 @@ stops repeating (a unit's last step, its epilogue). So the run can skip whole pe
 
 *Cuts.* When the reference CTA's producer reaches a step that is a multiple of the stage count,
 the run is *cut*: the fabric's float clocks are rebased to zero and float counters are moved
-into exact sums (engine/exact_sum.py: one integer each, whatever the run's length, rounded
+into exact sums (engine/fast_forward/exact_sum.py: one integer each, whatever the run's length, rounded
 once at the end as :func:`math.fsum` of the parts would be), so that equal states hold equal bits.
 Cuts happen whether or not the skip is on, so a run with ``run.fast_forward = false`` computes
 exactly what the fast-forwarded one does, without the skip.
@@ -25,9 +25,9 @@ k·Δ: those steps are dropped from the programs (not yet reached by any process
 gain k times their increase over the period, and CTAs that finish later finish k·Δ later.
 No event is moved; the tail and the drain are simulated in full.
 
-*Known periods.* A period jumped over is kept by its state (engine/fast_forward_periods.py): a
+*Known periods.* A period jumped over is kept by its state (engine/fast_forward/periods.py): a
 later cut in that state, its CTAs on steps of the same kinds, jumps at once (with records, the
-kept period's records are replayed, moved in time and steps: engine/record_shift.py).
+kept period's records are replayed, moved in time and steps: engine/fast_forward/record_shift.py).
 """
 
 from __future__ import annotations
@@ -38,11 +38,12 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
-from tmasim.engine.exact_sum import DISTINCT, ExactSum
-from tmasim.engine.fast_forward_cta import CtaStates
-from tmasim.engine.fast_forward_pairs import unit_names
-from tmasim.engine.fast_forward_periods import Period, Periods
-from tmasim.engine.fast_forward_state import (
+from tmasim.engine.fast_forward.cta import CtaStates
+from tmasim.engine.fast_forward.exact_sum import DISTINCT, ExactSum
+from tmasim.engine.fast_forward.pairs import unit_names
+from tmasim.engine.fast_forward.periods import Period, Periods
+from tmasim.engine.fast_forward.record_shift import Mark, RecordShift
+from tmasim.engine.fast_forward.state import (
     Describer,
     Opaque,
     State,
@@ -52,12 +53,11 @@ from tmasim.engine.fast_forward_state import (
     rebase,
 )
 from tmasim.engine.program import TimedProgram
-from tmasim.engine.record_shift import Mark, RecordShift
 
 if TYPE_CHECKING:
     from tmasim.engine.chip import Chip
-    from tmasim.engine.cta import Cta
-    from tmasim.engine.fabric import Fabric
+    from tmasim.engine.fabric.model import Fabric
+    from tmasim.engine.pipeline.cta import Cta
 
 # Counters the engine only ever adds to: (owner kind, attribute). Ints move by k x their period
 # increase; floats are kept exactly between cuts (FLOAT_COUNTERS).
@@ -265,7 +265,7 @@ class FastForward:
         return _Cut(self.env.now, base, low, self._ints(), sums, records)  # type: ignore[arg-type]
 
     def _lows(self) -> list[int]:
-        """Each CTA's lowest step a process stands on (engine/fast_forward_cta.py)."""
+        """Each CTA's lowest step a process stands on (engine/fast_forward/cta.py)."""
         return self.cta_states.lows(self.ctas)
 
     def _ints(self) -> list[Any]:
