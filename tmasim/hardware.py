@@ -69,6 +69,7 @@ class GpuSpec:
     boost_clock: float = 0.0  # Hz, the part's max boost (for reference; the run assumes clock_hz); 0: not stated
     exp_per_clock: int = 0  # exponentials (MUFU ex2) per clock per SM; 0: not given (attention refuses)
     fp32_per_clock: int = 0  # FP32 FMA results per clock per SM; 0: not given
+    smem_write_bandwidth: float | None = None  # TMA writes after a k-step's MMAs; None: shared (tmasim.operands)
     mma: MmaSpec | None = None  # instruction table; None: a flat tensor_flops rate (ideal machine)
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
@@ -76,8 +77,9 @@ class GpuSpec:
         """Every value within its rules, on every construction (``dataclasses.replace`` included)."""
         for key, (kind, _) in _FIELDS.items():
             attr = "clock_hz" if key == "clock" else key
-            if key != "boost_clock" or self.boost_clock:
-                _check(f"gpu.{key}", kind, getattr(self, attr))
+            value = getattr(self, attr)
+            if (key != "boost_clock" or self.boost_clock) and not (key in _UNSET_ALLOWED and value is None):
+                _check(f"gpu.{key}", kind, value)
         if self.smem_per_cta > self.smem_per_sm:
             raise ScenarioError("gpu.smem_per_cta", fmt.size(self.smem_per_cta),
                                 f"must be <= gpu.smem_per_sm ({fmt.size(self.smem_per_sm)}): "
@@ -134,6 +136,9 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "l2_bandwidth": ("bandwidth", "L2 bandwidth (chip)"),
     "sm_port_bandwidth": ("bandwidth", "ingest bandwidth of one SM from L2"),
     "smem_bandwidth": ("bandwidth", "shared-memory bandwidth of one SM: MMA operand reads, TMA writes, epilogue"),
+    "smem_write_bandwidth": ("bandwidth", "the TMA's writes into one SM's shared memory where they do not overlap "
+                                          "the k-step's MMAs (they follow them); not set: they share "
+                                          "smem_bandwidth with the MMAs' reads (tmasim.operands)"),
     "copy_latency": ("time", "TMA load latency before bytes stream (L2 hit)"),
     "copy_latency_per_kib": ("time", "extra latency per KiB of box"),
     "hbm_latency": ("time", "extra latency of a copy whose bytes come from HBM"),
@@ -167,7 +172,8 @@ _OPTIONAL: dict[str, Any] = {"tma_request_time": "0 ns", "hbm_request_overhead":
                              "gpc_sms": None, "max_cluster_size": 8, "max_cluster_size_opt_in": None,
                              "cluster_arrive_latency": "0 ns", "max_mma_cta_group": 1, "cluster_l2_coalescing": False,
                              "l2_merge_bytes": "0 B", "cluster_l2_merge_bytes": "0 B",
-                             "exp_per_clock": None, "fp32_per_clock": None}
+                             "exp_per_clock": None, "fp32_per_clock": None, "smem_write_bandwidth": None}
+_UNSET_ALLOWED = {"smem_write_bandwidth"}  # None is a value: the mechanism is off
 
 
 

@@ -13,6 +13,7 @@ from tmasim.summary_rows import chip_rows, cluster_rows, share_of_peak, t
 from tmasim.workloads.gemm_config import GemmConfig
 
 if TYPE_CHECKING:
+    from tmasim.hardware import GpuSpec
     from tmasim.scenario import Scenario
 
 BOUND_NAMES = tuple((key, names.bound(key)) for key in ("compute", "smem", "l2", "hbm", "port", "tma",
@@ -83,7 +84,13 @@ def _smem_row(stats: Mapping[str, Any], scenario: Scenario) -> str:
     starved = "; the MMAs issue at its pace, not the tensor cores'" if stats.get("mma_smem_bound") else ""
     return (f"{stats['operands']} ({_SOURCE_WORDS[stats['operands']]}): per k-step MMA reads "
             f"{fmt.size(stats['smem_mma_read_bytes'])} + TMA writes {fmt.size(stats['smem_tma_write_bytes'])}{a_copy} "
-            f"at {fmt.rate(gpu.smem_bandwidth * 1e12)} per SM{starved}")
+            f"at {fmt.rate(gpu.smem_bandwidth * 1e12)} per SM{_writes_after(gpu)}{starved}")
+
+
+def _writes_after(gpu: GpuSpec) -> str:
+    if gpu.smem_write_bandwidth is None:
+        return ""
+    return f" (the writes after the MMAs, at {fmt.rate(gpu.smem_write_bandwidth * 1e12)})"
 
 
 def _cluster_rows(stats: Mapping[str, Any], scenario: Scenario) -> list[tuple[str, str]]:
