@@ -151,7 +151,9 @@ def stats(config: GemmConfig, scenario: Scenario, plan: Plan, res: Residency, ma
     writes, a_once = k_step_smem_traffic(config, layout, scenario.pipeline.mma_cta_group == 2)
     extra.update(operands=config.operands, smem_mma_read_bytes=step.smem_reads, smem_tma_write_bytes=writes,
                  smem_a_copy_bytes=a_once, smem_bytes_per_k_step=k_step_smem_bytes(step.smem_reads, writes, a_once),
-                 mma_smem_bound=step.smem_bound)
+                 mma_smem_bound=step.smem_bound,
+                 smem_write_bytes_per_s=None if scenario.gpu.smem_write_bandwidth is None
+                 else scenario.gpu.smem_write_bandwidth * 1e12)
     extra["efficiency"] = extra["bound_ns"] * 1000 / makespan if makespan else None
     return extra
 

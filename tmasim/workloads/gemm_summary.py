@@ -87,6 +87,11 @@ def _smem_row(stats: Mapping[str, Any], scenario: Scenario) -> str:
             f"at {fmt.rate(gpu.smem_bandwidth * 1e12)} per SM{_writes_after(gpu)}{starved}")
 
 
+def _writes_wait(s: Mapping[str, Any]) -> str:
+    rate = s.get("smem_write_bytes_per_s")
+    return "" if rate is None else f" (the writes wait for the MMAs, then stream at {fmt.rate(rate)})"
+
+
 def _writes_after(gpu: GpuSpec) -> str:
     if gpu.smem_write_bandwidth is None:
         return ""
@@ -140,7 +145,8 @@ def _explain_smem(s: Mapping[str, Any]) -> str:
     extra = f" + {fmt.size(s['smem_a_copy_bytes'])} of A copied out once" if s.get("smem_a_copy_bytes") else ""
     return (f"Shared memory binds: each k-step the MMAs ({s.get('operands')}) read "
             f"{fmt.size(s['smem_mma_read_bytes'])} of operands{starved} and the TMA writes "
-            f"{fmt.size(s['smem_tma_write_bytes'])}{extra} into one SM's shared memory, so the busiest SM needs "
+            f"{fmt.size(s['smem_tma_write_bytes'])}{extra} into one SM's shared memory{_writes_wait(s)}, so the "
+            "busiest SM needs "
             f"{t(s['smem_bound_ns'])} of shared-memory time, more than its {t(s['compute_bound_ns'])} of tensor-core "
             "time; fewer bytes per FLOP (a larger tile, or a 2-SM pair that halves each SM's B) would help.")
 
