@@ -11,7 +11,7 @@ import pytest
 from tmasim.engine.sm.tensor_core import TensorCore
 from tmasim.errors import ScenarioError
 from tmasim.hardware import load_gpu
-from tmasim.operands import instruction_smem_bytes, operand_timing
+from tmasim.operands import instruction_smem_bytes, k_step_smem_hold, operand_timing
 from tmasim.scenario import from_dict
 from tmasim.simulation import simulate
 from tmasim.workloads import gemm
@@ -75,11 +75,13 @@ def test_the_tensor_cores_wait_for_shared_memory_the_slot_release_does_not() -> 
     assert (start, env.now, second) == (0, 120, 150)
 
 
-def test_a_smem_bound_k_step_takes_its_reads_and_writes_at_the_bandwidth() -> None:
-    """128x256x64 bf16: the MMAs read 48 KiB, the TMA writes 48 KiB; 4 x 128.03 cycles of MMA
-    (512 cycles) against 96 KiB at ~124.3 B/cycle (791 cycles): shared memory binds."""
+def test_a_smem_bound_k_step_takes_its_mmas_then_its_writes_on_b200() -> None:
+    """128x256x64 bf16: the MMAs read 48 KiB (396 cycles at ~124.3 B/cycle, inside their own
+    4 x 128.03 cycles), then the TMA's 48 KiB of writes at smem_write_bandwidth (234 cycles at
+    210 B/cycle): 746 cycles a k-step, and shared memory binds."""
     interval = k_step_ps((128, 256, 64))
-    assert interval == pytest.approx(98304 / B200.smem_bandwidth, abs=1)
+    assert interval == pytest.approx(B200.cycles_ps(4 * 128.03) + 49152 / B200.smem_write_bandwidth, abs=2)
+    assert B200.smem_write_bandwidth * 1e12 / B200.clock_hz == pytest.approx(210.0)
     stats = one_cta((128, 256, 64), 32)
     assert stats["binding"] == "smem" and stats["smem_bytes_per_k_step"] == 98304
     assert gemm.explain(stats).startswith("Shared memory binds: each k-step the MMAs (SS) read 48 KiB")
@@ -105,7 +107,18 @@ def test_the_summary_shows_the_operand_source_and_its_shared_memory_traffic() ->
     proc = subprocess.run([sys.executable, "-m", "tmasim.cli", "run", "gemm-b200", "--set", "workload.operands=TS"],
                           capture_output=True, text=True, check=True)
     assert ("shared memory    TS (A from Tensor Memory, B from shared memory): per k-step MMA reads 32 KiB + "
-            "TMA writes 48 KiB + A copied out 16 KiB at 244.2 GB/s per SM") in proc.stdout
+            "TMA writes 48 KiB + A copied out 16 KiB at 244.2 GB/s per SM (the writes after the MMAs, at "
+            "412.6 GB/s)") in proc.stdout
+
+
+def test_without_a_write_bandwidth_the_writes_share_the_mmas_spare_time() -> None:
+    """The shared rule (Hopper, where no pipeline table says otherwise): reads + writes at the
+    bandwidth, less what the MMAs' time covers; with a write bandwidth, the writes follow the MMAs."""
+    bw = 0.125  # bytes per ps
+    assert k_step_smem_hold(49152, 49152, 0, 500_000, bw) == round(98304 / bw) - 500_000
+    assert k_step_smem_hold(49152, 49152, 0, 900_000, bw) == 0  # the MMAs' time covers it all
+    assert k_step_smem_hold(49152, 49152, 0, 500_000, bw, 0.25) == round(49152 / 0.25)
+    assert k_step_smem_hold(8192, 24576, 16384, 100_000, bw, 0.25) == round(24576 / bw) - 100_000 + round(24576 / 0.25)
 
 
 @pytest.mark.parametrize(("gpu", "source", "message"), [

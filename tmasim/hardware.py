@@ -67,8 +67,10 @@ class GpuSpec:
     l2_merge_bytes: int = 0  # pending reads a GPC tracks to merge other clusters' same-address loads; 0: none
     cluster_l2_merge_bytes: int = 0  # the same inside one cluster (with cluster_l2_coalescing); 0: every load merges
     boost_clock: float = 0.0  # Hz, the part's max boost (for reference; the run assumes clock_hz); 0: not stated
+    power_limited_clock: float = 0.0  # Hz, what dense kernels were measured to sustain at the power limit; 0: none
     exp_per_clock: int = 0  # exponentials (MUFU ex2) per clock per SM; 0: not given (attention refuses)
     fp32_per_clock: int = 0  # FP32 FMA results per clock per SM; 0: not given
+    smem_write_bandwidth: float | None = None  # TMA writes after a k-step's MMAs; None: shared (tmasim.operands)
     mma: MmaSpec | None = None  # instruction table; None: a flat tensor_flops rate (ideal machine)
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
@@ -76,8 +78,9 @@ class GpuSpec:
         """Every value within its rules, on every construction (``dataclasses.replace`` included)."""
         for key, (kind, _) in _FIELDS.items():
             attr = "clock_hz" if key == "clock" else key
-            if key != "boost_clock" or self.boost_clock:
-                _check(f"gpu.{key}", kind, getattr(self, attr))
+            value = getattr(self, attr)
+            if (key not in _ZERO_UNSTATED or value) and not (key in _UNSET_ALLOWED and value is None):
+                _check(f"gpu.{key}", kind, value)
         if self.smem_per_cta > self.smem_per_sm:
             raise ScenarioError("gpu.smem_per_cta", fmt.size(self.smem_per_cta),
                                 f"must be <= gpu.smem_per_sm ({fmt.size(self.smem_per_sm)}): "
@@ -102,6 +105,8 @@ class GpuSpec:
         """The clock the run assumed, what it is, and the part's max boost (the summary's line)."""
         what = self.sources.get("clock", "").split(":")[0].split(";")[0].strip()
         boost = f"; max boost {_ghz(self.boost_clock)}" if self.boost_clock else ""
+        if self.power_limited_clock and self.power_limited_clock != self.clock_hz:
+            boost += f"; measured at the power limit: {_ghz(self.power_limited_clock)}, --set gpu.clock={POWER_LIMITED}"
         return _ghz(self.clock_hz) + (f" ({what}{boost})" if what or boost else "")
 
     def cycles_ps(self, cycles: float) -> int:
@@ -120,8 +125,10 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "description": ("text", "what the preset describes"),
     "sms": ("int", "streaming multiprocessors"),
     "clock": ("frequency", "the SM clock the run assumes (values given in cycles are SM cycles at it); "
-                           "presets: the clock tensor-core-heavy kernels sustain under the power limit"),
+                           "each preset says where its clock comes from (power_limited_clock: under the power limit)"),
     "boost_clock": ("frequency", "the part's max boost clock, for reference (the run assumes gpu.clock)"),
+    "power_limited_clock": ("frequency", "the clock dense kernels were measured to sustain at the power limit "
+                                         "(--set gpu.clock=power-limited runs at it); not stated: no measurement"),
     "smem_per_sm": ("size", "shared memory per SM"),
     "smem_per_cta": ("size", "largest shared memory one CTA may use"),
     "smem_reserved_per_cta": ("size", "shared memory the system reserves per CTA"),
@@ -134,6 +141,9 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "l2_bandwidth": ("bandwidth", "L2 bandwidth (chip)"),
     "sm_port_bandwidth": ("bandwidth", "ingest bandwidth of one SM from L2"),
     "smem_bandwidth": ("bandwidth", "shared-memory bandwidth of one SM: MMA operand reads, TMA writes, epilogue"),
+    "smem_write_bandwidth": ("bandwidth", "the TMA's writes into one SM's shared memory where they do not overlap "
+                                          "the k-step's MMAs (they follow them); not set: they share "
+                                          "smem_bandwidth with the MMAs' reads (tmasim.operands)"),
     "copy_latency": ("time", "TMA load latency before bytes stream (L2 hit)"),
     "copy_latency_per_kib": ("time", "extra latency per KiB of box"),
     "hbm_latency": ("time", "extra latency of a copy whose bytes come from HBM"),
@@ -164,10 +174,14 @@ _FIELDS: dict[str, tuple[str, str]] = {
 MMA = "mma"  # optional section: the MMA instruction table (tmasim.mma)
 # Optional fields (a preset written before clusters were modelled still loads): their defaults.
 _OPTIONAL: dict[str, Any] = {"tma_request_time": "0 ns", "hbm_request_overhead": "0 B", "boost_clock": None,
+                             "power_limited_clock": None,
                              "gpc_sms": None, "max_cluster_size": 8, "max_cluster_size_opt_in": None,
                              "cluster_arrive_latency": "0 ns", "max_mma_cta_group": 1, "cluster_l2_coalescing": False,
                              "l2_merge_bytes": "0 B", "cluster_l2_merge_bytes": "0 B",
-                             "exp_per_clock": None, "fp32_per_clock": None}
+                             "exp_per_clock": None, "fp32_per_clock": None, "smem_write_bandwidth": None}
+_UNSET_ALLOWED = {"smem_write_bandwidth"}  # None is a value: the mechanism is off
+_ZERO_UNSTATED = {"boost_clock", "power_limited_clock"}  # 0 Hz: the preset does not state it
+POWER_LIMITED = "power-limited"  # gpu.clock's keyword: run at the preset's power_limited_clock
 
 
 
@@ -245,6 +259,12 @@ def _from_raw(raw: Mapping[str, Any], where: str) -> GpuSpec:
             sources[key] = str(entry.get("source", ""))
             entry = entry["value"]
         values[key] = entry
+    if values["clock"] == POWER_LIMITED:
+        if values.get("power_limited_clock") is None:
+            raise ScenarioError(f"{where}.clock", POWER_LIMITED, "needs a preset that states power_limited_clock "
+                                "(this one has no measurement of it): give a frequency, e.g. 1.6 GHz")
+        values["clock"] = values["power_limited_clock"]
+        sources["clock"] = f"power-limited: {sources.get('power_limited_clock', '')}"
     clock_hz = read.quantity(f"{where}.clock", values["clock"], "frequency")
     parsed = {key: _parse(f"{where}.{key}", kind, values[key], clock_hz) for key, (kind, _) in _FIELDS.items()
               if key in values and values[key] is not None}

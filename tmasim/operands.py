@@ -23,6 +23,16 @@ serves the k-step's TMA writes. That traffic is charged as SMEM time after the s
 (:func:`k_step_smem_hold`): the next k-step's MMAs wait for it, the slot's release does not,
 so a throughput-bound mainloop is bounded by (reads + writes) / bandwidth and a latency-bound
 one, whose SMEM idles between MMAs, is not slowed. Arithmetic on durations, no events.
+
+Where the preset gives ``smem_write_bandwidth`` (B200), the writes do not share the MMAs' time:
+the k-step is bounded by MMA time + writes / ``smem_write_bandwidth``. The one-CTA mainloop
+table (``validation/public/b200/cutlass_mainloop_train.csv``) asks for it: 128x32x128 bf16
+plateaus at 508 cycles a k-step where the shared rule gives 661 (80 KiB of reads and writes at
+124 B per cycle), while 64x128x128 bf16 plateaus at 789, its 512 cycles of MMAs plus its 48 KiB
+of writes at about 177 B per cycle; no single shared bandwidth fits both, MMA time plus writes
+at one rate fits both within 8%. The fitted rate (210 B per cycle) is above the 128 B per cycle
+an SM's SMEM serves, so read it as the share of the writes that hide under the MMAs (about 40%)
+rather than as a port of its own.
 """
 
 from __future__ import annotations
@@ -84,10 +94,18 @@ def k_step_smem_bytes(mma_reads: float, tma_writes: int, a_once: int) -> float:
     return mma_reads + tma_writes + a_once
 
 
-def k_step_smem_hold(smem_bytes: float, mma_ps: int, smem_bandwidth: float) -> int:
-    """Picoseconds the SM's SMEM stays busy after a k-step's MMAs (``mma_ps`` long) with the
-    rest of the step's ``smem_bytes``: what the MMAs' time did not already cover at full
-    bandwidth (an MMA that leaves bandwidth spare lets the writes use it; see module doc)."""
+def k_step_smem_hold(reads: float, writes: int, a_once: int, mma_ps: int, smem_bandwidth: float,
+                     write_bandwidth: float | None = None) -> int:
+    """Picoseconds the SM's SMEM stays busy after a k-step's MMAs (``mma_ps`` long).
+
+    ``write_bandwidth`` None: reads, writes and the A copy share ``smem_bandwidth``, and the
+    writes use what the MMAs' time leaves spare: (all bytes / bandwidth) - MMA time, if positive.
+    ``write_bandwidth`` set (B200, fitted on the one-CTA mainloop table): the TMA's writes do not
+    overlap the MMAs' operand reads; they take ``writes / write_bandwidth`` after them, on top of
+    whatever the reads and the A copy need beyond the MMAs' time (see module doc)."""
     if math.isinf(smem_bandwidth):
         return 0
-    return max(0, round(smem_bytes / smem_bandwidth) - mma_ps)
+    if write_bandwidth is None:
+        return max(0, round((reads + writes + a_once) / smem_bandwidth) - mma_ps)
+    after = max(0, round((reads + a_once) / smem_bandwidth) - mma_ps)
+    return after + (0 if math.isinf(write_bandwidth) else round(writes / write_bandwidth))

@@ -15,7 +15,7 @@ the one place callers import figures from, and writes them (:func:`save`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tmasim.review.plot_gantt import (
     cta_keys,
@@ -54,8 +54,8 @@ def save(fig: Figure, path: Path, *, svg: bool = False) -> list[Path]:
     written = [path]
     try:
         with replacing(path) as tmp:
-            fig.savefig(tmp, format=path.suffix[1:].lower() or None, **({} if path.suffix.lower() == ".svg"
-                                                                          else {"dpi": 150}))
+            dpi: Any = "figure" if path.suffix.lower() == ".svg" else 150
+            fig.savefig(tmp, format=path.suffix[1:].lower() or None, dpi=dpi)
         if svg and path.suffix.lower() != ".svg":
             with replacing(path.with_suffix(".svg")) as tmp:
                 fig.savefig(tmp, format="svg")

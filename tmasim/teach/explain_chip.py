@@ -48,7 +48,11 @@ def chip_resources(result: Result) -> list[Resource]:
             links.append(Resource(names.bound("tma"), stats["tma_bound_ns"] * 1000))
         if "smem_bound_ns" in stats:  # the busiest SM's shared memory: MMA operand reads + TMA writes
             smem = stats["smem_bound_ns"] * 1000
-            links.append(Resource(names.bound("smem"), smem, smem * gpu.smem_bandwidth, gpu.smem_bandwidth * per_s))
+            if gpu.smem_write_bandwidth is None:
+                links.append(Resource(names.bound("smem"), smem, smem * gpu.smem_bandwidth,
+                                      gpu.smem_bandwidth * per_s))
+            else:  # MMAs, then the TMA's writes: a time, not bytes at one rate (tmasim.operands)
+                links.append(Resource(names.bound("smem"), smem))
     else:
         compute = stats["compute_busy_ns"] * 1000 / sms
         per_sm = stats["memory_bytes"] / sms
@@ -71,6 +75,9 @@ def chip_story(result: Result) -> list[str]:
     busiest = {names.bound("port"): " (the busiest SM)", names.bound("tma"): " (the busiest SM's TMA unit)",
                names.bound("compute"): " (the busiest SM's tensor cores)",
                names.bound("latency"): " (bytes in flight over a slot's round trip)"}
+    if scenario.gpu.smem_write_bandwidth is not None:
+        busiest[names.bound("smem")] = (" (the busiest SM's MMAs, then its TMA writes at "
+                                        f"{fmt.rate(scenario.gpu.smem_write_bandwidth * PS_PER_S)})")
     rows = [f"  {r.name:<13} {fmt.time(r.time_ps, 4, zero='none'):>10}" + (
         f"   {fmt.amount(r.nbytes)} at {fmt.rate(r.capacity)}" if r.capacity else "") + busiest.get(r.name, "")
         for r in resources]
@@ -114,8 +121,9 @@ def chip_what_ifs(result: Result, base_dir: Path | None) -> list[str]:
     gpu, base = scenario.gpu, stats["makespan_ps"]
     resources = chip_resources(result)
     binding = max(resources, key=lambda r: r.time_ps)
+    smem_key = "smem" if gpu.smem_write_bandwidth is None else "smem_write"  # what sets the SMEM bound
     field = {names.bound(key): f"{gpu_key}_bandwidth"
-             for key, gpu_key in (("hbm", "hbm"), ("l2", "l2"), ("port", "sm_port"), ("smem", "smem"))}
+             for key, gpu_key in (("hbm", "hbm"), ("l2", "l2"), ("port", "sm_port"), ("smem", smem_key))}
     plans: list[tuple[str, dict[str, Any], str]] = [
         (f"{ordinal(stats['stages'] + 1)} stage", {"pipeline.stages": stats["stages"] + 1},
          f"{binding.name} {names.binds(binding.name)}, not the number of slots")]

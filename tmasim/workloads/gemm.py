@@ -151,7 +151,9 @@ def stats(config: GemmConfig, scenario: ScenarioParts, plan: Plan, res: Residenc
     writes, a_once = k_step_smem_traffic(config, layout, scenario.pipeline.mma_cta_group == 2)
     extra.update(operands=config.operands, smem_mma_read_bytes=step.smem_reads, smem_tma_write_bytes=writes,
                  smem_a_copy_bytes=a_once, smem_bytes_per_k_step=k_step_smem_bytes(step.smem_reads, writes, a_once),
-                 mma_smem_bound=step.smem_bound)
+                 mma_smem_bound=step.smem_bound,
+                 smem_write_bytes_per_s=None if scenario.gpu.smem_write_bandwidth is None
+                 else scenario.gpu.smem_write_bandwidth * 1e12)
     extra["efficiency"] = extra["bound_ns"] * 1000 / makespan if makespan else None
     return extra
 
@@ -176,8 +178,9 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, r
     if setup.pair:  # each CTA holds its A box and half of B; the leader's full barrier counts both CTAs'
         expect = 2 * layout.a.stage_bytes + layout.b.stage_bytes if rank % 2 == 0 else 0
         rows_in += max(0, min(bm, config.m - (row + 1) * bm))  # the leader's MMA covers the pair's rows
-    smem = k_step_smem_bytes(step.smem_reads, *k_step_smem_traffic(config, layout, setup.pair))
-    hold = k_step_smem_hold(smem, step.occupancy, gpu.smem_bandwidth)
+    writes, a_once = k_step_smem_traffic(config, layout, setup.pair)
+    hold = k_step_smem_hold(step.smem_reads, writes, a_once, step.occupancy, gpu.smem_bandwidth,
+                            gpu.smem_write_bandwidth)
     segments = []
     for first_k, count in _k_segments(config):
         k_in = min(bk, config.k - first_k)

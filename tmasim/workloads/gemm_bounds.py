@@ -14,8 +14,8 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
     """The bounds a GEMM cannot beat, from the plan alone, and the one that binds.
 
     compute: the busiest SM's tensor-core time (wave quantization included); smem: the busiest
-    SM's shared-memory time, its MMAs' operand reads and the TMA's writes at ``smem_bandwidth``
-    (never less than its compute; tmasim.operands); hbm and l2: all
+    SM's shared-memory time, its MMAs' operand reads and the TMA's writes (never less than its
+    compute; tmasim.operands); hbm and l2: all
     bytes over each link's bandwidth; port: the busiest SM's bytes over its ingest port; tma:
     the busiest SM's row requests at its TMA unit's request rate;
     latency: the busiest slot of any CTA, whose uses follow one another, each at least one

@@ -13,6 +13,7 @@ from tmasim.summary_rows import chip_rows, cluster_rows, share_of_peak, t
 from tmasim.workloads.gemm_config import GemmConfig
 
 if TYPE_CHECKING:
+    from tmasim.hardware import GpuSpec
     from tmasim.scenario_parts import ScenarioParts
 
 BOUND_NAMES = tuple((key, names.bound(key)) for key in ("compute", "smem", "l2", "hbm", "port", "tma",
@@ -83,7 +84,18 @@ def _smem_row(stats: Mapping[str, Any], scenario: ScenarioParts) -> str:
     starved = "; the MMAs issue at its pace, not the tensor cores'" if stats.get("mma_smem_bound") else ""
     return (f"{stats['operands']} ({_SOURCE_WORDS[stats['operands']]}): per k-step MMA reads "
             f"{fmt.size(stats['smem_mma_read_bytes'])} + TMA writes {fmt.size(stats['smem_tma_write_bytes'])}{a_copy} "
-            f"at {fmt.rate(gpu.smem_bandwidth * 1e12)} per SM{starved}")
+            f"at {fmt.rate(gpu.smem_bandwidth * 1e12)} per SM{_writes_after(gpu)}{starved}")
+
+
+def _writes_wait(s: Mapping[str, Any]) -> str:
+    rate = s.get("smem_write_bytes_per_s")
+    return "" if rate is None else f" (the writes wait for the MMAs, then stream at {fmt.rate(rate)})"
+
+
+def _writes_after(gpu: GpuSpec) -> str:
+    if gpu.smem_write_bandwidth is None:
+        return ""
+    return f" (the writes after the MMAs, at {fmt.rate(gpu.smem_write_bandwidth * 1e12)})"
 
 
 def _cluster_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tuple[str, str]]:
@@ -133,7 +145,8 @@ def _explain_smem(s: Mapping[str, Any]) -> str:
     extra = f" + {fmt.size(s['smem_a_copy_bytes'])} of A copied out once" if s.get("smem_a_copy_bytes") else ""
     return (f"Shared memory binds: each k-step the MMAs ({s.get('operands')}) read "
             f"{fmt.size(s['smem_mma_read_bytes'])} of operands{starved} and the TMA writes "
-            f"{fmt.size(s['smem_tma_write_bytes'])}{extra} into one SM's shared memory, so the busiest SM needs "
+            f"{fmt.size(s['smem_tma_write_bytes'])}{extra} into one SM's shared memory{_writes_wait(s)}, so the "
+            "busiest SM needs "
             f"{t(s['smem_bound_ns'])} of shared-memory time, more than its {t(s['compute_bound_ns'])} of tensor-core "
             "time; fewer bytes per FLOP (a larger tile, or a 2-SM pair that halves each SM's B) would help.")
 
