@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from tmasim import format as fmt
 from tmasim.errors import TmasimError
 from tmasim.review.columns import figure_label, figure_text
+from tmasim.validation.trust import trust_for_row
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -231,7 +232,12 @@ def _verdict(stats: Mapping[str, Any]) -> str:
     if stats.get("valid") is False:
         return f"INVALID RUN: {stats['invalid_reason']}. No time is reported for it; the timeline shows the races."
     races = f" It has {stats['races']} read(s) of a slot before its data landed: a race." if stats.get("races") else ""
-    return f"Takes {_t(stats['makespan_ns'])}. {explain(stats)}{races}"
+    return f"Takes {_t(stats['makespan_ns'])}. {explain(stats)}{races}{_trust(stats)}"
+
+
+def _trust(stats: Mapping[str, Any]) -> str:
+    trust = trust_for_row(stats)
+    return f" Validated: {trust}." if trust else ""
 
 
 def command_line(scenario: Any, overrides: Iterable[str], vary: Iterable[str]) -> str:

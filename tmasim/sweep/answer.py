@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from tmasim import field_roles, names
 from tmasim import format as fmt
+from tmasim.validation.trust import trust_for_row
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -206,6 +207,8 @@ def answer_lines(frame: pd.DataFrame) -> list[str]:
             out += [f"  {line}" for line in lines(found)]
         else:
             out += lines(found)
+    trusts = dict.fromkeys(trust_for_row(found.knee) for found in answers)
+    out += [f"validated: {line}" for line in trusts if line]
     return out
 
 

@@ -20,6 +20,7 @@ from tmasim.teach.explain_broken import explain_failure, explain_invalid
 from tmasim.teach.explain_chip import chip_story, chip_what_ifs
 from tmasim.teach.explain_tiles import tiles_story, tiles_what_ifs
 from tmasim.teach.prose import bullet, paragraph
+from tmasim.validation.trust import trust_for_row
 
 
 def validity(stats: dict[str, Any]) -> tuple[bool, str | None]:
@@ -70,6 +71,9 @@ def explain_result(result: Result, *, base_dir: Path | None = None, what_ifs: bo
     short = _in_short(stats)
     if short:
         lines += ["", paragraph(f"In short: {short}")]
+    trust = trust_for_row(stats) if stats["workload"] != "tiles" else None  # tiles: exact (closed forms)
+    if trust:
+        lines += ["", paragraph(f"How far to trust it: {trust}.")]
     if ifs:
         lines += ["", "What if (each one simulated just now):"] + [bullet(x) for x in ifs]
     return "\n".join(lines)

@@ -1,0 +1,50 @@
+"""Trust beside every prediction: the summary, explain, sweep answers and the report quote how
+well the model did on the validated cases closest to the run, from the committed results."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from tmasim.review import report
+from tmasim.scenario import load
+from tmasim.simulation import simulate
+from tmasim.summary import describe
+from tmasim.sweep import answer
+from tmasim.teach.explain import explain_result
+from tmasim.validation.trust import baseline, trust_for_row
+
+ONE_CTA = ["workload.m=128", "workload.n=128", "workload.k=4096", "workload.tile=[128,128,64]",
+           "pipeline.consumers=1"]
+
+
+def _mainloop_line() -> str:
+    part = baseline()["b200-mainloop"]["all"]
+    return (f"B200 one-CTA mainloop: knee (fewest stages within 2% of the best) right on {part['knee_right']} of "
+            f"{part['sweeps']} tiles (within one stage on {part['knee_within_one']}), mean error "
+            f"{part['mean_error']:.0%}")
+
+
+def test_a_one_cta_b200_gemm_quotes_the_mainloop_figures_everywhere() -> None:
+    result = simulate(load("gemm-b200", ONE_CTA))
+    line = _mainloop_line()
+    assert trust_for_row(result.stats) == line
+    assert f"  validated        {line}" in describe(result.stats, result.scenario).splitlines()
+    assert f"How far to trust it: {line}." in " ".join(explain_result(result, what_ifs=False).split())
+    assert report._verdict(result.stats).endswith(f" Validated: {line}.")
+
+
+def test_a_whole_chip_gemm_says_it_is_not_validated() -> None:
+    assert trust_for_row({"workload": "gemm", "gpu": "h100-sxm", "tiles": 2048}) == (
+        "h100-sxm whole-chip GEMM: not validated against a measured pipeline (tmasim validate public lists what is)")
+    assert trust_for_row({"workload": "tiles", "gpu": "ideal", "tiles": 4}).startswith(
+        "tiles of given load and compute times: exact against the closed forms")
+    assert trust_for_row({"makespan_ns": 1.0}) is None  # a row that names no workload and preset
+
+
+def test_the_sweep_answer_ends_with_the_knee_points_trust_once() -> None:
+    rows = [{"pipeline.stages": s, "makespan_ns": t, "status": "ok", "workload": "gemm", "gpu": "b200", "tiles": 1,
+             "smem_per_cta_bytes": 1024 * s, "ctas_per_sm": 1, "binding": "latency"}
+            for s, t in ((2, 300.0), (3, 200.0), (4, 199.0))]
+    text = answer.answer_lines(pd.DataFrame(rows))
+    assert text[-1] == f"validated: {_mainloop_line()}"
+    assert sum(line.startswith("validated:") for line in text) == 1
