@@ -108,6 +108,12 @@ def chip_story(result: Result) -> list[str]:
         text += (" Too few bytes are in flight: each SM's stages x box over a copy's round trip is "
                  "below what the links could carry (Little's law); more stages or bigger boxes help.")
     lines += ["", paragraph(text)]
+    if stats.get("tma_boxes_per_k_step"):
+        lines += ["", paragraph(
+            f"TMA: each k-step is {stats['tma_boxes_per_k_step']} TMA instructions (boxes of A {stats['tma_a_box']}, "
+            f"B {stats['tma_b_box']}, rows x elements; {stats['swizzle']} swizzle), each with its issue cost, and "
+            f"{stats['tma_requests_per_k_step']} row requests through the TMA unit (one per box row of at most "
+            "128 B); --set workload.swizzle=none|32B|64B|128B compares box shapes.")]
     lines += ["", paragraph(
         f"Residency: {fmt.size(stats['smem_per_cta_bytes'])} of shared memory per CTA, "
         f"{stats['ctas_per_sm']} CTA(s) per SM (limited by {stats['residency_limit']}). Stalls: consumers "
@@ -135,6 +141,9 @@ def chip_what_ifs(result: Result, base_dir: Path | None) -> list[str]:
     elif math.isfinite(rate):
         plans.append((f"twice the {name} bandwidth", {f"gpu.{field[name]}": f"{rate:.6g} B/s"},
                       f"{name} is not what binds"))
+    if binding.name == names.bound("tma") and stats.get("swizzle") not in (None, "none"):
+        plans.append(("16-byte boxes (no swizzle)", {"workload.swizzle": "none"},
+                      "the boxes' shape is not what binds"))
     if gpu.copy_latency > 1:
         plans.append(("halving the copy latency", {"gpu.copy_latency": f"{gpu.copy_latency // 2} ps"},
                       "the latency is already hidden"))
