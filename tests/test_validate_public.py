@@ -92,3 +92,15 @@ def test_the_readme_quotes_the_committed_figures():
               f"{base['all']['knee_within_one']}")
     for text in quoted:
         assert text in readme, text
+
+
+def test_without_the_repositorys_tables_validate_public_is_a_one_line_error(monkeypatch, tmp_path, capsys) -> None:
+    """An installed package has no validation/ folder: say where the tables were looked for."""
+    from tmasim.cli import main
+    from tmasim.validation import pipelines
+
+    monkeypatch.setattr(pipelines, "PUBLIC", tmp_path / "validation" / "public")
+    assert main(["validate", "public"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "validate public: the public tables are not at" in err and "run it from a checkout" in err
+    assert "\n" not in err

@@ -16,6 +16,9 @@ RATCHET_KEYS = ("knee_right", "knee_within_one")
 def handle(args: argparse.Namespace) -> int:
     from tmasim.validation import pipelines
 
+    if not pipelines.PUBLIC.is_dir():
+        raise TmasimError(f"validate public: the public tables are not at {pipelines.PUBLIC} (they ship with the "
+                          "repository, not with the package): run it from a checkout of tmasim")
     results = {t.name: pipelines.validate(t, jobs=args.jobs) for t in pipelines.TABLES}
     results.update(pipelines.shape_checks())
     if args.update_baseline:
