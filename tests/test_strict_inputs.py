@@ -1,0 +1,86 @@
+"""Inputs read strictly, one case per input: the command line's one- or two-line error (exit 2,
+naming the field, the value and the rule) and the Python API's tmasim error, never a traceback,
+a silent default or a run of something else."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from tmasim.cli import main
+from tmasim.errors import ResourceError, ScenarioError, TmasimError
+from tmasim.fields import Distribution
+from tmasim.scenario import load
+from tmasim.sweep import run_sweep
+
+
+def one_line_error(capsys: pytest.CaptureFixture[str], argv: list[str], code: int = 2) -> str:
+    assert main(argv) == code
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert out == "" and 1 <= len(lines) <= 2 and lines[0].startswith("tmasim: error: "), err
+    return err
+
+
+# ------------------------------------------------------------------------------ the Python API
+
+
+@pytest.mark.parametrize(("option", "value"), [("zip_", "no"), ("progress", "no"), ("allow_large", "no"),
+                                               ("allow_large", 1), ("zip_", None)])
+def test_run_sweep_switches_take_booleans_only(option, value):
+    with pytest.raises(TmasimError, match=rf"^run_sweep: {option}={str(value)!r} must be True or False$"):
+        run_sweep("reference", [], ["pipeline.stages=1,2"], **{"progress": False, option: value})
+
+
+@pytest.mark.parametrize(("option", "value"), [("max_points", "10"), ("max_seconds", -1.0),
+                                               ("max_points", float("nan")), ("max_seconds", True)])
+def test_run_sweep_limits_are_numbers_or_none(option, value):
+    with pytest.raises(TmasimError, match=rf"^run_sweep: {option}=.* must be a number >= 0, or None for no limit$"):
+        run_sweep("reference", [], ["pipeline.stages=1,2"], progress=False, **{option: value})
+
+
+def test_run_sweep_applies_the_command_lines_point_limit_by_default():
+    with pytest.raises(ResourceError, match=r"^sweep: 10,001 points to run, over 10,000: "):
+        run_sweep("reference", [], {"run.seed": range(10_001)}, progress=False)
+
+
+@pytest.mark.parametrize(("vary", "message"), [
+    ([None], "--vary: None must be a string like FIELD=V1,V2"),
+    ([3], "--vary: 3 must be a string like FIELD=V1,V2"),
+    ({None: [1, 2]}, "--vary: None is not a field name like pipeline.stages"),
+])
+def test_run_sweep_vary_of_the_wrong_type_is_a_scenario_error(vary, message):
+    with pytest.raises(ScenarioError) as err:
+        run_sweep("reference", [], vary, progress=False)
+    assert str(err.value).startswith(message)
+
+
+@pytest.mark.parametrize(("kind", "params", "message"), [
+    ("normal", None, "workload: None must give mean, std for dist = 'normal'"),
+    ("normal", [("mean", 1), ("std", 1)], "workload: [('mean', 1), ('std', 1)] must give mean, std"),
+    ("normal", (("mean",),), "workload: (('mean',),) must give mean, std"),
+    (["normal"], (("mean", 1), ("std", 1)), "workload.dist: ['normal'] must be one of normal, lognormal"),
+    ("normal", (("mean", -5), ("std", 1)), "workload.mean: -5"),
+])
+def test_a_distribution_of_bad_parts_is_a_scenario_error(kind, params, message):
+    with pytest.raises(ScenarioError) as err:
+        Distribution(kind, params)
+    assert str(err.value).startswith(message)
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("l2_bandwidth", 1e-30, "gpu.l2_bandwidth: '1e-30 TB/s' must be at least 1 B/s"),
+    ("hbm_bandwidth", 5e-13, "gpu.hbm_bandwidth: '5e-13 TB/s' must be at least 1 B/s"),
+    ("sm_port_bandwidth", float("nan"), "gpu.sm_port_bandwidth: nan"),
+])
+def test_replace_on_a_gpu_refuses_what_set_refuses(field, value, message):
+    gpu = load("gemm-h100").gpu
+    with pytest.raises(ScenarioError) as err:
+        dataclasses.replace(gpu, **{field: value})
+    assert str(err.value).startswith(message)
+
+
+def test_the_same_slow_bandwidth_is_one_line_on_the_command_line(capsys):
+    err = one_line_error(capsys, ["run", "gemm-h100", "--set", "gpu.l2_bandwidth=1e-30 TB/s"])
+    assert "gpu.l2_bandwidth: '1e-30 TB/s' must be at least 1 B/s (1e-12 TB/s)" in err
