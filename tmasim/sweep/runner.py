@@ -102,8 +102,9 @@ def _check_switches(**switches: object) -> None:
 
 def _check_limits(**limits: object) -> None:
     for name, value in limits.items():
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if value is not None and not (number and value >= 0 and value == value):  # NaN is no limit
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:  # NaN is no limit
             raise TmasimError(f"run_sweep: {name}={str(value)[:40]!r} must be a number >= 0, or None for no limit")
 
 
