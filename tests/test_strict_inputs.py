@@ -84,3 +84,24 @@ def test_replace_on_a_gpu_refuses_what_set_refuses(field, value, message):
 def test_the_same_slow_bandwidth_is_one_line_on_the_command_line(capsys):
     err = one_line_error(capsys, ["run", "gemm-h100", "--set", "gpu.l2_bandwidth=1e-30 TB/s"])
     assert "gpu.l2_bandwidth: '1e-30 TB/s' must be at least 1 B/s (1e-12 TB/s)" in err
+
+
+# ------------------------------------------------------------------------------ limits before work
+
+
+def test_report_is_under_the_sweeps_point_limit_and_writes_nothing(capsys, tmp_path):
+    seeds = ",".join(map(str, range(10_001)))
+    err = one_line_error(capsys, ["report", "reference", "--vary", f"run.seed={seeds}", "--out", str(tmp_path / "r")])
+    assert "sweep: 10,001 points to run, over 10,000: " in err and err.strip().endswith("add --yes to run them")
+    assert not (tmp_path / "r").exists()
+
+
+def test_report_refuses_a_base_run_past_the_limits_before_its_sweep(capsys, tmp_path, monkeypatch):
+    from tmasim.sweep import runner
+
+    monkeypatch.setattr(runner, "plan_sweep", lambda *a, **k: pytest.fail("the sweep was planned"))
+    err = one_line_error(capsys, ["report", "reference", "--set", "workload.tiles=10000000", "--set",
+                                  "run.fast_forward=false", "--vary", "pipeline.stages=1,2",
+                                  "--out", str(tmp_path / "r")])
+    assert err.startswith("tmasim: error: run: ") and "over the limit of 5.0 min" in err and "add --yes" in err
+    assert not (tmp_path / "r").exists()
