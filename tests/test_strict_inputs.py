@@ -105,3 +105,28 @@ def test_report_refuses_a_base_run_past_the_limits_before_its_sweep(capsys, tmp_
                                   "--out", str(tmp_path / "r")])
     assert err.startswith("tmasim: error: run: ") and "over the limit of 5.0 min" in err and "add --yes" in err
     assert not (tmp_path / "r").exists()
+
+
+LONG = ["workload.tiles=10000000", "workload.load=1 s", "workload.compute=1 s"]
+TOO_LONG = ("workload.tiles: 10000000 makes the run take at least 1e+07 s of simulated time (one CTA's work, one "
+            "step after another): must be at most 9.22e+06 s (about 106 days; the engine counts picoseconds in "
+            "64 bits)")
+
+
+def test_a_run_past_the_engines_picosecond_range_is_refused_at_plan_time(capsys):
+    err = one_line_error(capsys, ["run", "reference", *(f"--set={s}" for s in LONG)])
+    assert TOO_LONG in err
+
+
+def test_the_same_point_in_a_sweep_is_an_invalid_row_with_the_same_message(tmp_path):
+    frame = run_sweep("reference", LONG[1:], ["workload.tiles=10000000,4"], progress=False)
+    assert frame["status"].tolist() == ["invalid", "ok"]
+    assert frame["error"][0].startswith(TOO_LONG)
+
+
+def test_the_floor_is_the_copy_engines_work_when_loads_are_the_longer():
+    from tmasim.simulation import simulate
+
+    with pytest.raises(ScenarioError, match=r"^workload.tiles: 9300000 makes the run take at least 9.3e\+06 s"):
+        simulate(load("reference", ["workload.tiles=9300000", "workload.load=1 s", "workload.compute=1 ns",
+                                    "run.records=false"]))
