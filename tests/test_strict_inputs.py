@@ -130,3 +130,18 @@ def test_the_floor_is_the_copy_engines_work_when_loads_are_the_longer():
     with pytest.raises(ScenarioError, match=r"^workload.tiles: 9300000 makes the run take at least 9.3e\+06 s"):
         simulate(load("reference", ["workload.tiles=9300000", "workload.load=1 s", "workload.compute=1 ns",
                                     "run.records=false"]))
+
+
+# ------------------------------------------------------------------------------ what the user wrote
+
+
+@pytest.mark.parametrize(("setting", "line"), [
+    ("workload.load=1 s", "  changed: workload.load 3 µs → 1 s"),
+    ("workload.load=3 ns", "  changed: workload.load 3 µs → 3 ns"),
+    ("workload.load=3 ms", "  changed: workload.load 3 µs → 3 ms"),
+    ("workload.load=2 us", "  changed: workload.load 3 µs → 2 µs"),
+])
+def test_the_changed_line_shows_the_old_value_in_a_unit_it_reads_in(setting, line):
+    from tmasim.summary import header
+
+    assert header(load("reference", [setting]), unicode=True)[1] == line
