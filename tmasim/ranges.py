@@ -88,7 +88,7 @@ def _serial_floor(program: Any) -> int:
     if load is not None and compute is not None:  # typed times (tiles): the copy engine and the tensor core
         return max(_total(load), _total(compute))
     units = getattr(program, "units", None)
-    if units:
+    if units and all(hasattr(unit, "segments") for unit in units):  # attention's units keep no segments
         return sum(segment.steps * segment.compute for unit in units for segment in unit.segments)
     step_compute = getattr(program, "compute", None)
     if step_compute is None:
@@ -133,13 +133,22 @@ def _epilogue(epilogue: Epilogue, gpu: Any) -> None:
 
 
 def _copy(copy: Copy, gpu: Any) -> None:
-    _within("gpu.copy_latency", gpu, copy.latency, "a copy's latency")
+    _within(_latency_field(copy, gpu), gpu, copy.latency, "a copy's latency")
     links = (("gpu.sm_port_bandwidth", gpu.sm_port_bandwidth, copy.memory_bytes),
              ("gpu.l2_bandwidth", gpu.l2_bandwidth, copy.memory_bytes),
              ("gpu.hbm_bandwidth", gpu.hbm_bandwidth, copy.memory_bytes * copy.hbm_fraction))
     for field, bandwidth, nbytes in links:
         if nbytes and bandwidth != float("inf"):
             _within(field, gpu, nbytes / bandwidth, f"a {fmt.amount(nbytes)} copy's transfer")
+
+
+def _latency_field(copy: Copy, gpu: Any) -> str:
+    """The field that makes most of a copy's latency: the base, the part per KiB of the box, or
+    HBM's (where the copy misses L2)."""
+    parts = {"gpu.copy_latency": gpu.copy_latency,
+             "gpu.copy_latency_per_kib": gpu.copy_latency_per_kib * copy.smem_bytes / 1024,
+             "gpu.hbm_latency": gpu.hbm_latency * copy.hbm_fraction}
+    return max(parts, key=lambda field: parts[field])
 
 
 def _within(field: str, gpu: Any, ps: float, what: str) -> None:
