@@ -55,7 +55,8 @@ def value_text(value: Any, unicode: bool | None = None) -> str:
     quantity = _quantity(value, None)
     if quantity is not None:
         return _in_unit(quantity[1], quantity[0], _unit(quantity[0], abs(quantity[1])), unicode, _digits(value))
-    return str(value)
+    text = str(value)
+    return text if text.isprintable() else repr(value)  # the changed: line stays one line
 
 
 # A quantity's kind as tmasim.units reads it -> (tmasim.format's kind, factor to its base unit).
