@@ -145,3 +145,59 @@ def test_the_changed_line_shows_the_old_value_in_a_unit_it_reads_in(setting, lin
     from tmasim.summary import header
 
     assert header(load("reference", [setting]), unicode=True)[1] == line
+
+
+@pytest.mark.parametrize(("setting", "message"), [
+    ("workload.box=[257,64]", "workload.box[0]: 257 must be between 1 and 256 elements (a TMA box's rule)"),
+    ("workload.box=[64,257]", "workload.box[1]: 257 must be between 1 and 256 elements (a TMA box's rule)"),
+    ("workload.box=[64,1]", "workload.box[1]: 1 × 2 bytes (bf16) = 2 bytes must be a multiple of 16"),
+    ("workload.shape=[1,1]", "workload.shape: [1, 1] makes a stride of 2 bytes between the rows of shape[1:] "
+                             "(1 × 2 bytes, bf16): a TMA tensor's strides must be a multiple of 16 bytes"),
+])
+def test_box_and_shape_errors_name_the_scenarios_field_and_index(capsys, setting, message):
+    err = one_line_error(capsys, ["run", "stream-h100", "--set", setting])
+    assert err.strip() == f"tmasim: error: {message}" or message in err
+    assert "box_dims" not in err and "global_strides_bytes" not in err
+
+
+def test_a_stride_of_a_3d_shape_names_the_inner_extents(capsys):
+    err = one_line_error(capsys, ["run", "stream-h100", "--set", "workload.shape=[4,4,4]", "--set",
+                                  "workload.box=[4,4,4]"])
+    assert "workload.shape: [4, 4, 4] makes a stride of 8 bytes between the rows of shape[2:] (4 × 2 bytes" in err
+
+
+@pytest.mark.parametrize(("name", "setting", "field"), [
+    ("gemm-h100", "gpu.copy_latency_per_kib=0.5 s",
+     "gpu.copy_latency_per_kib: '0.5 s' makes a copy's latency take 8 s"),
+    ("stream-h100", "gpu.copy_latency_per_kib=0.5 s", "gpu.copy_latency_per_kib: '0.5 s' makes a copy's latency"),
+    ("gemm-h100", "gpu.copy_latency=1 s", "gpu.copy_latency: '1 s' makes a copy's latency take"),
+])
+def test_a_latency_out_of_range_names_the_field_that_makes_it(capsys, name, setting, field):
+    assert field in one_line_error(capsys, ["run", name, "--set", setting])
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (2, 1), (1, 2), (4, 1), (1, 4)])
+@pytest.mark.parametrize("multicast", ["a", "b", "both"])
+def test_a_multicast_suggestion_is_one_that_passes(shape, multicast):
+    import re
+
+    from tmasim.cluster import check_multicast
+
+    try:
+        check_multicast(multicast, shape)
+    except ScenarioError as err:
+        suggested = re.search(r"\(use '(\w+)'", str(err))
+        assert suggested is not None and suggested[1] != multicast, err
+        check_multicast(suggested[1], shape)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["run", "reference", "--set", "name=a\x1b[31mb"],
+     r"name: 'a\x1b[31mb' must not contain control characters (it has '\x1b' at position 1)"),
+    (["run", "reference", "--set", "description=ring\x07"], r"description: 'ring\x07' must not contain"),
+    (["run", "reference", "--set", "work\x1bload.tiles=3"], r"'work\x1bload': {'tiles': 3} is not a known field"),
+    (["run", "ref\x1b"], r"scenario: 'ref\x1b' is not a file or a bundled scenario"),
+])
+def test_control_characters_are_shown_escaped_never_printed(capsys, argv, message):
+    err = one_line_error(capsys, argv)
+    assert message in err and "\x1b" not in err and "\x07" not in err
