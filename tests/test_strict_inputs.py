@@ -201,3 +201,31 @@ def test_a_multicast_suggestion_is_one_that_passes(shape, multicast):
 def test_control_characters_are_shown_escaped_never_printed(capsys, argv, message):
     err = one_line_error(capsys, argv)
     assert message in err and "\x1b" not in err and "\x07" not in err
+
+
+# ------------------------------------------------------------------------------ values read strictly
+
+
+@pytest.fixture(scope="module")
+def small_sweep(tmp_path_factory: pytest.TempPathFactory):
+    out = tmp_path_factory.mktemp("sweep") / "s.csv"
+    run_sweep("reference", [], ["pipeline.stages=1,2"], out=out, progress=False)
+    return out
+
+
+@pytest.mark.parametrize(("title", "near"), [("$x^$", "'x^'"), ("$\\undefinedcmd$ and $y$", "'\\\\undefinedcmd'")])
+def test_a_plot_title_with_math_text_matplotlib_cannot_parse_is_one_line(capsys, small_sweep, tmp_path, title, near):
+    err = one_line_error(capsys, ["plot", str(small_sweep), "--title", title, "--out", str(tmp_path / "p.png")])
+    assert f"--title: {title!r} has math text matplotlib cannot draw (at {near})" in err
+    assert not (tmp_path / "p.png").exists()
+
+
+@pytest.mark.parametrize("title", ["cost in $", "a $x^2$ b", "price \\$5 and \\$6"])
+def test_a_plot_title_that_parses_is_drawn(capsys, small_sweep, tmp_path, title):
+    assert main(["plot", str(small_sweep), "--title", title, "--out", str(tmp_path / "p.png")]) == 0
+    assert (tmp_path / "p.png").stat().st_size > 0
+
+
+def test_a_scenario_name_that_is_not_math_text_is_drawn_as_written(capsys, tmp_path):
+    assert main(["run", "reference", "--set", "name=$x^$", "--out", str(tmp_path / "o")]) == 0
+    assert (tmp_path / "o" / "gantt.png").stat().st_size > 0

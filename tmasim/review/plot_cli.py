@@ -122,6 +122,7 @@ def handle_plot(args: argparse.Namespace) -> int:
     out = args.out
     if out is not None and out.suffix.lower() not in ("", ".png", ".svg"):
         raise TmasimError(f"--out: {str(out)!r} must end in .png or .svg (or have no suffix: .png is added)")
+    check_title(args.title)
     result = load_result(args.result)
     if args.kind is None:
         args.kind = default_kind(result, args)
@@ -138,6 +139,24 @@ def handle_plot(args: argparse.Namespace) -> int:
         raise TmasimError(f"--out: cannot write {str(out)!r} ({err.strerror or err})") from None
     print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
     return 0
+
+
+def check_title(title: str) -> None:
+    """Math text (``$...$``) that matplotlib cannot parse would fail only when the figure is
+    saved, with the parser's traceback: refused first, in one line."""
+    from matplotlib import cbook
+
+    if not title or not cbook.is_math_text(title):
+        return
+    from matplotlib.mathtext import MathTextParser
+
+    try:
+        MathTextParser("path").parse(title, 72)
+    except ValueError as err:
+        lines = str(err).splitlines()
+        where = f" (at {lines[1].strip()[:40]!r})" if len(lines) > 1 and lines[1].strip() else ""
+        raise TmasimError(f"--title: {title[:80]!r} has math text matplotlib cannot draw{where}; fix the $...$ part "
+                          "or write a plain dollar sign as \\$") from None
 
 
 def load_result(path: Path) -> LoadedResult:
