@@ -229,3 +229,26 @@ def test_a_plot_title_that_parses_is_drawn(capsys, small_sweep, tmp_path, title)
 def test_a_scenario_name_that_is_not_math_text_is_drawn_as_written(capsys, tmp_path):
     assert main(["run", "reference", "--set", "name=$x^$", "--out", str(tmp_path / "o")]) == 0
     assert (tmp_path / "o" / "gantt.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize(("cells", "counts"), [
+    (["nan", "nan"], "2 rows: 2 empty or not a number, 0 infinite, 0 zero or negative"),
+    (["inf", "-inf"], "2 rows: 0 empty or not a number, 2 infinite, 0 zero or negative"),
+    (["-5", "0"], "2 rows: 0 empty or not a number, 0 infinite, 2 zero or negative"),
+    (["nan", "inf", "-5"], "3 rows: 1 empty or not a number, 1 infinite, 1 zero or negative"),
+])
+def test_validate_with_no_usable_measured_cell_says_so_in_one_line(capsys, tmp_path, cells, counts):
+    table = tmp_path / "m.csv"
+    table.write_text("stages,kernel_ns\n" + "".join(f"{i + 1},{c}\n" for i, c in enumerate(cells)))
+    err = one_line_error(capsys, ["validate", str(table), "--map", "stages=pipeline.stages", "--measure",
+                                  "kernel_ns", "--out", str(tmp_path / "v")])
+    assert f"--measure kernel_ns: no row has a finite positive number in that column ({counts})" in err
+    assert not (tmp_path / "v").exists()
+
+
+def test_validate_leaves_out_an_infinite_cell_and_compares_the_rest(capsys, tmp_path):
+    table = tmp_path / "m.csv"
+    table.write_text("stages,kernel_ns\n1,inf\n2,20000\n")
+    assert main(["validate", str(table), "--map", "stages=pipeline.stages", "--measure", "kernel_ns",
+                 "--out", str(tmp_path / "v")]) == 0
+    assert "MAPE 15.00% over 1 points" in capsys.readouterr().out
