@@ -252,3 +252,9 @@ def test_validate_leaves_out_an_infinite_cell_and_compares_the_rest(capsys, tmp_
     assert main(["validate", str(table), "--map", "stages=pipeline.stages", "--measure", "kernel_ns",
                  "--out", str(tmp_path / "v")]) == 0
     assert "MAPE 15.00% over 1 points" in capsys.readouterr().out
+
+
+def test_the_apis_default_point_limit_is_the_command_lines():
+    from tmasim.sweep import command, runner
+
+    assert runner.MAX_POINTS == command.BIG_SWEEP == 10_000

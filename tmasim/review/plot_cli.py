@@ -406,7 +406,7 @@ def build_report(scenario: str | Path | None, overrides: Sequence[str] = (), var
     from tmasim.simulation import estimate as run_estimate
     from tmasim.simulation import simulate
     from tmasim.sweep import estimate, run_sweep
-    from tmasim.sweep.command import BIG_SWEEP
+    from tmasim.sweep.runner import MAX_POINTS
 
     report.check_out(out)  # before minutes of simulation, not after
     limits = budget.command_line(yes)
@@ -416,7 +416,7 @@ def build_report(scenario: str | Path | None, overrides: Sequence[str] = (), var
     if vary:  # the sweep's limits and the base run's, both before either runs
         budget.check(run_estimate(base), dataclasses.replace(limits, notify=None))
         table = run_sweep(scenario, overrides, vary, jobs=jobs, progress=False,
-                          max_points=None if yes else BIG_SWEEP, max_seconds=None if yes else estimate.LIMIT_SECONDS,
+                          max_points=None if yes else MAX_POINTS, max_seconds=None if yes else estimate.LIMIT_SECONDS,
                           allow_large=yes, notify=limits.notify)
     result = simulate(base, record_bandwidth=True, limits=limits)
     point = report.chosen_point(table) if table is not None else None

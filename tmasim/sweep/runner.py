@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from tmasim import scenario as scenarios
 from tmasim.errors import TmasimError
 from tmasim.sweep import estimate, lock, table
-from tmasim.sweep.command import BIG_SWEEP
 from tmasim.sweep.executors import EXECUTORS, started
 from tmasim.sweep.points import Outcome, Task
 from tmasim.sweep.spec import Point, SweepPlan, plan_sweep, read_base, scenario_name
@@ -23,11 +22,12 @@ if TYPE_CHECKING:
 
 Base = str | Path | Mapping[str, Any] | None
 Vary = Sequence[str] | Mapping[str, Iterable[Any]]
+MAX_POINTS = 10_000  # points left to run past which a sweep is refused by default (the command line's, without --yes)
 
 
 def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip_: bool = False, jobs: int = 1,
               out: str | Path | None = None, executor: str = "local", scheduler: str | None = None,
-              progress: bool = True, max_points: int | None = BIG_SWEEP,
+              progress: bool = True, max_points: int | None = MAX_POINTS,
               max_seconds: float | None = estimate.LIMIT_SECONDS, allow_large: bool = False,
               notify: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Simulate every point of a sweep and return its table (one row per point, in point order).
@@ -40,7 +40,7 @@ def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip
 
     Before any point runs its time is estimated from the plans of a few points
     (:mod:`tmasim.sweep.estimate`): past ``max_points`` points left to run or ``max_seconds`` the
-    sweep is refused (by default the command line's limits: :data:`BIG_SWEEP` points and
+    sweep is refused (by default the command line's limits: :data:`MAX_POINTS` points and
     :data:`tmasim.sweep.estimate.LIMIT_SECONDS`; ``None`` lifts each, as ``--yes`` does), and a
     long one is announced through ``notify``. A point past a run's own limits (:mod:`tmasim.budget`)
     is an ``invalid`` row unless ``allow_large``. A second sweep on the same ``out`` while one runs is refused (see
