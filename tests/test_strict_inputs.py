@@ -92,7 +92,8 @@ def test_the_same_slow_bandwidth_is_one_line_on_the_command_line(capsys):
 def test_report_is_under_the_sweeps_point_limit_and_writes_nothing(capsys, tmp_path):
     seeds = ",".join(map(str, range(10_001)))
     err = one_line_error(capsys, ["report", "reference", "--vary", f"run.seed={seeds}", "--out", str(tmp_path / "r")])
-    assert "sweep: 10,001 points to run, over 10,000: " in err and err.strip().endswith("add --yes to run them")
+    assert "sweep: 10,001 points to run, over 10,000: " in err
+    assert err.strip().endswith("add --yes (or pass max_points=None from Python) to run them")
     assert not (tmp_path / "r").exists()
 
 
