@@ -56,11 +56,13 @@ def test_change_text():
     assert Change("pipeline.consumers", None, 2, "set").text(unicode=False) == "pipeline.consumers (default) -> 2"
     assert Change("workload.tile", [128, 256, 64], [128, 128, 64], "set").text(True) == \
         "workload.tile [128, 256, 64] → [128, 128, 64]"
-    assert Change("workload.load", "3 us", "4 ns", "set").text(True) == "workload.load 3 µs → 0.004 µs"
+    assert Change("workload.load", "3 us", "4 ns", "set").text(True) == "workload.load 3 µs → 4 ns"
+    assert Change("workload.load", "3 us", "1 s", "set").text(True) == "workload.load 3 µs → 1 s"
+    assert Change("workload.load", "3 us", "7 us", "set").text(True) == "workload.load 3 µs → 7 µs"
     assert Change("workload.load", "3us", "4 us", "set").text(False) == "workload.load 3 us -> 4 us"
     assert Change("gpu.hbm_bandwidth", "3.35 TB/s", "unlimited", "file").text(True) == \
         "gpu.hbm_bandwidth 3.35 TB/s → unlimited"
-    assert Change("gpu.l2_size", "50 MiB", "512 KiB", "set").text(True) == "gpu.l2_size 50 MiB → 0.5 MiB"
+    assert Change("gpu.l2_size", "50 MiB", "512 KiB", "set").text(True) == "gpu.l2_size 50 MiB → 512 KiB"
 
 
 def test_changed_line_keeps_the_unit_of_the_old_value():

@@ -66,9 +66,11 @@ def check_multicast(multicast: str, shape: tuple[int, int], cluster: tuple[int, 
     M of ``cluster``)."""
     cx, cy = shape
     what = f"pipeline.cluster = [{', '.join(map(str, cluster or shape))}]" + (" (CTA pairs)" if cluster else "")
+    fits = default_multicast(shape)  # the most this shape shares: a suggestion that passes
     if multicast in ("a", "both") and cy == 1:
         raise ScenarioError("workload.multicast", multicast,
-                            f"shares A along N, but {what} has one along N (use 'b', or a cluster with CY > 1)")
+                            f"shares A along N, but {what} has one along N (use '{fits}', or a cluster with CY > 1)")
     if multicast in ("b", "both") and cx == 1:
         raise ScenarioError("workload.multicast", multicast,
-                            f"shares B along M, but {what} has one along M (use 'a', or a cluster with more along M)")
+                            f"shares B along M, but {what} has one along M (use '{fits}', or a cluster with more "
+                            "along M)")

@@ -180,12 +180,15 @@ class Distribution:
     where: str = dataclasses.field(default="workload", compare=False)  # the field, for messages
 
     def __post_init__(self) -> None:
-        names = DISTRIBUTIONS.get(self.kind)
+        names = DISTRIBUTIONS.get(self.kind) if isinstance(self.kind, str) else None
         if names is None:
             raise ScenarioError(f"{self.where}.dist", self.kind, f"must be one of {', '.join(DISTRIBUTIONS)}")
-        given = tuple(name for name, _ in self.params)
+        pairs = isinstance(self.params, tuple) and all(isinstance(p, tuple) and len(p) == 2 for p in self.params)
+        given = tuple(name for name, _ in self.params) if pairs else None
         if given != names:
-            raise ScenarioError(self.where, dict(self.params), f"must give {', '.join(names)} for dist = {self.kind!r}")
+            shown = dict(self.params) if pairs else self.params
+            raise ScenarioError(self.where, shown, f"must give {', '.join(names)} for dist = {self.kind!r} (as "
+                                "(name, picoseconds) pairs, in that order)")
         for name, ps in self.params:
             checked_time(f"{self.where}.{name}", ps, positive=name not in ("std", "low"))
         if self.kind == "uniform" and self.params[1][1] < self.params[0][1]:

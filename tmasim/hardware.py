@@ -285,6 +285,9 @@ _INT_LIMITS = {"sms": (1, 4096), "max_ctas_per_sm": (1, 1024), "max_threads_per_
                "max_mma_cta_group": (1, 2), "exp_per_clock": (0, 2**16), "fp32_per_clock": (0, 2**16)}
 
 
+MIN_BANDWIDTH = 1e-12  # bytes per ps: 1 B/s; slower, one byte would take longer than any typed time
+
+
 def _check(name: str, kind: str, value: Any) -> None:
     """A parsed value (engine units) within the rules of its kind."""
     if kind == "text":
@@ -304,6 +307,9 @@ def _check(name: str, kind: str, value: Any) -> None:
     elif kind == "bandwidth":
         if value != math.inf:
             read.checked_quantity(name, value)
+            if value < MIN_BANDWIDTH:
+                raise ScenarioError(name, f"{value:.4g} TB/s", "must be at least 1 B/s (1e-12 TB/s): one byte "
+                                                               "within 1 s, the engine's range of times")
     elif kind == "bool":
         read.boolean(name, value)
     elif kind == "int_list":

@@ -60,6 +60,49 @@ def _steps(programs: Any, gpu: Any, field: str, limit: int = 4096) -> None:
             _epilogue(last, gpu)
 
 
+MAX_TOTAL_PS = 2**63 - 1  # the engine's clock and every record's times are 64-bit picoseconds
+PARTIAL_STEPS = 100_000  # a program read step by step: its first steps' compute, a floor all the same
+
+
+def check_total(plan: Plan, scenario: Scenario) -> None:
+    """The run's simulated time within the engine's 64-bit picoseconds, from the plan: at least
+    the serial work of its longest CTA (its compute, one step after another; a tiles run's
+    copies too, one after another on the copy engine). Past it, a run would die late (after
+    minutes and gigabytes of records) in the engine's arithmetic; a sweep point would be an
+    error row. Refused here instead, the same way for both."""
+    longest = max(plan.programs, key=lambda program: int(getattr(program, "steps", 0)), default=None)
+    if longest is None:
+        return
+    floor = _serial_floor(longest)
+    if floor > MAX_TOTAL_PS:
+        workload = scenario.workload
+        field, value = ("workload.tiles", workload.tiles) if hasattr(workload, "tiles") else \
+            ("workload", getattr(workload, "kind", "?"))
+        raise ScenarioError(field, value, f"makes the run take at least {_seconds(floor)} of simulated time (one "
+                            f"CTA's work, one step after another): must be at most {_seconds(MAX_TOTAL_PS)} "
+                            "(about 106 days; the engine counts picoseconds in 64 bits); give fewer or shorter steps")
+
+
+def _serial_floor(program: Any) -> int:
+    load, compute = getattr(program, "load", None), getattr(program, "compute_ps", None)
+    if load is not None and compute is not None:  # typed times (tiles): the copy engine and the tensor core
+        return max(_total(load), _total(compute))
+    units = getattr(program, "units", None)
+    if units and all(hasattr(unit, "segments") for unit in units):  # attention's units keep no segments
+        return sum(segment.steps * segment.compute for unit in units for segment in unit.segments)
+    step_compute = getattr(program, "compute", None)
+    if step_compute is None:
+        return 0
+    return sum(step_compute(step) for step in range(min(int(getattr(program, "steps", 0)), PARTIAL_STEPS)))
+
+
+def _total(times: Any) -> int:
+    value, size = getattr(times, "value", None), getattr(times, "size", None)
+    if isinstance(value, int) and isinstance(size, int):  # one value for every step (engine.program.Repeat)
+        return value * size
+    return int(sum(times))
+
+
 def compute_field(scenario: Scenario) -> str:
     """Where a tensor-core step's time comes from: the MMA table's cycles at the clock, or the
     flat rate of an ideal machine."""
@@ -90,13 +133,22 @@ def _epilogue(epilogue: Epilogue, gpu: Any) -> None:
 
 
 def _copy(copy: Copy, gpu: Any) -> None:
-    _within("gpu.copy_latency", gpu, copy.latency, "a copy's latency")
+    _within(_latency_field(copy, gpu), gpu, copy.latency, "a copy's latency")
     links = (("gpu.sm_port_bandwidth", gpu.sm_port_bandwidth, copy.memory_bytes),
              ("gpu.l2_bandwidth", gpu.l2_bandwidth, copy.memory_bytes),
              ("gpu.hbm_bandwidth", gpu.hbm_bandwidth, copy.memory_bytes * copy.hbm_fraction))
     for field, bandwidth, nbytes in links:
         if nbytes and bandwidth != float("inf"):
             _within(field, gpu, nbytes / bandwidth, f"a {fmt.amount(nbytes)} copy's transfer")
+
+
+def _latency_field(copy: Copy, gpu: Any) -> str:
+    """The field that makes most of a copy's latency: the base, the part per KiB of the box, or
+    HBM's (where the copy misses L2)."""
+    parts = {"gpu.copy_latency": gpu.copy_latency,
+             "gpu.copy_latency_per_kib": gpu.copy_latency_per_kib * copy.smem_bytes / 1024,
+             "gpu.hbm_latency": gpu.hbm_latency * copy.hbm_fraction}
+    return max(parts, key=lambda field: parts[field])
 
 
 def _within(field: str, gpu: Any, ps: float, what: str) -> None:

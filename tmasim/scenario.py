@@ -48,6 +48,8 @@ class Scenario:
     def __post_init__(self) -> None:
         read.text("name", self.name)
         read.text("description", self.description)
+        _printable("name", self.name, "")
+        _printable("description", self.description, "\n\t")
         for name, kind in (("gpu", GpuSpec), ("pipeline", Pipeline), ("run", RunOptions)):
             if not isinstance(getattr(self, name), kind):
                 _unchecked(name, getattr(self, name))
@@ -84,6 +86,15 @@ def require_scenario(value: Any, caller: str) -> Scenario:
 def _unchecked(name: str, value: Any) -> None:
     raise ScenarioError(name, type(value).__name__, "is not a checked configuration (build it with "
                         "tmasim.load_scenario or tmasim's configuration dataclasses)")
+
+
+def _printable(field: str, text: str, allowed: str) -> None:
+    """A name is printed in summaries, titles and file headers: a control character (a terminal
+    escape, a bell) would act rather than show, so it is refused, shown escaped."""
+    bad = next((c for c in text if not c.isprintable() and c not in allowed), None)
+    if bad is not None:
+        raise ScenarioError(field, text, f"must not contain control characters (it has {bad!r} at position "
+                                         f"{text.index(bad)})")
 
 
 def load(source: str | Path | None = None, overrides: Iterable[str] | Mapping[str, Any] = ()) -> Scenario:

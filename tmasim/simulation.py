@@ -175,6 +175,7 @@ def _check_plan(scenario: Scenario, plan: Plan) -> None:
                                 "one copy's bytes")
     field = getattr(workload_of(scenario.workload), "compute_field", None)  # optional for a workload
     ranges.check_plan(plan, scenario, field(scenario.workload, scenario) if field else ranges.compute_field(scenario))
+    ranges.check_total(plan, scenario)
 
 
 def _check_used(scenario: Scenario, res: Residency) -> None:

@@ -27,7 +27,8 @@ class Change:
     """One field whose value differs from where it came from.
 
     Old and new are written in the same form: quantities through :mod:`tmasim.format` in one
-    unit (``workload.load 3 µs → 4 µs``), a value in cycles also as a time at the GPU's clock
+    unit (``workload.load 3 µs → 4 µs``), or each in its own where one is under one of the
+    other's unit (``3 µs → 1 s``, never ``0 s → 1 s``), a value in cycles also as a time at the GPU's clock
     when the other side is a time (``450 cycles (229 ns) → 0 ns``), tables as tables."""
 
     field: str
@@ -54,7 +55,8 @@ def value_text(value: Any, unicode: bool | None = None) -> str:
     quantity = _quantity(value, None)
     if quantity is not None:
         return _in_unit(quantity[1], quantity[0], _unit(quantity[0], abs(quantity[1])), unicode, _digits(value))
-    return str(value)
+    text = str(value)
+    return text if text.isprintable() else repr(value)  # the changed: line stays one line
 
 
 # A quantity's kind as tmasim.units reads it -> (tmasim.format's kind, factor to its base unit).
@@ -93,6 +95,9 @@ def _pair(before: Any, after: Any, clock_hz: float | None, unicode: bool | None)
         return value_text(before, unicode), value_text(after, unicode)
     unit = _unit(a[0], max(abs(a[1]), abs(b[1])))
     digits = max(_digits(before), _digits(after))
+    if any(0 < abs(q[1]) < unit[0] for q in (a, b)):  # under one of the larger's unit: each in its own
+        return (_in_unit(a[1], a[0], _unit(a[0], abs(a[1])), unicode, digits) + a[2],
+                _in_unit(b[1], b[0], _unit(b[0], abs(b[1])), unicode, digits) + b[2])
     return (_in_unit(a[1], a[0], unit, unicode, digits) + a[2], _in_unit(b[1], b[0], unit, unicode, digits) + b[2])
 
 

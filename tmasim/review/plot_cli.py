@@ -8,6 +8,7 @@ cause (a kind that does not fit the result, a missing column, a run without reco
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -94,6 +95,10 @@ def register_report(subparsers: Any) -> argparse.ArgumentParser:
     report.add_argument("--jobs", type=int, default=1, metavar="N", help="worker processes for the sweep")
     report.add_argument("--first-tiles", type=tile_count, default=None, metavar="N",
                         help="zoom the Gantt chart to the first N tiles of every CTA (default: automatic)")
+    report.add_argument("--yes", action="store_true",
+                        help="run a sweep of more than 10,000 points or estimated to take over 15 min, and runs past "
+                             "a run's limits (without it, such work is refused with its estimate, as in `tmasim "
+                             "sweep` and `tmasim run`)")
     report.set_defaults(handler=handle_report)
     return report
 
@@ -117,6 +122,7 @@ def handle_plot(args: argparse.Namespace) -> int:
     out = args.out
     if out is not None and out.suffix.lower() not in ("", ".png", ".svg"):
         raise TmasimError(f"--out: {str(out)!r} must end in .png or .svg (or have no suffix: .png is added)")
+    check_title(args.title)
     result = load_result(args.result)
     if args.kind is None:
         args.kind = default_kind(result, args)
@@ -133,6 +139,24 @@ def handle_plot(args: argparse.Namespace) -> int:
         raise TmasimError(f"--out: cannot write {str(out)!r} ({err.strerror or err})") from None
     print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
     return 0
+
+
+def check_title(title: str) -> None:
+    """Math text (``$...$``) that matplotlib cannot parse would fail only when the figure is
+    saved, with the parser's traceback: refused first, in one line."""
+    from matplotlib import cbook
+
+    if not title or not cbook.is_math_text(title):
+        return
+    from matplotlib.mathtext import MathTextParser
+
+    try:
+        MathTextParser("path").parse(title, 72)
+    except ValueError as err:
+        lines = str(err).splitlines()
+        where = f" (at {lines[1].strip()[:40]!r})" if len(lines) > 1 and lines[1].strip() else ""
+        raise TmasimError(f"--title: {title[:80]!r} has math text matplotlib cannot draw{where}; fix the $...$ part "
+                          "or write a plain dollar sign as \\$") from None
 
 
 def load_result(path: Path) -> LoadedResult:
@@ -363,32 +387,43 @@ def default_out(result: LoadedResult, kind: str) -> Path:
 
 def handle_report(args: argparse.Namespace) -> int:
     index = build_report(args.scenario, args.overrides, args.vary, args.out, jobs=args.jobs,
-                         first_tiles=args.first_tiles)
+                         first_tiles=args.first_tiles, yes=args.yes)
     print(f"wrote {index}", file=sys.stderr)
     return 0
 
 
 def build_report(scenario: str | Path | None, overrides: Sequence[str] = (), vary: Sequence[str] = (),
-                 out: str | Path = "report", *, jobs: int = 1, first_tiles: int | None = None) -> Path:
+                 out: str | Path = "report", *, jobs: int = 1, first_tiles: int | None = None,
+                 yes: bool = False) -> Path:
     """Run what the report shows (the scenario with records on; the sweep if fields vary), then
-    let :func:`tmasim.review.report.write_report` draw ``out/index.html`` from the results."""
+    let :func:`tmasim.review.report.write_report` draw ``out/index.html`` from the results.
+
+    Under the limits of ``tmasim run`` and ``tmasim sweep`` (points, estimated time and memory),
+    checked before anything runs; ``yes`` lifts them, as ``--yes`` does."""
+    from tmasim import budget
     from tmasim import scenario as scenarios
     from tmasim.review import report
+    from tmasim.simulation import estimate as run_estimate
     from tmasim.simulation import simulate
+    from tmasim.sweep import estimate, run_sweep
+    from tmasim.sweep.runner import MAX_POINTS
 
     report.check_out(out)  # before minutes of simulation, not after
+    limits = budget.command_line(yes)
     shown = scenarios.load(scenario, overrides)
-    result = simulate(scenarios.load(scenario, [*overrides, "run.records=true"]), record_bandwidth=True)
+    base = scenarios.load(scenario, [*overrides, "run.records=true"])
     table, chosen = None, None
-    if vary:
-        from tmasim.sweep import run_sweep
-
-        table = run_sweep(scenario, overrides, vary, jobs=jobs, progress=False)
-        point = report.chosen_point(table)
-        if point is not None:  # the timeline a review looks at: the knee's, not the base scenario's
-            label, changes = point
-            chosen = label, simulate(scenarios.load(scenario, [*overrides, *changes, "run.records=true"]),
-                                     record_bandwidth=True)
+    if vary:  # the sweep's limits and the base run's, both before either runs
+        budget.check(run_estimate(base), dataclasses.replace(limits, notify=None))
+        table = run_sweep(scenario, overrides, vary, jobs=jobs, progress=False,
+                          max_points=None if yes else MAX_POINTS, max_seconds=None if yes else estimate.LIMIT_SECONDS,
+                          allow_large=yes, notify=limits.notify)
+    result = simulate(base, record_bandwidth=True, limits=limits)
+    point = report.chosen_point(table) if table is not None else None
+    if point is not None:  # the timeline a review looks at: the knee's, not the base scenario's
+        label, changes = point
+        chosen = label, simulate(scenarios.load(scenario, [*overrides, *changes, "run.records=true"]),
+                                 record_bandwidth=True, limits=limits)
     written = scenarios.source_text(scenario)
     if written is not None and overrides:
         written = "".join(f"# --set {o}\n" for o in overrides) + "# changes this file, as written:\n" + written

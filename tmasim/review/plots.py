@@ -53,6 +53,7 @@ def save(fig: Figure, path: Path, *, svg: bool = False) -> list[Path]:
         raise write_error("--out", path, err) from None
     written = [path]
     try:
+        literal_where_unparsable(fig)
         with replacing(path) as tmp:
             dpi: Any = "figure" if path.suffix.lower() == ".svg" else 150
             fig.savefig(tmp, format=path.suffix[1:].lower() or None, dpi=dpi)
@@ -63,3 +64,22 @@ def save(fig: Figure, path: Path, *, svg: bool = False) -> list[Path]:
     finally:
         plt.close(fig)
     return written
+
+
+def literal_where_unparsable(fig: Figure) -> None:
+    """A text with ``$`` pairs that is not math text matplotlib can parse (a scenario named
+    ``cost $x^$``) is drawn as written instead of failing the save with the parser's error
+    (``plot --title`` is checked before, with its own message)."""
+    from matplotlib import cbook
+    from matplotlib.mathtext import MathTextParser
+    from matplotlib.text import Text
+
+    parser = MathTextParser("path")
+    for text in fig.findobj(Text):
+        content = text.get_text()
+        if not cbook.is_math_text(content):
+            continue
+        try:
+            parser.parse(content, 72)
+        except ValueError:
+            text.set_parse_math(False)

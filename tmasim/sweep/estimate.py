@@ -72,9 +72,10 @@ def check(plan: SweepPlan, todo: Sequence[Point], jobs: int, *, max_points: int 
     what = (f"sweep: {len(todo):,} points to run", f"{budget.about(seconds)} with --jobs {jobs} (from the plans "
             f"of {sampled} of them{slow})")
     if max_points is not None and len(todo) > max_points:
-        raise ResourceError(f"{what[0]}, over {max_points:,}: {what[1]}; add --yes to run them")
+        raise ResourceError(f"{what[0]}, over {max_points:,}: {what[1]}; add --yes (or pass max_points=None from "
+                            "Python) to run them")
     if max_seconds is not None and seconds >= max_seconds:
-        raise ResourceError(f"{what[0]}, {what[1]}, over the limit of {budget.duration(max_seconds)}; add --yes to "
-                            "run them (finished points are kept if you stop it)")
+        raise ResourceError(f"{what[0]}, {what[1]}, over the limit of {budget.duration(max_seconds)}; add --yes (or "
+                            "pass max_seconds=None from Python) to run them (finished points are kept if you stop it)")
     if seconds >= NOTE_SECONDS and notify is not None:
         notify(f"tmasim: note: a long {what[0]}, {what[1]}")

@@ -22,12 +22,14 @@ if TYPE_CHECKING:
 
 Base = str | Path | Mapping[str, Any] | None
 Vary = Sequence[str] | Mapping[str, Iterable[Any]]
+MAX_POINTS = 10_000  # points left to run past which a sweep is refused by default (the command line's, without --yes)
 
 
 def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip_: bool = False, jobs: int = 1,
               out: str | Path | None = None, executor: str = "local", scheduler: str | None = None,
-              progress: bool = True, max_points: int | None = None, max_seconds: float | None = None,
-              allow_large: bool = False, notify: Callable[[str], None] | None = None) -> pd.DataFrame:
+              progress: bool = True, max_points: int | None = MAX_POINTS,
+              max_seconds: float | None = estimate.LIMIT_SECONDS, allow_large: bool = False,
+              notify: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Simulate every point of a sweep and return its table (one row per point, in point order).
 
     ``base`` is a scenario file, a bundled scenario's name or a raw scenario dict; ``overrides``
@@ -38,9 +40,10 @@ def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip
 
     Before any point runs its time is estimated from the plans of a few points
     (:mod:`tmasim.sweep.estimate`): past ``max_points`` points left to run or ``max_seconds`` the
-    sweep is refused (the command line's ``--yes`` lifts both), and a long one is announced through
-    ``notify``. A point past a run's own limits (:mod:`tmasim.budget`) is an ``invalid`` row
-    unless ``allow_large``. A second sweep on the same ``out`` while one runs is refused (see
+    sweep is refused (by default the command line's limits: :data:`MAX_POINTS` points and
+    :data:`tmasim.sweep.estimate.LIMIT_SECONDS`; ``None`` lifts each, as ``--yes`` does), and a
+    long one is announced through ``notify``. A point past a run's own limits (:mod:`tmasim.budget`)
+    is an ``invalid`` row unless ``allow_large``. A second sweep on the same ``out`` while one runs is refused (see
     :mod:`tmasim.sweep.lock`).
 
     ``executor="dask"`` without ``scheduler`` starts a local Dask cluster whose workers are
@@ -48,8 +51,10 @@ def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip
     ``if __name__ == "__main__":``, as for any spawned multiprocessing.
     """
     _check_options(jobs, executor, scheduler)
+    _check_switches(zip_=zip_, progress=progress, allow_large=allow_large)
+    _check_limits(max_points=max_points, max_seconds=max_seconds)
     plan = plan_sweep(base, overrides, vary, zip_, max_points=_grid_limit(out, max_points))
-    task = Task(plan.base_raw, plan.base_dir, allow_large=bool(allow_large))
+    task = Task(plan.base_raw, plan.base_dir, allow_large=allow_large)
     store = SweepStore(Path(out), plan) if out is not None else None
     if store is not None:
         store.check_writable()
@@ -79,11 +84,28 @@ def _grid_limit(out: str | Path | None, max_points: int | None) -> int | None:
     if out is None or max_points is None:
         return max_points
     path = Path(out)
+    if not path.name:  # '.', '/': refused as a file name by the store, with its own message
+        return max_points
     earlier = (path, path.with_name(path.name + ".partial.jsonl"))
     try:
         return None if any(p.exists() for p in earlier) else max_points
     except OSError:
         return max_points
+
+
+def _check_switches(**switches: object) -> None:
+    """``zip_="no"`` must not zip, nor ``allow_large="no"`` lift the limits: True or False only."""
+    for name, value in switches.items():
+        if not isinstance(value, bool):
+            raise TmasimError(f"run_sweep: {name}={str(value)[:40]!r} must be True or False")
+
+
+def _check_limits(**limits: object) -> None:
+    for name, value in limits.items():
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:  # NaN is no limit
+            raise TmasimError(f"run_sweep: {name}={str(value)[:40]!r} must be a number >= 0, or None for no limit")
 
 
 def _check_options(jobs: int, executor: str, scheduler: str | None) -> None:

@@ -128,6 +128,8 @@ def parse_axes(vary: Sequence[str] | Mapping[str, Iterable[Any]], zipped: bool =
 
 def parse_vary(item: str) -> Axis:
     """``FIELD=V1,V2,...``: values split on top-level commas, each read like a ``--set`` value."""
+    if not isinstance(item, str):
+        raise ScenarioError("--vary", item, f"must be a string like {VARY_EXAMPLE}")
     name, sep, text = item.partition("=")
     name = name.strip()
     if not sep or not _is_dotted_name(name):
@@ -137,7 +139,7 @@ def parse_vary(item: str) -> Axis:
 
 
 def _axis_from_values(name: str, values: Iterable[Any]) -> Axis:
-    if not _is_dotted_name(name):
+    if not isinstance(name, str) or not _is_dotted_name(name):
         raise ScenarioError("--vary", name, "is not a field name like pipeline.stages")
     if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
         raise ScenarioError(f"--vary {name}", values, "must be a list of values")

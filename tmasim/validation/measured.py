@@ -150,13 +150,19 @@ def _usable_backend_rows(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
 def group_points(frame: pd.DataFrame, keys: Sequence[str], measure: str, factor: float) -> pd.DataFrame:
     """One row per point: its key columns, the median measured value (in the predicted figure's
     unit), how many repeats it had, and its first ``run_id`` if the table has one."""
+    import numpy as np
     import pandas as pd
 
     values = pd.to_numeric(frame[measure], errors="coerce") * factor
     work = frame.assign(_measured=values)
-    work = work[work["_measured"].notna() & (work["_measured"] > 0)]
+    usable = values.notna() & np.isfinite(values) & (values > 0)
+    work = work[usable]
     if work.empty:
-        raise TmasimError(f"--measure {measure}: no row has a positive number in that column")
+        missing, infinite = int(values.isna().sum()), int(np.isinf(values).sum())
+        below = len(values) - missing - infinite
+        raise TmasimError(f"--measure {measure}: no row has a finite positive number in that column "
+                          f"({len(values)} rows: {missing} empty or not a number, {infinite} infinite, "
+                          f"{below} zero or negative)")
     grouped = work.groupby(list(keys), sort=False, dropna=False)
     points = grouped["_measured"].agg(["median", "size"]).reset_index()
     points = points.rename(columns={"median": "measured", "size": "repeats"})

@@ -29,7 +29,7 @@ from tmasim import l2, names
 from tmasim.descriptor import ELEMENT_BYTES, TensorDescriptor
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Copy, Segment, Unit, UnitProgram
-from tmasim.errors import ScenarioError
+from tmasim.errors import DescriptorError, ScenarioError
 from tmasim.hardware import GpuSpec
 from tmasim.residency import Residency, residency
 from tmasim.summary_rows import chip_rows, t
@@ -98,7 +98,27 @@ class StreamConfig:
         for d in dims[:-1]:
             extent *= d
             strides.append(extent)
-        return TensorDescriptor(self.dtype, dims, tuple(strides), tuple(reversed(self.box)))
+        try:
+            return TensorDescriptor(self.dtype, dims, tuple(strides), tuple(reversed(self.box)))
+        except DescriptorError as err:
+            raise self._as_written(err) from None
+
+    def _as_written(self, err: DescriptorError) -> DescriptorError:
+        """A descriptor's rule in the scenario's words: ``box_dims[0]`` (innermost first) is
+        ``workload.box[1]`` of a 2-D box; a row stride is what the shape's inner extents make."""
+        name, _, index = err.field.partition("[")
+        rank = len(self.shape)
+        i = int(index.rstrip("]")) if index.rstrip("]").isdigit() else -1
+        if name in ("box_dims", "global_dims") and 0 <= i < rank:
+            field = "workload.box" if name == "box_dims" else "workload.shape"
+            return DescriptorError(f"{field}[{rank - 1 - i}]", err.value, f"{err.rule} (a TMA box's rule)")
+        if name == "global_strides_bytes" and 0 <= i < rank - 1:
+            inner = " × ".join(map(str, self.shape[rank - 1 - i:]))
+            return DescriptorError("workload.shape", list(self.shape),
+                                   f"makes a stride of {err.value} bytes between the rows of shape[{rank - 1 - i}:] "
+                                   f"({inner} × {ELEMENT_BYTES[self.dtype]} bytes, {self.dtype}): a TMA tensor's "
+                                   f"strides {err.rule}")
+        return err
 
 
 def parse(raw: Mapping[str, Any]) -> StreamConfig:
