@@ -36,14 +36,15 @@ Where P·V reads P from registers (Hopper's wgmma RS), the conversion is a phase
 (:func:`convert_work`): FA3's loop (``hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp``, ``fwd_step``)
 writes P_j into the registers that P·V_{j-1} reads as its A operand, so it converts only after
 ``warpgroup_wait<0>`` (P·V_{j-1} complete), then rescales O (``rescale_o`` after the conversion
-for head dim <= 128, ``RescaleOBeforeGemm`` false): status derived (the order read from the
-source). Alone on idle units it costs the same; what changes is that it no longer runs under
+for head dim <= 128: ``RescaleOBeforeGemm = kHeadDim > 128 && ...``; above it FA3 rescales O
+inside its turn, before issuing P·V, which the model does not follow): status derived. Alone
+on idle units it costs the same; what changes is that it no longer runs under
 P·V_{j-1}, so it lengthens the warpgroup's chain between its S_j and its next turn.
 
-What FA3's own ablation implies (Shah et al. 2024, Table 2, d128, seqlen 8k, 16 heads: 661
-TFLOP/s in full, 582 without the softmax pipelining inside a warpgroup, 570 without warp
-specialization): in this CTA's order, removing the overlap inside a warpgroup lengthens a
-warpgroup's chain by its S GEMM (704 cycles for 64 x 176 x 128), and it can only cost 12% if
+What FA3's own ablation implies (Shah et al. 2024, the pipelining ablation: head dim 128, seqlen
+about 8k, fp16: 661 TFLOP/s in full, 582 without the GEMM-softmax pipelining inside a warpgroup,
+570 without warp specialization): in this CTA's order, removing the overlap inside a warpgroup
+lengthens a warpgroup's chain by its S GEMM (704 cycles for 64 x 176 x 128), and it can only cost 12% if
 that chain (S, the softmax from S_j done to the next issue, P·V) binds rather than the tensor
 cores. Solving 661 and 582 for a 64 x 176 block at 1.83 GHz gives a softmax phase of about
 2700-3500 cycles against the 1300 these counts and rates give (MUFU 708 + row max 236 + P 352):
