@@ -26,7 +26,10 @@ clock at 1.83 GHz); compare/minimum/maximum 64 (half the FP32 rate: ``MINMAX_SHA
 conversions 16 (``CONVERT_PER_CLOCK``, the guide's "all other type conversions"). The last two
 are the table as read before, not re-checked against the cc 9.0 column in this change: treat
 them as datasheet values to confirm. Whether F2FP shares MUFU's port is not documented:
-assumed apart. Issue: one warp
+assumed apart. The FP32 rate is two 16-lane pipes per sub-partition (FMA heavy and lite) and the
+tensor pipe dispatches apart from them (NVIDIA's developer forum, "separate CUDA core pipeline for
+FP16 and FP32", GH100: "Shared pipe handles Tensor and FP64 operations", the FMA pipes as GA10x):
+so the softmax's FP32 and MUFU work and the tensor cores' run side by side, as modelled. Issue: one warp
 instruction per clock per scheduler, four schedulers an SM (the guide's SM description for cc
 9.0/10.0): 128 thread-instructions per clock (``ISSUE_PER_CLOCK``), shared by every
 instruction above (the wgmma issue, a few instructions per 64 x N x 16 step, is left out:
@@ -63,8 +66,11 @@ from __future__ import annotations
 from tmasim.engine.attention.program import VectorWork
 from tmasim.hardware import GpuSpec
 
-MINMAX_SHARE = 0.5  # FMNMX at 64 per clock per SM against FP32's 128 (CUDA guide, cc 9.0): derived
-CONVERT_PER_CLOCK = 16  # F2FP per clock per SM (CUDA guide, cc 9.0, conversions): datasheet
+# Status of each count: "datasheet, not re-checked" = the CUDA guide's throughput table as read
+# before; its cc 9.0 column could not be retrieved again in the change that split the conversion.
+MINMAX_SHARE = 0.5  # FMNMX at 64 a clock per SM, FP32's 128 (guide, compare/min/max): datasheet, not re-checked
+CONVERT_PER_CLOCK = 16  # F2FP per clock per SM (guide, "all other type conversions"): datasheet, not re-checked;
+# its unit apart from MUFU and the FP32 pipe: assumed
 ISSUE_PER_CLOCK = 128  # 4 schedulers x 1 warp instruction (32 threads) per clock: datasheet
 SHUFFLE_CYCLES = 30  # one SHFL round trip and its FMNMX, dependent: assumed
 REDUCE_ROUNDS = 2  # the quad all-reduce: 4 threads share a row (Allreduce<4>): derived
