@@ -107,9 +107,9 @@ def convert_work(gpu: GpuSpec, scale: float, rows: int, bn: int) -> VectorWork:
     if not scale:
         return VectorWork()
     packs = rows * bn * F2FP
-    # On the conversion unit (not the FP32 pipe nor MUFU: assumed apart, as in the softmax job),
-    # so it holds neither shared pipe: a lead, in VectorWork's terms.
-    return VectorWork(lead=_ps(gpu, scale * max(packs / CONVERT_PER_CLOCK, packs / ISSUE_PER_CLOCK)))
+    # Not on MUFU (assumed, as in the softmax job): on the pipe VectorWork calls FP32, which stands
+    # for the vector work beside the exponentials (FP32, conversions, issue), shared by warpgroups.
+    return VectorWork(0, _ps(gpu, scale * max(packs / CONVERT_PER_CLOCK, packs / ISSUE_PER_CLOCK)))
 
 
 def multiplies(gpu: GpuSpec, scale: float, count: int) -> VectorWork:

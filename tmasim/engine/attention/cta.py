@@ -240,12 +240,12 @@ class AttentionCta:
             yield pv_done
             self._release(self.v, step - 1, w)
             yield from self._prefetch(w, step + self.sync.stages - 1)
-            if block.convert.time:  # P_j over P_{j-1}'s registers: after P·V_{j-1}
-                yield from self._vector(block.convert, w, step, "softmax")
+            # P_j over P_{j-1}'s registers (Hopper): converted after P·V_{j-1}, then O rescaled
             if self.schedule.correction_apart:
+                yield from self._vector(block.convert, w, step, "softmax")
                 self._rescaled[w] = self._vector_apart(block.correction, w, step)
             else:
-                yield from self._vector(block.correction, w, step, "correction")
+                yield from self._vector(block.convert + block.correction, w, step, "correction")
         yield from self._full(self.v, last, w)
         rescaled, self._rescaled[w] = self._rescaled[w], None
         if rescaled is not None and rescaled.callbacks is not None:
