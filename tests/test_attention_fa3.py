@@ -108,3 +108,33 @@ def test_one_warpgroup_runs_and_four_are_refused():
     assert simulate(one).stats["makespan_ps"] > 0
     with pytest.raises(ScenarioError, match="must be 1, 2 or 3 for attention"):
         simulate(_plain(64, consumers=4, consumer_mode="pingpong"))
+
+
+def test_hopper_converts_p_after_the_previous_pv():
+    """FA3's fwd_step: P_j goes into the registers P·V_{j-1} reads (wgmma RS), so with the overlap
+    the conversion is its own phase after that P·V; on Blackwell (P in TMEM) and without the
+    overlap the softmax job holds it."""
+    from tmasim.simulation import plan_scenario
+
+    def first_block(scenario):
+        return plan_scenario(scenario)[0].programs[0].block(0)
+
+    hopper = first_block(_plain(128))
+    assert hopper.early is not None and hopper.convert.time > 0
+    assert hopper.early.exp == hopper.softmax.exp and hopper.early.lead == hopper.softmax.lead
+    assert hopper.early.fp32 < hopper.softmax.fp32  # the F2FP issue and conversion left the softmax job
+    serial = first_block(_no_overlap(128))
+    assert serial.early is None and serial.convert.time == 0
+
+    from tmasim.scenario import load
+
+    blackwell = first_block(load("attention-b200", ["workload.seqlen_q=1024", "workload.batch=1"]))
+    assert blackwell.early is None and blackwell.convert.time == 0
+
+
+def _no_overlap(head_dim: int):
+    from tmasim.scenario import from_dict
+
+    return from_dict({"name": "plain", "gpu": "h100-sxm", "run": {"records": False},
+                      "workload": {"kind": "attention", "batch": 1, "heads": 4, "seqlen_q": 1024,
+                                   "head_dim": head_dim, "softmax_overlap": False}})

@@ -25,7 +25,7 @@ from tmasim.hardware import GpuSpec
 from tmasim.mma import K_OF
 from tmasim.residency import Accumulator, Residency, residency
 from tmasim.workloads.attention_config import ELEMENT_BYTES, AttentionConfig
-from tmasim.workloads.attention_softmax import multiplies, softmax_work
+from tmasim.workloads.attention_softmax import convert_work, multiplies, softmax_work
 
 if TYPE_CHECKING:
     from tmasim.scenario_parts import Pipeline, ScenarioParts
@@ -80,9 +80,17 @@ def block(config: AttentionConfig, gpu: GpuSpec, rows: int, k: Copy, v: Copy, ma
     pv = mma_phase(gpu, config.dtype, rows, dv, bn, useful * 2.0 * rows * bn * dv)
     # The softmax warpgroup also forms each row's rescale factor exp(m_old - m_new); the rescale
     # of O itself is FP32 multiplies only (by the softmax warpgroup, or FA4's correction warpgroup).
+    # Hopper: P·V reads P from registers (wgmma RS), and P_j is converted into the registers P·V of
+    # block j - 1 reads, so FA3 converts after that P·V has completed (hopper/mainloop_fwd_sm90_tma_
+    # gmma_ws.hpp, fwd_step: warpgroup_wait<0>, then convert_type_out): a phase of its own.
+    # Blackwell: P goes to Tensor Memory over S, inside the softmax; without the overlap no P·V is
+    # in flight, and the conversion runs beside the exponentials as their results come.
     softmax = softmax_work(gpu, scale, rows, bn)
     correction = multiplies(gpu, scale, rows * dv)
-    return KvBlock(k, v, qk, softmax, pv, correction)
+    if gpu.mma is None or gpu.mma.tmem_columns or not config.softmax_overlap:
+        return KvBlock(k, v, qk, softmax, pv, correction)
+    early = softmax_work(gpu, scale, rows, bn, convert=False)
+    return KvBlock(k, v, qk, softmax, pv, correction, early, convert_work(gpu, scale, rows, bn))
 
 
 def epilogue_ps(config: AttentionConfig, gpu: GpuSpec, rows: int) -> int:

@@ -14,7 +14,7 @@ SHFL + FMNMX                the max's quad all-reduce ALU, latency           2 /
 FFMA                        x·scale·log2e - max·s     FP32 (FMA) pipe        1 / score   derived
 MUFU.EX2                    exp2f                     MUFU                   1 / score   derived
 FADD                        row sum (reduce_sum)      FP32 (FMA) pipe        1 / score   derived
-F2FP.PACK_AB                P to 16 bits, two a time  conversion             1/2 / score derived
+F2FP.PACK_AB                P to 16 bits, two a time  conversion             1/2 / score derived, below
 MUFU.EX2, FMUL              the row's rescale factor  MUFU, FP32             1 / row     derived
 FMUL                        rescale of O (rescale_o)  FP32 (FMA) pipe        1 / O element derived
 ==========================  ========================  =====================  ==========
@@ -26,11 +26,32 @@ clock at 1.83 GHz); compare/minimum/maximum 64 (half the FP32 rate: ``MINMAX_SHA
 conversions 16 (``CONVERT_PER_CLOCK``, the guide's "all other type conversions"). The last two
 are the table as read before, not re-checked against the cc 9.0 column in this change: treat
 them as datasheet values to confirm. Whether F2FP shares MUFU's port is not documented:
-assumed apart. Issue: one warp
+assumed apart. The FP32 rate is two 16-lane pipes per sub-partition (FMA heavy and lite) and the
+tensor pipe dispatches apart from them (NVIDIA's developer forum, "separate CUDA core pipeline for
+FP16 and FP32", GH100: "Shared pipe handles Tensor and FP64 operations", the FMA pipes as GA10x):
+so the softmax's FP32 and MUFU work and the tensor cores' run side by side, as modelled. Issue: one warp
 instruction per clock per scheduler, four schedulers an SM (the guide's SM description for cc
 9.0/10.0): 128 thread-instructions per clock (``ISSUE_PER_CLOCK``), shared by every
 instruction above (the wgmma issue, a few instructions per 64 x N x 16 step, is left out:
 assumed negligible).
+
+Where P·V reads P from registers (Hopper's wgmma RS), the conversion is a phase of its own
+(:func:`convert_work`): FA3's loop (``hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp``, ``fwd_step``)
+writes P_j into the registers that P·V_{j-1} reads as its A operand, so it converts only after
+``warpgroup_wait<0>`` (P·V_{j-1} complete), then rescales O (``rescale_o`` after the conversion
+for head dim <= 128: ``RescaleOBeforeGemm = kHeadDim > 128 && ...``; above it FA3 rescales O
+inside its turn, before issuing P·V, which the model does not follow): status derived. Alone
+on idle units it costs the same; what changes is that it no longer runs under
+P·V_{j-1}, so it lengthens the warpgroup's chain between its S_j and its next turn.
+
+What FA3's own ablation implies (Shah et al. 2024, the pipelining ablation: head dim 128, seqlen
+about 8k, fp16: 661 TFLOP/s in full, 582 without the GEMM-softmax pipelining inside a warpgroup,
+570 without warp specialization): in this CTA's order, removing the overlap inside a warpgroup
+lengthens a warpgroup's chain by its S GEMM (704 cycles for 64 x 176 x 128), and it can only cost 12% if
+that chain (S, the softmax from S_j done to the next issue, P·V) binds rather than the tensor
+cores. Solving 661 and 582 for a 64 x 176 block at 1.83 GHz gives a softmax phase of about
+2700-3500 cycles against the 1300 these counts and rates give (MUFU 708 + row max 236 + P 352):
+the instruction counts here do not explain FA3's figures, and no constant is fitted to them.
 
 Two phases, because the exponentials need the row max: first the max (FMNMX at the min/max
 rate, then the all-reduce's two shuffle rounds at ``SHUFFLE_CYCLES`` each, assumed: a latency
@@ -45,8 +66,11 @@ from __future__ import annotations
 from tmasim.engine.attention.program import VectorWork
 from tmasim.hardware import GpuSpec
 
-MINMAX_SHARE = 0.5  # FMNMX at 64 per clock per SM against FP32's 128 (CUDA guide, cc 9.0): derived
-CONVERT_PER_CLOCK = 16  # F2FP per clock per SM (CUDA guide, cc 9.0, conversions): datasheet
+# Status of each count: "datasheet, not re-checked" = the CUDA guide's throughput table as read
+# before; its cc 9.0 column could not be retrieved again in the change that split the conversion.
+MINMAX_SHARE = 0.5  # FMNMX at 64 a clock per SM, FP32's 128 (guide, compare/min/max): datasheet, not re-checked
+CONVERT_PER_CLOCK = 16  # F2FP per clock per SM (guide, "all other type conversions"): datasheet, not re-checked;
+# its unit apart from MUFU and the FP32 pipe: assumed
 ISSUE_PER_CLOCK = 128  # 4 schedulers x 1 warp instruction (32 threads) per clock: datasheet
 SHUFFLE_CYCLES = 30  # one SHFL round trip and its FMNMX, dependent: assumed
 REDUCE_ROUNDS = 2  # the quad all-reduce: 4 threads share a row (Allreduce<4>): derived
@@ -59,8 +83,9 @@ def _ps(gpu: GpuSpec, cycles: float) -> int:
     return round(cycles / gpu.clock_hz * 1e12)
 
 
-def softmax_work(gpu: GpuSpec, scale: float, rows: int, bn: int) -> VectorWork:
-    """One block's online softmax for ``rows`` query rows against ``bn`` keys, x ``scale``."""
+def softmax_work(gpu: GpuSpec, scale: float, rows: int, bn: int, convert: bool = True) -> VectorWork:
+    """One block's online softmax for ``rows`` query rows against ``bn`` keys, x ``scale``; with
+    ``convert`` false, without the conversion of P (its own phase: :func:`convert_work`)."""
     if not scale:
         return VectorWork()
     scores = rows * bn
@@ -69,10 +94,22 @@ def softmax_work(gpu: GpuSpec, scale: float, rows: int, bn: int) -> VectorWork:
     lead = scores * FMNMX / minmax_rate + REDUCE_ROUNDS * SHUFFLE_CYCLES
     exps = scores * EX2 + rows
     fma = scores * (FFMA + FADD) + 2 * rows
-    convert = scores * F2FP
-    issue = scores * (FFMA + EX2 + FADD + F2FP) + 3 * rows + 2 * reduce_lanes
-    other = max(fma / gpu.fp32_per_clock, convert / CONVERT_PER_CLOCK, issue / ISSUE_PER_CLOCK)
+    packs = scores * F2FP if convert else 0.0
+    issue = scores * (FFMA + EX2 + FADD) + packs + 3 * rows + 2 * reduce_lanes
+    other = max(fma / gpu.fp32_per_clock, packs / CONVERT_PER_CLOCK, issue / ISSUE_PER_CLOCK)
     return VectorWork(_ps(gpu, scale * exps / gpu.exp_per_clock), _ps(gpu, scale * other), _ps(gpu, scale * lead))
+
+
+def convert_work(gpu: GpuSpec, scale: float, rows: int, bn: int) -> VectorWork:
+    """P of ``rows`` x ``bn`` to 16 bits on its own (F2FP.PACK_AB, two scores an instruction, at
+    ``CONVERT_PER_CLOCK``; each also an issue slot): the phase FA3 runs after P·V of the previous
+    block has completed, since P_j is written over the registers P_{j-1} feeds that P·V from."""
+    if not scale:
+        return VectorWork()
+    packs = rows * bn * F2FP
+    # Not on MUFU (assumed, as in the softmax job): on the pipe VectorWork calls FP32, which stands
+    # for the vector work beside the exponentials (FP32, conversions, issue), shared by warpgroups.
+    return VectorWork(0, _ps(gpu, scale * max(packs / CONVERT_PER_CLOCK, packs / ISSUE_PER_CLOCK)))
 
 
 def multiplies(gpu: GpuSpec, scale: float, count: int) -> VectorWork:

@@ -14,7 +14,8 @@ with ``overlap`` on (FA3's intra-warpgroup pipelining, its Algorithm 2): S_0 and
 first, then for j >= 1::
 
     wait k.full[j], v.full[j-1]; [turn]  issue S_j, then O += P_{j-1}·V_{j-1}  [pass turn]
-    wait S_j; release K_j; softmax(S_j) (while P·V runs); wait P·V; release V_{j-1}; rescale O
+    wait S_j; release K_j; softmax(S_j) (while P·V runs); wait P·V; release V_{j-1};
+    convert P_j (Hopper: into the registers P·V_{j-1} read); rescale O
 
 and the last block's P·V after the loop. ``[turn]``: with ping-pong the two warpgroups issue
 their GEMMs in turn (a named-barrier token, as FA3's ``warp_scheduler_barrier``), so one's
@@ -215,7 +216,7 @@ class AttentionCta:
         self._release(self.k, first, w)
         if count == 1:
             self._release_q(u)
-        yield from self._vector(block.softmax, w, first, "softmax")
+        yield from self._vector(block.softmax, w, first, "softmax")  # no P·V in flight yet: P converted in it
         for step in range(first + 1, last + 1):
             block, previous = prog.block(step), prog.block(step - 1)
             yield from self._full(self.k, step, w)
@@ -235,14 +236,16 @@ class AttentionCta:
             self._release(self.k, step, w)
             if step == last:
                 self._release_q(u)
-            yield from self._vector(block.softmax, w, step, "softmax")
+            yield from self._vector(block.softmax if block.early is None else block.early, w, step, "softmax")
             yield pv_done
             self._release(self.v, step - 1, w)
             yield from self._prefetch(w, step + self.sync.stages - 1)
+            # P_j over P_{j-1}'s registers (Hopper): converted after P·V_{j-1}, then O rescaled
             if self.schedule.correction_apart:
+                yield from self._vector(block.convert, w, step, "softmax")
                 self._rescaled[w] = self._vector_apart(block.correction, w, step)
             else:
-                yield from self._vector(block.correction, w, step, "correction")
+                yield from self._vector(block.convert + block.correction, w, step, "correction")
         yield from self._full(self.v, last, w)
         rescaled, self._rescaled[w] = self._rescaled[w], None
         if rescaled is not None and rescaled.callbacks is not None:

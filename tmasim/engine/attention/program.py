@@ -47,7 +47,11 @@ class VectorWork:
 class KvBlock:
     """One K/V block as one consumer process sees it: S = Q·Kᵀ, the online softmax on the SM's
     vector units (exponentials, row max and sum), O += P·V, and the rescale of O by the change
-    of the row max (``correction``, vector units, after the previous P·V completed)."""
+    of the row max (``correction``, vector units, after the previous P·V completed).
+    ``softmax`` holds the conversion of P to 16 bits. Where P·V reads P from registers (Hopper),
+    the registers P_j goes to are the A operand of P·V_{j-1} until that completes, so with
+    ``overlap`` the conversion waits for it (FA3's order): then ``early`` is the softmax without
+    it and ``convert`` the conversion, run after P·V_{j-1} completes; ``early`` None: no split."""
 
     k: Copy
     v: Copy
@@ -55,6 +59,8 @@ class KvBlock:
     softmax: VectorWork
     pv: Mma
     correction: VectorWork
+    early: VectorWork | None = None
+    convert: VectorWork = VectorWork()
 
 
 @dataclass(frozen=True)
