@@ -7,7 +7,8 @@ runs must give the same makespan (the skip is exact); the script stops if they d
 
 - 128 x 192 tiles on the 8192^3 GEMM (gemm-h100; 8192 is not a multiple of 192, so the last
   column of output tiles is 128 wide): grouped raster (14 SM classes) and row raster (35);
-- gemm-b200-2sm: 2-SM MMA pairs computing 256 x 256 tiles;
+- gemm-b200-2sm: 2-SM MMA pairs computing 256 x 256 tiles; at 3 stages two CTAs fit per SM, so
+  clusters share SMs (aggregated by block of SMs: 4 classes, not 148);
 - gemm-b200 and gemm-b200-2sm with ping-pong warpgroups (whole tiles in turn).
 
     python benchmarks/bench_fast_forward_cases.py
@@ -25,6 +26,7 @@ from tmasim.simulation import simulate
 CASES = (("128x192, grouped", "gemm-h100", ["workload.tile=[128,192,64]"]),
          ("128x192, row raster", "gemm-h100", ["workload.tile=[128,192,64]", "workload.raster=row"]),
          ("gemm-b200-2sm", "gemm-b200-2sm", []),
+         ("b200-2sm, 3 stages", "gemm-b200-2sm", ["pipeline.stages=3"]),
          ("b200 ping-pong", "gemm-b200", ["pipeline.consumer_mode=pingpong"]),
          ("b200-2sm ping-pong", "gemm-b200-2sm", ["pipeline.consumer_mode=pingpong"]))
 

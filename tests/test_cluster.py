@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import simpy
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tmasim.cluster import default_multicast, place
@@ -202,11 +202,46 @@ def test_aggregation_by_cluster_is_exact(case):
     assert agg["aggregation"].startswith("on (exact") and full["aggregation"].startswith("off")
 
 
-def test_aggregation_turns_off_when_clusters_share_sms():
-    # setmaxnreg counts small enough for several CTAs' register files on one SM (the default
-    # 40 + 232 per thread leaves room for one)
-    stats = simulate(gemm((2, 1), gpu={"preset": "h100-sxm", "sms": 8}, tile=(64, 64, 64), stages=2,
-                          consumers=1, k=128, registers={"producer": 40, "consumer": 96})).stats
+SHARED = {"gpu": {"preset": "h100-sxm", "sms": 8}, "tile": (64, 64, 64), "stages": 2, "consumers": 1,
+          "registers": {"producer": 40, "consumer": 96}}
+
+
+@pytest.mark.parametrize("case", [
+    {"k": 128, "m": 1024, "n": 1024},
+    {"k": 320, "m": 1000, "n": 1000, "raster": "row"},  # edge tiles: classes of blocks
+    {"k": 256, "m": 2048, "n": 512, "raster": "grouped", "group": 2},
+])
+def test_aggregation_by_block_is_exact_when_clusters_share_sms(case):
+    """Several CTAs per SM (setmaxnreg counts small enough for several CTAs' register files on one
+    SM; the default 40 + 232 per thread leaves room for one): in a persistent launch slot q's CTAs
+    sit on block q mod #SMs/C, so the slots of a block share exactly its SMs, and one block stands
+    for each class of identical blocks."""
+    full = simulate(gemm((2, 1), aggregate=False, **SHARED, **case)).stats
+    agg = simulate(gemm((2, 1), **SHARED, **case)).stats
+    assert agg["ctas_per_sm"] > 1
+    assert agg["aggregation"] == "on (exact: one representative per class of identical clusters)"
+    assert agg["cluster_classes"] < full["cluster_classes"] and agg["sm_classes"] < full["sm_classes"]
+    for key in ("makespan_ps", "memory_bytes", "hbm_bytes", "wait_full_ps", "wait_empty_ps"):
+        assert agg.get(key) == full.get(key), key
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster=st.sampled_from([(2, 1), (1, 2), (2, 2)]), m=st.integers(1, 8), n=st.integers(1, 8),
+       edge_m=st.sampled_from([0, 8, 40]), edge_n=st.sampled_from([0, 24]), k=st.integers(1, 6),
+       raster=st.sampled_from(["row", "grouped"]), sms=st.sampled_from([8, 12]))
+def test_random_shared_sm_clusters_aggregate_exactly(cluster, m, n, edge_m, edge_n, k, raster, sms):
+    """Random sizes (edge tiles of any width: classes of blocks; the tile grid stays a multiple
+    of the cluster), cluster shapes and rasters."""
+    shared = {**SHARED, "gpu": {"preset": "h100-sxm", "sms": sms}}
+    case = {"m": m * 128 - edge_m, "n": n * 128 - edge_n, "k": k * 64, "raster": raster, "group": 2}
+    full = simulate(gemm(cluster, aggregate=False, **shared, **case)).stats
+    agg = simulate(gemm(cluster, **shared, **case)).stats
+    for key in ("makespan_ps", "memory_bytes", "hbm_bytes", "flops", "tiles"):
+        assert agg.get(key) == full.get(key), key
+
+
+def test_aggregation_turns_off_when_clusters_share_sms_in_a_grid():
+    stats = simulate(gemm((2, 1), **SHARED, k=128, launch="grid")).stats
     assert stats["ctas_per_sm"] > 1
     assert stats["aggregation"] == "off: several CTAs per SM share SMs across clusters"
 

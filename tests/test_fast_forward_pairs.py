@@ -11,7 +11,7 @@ from test_fast_forward import both
 from test_record_shift import both as records_both
 
 from tmasim.errors import ScenarioError
-from tmasim.scenario import from_dict
+from tmasim.scenario import from_dict, load
 
 
 def pairs(m: int, n: int, k: int, **pipeline: object) -> dict[str, object]:
@@ -24,9 +24,11 @@ def pairs(m: int, n: int, k: int, **pipeline: object) -> dict[str, object]:
 
 def test_pairs_on_a_small_chip_skip_most_k_steps_and_agree_in_every_figure():
     fast, full = both(pairs(1024, 1024, 4096))
-    # 8 x 8 CTA tiles of 64 k-steps, each of the 8 CTAs (4 pairs) walking 8 of them
-    assert full["simulated_steps"] == fast["simulated_steps"] == 64 * 64
-    assert fast["fast_forward_skipped_steps"] > 0.5 * 64 * 64
+    # 8 x 8 CTA tiles of 64 k-steps; two CTAs per SM, so the 4 blocks of 2 SMs (2 pairs each) are
+    # one class: one block's 4 CTAs simulated, walking 16 tiles each
+    assert fast["ctas_per_sm"] == 2 and fast["cluster_classes"] == 1
+    assert full["simulated_steps"] == fast["simulated_steps"] == 16 * 64
+    assert fast["fast_forward_skipped_steps"] > 0.5 * 16 * 64
     assert fast["fast_forward"].startswith("on: ")
 
 
@@ -74,3 +76,16 @@ def test_pairs_skip_and_agree_exactly_whole_or_ragged_in_either_raster(mode, ras
     raw = pairs(m, n, 4096, consumer_mode=mode)
     fast, full = both({**raw, "workload": {**raw["workload"], "raster": raster, "group": 2}})
     assert 0 < fast["fast_forward_skipped_steps"] < full["simulated_steps"]
+
+
+@pytest.mark.parametrize(("m", "n", "raster"), [(2048, 2048, "grouped"), (1536, 1000, "row")])
+def test_pairs_two_cta_per_sm_aggregated_by_block_agree_exactly(m, n, raster):
+    """gemm-b200-2sm at 3 stages fits two CTAs per SM: clusters share SMs, aggregated by block of
+    SMs (engine/chip.py), and the skip agrees with the full run bit for bit."""
+    raw = dict(load("gemm-b200-2sm").raw)
+    raw = {**raw, "gpu": {"preset": "b200", "sms": 8, "gpc_sms": [8]},
+           "workload": {**raw["workload"], "m": m, "n": n, "k": 2048, "raster": raster},
+           "pipeline": {**raw["pipeline"], "stages": 3}}
+    fast, full = both(raw)
+    assert fast["ctas_per_sm"] == 2 and fast["aggregation"].startswith("on (exact")
+    assert fast["fast_forward_skipped_steps"] > 0

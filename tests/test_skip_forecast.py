@@ -119,6 +119,15 @@ def test_the_estimate_says_why_ragged_tiles_skip_little_and_names_their_classes(
     assert "run.fast_forward = false" in estimate(load("gemm-h100", ["run.fast_forward=false"])).obstacle
 
 
+def test_the_estimate_says_when_every_sm_is_simulated_and_when_blocks_stand_for_them():
+    # 3 stages fit two CTAs per SM: the 2-SM pairs' clusters share SMs
+    grid = estimate(load("gemm-b200-2sm", ["pipeline.stages=3", "workload.launch=grid"]))
+    assert grid.obstacle == ("every one of its 148 SMs is simulated (aggregation off: several CTAs per SM share "
+                             "SMs across clusters)")
+    persistent = estimate(load("gemm-b200-2sm", ["pipeline.stages=3"]))
+    assert persistent.obstacle == "" and persistent.seconds < grid.seconds / 10  # one block per class
+
+
 def test_a_sweeps_estimate_line_names_its_slowest_unskippable_point_and_why():
     from tmasim.errors import ResourceError
     from tmasim.sweep import estimate as sweep_estimate

@@ -67,10 +67,16 @@ def obstacle(chip: Any) -> str:
     """Why fast-forward will skip little of a run of ``chip`` (built, not yet run), in words a
     sweep's estimate line can carry; '' where the plan shows nothing in its way. Classes of SMs
     whose work units differ (edge tiles, which step at another pace) fall out of step: a jump
-    stops at any class's unit boundary, so each of them costs every class a transient."""
+    stops at any class's unit boundary, so each of them costs every class a transient. Where
+    aggregation is off for a reason of the plan (clusters sharing SMs in a grid launch), that
+    is said first: every SM simulated is what costs most."""
     programs = chip.planned.programs
     if not programs:
         return ""
+    note = getattr(chip, "aggregation_note", "")
+    if note.startswith("off: ") and "run.aggregate" not in note and "drift" not in note:
+        # not fast-forward's doing, but what makes the run slow: every SM simulated
+        return f"every one of its {chip.plan.sms} SMs is simulated (aggregation {note})"
     if not skip_possible(programs):
         return "its per-step times vary (jitter or a list of times), so no period repeats"
     if isinstance(programs[0], TimedProgram) or _lockstep(programs):

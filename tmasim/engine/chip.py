@@ -153,43 +153,51 @@ class Chip:
         launch runs a slot's clusters one after another, the next when all CTAs of the last exit.
 
         Aggregation is by cluster: slots whose clusters do identical work stay identical, so one
-        representative slot per class stands for the others, exactly as for single SMs. It needs
-        each slot to own its SMs (one CTA per SM); otherwise every SM is simulated."""
+        representative slot per class stands for the others, exactly as for single SMs. With
+        several CTAs per SM (a persistent launch, C dividing #SMs), slot q sits on block q mod
+        #SMs/C of C SMs, the slots of a block sharing exactly its SMs: one block stands for each
+        class of identical blocks. A grid with several CTAs per SM simulates every SM."""
         plan, size, slots = self.plan, self.plan.cluster, self.plan.cluster_slots
         clusters = [list(range(j * size, (j + 1) * size)) for j in range(len(plan.programs) // size)]
         per_slot = [clusters[q::slots] for q in range(slots)]
         exclusive = plan.ctas_per_sm == 1 and slots * size <= plan.sms
+        # Several CTAs per SM: slot q's CTAs sit on block q mod B of ``size`` SMs (B = #SMs / size,
+        # when size divides it), so the slots sharing a block share exactly its SMs and nothing
+        # else; blocks whose slots do identical work are identical, one stands for the others.
+        blocks = plan.sms // size if (plan.persistent and plan.sms % size == 0
+                                        and slots * size <= plan.ctas_per_sm * plan.sms) else 0
         signatures = [tuple(_signature(plan.programs[g]) for g in cluster) for cluster in clusters]
         exact = plan.persistent or len(set(signatures[: (len(clusters) - 1) // slots * slots])) <= 1
-        if aggregate and exclusive and exact:
+        if aggregate and exact and (exclusive or blocks):
+            width = plan.sms if exclusive else blocks  # slots q and q + width share SMs (never, exclusive)
             groups: dict[tuple[object, ...], list[int]] = {}
-            for q in range(slots):
-                groups.setdefault(tuple(signatures[q::slots]), []).append(q)
-            classes = list(groups.values())
+            for b in range(min(width, slots)):
+                groups.setdefault(tuple(tuple(signatures[q::slots]) for q in range(b, slots, width)), []).append(b)
+            classes = list(groups.values())  # of blocks (of slots, exclusive)
         else:
+            width = slots
             classes = [[q] for q in range(slots)]
-            self.aggregation_note = ("off: several CTAs per SM share SMs across clusters" if not exclusive
+            self.aggregation_note = ("off: several CTAs per SM share SMs across clusters" if not (exclusive or blocks)
                                      else "off: the grid's clusters differ before its last wave" if not exact
                                      else "off: SM drift (drifting SMs are not identical)" if self.drift.on
                                      else "off (run.aggregate = false)")
+        # each class's representative: its first block's slots, in launch order
+        chosen = sorted((q, len(members)) for members in classes for q in range(members[0], slots, width))
         self.cluster_classes = len(classes)
         sms: dict[int, Sm] = {}
-        for members in classes:
-            q = members[0]
+        for q, count in chosen:
             for r in range(size):
                 index = (q * size + r) % plan.sms
                 if index not in sms:
-                    sms[index] = self._make_sm(index, len(members), [])
+                    sms[index] = self._make_sm(index, count, [])
         self.sms = [sms[i] for i in sorted(sms)]
-        self.aggregated = len(classes) < slots
+        self.aggregated = len(chosen) < slots
         shared = deque(clusters)
         skews = start_skews(self.drift, plan.sms, self.seed)
         own = plan.persistent or self.aggregated
-        run = [g for members in classes for cluster in per_slot[members[0]] for g in cluster] if own \
-            else range(len(plan.programs))
+        run = [g for q, _ in chosen for cluster in per_slot[q] for g in cluster] if own else range(len(plan.programs))
         self.planned = _count([plan.programs[g] for g in run])
-        for members in classes:
-            q = members[0]
+        for q, _ in chosen:
             slot_sms = [sms[(q * size + r) % plan.sms] for r in range(size)]
             queue = deque(per_slot[q]) if (plan.persistent or self.aggregated) else shared
             self.env.process(self._cluster_slot(slot_sms, queue, skews[slot_sms[0].index]))
