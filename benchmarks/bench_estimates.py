@@ -169,7 +169,7 @@ def main() -> None:
               f"{row['actual_skipped']:11,} {row['actual_records']:11,}"
               + (f" ({row['wide_records']:,} wide)" if row["wide_records"] else "")
               + (f"  [skip forecast {row['skipped']:,}]" if row["skipped"] else ""))
-        if row["took"] >= 0.5:  # shorter runs: the clock's and the interpreter's noise
+        if row["took"] >= 0.25:  # shorter runs: the clock's and the interpreter's noise
             worst["time"].append((t_ratio, label))
             if m_ratio is not None:
                 worst["memory"].append((m_ratio, label))

@@ -41,7 +41,9 @@ LIMIT_BYTES = 4 * 2**30
 # low; the grid's worst ratios are in that script's closing lines. Kinds of step: "timed" (tiles:
 # times given), "flow" (GEMM, stream: copies through the shared fabric), "attention" (K/V blocks).
 INTERPRETER_BYTES = 56 * 2**20  # the interpreter with tmasim, numpy and simpy imported (50-57 MB on the grid)
-PLAN_BYTES_PER_STEP = 16        # a UnitProgram's per-step lookups (two list slots); attention's block list
+# a UnitProgram's per-step lookups (two list slots); attention's block list; none for equal tiles
+# (one value repeated: tiles whose times vary are counted by the tiles workload's plan_size)
+PLAN_BYTES_PER_STEP = {"timed": 0, "flow": 16, "attention": 16}
 PLAN_BYTES_PER_UNIT = 480       # a work unit, its coordinates, L2 fractions and segment tuples (stream, 16x16
                                 # boxes: 450 B a box)
 RECORD_BYTES = {"timed": 32, "flow": 56, "attention": 56}  # a packed record (tmasim.engine.recorder keeps each
@@ -60,17 +62,17 @@ CTA_BYTES = 8 * 2**10           # a simulated CTA: its barriers, slots, processe
 # ragged tiles alike)
 FAST_FORWARD_BYTES_PER_STEP = 400
 DRIFT_BYTES_PER_SM = 160 * 2**10  # with drift, each SM's random state and draws (20-22 MB over 128-132 SMs)
-# One simulated ring step: copies, barrier flips, compute. Grid: tiles 5.4 us (8.5 with jitter);
+# One simulated ring step: copies, barrier flips, compute. Grid: tiles 5.4-6.1 us (8.5-9.6 with jitter);
 # GEMM 42-53 us (aggregated, every SM, grid launch, ragged 68); attention 114-150 us.
-STEP_SECONDS = {"timed": 9e-6, "flow": 45e-6, "attention": 160e-6}
-CLUSTER_STEP_SECONDS = 15e-6    # more per step in a cluster (multicast, remote arrivals: 55-68 us a step)
+STEP_SECONDS = {"timed": 10e-6, "flow": 45e-6, "attention": 160e-6}
+CLUSTER_STEP_SECONDS = 20e-6    # more per step in a cluster (multicast, remote arrivals: 55-68 us a step)
 # Per SM on the fabric, per simulated step: the rates' recomputations. In lockstep too small to
 # show on the grid; with drift every SM is its own flow: 73-85 us a step over 128 SMs (GEMM), and
 # in a cluster, whose multicast ties the peers' flows, 870-1010 us a step over 132 SMs.
-SHARER_SECONDS = {"lockstep": 0.0, "drift": 0.4e-6, "drift_cluster": 8e-6}
+SHARER_SECONDS = {"lockstep": 0.0, "drift": 0.5e-6, "drift_cluster": 9e-6}
 RECORD_SECONDS = 0.8e-6         # appending and packing one record (tiles 0.45 us, attention up to 1.3 us)
 WIDE_RECORD_SECONDS = 2.5e-6    # keeping a record whole in the side table (tiles in milliseconds: 3 us more)
-WIDE_SHIFT_SECONDS = 0.35e-6    # and regenerating one by shifting (tiles in seconds, skipped: 0.3 us more)
+WIDE_SHIFT_SECONDS = 0.2e-6     # and regenerating one by shifting (tiles in seconds, skipped: 0.12-0.3 us more)
 SKIPPED_STEP_SECONDS = 0.2e-6   # a step fast-forward skips: its share of the summary's per-step figures
 # regenerating one record of a skipped period by shifting a simulated one (tiles: 0.06 us; 2-SM GEMM 0.23)
 SHIFT_RECORD_SECONDS = {"timed": 0.08e-6, "flow": 0.25e-6, "attention": 0.25e-6}
@@ -159,7 +161,7 @@ def plan_estimate(steps: int, units: int, *, simulated: int, extra_plan_bytes: i
     """Before planning: what building a plan of ``steps`` ring steps over ``units`` work units
     costs, and at least what running ``simulated`` of those steps costs (all of them when nothing
     is aggregated; one SM's share otherwise), at ``kind``'s per-step cost."""
-    memory = INTERPRETER_BYTES + steps * PLAN_BYTES_PER_STEP + units * PLAN_BYTES_PER_UNIT + extra_plan_bytes
+    memory = INTERPRETER_BYTES + steps * PLAN_BYTES_PER_STEP[kind] + units * PLAN_BYTES_PER_UNIT + extra_plan_bytes
     seconds = steps * PLAN_SECONDS_PER_STEP + units * PLAN_SECONDS_PER_UNIT + simulated * STEP_SECONDS[kind]
     return Estimate(0, steps, seconds, memory, 0, 0, "to plan and run it, estimated before planning")
 
@@ -173,12 +175,12 @@ def run_estimate(steps: int, plan_steps: int, units: int, ctas: int, *, flow: bo
     ``attention`` for attention's K/V steps, ``cluster`` for CTAs in clusters (or 2-SM pairs),
     ``wide`` where the steps' spans are too long for a packed record (kept whole, 88 B more),
     ``fast_forward`` where the skip is on (it keeps states to compare)."""
-    memory = (INTERPRETER_BYTES + plan_steps * PLAN_BYTES_PER_STEP + units * PLAN_BYTES_PER_UNIT
+    kind = "attention" if attention else "flow" if flow else "timed"
+    memory = (INTERPRETER_BYTES + plan_steps * PLAN_BYTES_PER_STEP[kind] + units * PLAN_BYTES_PER_UNIT
               + ctas * CTA_BYTES + extra_plan_bytes + (sharers * DRIFT_BYTES_PER_SM if drift else 0))
     if fast_forward and flow:
         memory += (steps - skipped) * FAST_FORWARD_BYTES_PER_STEP
     planning = plan_steps * PLAN_SECONDS_PER_STEP + units * PLAN_SECONDS_PER_UNIT
-    kind = "attention" if attention else "flow" if flow else "timed"
     return _estimate(steps, plan_steps, memory, kind, sharers=sharers if flow else 0, drift=drift, records=records,
                      skipped=skipped, extra_record_bytes=extra_record_bytes, extra_record_seconds=extra_record_seconds,
                      how="from the plan", planning=planning, cluster=cluster, wide=wide)
