@@ -47,7 +47,7 @@ def test_the_estimate_counts_exactly_the_ring_steps_the_engine_then_simulates(na
 def test_a_plan_too_big_to_build_is_refused_before_planning(capsys, monkeypatch):
     monkeypatch.setattr(gemm, "plan", lambda *a: pytest.fail("the plan was built"))
     code, out, err = run_cli(capsys, "run", "gemm-ideal", "--set", "workload.tile=[8,8,8]")
-    refused(code, err, "1,073,741,824 ring steps", "16.39 GiB")
+    refused(code, err, "1,073,741,824 ring steps", "16.52 GiB")
     assert out == ""
     code, _, err = run_cli(capsys, "run", "gemm-h100", "--set", "workload.m=65536", "--set", "workload.n=65536",
                            "--set", "workload.k=65536", "--set", "run.aggregate=false")
@@ -55,9 +55,9 @@ def test_a_plan_too_big_to_build_is_refused_before_planning(capsys, monkeypatch)
 
 
 @pytest.mark.parametrize(("argv", "fragments"), [
-    (["run", "--set", "workload.tiles=10000000", "--set", "run.fast_forward=false"],
-     ["10,000,000 ring steps simulated", "50,000,000 records", "1.639 GiB"]),
-    (["run", "gemm-h100-cluster", "--set", DRIFT], ["262,144 ring steps simulated"]),
+    (["run", "--set", "workload.tiles=40000000", "--set", "run.fast_forward=false", "--set", "run.records=false"],
+     ["40,000,000 ring steps simulated", "160,000,000 events"]),
+    (["run", "gemm-h100-cluster", "--set", "workload.k=16384", "--set", DRIFT], ["524,288 ring steps simulated"]),
     (["animate", "--set", "workload.tiles=1000000", "--out", "x.gif"], ["animation: ", "5,000,000 records"]),
 ])
 def test_runs_past_the_limits_are_refused_in_one_line_before_they_start(capsys, tmp_path, monkeypatch, argv,
@@ -80,20 +80,21 @@ def test_a_large_run_says_so_on_its_first_line_and_yes_lifts_the_limit(capsys, m
 
 
 def test_the_api_refuses_too_and_says_how_to_lift_it():
-    scenario = load("gemm-h100-cluster", [DRIFT])
+    scenario = load("gemm-h100-cluster", ["workload.k=16384", DRIFT])
     with pytest.raises(ResourceError, match="allow_large=True"):
         simulate(scenario)
 
 
 def test_a_sweep_is_estimated_from_the_kind_of_point_it_runs(capsys, tmp_path):
     tiny = plan_sweep("reference", [], ["run.seed=0,1,2,3"])
-    big = plan_sweep("gemm-h100", [], ["run.seed=0,1,2,3"])
+    big = plan_sweep("gemm-h100", ["workload.launch=grid"], ["run.seed=0,1,2,3"])
     tiny_s, _ = sweep_estimate.sweep_seconds(tiny, tiny.points, 1)
     big_s, sampled = sweep_estimate.sweep_seconds(big, big.points, 2)
     assert sampled == 4 and big_s > 4 * tiny_s
     seeds = ",".join(map(str, range(100)))
     ks = ",".join(str(64 * i) for i in range(1, 101))
-    code, out, err = run_cli(capsys, "sweep", "gemm-h100", "--vary", f"run.seed={seeds}", "--vary", f"workload.k={ks}",
+    code, out, err = run_cli(capsys, "sweep", "gemm-h100", "--set", "workload.launch=grid", "--vary",
+                             f"run.seed={seeds}", "--vary", f"workload.k={ks}",
                              "--out", str(tmp_path / "g.parquet"), "--quiet", "--jobs", "2")
     assert code == 2 and len(err.strip().splitlines()) == 1 and out == ""
     assert err.startswith("tmasim: error: sweep: 10,000 points to run, about ") and "over the limit of 15.0 min" in err

@@ -45,7 +45,7 @@ def test_a_jittered_run_is_estimated_in_full():
     jittered = estimate(load("jitter", ["workload.tiles=100000"]))
     assert (jittered.steps, jittered.skipped, jittered.events) == (100_000, 0, 400_000)
     equal = estimate(load("reference", ["workload.tiles=100000"]))
-    assert equal.skipped == 100_000 - WINDOW and jittered.seconds > 20 * equal.seconds
+    assert equal.skipped == 100_000 - WINDOW and jittered.seconds > 10 * equal.seconds
 
 
 def test_the_forecast_cuts_at_every_lanes_run_boundary():
@@ -78,11 +78,17 @@ def test_a_gemm_unit_is_a_run_then_its_epilogue_step():
 
 @pytest.mark.parametrize(("name", "sets"), [("gemm-h100", []), ("gemm-h100", ["workload.launch=grid"]),
                                             ("stream-h100", [])])
-def test_runs_whose_copies_flow_through_the_fabric_are_estimated_in_full(name, sets):
-    """Whether their state repeats depends on the flows' rates: a 2x1-cluster point of the sweep
-    skips 5 % of its steps where the lockstep model says 48 %."""
-    predicted = estimate(load(name, [*sets, "run.records=false"]))
-    assert predicted.skipped == 0 and predicted.events == predicted.steps * budget.EVENTS_PER_STEP["flow"]
+def test_runs_whose_copies_flow_through_the_fabric_are_estimated_with_the_lanes_forecast(name, sets):
+    """Whether their state repeats depends on the flows' rates; the lanes' forecast is 85-97 % of
+    what GEMM runs skip on the estimates' grid (a 2x1-cluster point of the sweep, skipping 5 %
+    where it says 48 %, is the known exception)."""
+    scenario = load(name, [*sets, "run.records=false"])
+    predicted = estimate(scenario)
+    plan, _ = plan_scenario(scenario)
+    chip = Chip(simpy.Environment(), scenario.gpu, plan, _sync(scenario), None, aggregate=True)
+    lanes = lanes_of(chip.planned.programs, chip.sms, 1 if plan.persistent else plan.ctas_per_sm)
+    assert 0 < predicted.skipped == skipped_steps(lanes, scenario.pipeline.stages, units_matter=False)
+    assert predicted.events == (predicted.steps - predicted.skipped) * budget.EVENTS_PER_STEP["flow"]
 
 
 @pytest.mark.parametrize("sets", [["workload.tiles=5000"], ["workload.tiles=5000", "pipeline.stages=4"],
@@ -104,8 +110,8 @@ def test_a_sweep_is_estimated_with_the_same_skip():
     from tmasim.sweep import estimate as sweep_estimate
     from tmasim.sweep.spec import plan_sweep
 
-    skipping = plan_sweep("reference", [], ["workload.tiles=1000000,2000000"])
-    full = plan_sweep("reference", ["run.fast_forward=false"], ["workload.tiles=1000000,2000000"])
+    skipping = plan_sweep("reference", [], ["workload.tiles=6000000,8000000"])
+    full = plan_sweep("reference", ["run.fast_forward=false"], ["workload.tiles=6000000,8000000"])
     fast, _ = sweep_estimate.sweep_seconds(skipping, skipping.points, 1)
     slow, _ = sweep_estimate.sweep_seconds(full, full.points, 1)
     assert slow > 60 > 10 * fast  # the full run says so on its first line; the skipping one has no need

@@ -3,19 +3,22 @@ it asks first.
 
 A run's cost follows from its plan: the ring steps the engine simulates (work units x steps per
 unit, over the CTAs it simulates: one representative per class when aggregated), the SimPy
-events and per-event records each step makes, and the memory the plan and the records take.
-The per-step and per-record costs below were measured on the 2-core development machine under
-load (``benchmarks/bench_memory.py`` for the bytes, ``benchmarks/bench_engine.py`` for the
-time); they are meant to be within a factor of about two, and high rather than low.
+events and per-event records each step makes, and the memory the process takes (the interpreter,
+the plan, the records, what fast-forward and drift keep). The per-step and per-record costs below
+were fitted on the grid of ``benchmarks/bench_estimates.py`` (long and short K, ragged tiles, 2-SM
+pairs, clusters, drift, jitter, attention with long sequences and grid launches, narrow and small
+stream boxes, records of tiles in milliseconds and seconds, with and without the skip), which
+prints estimate against measured: within a factor of two, and high rather than low, except where
+fast-forward skips far less than forecast (see :mod:`tmasim.skip_forecast`).
 
 Two thresholds: past :data:`NOTE_SECONDS` or :data:`NOTE_BYTES` a run says so on its first line
 with the estimate; past :data:`LIMIT_SECONDS` or :data:`LIMIT_BYTES` it is refused (exit 2)
 unless the user confirms (``--yes``; ``allow_large=True`` from Python).
 
 Fast-forward of steady states skips ring steps (engine/fast_forward/jump.py); where it is on and the
-durations are deterministic, :mod:`tmasim.skip_forecast` forecasts from the plan how many, on the
-low side. A skipped step costs little (its counters), but its records are still made, by
-shifting a simulated period's (engine/fast_forward/record_shift.py), and cost their memory.
+durations are deterministic, :mod:`tmasim.skip_forecast` forecasts from the plan how many. A
+skipped step costs little (its counters), but its records are still made, by shifting a simulated
+period's (engine/fast_forward/record_shift.py), and cost their memory.
 """
 
 from __future__ import annotations
@@ -32,23 +35,49 @@ LIMIT_SECONDS = 300.0
 NOTE_BYTES = 2**30
 LIMIT_BYTES = 4 * 2**30
 
-# Measured costs (see the module doc).
-PLAN_BYTES_PER_STEP = 16        # a UnitProgram's per-step lookups (two list slots)
-PLAN_BYTES_PER_UNIT = 400       # a work unit, its coordinates, L2 fractions and segment tuples
-RECORD_BYTES = 32               # a packed record (tmasim.engine.recorder keeps each in 32 bytes)
+# Measured costs. Each was fitted on the grid of ``benchmarks/bench_estimates.py`` (CPU seconds of
+# ``simulate`` and peak RSS, each run in a fresh process on the 2-core development machine under
+# load), set at or a little above what the grid measured, so that estimates land high rather than
+# low; the grid's worst ratios are in that script's closing lines. Kinds of step: "timed" (tiles:
+# times given), "flow" (GEMM, stream: copies through the shared fabric), "attention" (K/V blocks).
+INTERPRETER_BYTES = 56 * 2**20  # the interpreter with tmasim, numpy and simpy imported (50-57 MB on the grid)
+# a UnitProgram's per-step lookups (two list slots); attention's block list; none for equal tiles
+# (one value repeated: tiles whose times vary are counted by the tiles workload's plan_size)
+PLAN_BYTES_PER_STEP = {"timed": 0, "flow": 16, "attention": 16}
+PLAN_BYTES_PER_UNIT = 480       # a work unit, its coordinates, L2 fractions and segment tuples (stream, 16x16
+                                # boxes: 450 B a box)
+RECORD_BYTES = {"timed": 32, "flow": 56, "attention": 56}  # a packed record (tmasim.engine.recorder keeps each
+                                # in 32 bytes); GEMM's peak 49 B a record (the 2-SM pairs with records)
+WIDE_RECORD_BYTES = 88          # a record kept whole in the side table besides its placeholder (a span over
+                                # 4.3 ms: tiles in milliseconds, 82 B a record more on the grid)
+WIDE_SPAN_PS = 2**32            # the longest duration a packed record holds (its 32-bit field, in ps)
 FRAME_BYTES_PER_RECORD = 175    # the same record as a row of the spans/events DataFrames (--out, --trace)
 ANIMATE_BYTES_PER_RECORD = 800  # frames, the one-CTA timeline and its change points (tmasim animate)
 ANIMATE_SECONDS_PER_RECORD = 160e-6  # finding each frame's state among the records
 PLAN_SECONDS_PER_STEP = 0.05e-6  # building those lookups
-PLAN_SECONDS_PER_UNIT = 8e-6     # building a work unit
+PLAN_SECONDS_PER_UNIT = 14e-6    # building a work unit (stream, 16x16 boxes: 11.4-12.8 us a box)
 CTA_BYTES = 8 * 2**10           # a simulated CTA: its barriers, slots, processes and counters
-STEP_SECONDS = {"timed": 25e-6, "flow": 100e-6}  # one ring step: copies, barrier flips, compute
-SHARER_SECONDS = {"lockstep": 0.5e-6, "drift": 11e-6}  # per SM on the fabric, per step (rate recomputations)
-RECORD_SECONDS = 2e-6           # appending and packing one record
-SKIPPED_STEP_SECONDS = 0.25e-6  # a step fast-forward skips: its share of the summary's per-step figures
-SHIFT_RECORD_SECONDS = 0.1e-6   # regenerating one record of a skipped period by shifting a simulated one
-EVENTS_PER_STEP = {"timed": 4, "flow": 12}
-RECORDS_PER_STEP = {"timed": 5, "flow": 16}
+# A step simulated with fast-forward on, where copies flow through the fabric: the states it keeps
+# to find a repeat (GEMM on the grid: 2-SM pairs 45 MB over 123k simulated steps, grid launch and
+# ragged tiles alike)
+FAST_FORWARD_BYTES_PER_STEP = 400
+DRIFT_BYTES_PER_SM = 160 * 2**10  # with drift, each SM's random state and draws (20-22 MB over 128-132 SMs)
+# One simulated ring step: copies, barrier flips, compute. Grid: tiles 5.4-6.1 us (8.5-9.6 with jitter);
+# GEMM 42-53 us (aggregated, every SM, grid launch, ragged 68); attention 114-150 us.
+STEP_SECONDS = {"timed": 10e-6, "flow": 45e-6, "attention": 160e-6}
+CLUSTER_STEP_SECONDS = 20e-6    # more per step in a cluster (multicast, remote arrivals: 55-68 us a step)
+# Per SM on the fabric, per simulated step: the rates' recomputations. In lockstep too small to
+# show on the grid; with drift every SM is its own flow: 73-85 us a step over 128 SMs (GEMM), and
+# in a cluster, whose multicast ties the peers' flows, 870-1010 us a step over 132 SMs.
+SHARER_SECONDS = {"lockstep": 0.0, "drift": 0.5e-6, "drift_cluster": 9e-6}
+RECORD_SECONDS = 0.8e-6         # appending and packing one record (tiles 0.45 us, attention up to 1.3 us)
+WIDE_RECORD_SECONDS = 2.5e-6    # keeping a record whole in the side table (tiles in milliseconds: 3 us more)
+WIDE_SHIFT_SECONDS = 0.2e-6     # and regenerating one by shifting (tiles in seconds, skipped: 0.12-0.3 us more)
+SKIPPED_STEP_SECONDS = 0.2e-6   # a step fast-forward skips: its share of the summary's per-step figures
+# regenerating one record of a skipped period by shifting a simulated one (tiles: 0.06 us; 2-SM GEMM 0.23)
+SHIFT_RECORD_SECONDS = {"timed": 0.08e-6, "flow": 0.25e-6, "attention": 0.25e-6}
+EVENTS_PER_STEP = {"timed": 4, "flow": 12, "attention": 12}
+RECORDS_PER_STEP = {"timed": 5, "flow": 16, "attention": 32}  # grid: tiles 4-4.5, GEMM 9-13, attention 31
 
 
 @dataclass(frozen=True)
@@ -127,39 +156,50 @@ def duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds >= 1 else "under 1 s"
 
 
-def plan_estimate(steps: int, units: int, *, simulated: int, extra_plan_bytes: int = 0) -> Estimate:
+def plan_estimate(steps: int, units: int, *, simulated: int, extra_plan_bytes: int = 0,
+                  kind: str = "timed") -> Estimate:
     """Before planning: what building a plan of ``steps`` ring steps over ``units`` work units
     costs, and at least what running ``simulated`` of those steps costs (all of them when nothing
-    is aggregated; one SM's share otherwise), at the cheapest per-step cost."""
-    memory = steps * PLAN_BYTES_PER_STEP + units * PLAN_BYTES_PER_UNIT + extra_plan_bytes
-    seconds = steps * PLAN_SECONDS_PER_STEP + units * PLAN_SECONDS_PER_UNIT + simulated * STEP_SECONDS["timed"]
+    is aggregated; one SM's share otherwise), at ``kind``'s per-step cost."""
+    memory = INTERPRETER_BYTES + steps * PLAN_BYTES_PER_STEP[kind] + units * PLAN_BYTES_PER_UNIT + extra_plan_bytes
+    seconds = steps * PLAN_SECONDS_PER_STEP + units * PLAN_SECONDS_PER_UNIT + simulated * STEP_SECONDS[kind]
     return Estimate(0, steps, seconds, memory, 0, 0, "to plan and run it, estimated before planning")
 
 
 def run_estimate(steps: int, plan_steps: int, units: int, ctas: int, *, flow: bool, sharers: int, drift: bool,
                  records: bool, skipped: int = 0, extra_plan_bytes: int = 0, extra_record_bytes: int = 0,
-                 extra_record_seconds: float = 0.0) -> Estimate:
+                 extra_record_seconds: float = 0.0, attention: bool = False, cluster: bool = False,
+                 wide: bool = False, fast_forward: bool = False) -> Estimate:
     """After planning, before the run: ``steps`` run by ``ctas`` CTAs on ``sharers`` SMs sharing
-    the fabric (when ``flow``), ``skipped`` of them by fast-forward rather than simulated."""
-    memory = (plan_steps * PLAN_BYTES_PER_STEP + units * PLAN_BYTES_PER_UNIT + ctas * CTA_BYTES
-              + extra_plan_bytes)
+    the fabric (when ``flow``), ``skipped`` of them by fast-forward rather than simulated;
+    ``attention`` for attention's K/V steps, ``cluster`` for CTAs in clusters (or 2-SM pairs),
+    ``wide`` where the steps' spans are too long for a packed record (kept whole, 88 B more),
+    ``fast_forward`` where the skip is on (it keeps states to compare)."""
+    kind = "attention" if attention else "flow" if flow else "timed"
+    memory = (INTERPRETER_BYTES + plan_steps * PLAN_BYTES_PER_STEP[kind] + units * PLAN_BYTES_PER_UNIT
+              + ctas * CTA_BYTES + extra_plan_bytes + (sharers * DRIFT_BYTES_PER_SM if drift else 0))
+    if fast_forward and flow:
+        memory += (steps - skipped) * FAST_FORWARD_BYTES_PER_STEP
     planning = plan_steps * PLAN_SECONDS_PER_STEP + units * PLAN_SECONDS_PER_UNIT
-    return _estimate(steps, plan_steps, memory, "flow" if flow else "timed", sharers=sharers if flow else 0,
-                     drift=drift, records=records, skipped=skipped, extra_record_bytes=extra_record_bytes,
-                     extra_record_seconds=extra_record_seconds, how="from the plan", planning=planning)
+    return _estimate(steps, plan_steps, memory, kind, sharers=sharers if flow else 0, drift=drift, records=records,
+                     skipped=skipped, extra_record_bytes=extra_record_bytes, extra_record_seconds=extra_record_seconds,
+                     how="from the plan", planning=planning, cluster=cluster, wide=wide)
 
 
 def _estimate(steps: int, plan_steps: int, memory: int, kind: str, *, sharers: int, drift: bool, records: bool,
               how: str, skipped: int = 0, extra_record_bytes: int = 0, extra_record_seconds: float = 0.0,
-              planning: float = 0.0) -> Estimate:
+              planning: float = 0.0, cluster: bool = False, wide: bool = False) -> Estimate:
     simulated = steps - skipped
     per_record = RECORDS_PER_STEP[kind] if records else 0
-    per_step = STEP_SECONDS[kind] + sharers * SHARER_SECONDS["drift" if drift else "lockstep"]
-    seconds = (planning + simulated * (per_step + per_record * RECORD_SECONDS)
-               + skipped * (SKIPPED_STEP_SECONDS + per_record * SHIFT_RECORD_SECONDS)
+    sharing = "lockstep" if not drift else "drift_cluster" if cluster else "drift"
+    per_step = STEP_SECONDS[kind] + (CLUSTER_STEP_SECONDS if cluster else 0.0) + sharers * SHARER_SECONDS[sharing]
+    record_seconds = RECORD_SECONDS + (WIDE_RECORD_SECONDS if wide else 0.0)
+    seconds = (planning + simulated * (per_step + per_record * record_seconds)
+               + skipped * (SKIPPED_STEP_SECONDS
+                            + per_record * (SHIFT_RECORD_SECONDS[kind] + (WIDE_SHIFT_SECONDS if wide else 0.0)))
                + steps * per_record * extra_record_seconds)
     kept = steps * per_record
-    memory += kept * (RECORD_BYTES + extra_record_bytes)
+    memory += kept * (RECORD_BYTES[kind] + (WIDE_RECORD_BYTES if wide else 0) + extra_record_bytes)
     return Estimate(steps, plan_steps, seconds, memory, simulated * EVENTS_PER_STEP[kind], kept, how, skipped)
 
 

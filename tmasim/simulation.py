@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numpy as np
 import simpy
 
 from tmasim import budget, ranges, skip_forecast
@@ -19,6 +20,7 @@ from tmasim.engine.event_loop import run_to_end
 from tmasim.engine.fast_forward.jump import FastForward
 from tmasim.engine.fast_forward.record_shift import Unshiftable
 from tmasim.engine.pipeline.cta import Cta, Sync
+from tmasim.engine.program import Repeat, TimedProgram
 from tmasim.engine.recorder import Recorder
 from tmasim.errors import BarrierError, DeadlockError, ModelError, ScenarioError
 from tmasim.residency import Residency
@@ -138,7 +140,8 @@ def _plan_size_estimate(scenario: Scenario) -> budget.Estimate | None:
     steps, units, extra = size(scenario.workload, scenario)
     every_sm = not scenario.run.aggregate or scenario.run.drift.on
     simulated = steps if every_sm else steps // max(1, scenario.gpu.sms)
-    return budget.plan_estimate(steps, units, simulated=simulated, extra_plan_bytes=extra)
+    kind = {"tiles": "timed", "attention": "attention"}.get(scenario.workload.kind, "flow")
+    return budget.plan_estimate(steps, units, simulated=simulated, extra_plan_bytes=extra, kind=kind)
 
 
 def _check_plan_size(scenario: Scenario, limits: budget.Limits) -> None:
@@ -156,7 +159,30 @@ def _run_estimate(scenario: Scenario, plan: Plan, chip: Chip, limits: budget.Lim
                                chip.planned.ctas, flow=plan.flow, sharers=len(chip.sms), drift=scenario.run.drift.on,
                                records=scenario.run.records, skipped=skipped, extra_plan_bytes=extra,
                                extra_record_bytes=limits.extra_record_bytes,
-                               extra_record_seconds=limits.extra_record_seconds)
+                               extra_record_seconds=limits.extra_record_seconds,
+                               attention=scenario.workload.kind == "attention", cluster=plan.cluster > 1,
+                               wide=scenario.run.records and _wide_records(plan),
+                               fast_forward=not _no_skip(scenario, plan))
+
+
+def _wide_records(plan: Plan) -> bool:
+    """Whether the run's records will be kept whole, in the recorder's side table (88 bytes more
+    each): where a step's span is longer than a packed record's 32-bit duration holds (4.3 ms:
+    tiles given in milliseconds or seconds), or CTA indices pass its 16 bits."""
+    if len(plan.programs) > 2**15 - 1:
+        return True
+    first = plan.programs[0] if plan.programs else None
+    if not isinstance(first, TimedProgram):
+        return False  # GEMM, stream and attention steps take nanoseconds to microseconds
+    longest = max(_most(first.load) + _most(first.latency), _most(first.compute_ps))
+    return longest >= budget.WIDE_SPAN_PS
+
+
+def _most(values: Any) -> int:
+    """The largest of a program's per-step times: one value repeated, or an array of them."""
+    if isinstance(values, Repeat):
+        return int(values.value)
+    return int(np.max(np.asarray(values))) if len(values) else 0
 
 
 def plan_scenario(scenario: Scenario) -> tuple[Plan, Residency]:

@@ -35,6 +35,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from tmasim.errors import ScenarioError
 from tmasim.workloads.attention_bounds import explain, stats, summary_rows
 from tmasim.workloads.attention_config import FIELDS, KIND, PROBLEM_FIELDS, AttentionConfig, default_tile, parse
@@ -48,7 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FIELDS", "KIND", "PROBLEM_FIELDS", "AttentionConfig", "check", "defaults", "describe", "explain", "parse",
            "plan",
-           "stats", "summary_rows", "work_units"]
+           "plan_size", "stats", "summary_rows", "work_units"]
 
 
 def defaults(workload: Mapping[str, Any], pipeline: Mapping[str, Any], hopper: bool) -> tuple[dict, dict]:
@@ -95,6 +97,23 @@ def plan(config: AttentionConfig, scenario: ScenarioParts) -> tuple[Plan, Reside
     if scenario.pipeline.mma_cta_group == 2:
         return plan_pair(config, scenario)
     return plan_single(config, scenario)
+
+
+def plan_size(config: AttentionConfig, scenario: ScenarioParts) -> tuple[int, int, int]:
+    """(ring steps, work units, other bytes) of the plan, before it is built (tmasim.budget): a
+    step is one K/V block of a unit, and every CTA's program lists its steps, so a long sequence
+    is refused here rather than by a MemoryError while planning. Counted from the problem alone
+    (its units' blocks, causal ones summed over the query blocks with numpy), never unit by unit."""
+    bm, bn = config.tile
+    heads = config.batch * config.heads
+    if scenario.pipeline.mma_cta_group == 2:  # pairs of CTAs, each pair 2 x BM query rows
+        pairs = heads * -(-config.seqlen_q // (2 * bm))
+        return 2 * pairs * config.n_blocks, 2 * pairs, 0
+    if not config.causal:
+        return heads * config.m_blocks * config.n_blocks, heads * config.m_blocks, 0
+    last_rows = np.minimum(config.seqlen_q, (np.arange(config.m_blocks, dtype=np.int64) + 1) * bm) - 1
+    visible = np.clip(last_rows + 1 + config.n_kv - config.seqlen_q, 0, config.n_kv)
+    return heads * int((-(-visible // bn)).sum()), heads * config.m_blocks, 0
 
 
 def work_units(config: AttentionConfig, plan: Plan) -> int:
