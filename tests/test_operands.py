@@ -77,11 +77,11 @@ def test_the_tensor_cores_wait_for_shared_memory_the_slot_release_does_not() -> 
 
 def test_a_smem_bound_k_step_takes_its_mmas_then_its_writes_on_b200() -> None:
     """128x256x64 bf16: the MMAs read 48 KiB (396 cycles at ~124.3 B/cycle, inside their own
-    4 x 128.03 cycles), then the TMA's 48 KiB of writes at smem_write_bandwidth (234 cycles at
-    210 B/cycle): 746 cycles a k-step, and shared memory binds."""
+    4 x 128.03 cycles), then the TMA's 48 KiB of writes at smem_write_bandwidth (193 cycles at
+    254 B/cycle): 705 cycles a k-step, and shared memory binds."""
     interval = k_step_ps((128, 256, 64))
     assert interval == pytest.approx(B200.cycles_ps(4 * 128.03) + 49152 / B200.smem_write_bandwidth, abs=2)
-    assert B200.smem_write_bandwidth * 1e12 / B200.clock_hz == pytest.approx(210.0)
+    assert B200.smem_write_bandwidth * 1e12 / B200.clock_hz == pytest.approx(500e9 / 1.965e9)
     stats = one_cta((128, 256, 64), 32)
     assert stats["binding"] == "smem" and stats["smem_bytes_per_k_step"] == 98304
     assert gemm.explain(stats).startswith("Shared memory binds: each k-step the MMAs (SS) read 48 KiB")
@@ -108,7 +108,7 @@ def test_the_summary_shows_the_operand_source_and_its_shared_memory_traffic() ->
                           capture_output=True, text=True, check=True)
     assert ("shared memory    TS (A from Tensor Memory, B from shared memory): per k-step MMA reads 32 KiB + "
             "TMA writes 48 KiB + A copied out 16 KiB at 244.2 GB/s per SM (the writes after the MMAs, at "
-            "412.6 GB/s)") in proc.stdout
+            "500 GB/s)") in proc.stdout
 
 
 def test_without_a_write_bandwidth_the_writes_share_the_mmas_spare_time() -> None:

@@ -70,6 +70,7 @@ class GpuSpec:
     power_limited_clock: float = 0.0  # Hz, what dense kernels were measured to sustain at the power limit; 0: none
     exp_per_clock: int = 0  # exponentials (MUFU ex2) per clock per SM; 0: not given (attention refuses)
     fp32_per_clock: int = 0  # FP32 FMA results per clock per SM; 0: not given
+    tma_transfer_lanes: int = 1  # copies the TMA unit streams at once, each at its own request pace
     smem_write_bandwidth: float | None = None  # TMA writes after a k-step's MMAs; None: shared (tmasim.operands)
     mma: MmaSpec | None = None  # instruction table; None: a flat tensor_flops rate (ideal machine)
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
@@ -153,6 +154,8 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "hbm_request_overhead": ("size", "HBM cost of each TMA request beyond its bytes, relative to 128-byte "
                                      "requests: rows narrower than 128 B cost HBM more per byte"),
     "tma_max_in_flight": ("int", "copies in flight per SM (0: unlimited)"),
+    "tma_transfer_lanes": ("int", "copies the TMA unit streams at once, each no faster than one request per "
+                                  "tma_request_time (1: one copy after another)"),
     "tma_max_bytes_in_flight": ("size", "bytes in flight per SM (0: unlimited)"),
     "barrier_wake": ("time", "from an mbarrier phase flip until its waiters run"),
     "tensor_flops": ("flop_rates", "dense tensor-core rate per dtype (chip); with an [mma] table, the peak "
@@ -174,7 +177,7 @@ _FIELDS: dict[str, tuple[str, str]] = {
 MMA = "mma"  # optional section: the MMA instruction table (tmasim.mma)
 # Optional fields (a preset written before clusters were modelled still loads): their defaults.
 _OPTIONAL: dict[str, Any] = {"tma_request_time": "0 ns", "hbm_request_overhead": "0 B", "boost_clock": None,
-                             "power_limited_clock": None,
+                             "power_limited_clock": None, "tma_transfer_lanes": 1,
                              "gpc_sms": None, "max_cluster_size": 8, "max_cluster_size_opt_in": None,
                              "cluster_arrive_latency": "0 ns", "max_mma_cta_group": 1, "cluster_l2_coalescing": False,
                              "l2_merge_bytes": "0 B", "cluster_l2_merge_bytes": "0 B",
@@ -282,7 +285,8 @@ def _from_raw(raw: Mapping[str, Any], where: str) -> GpuSpec:
 # Bounds of the whole-number fields: far above any GPU, low enough to keep the engine in memory.
 _INT_LIMITS = {"sms": (1, 4096), "max_ctas_per_sm": (1, 1024), "max_threads_per_sm": (1, 2**16),
                "tma_max_in_flight": (0, 2**20), "max_cluster_size": (1, 64), "max_cluster_size_opt_in": (1, 64),
-               "max_mma_cta_group": (1, 2), "exp_per_clock": (0, 2**16), "fp32_per_clock": (0, 2**16)}
+               "max_mma_cta_group": (1, 2), "tma_transfer_lanes": (1, 64), "exp_per_clock": (0, 2**16),
+               "fp32_per_clock": (0, 2**16)}
 
 
 MIN_BANDWIDTH = 1e-12  # bytes per ps: 1 B/s; slower, one byte would take longer than any typed time

@@ -30,8 +30,8 @@ table (``validation/public/b200/cutlass_mainloop_train.csv``) asks for it: 128x3
 plateaus at 508 cycles a k-step where the shared rule gives 661 (80 KiB of reads and writes at
 124 B per cycle), while 64x128x128 bf16 plateaus at 789, its 512 cycles of MMAs plus its 48 KiB
 of writes at about 177 B per cycle; no single shared bandwidth fits both, MMA time plus writes
-at one rate fits both within 8%. The fitted rate (210 B per cycle) is above the 128 B per cycle
-an SM's SMEM serves, so read it as the share of the writes that hide under the MMAs (about 40%)
+at one rate fits both within 8%. The fitted rate (254 B per cycle) is above the 128 B per cycle
+an SM's SMEM serves, so read it as the share of the writes that hide under the MMAs (about half)
 rather than as a port of its own.
 """
 

@@ -110,7 +110,7 @@ class Chip:
                             max_bytes=self.gpu.tma_max_bytes_in_flight,
                             latency_noise=latency_noise(self.drift, index, self.seed),
                             request_time=self.gpu.tma_request_time,
-                            request_overhead=self.gpu.hbm_request_overhead)
+                            request_overhead=self.gpu.hbm_request_overhead, lanes=self.gpu.tma_transfer_lanes)
         return Sm(index, multiplicity, engine, TensorCore(self.env, f"sm{index}.tensor"), deque(work),
                   VectorUnits(self.env, f"sm{index}.vector"))
 

@@ -50,7 +50,7 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
         for unit in program.units:
             q = unit.q
             port[sm] += q.memory_bytes / gpu.sm_port_bandwidth
-            requests[sm] += q.requests * gpu.tma_request_time
+            requests[sm] += q.requests * gpu.tma_request_time / gpu.tma_transfer_lanes
             l2 += q.memory_bytes
             hbm += q.memory_bytes * q.hbm_fraction
             serial[sm] += procs * unit.epilogue.duration
@@ -65,7 +65,8 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
                 fp32[sm] += count * procs * work.fp32
                 smem[sm] += count * operands
                 port[sm] += count * nbytes / gpu.sm_port_bandwidth
-                requests[sm] += count * (block.k.requests + block.v.requests) * gpu.tma_request_time
+                requests[sm] += (count * (block.k.requests + block.v.requests) * gpu.tma_request_time
+                                 / gpu.tma_transfer_lanes)
                 l2 += count * nbytes
                 hbm += count * (block.k.memory_bytes * block.k.hbm_fraction + block.v.memory_bytes *
                                 block.v.hbm_fraction)

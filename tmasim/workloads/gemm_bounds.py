@@ -17,7 +17,7 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
     SM's shared-memory time, its MMAs' operand reads and the TMA's writes (never less than its
     compute; tmasim.operands); hbm and l2: all
     bytes over each link's bandwidth; port: the busiest SM's bytes over its ingest port; tma:
-    the busiest SM's row requests at its TMA unit's request rate;
+    the busiest SM's row requests at its TMA unit's request rate (over its transfer lanes);
     latency: the busiest slot of any CTA, whose uses follow one another, each at least one
     round trip (see :func:`slot_round_trip`). ``serial_ns`` is the no-overlap time of the
     busiest SM: every step's copy, then its compute, one after another.
@@ -74,7 +74,7 @@ class _SegmentFigures:
             figures = self.known[seg] = (
                 slot_round_trip(self.gpu, seg), sum(c.memory_bytes * c.l2_fraction for c in copies),
                 sum(c.memory_bytes * max(1, c.multicast.bit_count()) / self.gpu.sm_port_bandwidth for c in copies),
-                sum(c.requests * self.gpu.tma_request_time for c in copies),
+                sum(c.requests * self.gpu.tma_request_time for c in copies) / self.gpu.tma_transfer_lanes,
                 sum(c.memory_bytes * c.hbm_fraction for c in copies))
         return figures
 

@@ -4,9 +4,11 @@ Each request pays, in order:
   1. issue    - the unit takes ``issue`` ps per request, one request after another;
   2. latency  - a delay before its bytes stream, which overlaps other copies (pipelined);
   3. transfer - the bytes move (no faster than the unit passes the copy's requests, one per
-     row segment of the box, at ``request_time`` each), one copy after another in the order they became ready (the
-     unit streams a box's requests before the next box's, so an SM's own copies do not share
-     its port: the first stage lands first). With a fixed busy time (the ``tiles`` workload)
+     row segment of the box, at ``request_time`` each), in the order the copies became ready, up
+     to ``lanes`` copies at once (one lane: the unit streams a box's requests before the next
+     box's, so an SM's own copies do not share its port and the first stage lands first; two,
+     as B200's mainloop table shows, overlap two copies, each at its own request pace, sharing
+     the port). With a fixed busy time (the ``tiles`` workload)
      the transfer takes that time; otherwise it is a flow through the fabric, sharing L2 and
      HBM bandwidth with every other SM's transfer on the chip.
 When the last byte lands the engine calls ``complete_tx`` on the request's mbarrier. Optional
@@ -74,12 +76,12 @@ class CopyEngine:
                  "_accept_free", "_transfer_free", "_route_cache", "_pending", "_ready", "_wake_at", "_requests",
                  "in_flight", "bytes_in_flight", "_transferring", "_busy_since", "busy_ps", "bytes", "memory_bytes",
                  "l2_bytes", "hbm_bytes", "copies", "store_bytes", "latency_noise", "_code", "request_time",
-                 "request_overhead")
+                 "request_overhead", "lanes")
 
     def __init__(self, env: simpy.Environment, name: str, sm: int, issue: int, recorder: Recorder | None, *,
                  routes: Routes | None = None, multiplicity: int = 1, max_copies: int = 0,
                  max_bytes: int = 0, latency_noise: Callable[[int], int] | None = None,
-                 request_time: int = 0, request_overhead: int = 0) -> None:
+                 request_time: int = 0, request_overhead: int = 0, lanes: int = 1) -> None:
         self.env = env
         self.name = name
         self.sm = sm
@@ -93,6 +95,7 @@ class CopyEngine:
         self.latency_noise = latency_noise  # SM drift: scales each copy's latency
         self.request_time = request_time  # ps per request through the unit (0: no request ceiling)
         self.request_overhead = request_overhead  # HBM bytes each request costs beyond its own
+        self.lanes = lanes  # copies the unit streams at once, each at most one request per request_time
         self._accept_free: float = 0  # SimPy's clock is typed float; it holds ints here
         self._transfer_free: float = 0
         self._route_cache: dict[tuple[float, object, float], tuple[tuple[Link, float], ...]] = {}
@@ -165,10 +168,10 @@ class CopyEngine:
             self._pump()
 
     def _pump(self) -> None:
-        """If the engine is free, stream the copy that became ready first; if that copy is still
+        """If a lane is free, stream the copy that became ready first; if that copy is still
         in its latency, wake up when it is ready. A copy that becomes ready while the engine is
         busy costs no event of its own."""
-        if self._transferring or not self._ready:
+        if self._transferring >= self.lanes or not self._ready:
             return
         ready = self._ready[0][0]
         now = self.env._now
@@ -185,11 +188,12 @@ class CopyEngine:
         self._pump()
 
     def _flow(self, copy: Copy, done: Target, cta: int, tile: int, stage: int) -> None:
-        """Stream a ready copy's bytes through the fabric (the engine is free)."""
+        """Stream a ready copy's bytes through the fabric (a lane is free)."""
         assert self.routes is not None, "a flow copy needs the fabric"
         start = self.env._now
-        self._busy_since = start
-        self._transferring = 1
+        if not self._transferring:
+            self._busy_since = start
+        self._transferring += 1
         ports = done.ports if type(done) is Multicast else None
         cap = None
         if copy.requests and self.request_time and copy.memory_bytes:
@@ -225,8 +229,9 @@ class CopyEngine:
     def _land(self, copy: Copy, done: Target, start: float, cta: int, tile: int, stage: int) -> None:
         now = self.env._now
         if copy.busy < 0:
-            self._transferring = 0
-            self.busy_ps += now - self._busy_since
+            self._transferring -= 1
+            if not self._transferring:
+                self.busy_ps += now - self._busy_since
         self.in_flight -= 1
         self.bytes_in_flight -= copy.smem_bytes
         multicast = type(done) is Multicast
