@@ -48,3 +48,12 @@ def test_the_sweep_answer_ends_with_the_knee_points_trust_once() -> None:
     text = answer.answer_lines(pd.DataFrame(rows))
     assert text[-1] == f"validated: {_mainloop_line()}"
     assert sum(line.startswith("validated:") for line in text) == 1
+
+
+def test_without_the_committed_results_the_line_says_they_are_missing(monkeypatch, tmp_path) -> None:
+    """An installed package has no validation/ folder: say so, never "not validated"."""
+    from tmasim.validation import trust
+
+    monkeypatch.setattr(trust, "BASELINE", tmp_path / "pipelines.json")
+    line = trust_for_row({"workload": "gemm", "gpu": "b200", "tiles": 1})
+    assert line is not None and line.startswith("the validation results are not installed")

@@ -46,6 +46,9 @@ def trust(kind: str, gpu: str, units: int) -> str:
         if check:
             return (f"H100 FlashAttention-3 forward (d128, non-causal, a check of shape): mean error "
                     f"{check['mean_error']:.0%}, worst {check['max_error']:.0%}, optimistic at long sequences")
+    if not BASELINE.exists():  # an installed package: the results ship with the repository
+        return ("the validation results are not installed (they ship with the repository: "
+                "validation/public/results/pipelines.json)")
     what = {"gemm": "GEMM", "attention": "attention", "stream": "TMA stream"}.get(kind, kind)
     scope = "one-CTA" if units == 1 else "whole-chip"
     return f"{gpu} {scope} {what}: not validated against a measured pipeline (tmasim validate public lists what is)"
