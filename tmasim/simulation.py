@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import numpy as np
 import simpy
 
 from tmasim import budget, ranges, skip_forecast
@@ -20,7 +19,6 @@ from tmasim.engine.event_loop import run_to_end
 from tmasim.engine.fast_forward.jump import FastForward
 from tmasim.engine.fast_forward.record_shift import Unshiftable
 from tmasim.engine.pipeline.cta import Cta, Sync
-from tmasim.engine.program import Repeat, TimedProgram
 from tmasim.engine.recorder import Recorder
 from tmasim.errors import BarrierError, DeadlockError, ModelError, ScenarioError
 from tmasim.residency import Residency
@@ -172,17 +170,8 @@ def _wide_records(plan: Plan) -> bool:
     if len(plan.programs) > 2**15 - 1:
         return True
     first = plan.programs[0] if plan.programs else None
-    if not isinstance(first, TimedProgram):
-        return False  # GEMM, stream and attention steps take nanoseconds to microseconds
-    longest = max(_most(first.load) + _most(first.latency), _most(first.compute_ps))
-    return longest >= budget.WIDE_SPAN_PS
-
-
-def _most(values: Any) -> int:
-    """The largest of a program's per-step times: one value repeated, or an array of them."""
-    if isinstance(values, Repeat):
-        return int(values.value)
-    return int(np.max(np.asarray(values))) if len(values) else 0
+    longest = getattr(first, "longest_span_ps", None)  # programs with times given directly (tiles)
+    return longest is not None and longest() >= budget.WIDE_SPAN_PS  # others: ns to µs a step
 
 
 def plan_scenario(scenario: Scenario) -> tuple[Plan, Residency]:

@@ -13,6 +13,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, overload
 
+import numpy as np
+
 FLOW = -1  # a copy's ``busy``: no fixed time, its bytes flow through the fabric
 
 
@@ -184,6 +186,10 @@ class TimedProgram:
             seq = getattr(self, name)
             object.__setattr__(self, name, Repeat(seq.value, len(seq) - count))
 
+    def longest_span_ps(self) -> int:
+        """The longest time one step's copy (latency + load) or compute takes: what a record spans."""
+        return max(_most(self.load) + _most(self.latency), _most(self.compute_ps))
+
 
 @dataclass(frozen=True)
 class Segment:
@@ -336,3 +342,10 @@ class UnitProgram:
     def signature(self) -> tuple[object, ...]:
         """Equal signatures mean identical work: what aggregation of SMs compares."""
         return tuple((u.segments, u.epilogue) for u in self.units)
+
+
+def _most(values: Sequence[int]) -> int:
+    """The largest of a program's per-step times: one value repeated, or a sequence of them."""
+    if isinstance(values, Repeat):
+        return int(values.value)
+    return int(np.max(np.asarray(values))) if len(values) else 0
