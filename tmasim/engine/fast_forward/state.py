@@ -212,7 +212,10 @@ def rebase(fabric: Fabric) -> None:
         if clock:
             cls.heap = [(tag - clock, seq, flow) for tag, seq, flow in cls.heap]
             heapq.heapify(cls.heap)
-            cls.start_sum -= cls.n * clock
+        # Each in-flight flow started at clock tag - nbytes: their sum, from the flows alone (a
+        # running sum would carry its rounding from cut to cut, and a repeated state would not
+        # repeat bit for bit).
+        cls.start_sum = math.fsum(tag - flow.nbytes for tag, _, flow in cls.heap)
         cls.offset = 0.0
     for group in fabric._groups:
         group.clock = 0.0
