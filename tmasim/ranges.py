@@ -31,6 +31,7 @@ def check_plan(plan: Plan, scenario: Scenario, compute_field: str) -> None:
     step's compute time comes from, for the message)."""
     gpu = _Shown(scenario)
     seen: set[int] = set()
+    copies: set[Copy] = set()  # each distinct copy once (a stream's units each hold their own segments)
     for unit in _units(plan.programs):
         segments = getattr(unit, "segments", None)
         if segments is None:  # a unit of another shape: its program's steps, through the protocol
@@ -40,7 +41,7 @@ def check_plan(plan: Plan, scenario: Scenario, compute_field: str) -> None:
             continue
         seen.add(id(segments))
         for segment in segments:
-            _segment(segment, gpu, compute_field)
+            _segment(segment, gpu, compute_field, copies)
         if unit.epilogue is not None:
             _epilogue(unit.epilogue, gpu)
 
@@ -114,7 +115,7 @@ def _units(programs: Iterable[Any]) -> Iterable[Any]:
         yield from getattr(program, "units", ())  # programs of typed times (tiles) hold none
 
 
-def _segment(segment: Segment, gpu: Any, field: str) -> None:
+def _segment(segment: Segment, gpu: Any, field: str, checked: set[Copy]) -> None:
     if segment.flops > 0 and segment.compute <= 0:
         raise ScenarioError(field, _shown(field, gpu), f"makes a step of {segment.flops:.4g} FLOP take "
                             f"{segment.compute} ps, under the engine's 1 ps: must give a step at least 1 ps")
@@ -123,7 +124,9 @@ def _segment(segment: Segment, gpu: Any, field: str) -> None:
     _within(field, gpu, segment.compute, "one step's compute")
     _within(field, gpu, segment.tail, "one step's MMA completion")
     for copy in segment.copies:
-        _copy(copy, gpu)
+        if copy not in checked:
+            checked.add(copy)
+            _copy(copy, gpu)
 
 
 def _epilogue(epilogue: Epilogue, gpu: Any) -> None:
@@ -133,12 +136,13 @@ def _epilogue(epilogue: Epilogue, gpu: Any) -> None:
 
 
 def _copy(copy: Copy, gpu: Any) -> None:
-    _within(_latency_field(copy, gpu), gpu, copy.latency, "a copy's latency")
+    if copy.latency > MAX_PS:
+        _within(_latency_field(copy, gpu), gpu, copy.latency, "a copy's latency")
     links = (("gpu.sm_port_bandwidth", gpu.sm_port_bandwidth, copy.memory_bytes),
              ("gpu.l2_bandwidth", gpu.l2_bandwidth, copy.memory_bytes),
              ("gpu.hbm_bandwidth", gpu.hbm_bandwidth, copy.memory_bytes * copy.hbm_fraction))
     for field, bandwidth, nbytes in links:
-        if nbytes and bandwidth != float("inf"):
+        if nbytes and bandwidth != float("inf") and nbytes / bandwidth > MAX_PS:  # the message only when it fails
             _within(field, gpu, nbytes / bandwidth, f"a {fmt.amount(nbytes)} copy's transfer")
 
 

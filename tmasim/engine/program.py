@@ -227,17 +227,27 @@ class UnitProgram:
 
     def __init__(self, units: Sequence[Unit]) -> None:
         self.units = tuple(units)
-        self._segment_of_step: list[Segment] = []
-        self._unit_of_step: list[int] = []
-        self._last_step: dict[int, Epilogue | None] = {}
-        self._ends: list[int] = []  # each unit's last step
+        segment_of_step: list[Segment] = []
+        unit_of_step: list[int] = []
+        last_step: dict[int, Epilogue | None] = {}
+        ends: list[int] = []  # each unit's last step
+        at = 0
         for position, unit in enumerate(self.units):
-            for segment in unit.segments:
-                self._segment_of_step.extend([segment] * segment.steps)
-            self._unit_of_step.extend([position] * unit.steps)
-            self._last_step[len(self._unit_of_step) - 1] = unit.epilogue
-            self._ends.append(len(self._unit_of_step) - 1)
-        self.steps = len(self._unit_of_step)
+            segments = unit.segments
+            if len(segments) == 1 and segments[0].steps == 1:  # a stream's box: one step (kept cheap)
+                segment_of_step.append(segments[0])
+                unit_of_step.append(position)
+                at += 1
+            else:
+                for segment in segments:
+                    segment_of_step.extend([segment] * segment.steps)
+                    unit_of_step.extend([position] * segment.steps)
+                    at += segment.steps
+            last_step[at - 1] = unit.epilogue
+            ends.append(at - 1)
+        self._segment_of_step, self._unit_of_step = segment_of_step, unit_of_step
+        self._last_step, self._ends = last_step, ends
+        self.steps = at
 
     def copies(self, step: int) -> tuple[Copy, ...]:
         return self._segment_of_step[step].copies

@@ -198,19 +198,21 @@ def stats(config: StreamConfig, scenario: ScenarioParts, plan: Plan, res: Reside
 def _units(descriptor: TensorDescriptor, latency: int, compute: int, hbm_fraction: float) -> list[Unit]:
     """One unit per box. Boxes inside the tensor share one segment (only edge boxes read fewer
     bytes), which keeps planning a stream of many boxes cheap."""
-    segments: dict[tuple[int, int], Segment] = {}
-    edges = tuple(zip(descriptor.global_dims, descriptor.box_dims, strict=True))
     box = descriptor.box_bytes
+    interior = (Segment(1, (Copy(box, box, hbm_fraction, latency, requests=descriptor.requests),), compute, 0.0),)
+    segments: dict[tuple[int, int], tuple[Segment, ...]] = {(box, descriptor.requests): interior}
+    last = tuple(d - b for d, b in zip(descriptor.global_dims, descriptor.box_dims, strict=True))  # last inner start
     units = []
     for index, coord in enumerate(descriptor.boxes()):
-        inside = all(c + b <= d for c, (d, b) in zip(coord, edges, strict=True))
-        nbytes = box if inside else descriptor.bytes_from_memory(coord)
-        requests = descriptor.requests if inside else descriptor.requests_from_memory(coord)
-        segment = segments.get((nbytes, requests))
-        if segment is None:
+        if all(c <= end for c, end in zip(coord, last, strict=True)):
+            units.append(Unit(index, interior, None))
+            continue
+        nbytes, requests = descriptor.bytes_from_memory(coord), descriptor.requests_from_memory(coord)
+        edge = segments.get((nbytes, requests))
+        if edge is None:
             copy = Copy(box, nbytes, hbm_fraction, latency, requests=requests)
-            segment = segments[nbytes, requests] = Segment(1, (copy,), compute, 0.0)
-        units.append(Unit(index, (segment,), None))
+            edge = segments[nbytes, requests] = (Segment(1, (copy,), compute, 0.0),)
+        units.append(Unit(index, edge, None))
     return units
 
 
