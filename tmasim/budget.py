@@ -55,7 +55,7 @@ FRAME_BYTES_PER_RECORD = 175    # the same record as a row of the spans/events D
 ANIMATE_BYTES_PER_RECORD = 800  # frames, the one-CTA timeline and its change points (tmasim animate)
 ANIMATE_SECONDS_PER_RECORD = 160e-6  # finding each frame's state among the records
 PLAN_SECONDS_PER_STEP = 0.05e-6  # building those lookups
-PLAN_SECONDS_PER_UNIT = 14e-6    # building a work unit (stream, 16x16 boxes: 11.4-12.8 us a box)
+PLAN_SECONDS_PER_UNIT = 5e-6     # building a work unit (stream: 3 us a box at 32k boxes, 6 at 512k)
 CTA_BYTES = 8 * 2**10           # a simulated CTA: its barriers, slots, processes and counters
 # A step simulated with fast-forward on, where copies flow through the fabric: the states it keeps
 # to find a repeat (GEMM on the grid: 2-SM pairs 45 MB over 123k simulated steps, grid launch and
@@ -66,16 +66,18 @@ DRIFT_BYTES_PER_SM = 160 * 2**10  # with drift, each SM's random state and draws
 # GEMM 42-53 us (aggregated, every SM, grid launch, ragged 68); attention 114-150 us.
 STEP_SECONDS = {"timed": 10e-6, "flow": 45e-6, "attention": 160e-6}
 CLUSTER_STEP_SECONDS = 20e-6    # more per step in a cluster (multicast, remote arrivals: 55-68 us a step)
-# Per SM on the fabric, per simulated step: the rates' recomputations. In lockstep too small to
-# show on the grid; with drift every SM is its own flow: 73-85 us a step over 128 SMs (GEMM), and
-# in a cluster, whose multicast ties the peers' flows, 870-1010 us a step over 132 SMs.
-SHARER_SECONDS = {"lockstep": 0.0, "drift": 0.5e-6, "drift_cluster": 9e-6}
+# Per SM on the fabric, per simulated step: the rates' recomputations. Every SM simulated in
+# lockstep (run.aggregate = false, a grid launch): 105-145 us a step over 132 SMs (GEMM, stream),
+# 220-260 us (attention); with drift every SM is its own flow: 73-85 us a step over 128 SMs (GEMM),
+# and in a cluster, whose multicast ties the peers' flows, 1,900-2,000 us a step over 132 SMs.
+SHARER_SECONDS = {"lockstep": 0.45e-6, "drift": 0.5e-6, "drift_cluster": 14e-6}
 RECORD_SECONDS = 0.8e-6         # appending and packing one record (tiles 0.45 us, attention up to 1.3 us)
 WIDE_RECORD_SECONDS = 2.5e-6    # keeping a record whole in the side table (tiles in milliseconds: 3 us more)
 WIDE_SHIFT_SECONDS = 0.2e-6     # and regenerating one by shifting (tiles in seconds, skipped: 0.12-0.3 us more)
 SKIPPED_STEP_SECONDS = 0.2e-6   # a step fast-forward skips: its share of the summary's per-step figures
+RUN_SECONDS = 0.01              # any run: building the chip, its processes and the summary (10-20 ms on the grid)
 # regenerating one record of a skipped period by shifting a simulated one (tiles: 0.06 us; 2-SM GEMM 0.23)
-SHIFT_RECORD_SECONDS = {"timed": 0.08e-6, "flow": 0.25e-6, "attention": 0.25e-6}
+SHIFT_RECORD_SECONDS = {"timed": 0.15e-6, "flow": 0.25e-6, "attention": 0.25e-6}
 EVENTS_PER_STEP = {"timed": 4, "flow": 12, "attention": 12}
 RECORDS_PER_STEP = {"timed": 5, "flow": 16, "attention": 32}  # grid: tiles 4-4.5, GEMM 9-13, attention 31
 
@@ -194,7 +196,7 @@ def _estimate(steps: int, plan_steps: int, memory: int, kind: str, *, sharers: i
     sharing = "lockstep" if not drift else "drift_cluster" if cluster else "drift"
     per_step = STEP_SECONDS[kind] + (CLUSTER_STEP_SECONDS if cluster else 0.0) + sharers * SHARER_SECONDS[sharing]
     record_seconds = RECORD_SECONDS + (WIDE_RECORD_SECONDS if wide else 0.0)
-    seconds = (planning + simulated * (per_step + per_record * record_seconds)
+    seconds = (RUN_SECONDS + planning + simulated * (per_step + per_record * record_seconds)
                + skipped * (SKIPPED_STEP_SECONDS
                             + per_record * (SHIFT_RECORD_SECONDS[kind] + (WIDE_SHIFT_SECONDS if wide else 0.0)))
                + steps * per_record * extra_record_seconds)
