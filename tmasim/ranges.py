@@ -31,7 +31,7 @@ def check_plan(plan: Plan, scenario: Scenario, compute_field: str) -> None:
     step's compute time comes from, for the message)."""
     gpu = _Shown(scenario)
     seen: set[int] = set()
-    copies: set[Copy] = set()  # each distinct copy once (a stream's units each hold their own segments)
+    copies: set[Copy] = set()  # each distinct copy once (equal segments may sit in tuples of their own)
     for unit in _units(plan.programs):
         segments = getattr(unit, "segments", None)
         if segments is None:  # a unit of another shape: its program's steps, through the protocol

@@ -233,16 +233,10 @@ class UnitProgram:
         ends: list[int] = []  # each unit's last step
         at = 0
         for position, unit in enumerate(self.units):
-            segments = unit.segments
-            if len(segments) == 1 and segments[0].steps == 1:  # a stream's box: one step (kept cheap)
-                segment_of_step.append(segments[0])
-                unit_of_step.append(position)
-                at += 1
-            else:
-                for segment in segments:
-                    segment_of_step.extend([segment] * segment.steps)
-                    unit_of_step.extend([position] * segment.steps)
-                    at += segment.steps
+            for segment in unit.segments:
+                segment_of_step.extend([segment] * segment.steps)
+                unit_of_step.extend([position] * segment.steps)
+                at += segment.steps
             last_step[at - 1] = unit.epilogue
             ends.append(at - 1)
         self._segment_of_step, self._unit_of_step = segment_of_step, unit_of_step
