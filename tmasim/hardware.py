@@ -66,6 +66,8 @@ class GpuSpec:
     cluster_l2_coalescing: bool = False  # same-address TMA loads of one cluster's CTAs merge before L2
     l2_merge_bytes: int = 0  # pending reads a GPC tracks to merge other clusters' same-address loads; 0: none
     cluster_l2_merge_bytes: int = 0  # the same inside one cluster (with cluster_l2_coalescing); 0: every load merges
+    l2_far_fit_size: int = 0  # past l2_fit_size, the data set L2 still holds in its far part; 0: no far part
+    l2_far_latency: int = 0  # extra latency of a copy whose bytes hit in that far part
     boost_clock: float = 0.0  # Hz, the part's max boost (for reference; the run assumes clock_hz); 0: not stated
     power_limited_clock: float = 0.0  # Hz, what dense kernels were measured to sustain at the power limit; 0: none
     exp_per_clock: int = 0  # exponentials (MUFU ex2) per clock per SM; 0: not given (attention refuses)
@@ -138,6 +140,10 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "l2_size": ("size", "L2 cache capacity"),
     "l2_fit_size": ("size", "largest data set that stays in L2 under repeated reads (tmasim.l2)"),
     "l2_miss_scale": ("size", "past l2_fit_size, the L2 miss share rises as 1 - exp(-excess / this)"),
+    "l2_far_fit_size": ("size", "largest data set L2 holds near and far together (B200: both dies' halves): past "
+                                "l2_fit_size and up to this, a GEMM's copies hit in the far part, at l2_far_latency "
+                                "more, without crossing HBM (tmasim.l2); 0 B: no far part"),
+    "l2_far_latency": ("time", "extra latency of a copy whose bytes hit in L2's far part (l2_far_fit_size)"),
     "hbm_bandwidth": ("bandwidth", "HBM bandwidth"),
     "l2_bandwidth": ("bandwidth", "L2 bandwidth (chip)"),
     "sm_port_bandwidth": ("bandwidth", "ingest bandwidth of one SM from L2"),
@@ -181,7 +187,8 @@ _OPTIONAL: dict[str, Any] = {"tma_request_time": "0 ns", "hbm_request_overhead":
                              "gpc_sms": None, "max_cluster_size": 8, "max_cluster_size_opt_in": None,
                              "cluster_arrive_latency": "0 ns", "max_mma_cta_group": 1, "cluster_l2_coalescing": False,
                              "l2_merge_bytes": "0 B", "cluster_l2_merge_bytes": "0 B",
-                             "exp_per_clock": None, "fp32_per_clock": None, "smem_write_bandwidth": None}
+                             "exp_per_clock": None, "fp32_per_clock": None, "smem_write_bandwidth": None,
+                             "l2_far_fit_size": "0 B", "l2_far_latency": "0 ns"}
 _UNSET_ALLOWED = {"smem_write_bandwidth"}  # None is a value: the mechanism is off
 _ZERO_UNSTATED = {"boost_clock", "power_limited_clock"}  # 0 Hz: the preset does not state it
 POWER_LIMITED = "power-limited"  # gpu.clock's keyword: run at the preset's power_limited_clock

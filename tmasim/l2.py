@@ -13,6 +13,11 @@ L2 plateau to HBM's over 40-80 MB on a 50 MB part. The model, with two preset fi
 The missed share of each copy's bytes crosses HBM (and pays ``hbm_latency``); all bytes cross
 L2. First-touch (cold) misses are not counted: the model describes the steady state of
 repeated reads, as the benchmarks measure it.
+
+A far part (B200: the L2 is two dies' halves). Where a preset sets ``l2_far_fit_size`` above
+``l2_fit_size``, the data set the SMs re-read stays near them up to ``l2_fit_size`` and in L2 as a
+whole up to ``l2_far_fit_size``: past the first, its L2 hits come from the far part and pay
+``l2_far_latency`` more, without crossing HBM; the miss share above counts from the second.
 """
 
 from __future__ import annotations
@@ -22,9 +27,20 @@ import math
 from tmasim.hardware import GpuSpec
 
 
+def holds(gpu: GpuSpec) -> int:
+    """The largest data set L2 holds under repeated reads, near and far parts together."""
+    return max(gpu.l2_fit_size, gpu.l2_far_fit_size)
+
+
+def far_latency(gpu: GpuSpec, data_set: int) -> int:
+    """The extra latency of an L2 hit in a repeatedly read ``data_set`` (bytes): the far part's
+    where the data set is larger than what stays near (0 without a far part)."""
+    return gpu.l2_far_latency if gpu.l2_far_fit_size > gpu.l2_fit_size and data_set > gpu.l2_fit_size else 0
+
+
 def miss_fraction(gpu: GpuSpec, data_set: int) -> float:
     """The steady-state share of a repeatedly read ``data_set`` (bytes) that comes from HBM."""
-    over = data_set - gpu.l2_fit_size
+    over = data_set - holds(gpu)
     if over <= 0:
         return 0.0
     if gpu.l2_miss_scale <= 0:

@@ -148,10 +148,11 @@ def _copy(copy: Copy, gpu: Any) -> None:
 
 def _latency_field(copy: Copy, gpu: Any) -> str:
     """The field that makes most of a copy's latency: the base, the part per KiB of the box, or
-    HBM's (where the copy misses L2)."""
+    HBM's (where the copy misses L2), or L2's far part's (what the others leave of it)."""
     parts = {"gpu.copy_latency": gpu.copy_latency,
              "gpu.copy_latency_per_kib": gpu.copy_latency_per_kib * copy.smem_bytes / 1024,
              "gpu.hbm_latency": gpu.hbm_latency * copy.hbm_fraction}
+    parts["gpu.l2_far_latency"] = copy.latency - sum(parts.values())
     return max(parts, key=lambda field: parts[field])
 
 

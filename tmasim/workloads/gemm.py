@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tmasim import l2
 from tmasim.cluster import ClusterPlacement, place
 from tmasim.descriptor import TensorDescriptor
 from tmasim.engine.chip import Plan
@@ -79,7 +80,11 @@ def plan(config: GemmConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
     coords = tile_coords(config, cluster)
     slots = min(len(coords) // size, placement.clusters)  # clusters resident at once
     concurrent = slots * size
-    fractions = hbm_fractions(config, coords, concurrent, gpu.l2_fit_size)  # what L2 holds (tmasim.l2)
+    fractions = hbm_fractions(config, coords, concurrent, l2.holds(gpu))  # what L2 holds (tmasim.l2)
+    operands = layout.a.tensor_bytes + layout.b.tensor_bytes
+    # Where A and B fit in L2 only with its far part, their L2 hits come from it (the k-loops sweep
+    # them in order, so none stays near); past it, the wave's own re-reads hit near.
+    far = l2.far_latency(gpu, operands) if operands <= l2.holds(gpu) else 0
     merged = merge_factors(gpu, setup, placement, coords, concurrent, stages * (layout.a.stage_bytes + b_stage))
     cache: dict[tuple[int, int, float, float, int, float, float], Unit] = {}
     units = []
@@ -87,7 +92,7 @@ def plan(config: GemmConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
         rank = index % size
         key = (_edge(row, config.tiles_m), _edge(col, config.tiles_n), fa, fb, rank, ma, mb)
         if key not in cache:
-            cache[key] = _unit(config, layout, gpu, step, row, col, (fa, fb), setup, rank, (ma, mb))
+            cache[key] = _unit(config, layout, gpu, step, row, col, (fa, fb), setup, rank, (ma, mb), far)
         units.append(Unit(index, cache[key].segments, cache[key].epilogue))
     if config.launch == "persistent":
         programs = [UnitProgram(units[g::concurrent]) for g in range(concurrent)]
@@ -163,9 +168,11 @@ def _edge(index: int, count: int) -> bool:
 
 
 def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, row: int, col: int,
-          hbm: tuple[float, float], setup: ClusterSetup, rank: int, merged: tuple[float, float]) -> Unit:
+          hbm: tuple[float, float], setup: ClusterSetup, rank: int, merged: tuple[float, float],
+          far: int = 0) -> Unit:
     """``hbm``: the A and B loads' HBM shares; ``merged``: the shares of their bytes L2 serves after
-    same-address loads merge in the GPC (tmasim.workloads.gemm_l2_merge)."""
+    same-address loads merge in the GPC (tmasim.workloads.gemm_l2_merge); ``far``: the extra
+    latency of their L2 hits (L2's far part, tmasim.l2)."""
     bm, bn, bk = config.tile
     (fa, fb), (ma, mb) = hbm, merged
     rows_in = min(bm, config.m - row * bm)
@@ -184,9 +191,9 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, r
     segments = []
     for first_k, count in _k_segments(config):
         k_in = min(bk, config.k - first_k)
-        a = tuple(_copy(gpu, box, (first_k + off, row * bm), fa, a_parts, a_index, a_mask, ma)
+        a = tuple(_copy(gpu, box, (first_k + off, row * bm), fa, a_parts, a_index, a_mask, ma, far)
                   for off, box in layout.a.boxes)
-        b = tuple(_copy(gpu, box, (first_k + off, col * bn), fb, b_parts, b_index, b_mask, mb)
+        b = tuple(_copy(gpu, box, (first_k + off, col * bn), fb, b_parts, b_index, b_mask, mb, far)
                   for off, box in layout.b.boxes)
         flops = 0.0 if setup.pair and rank % 2 else 2.0 * rows_in * cols_in * k_in
         segments.append(Segment(count, a + b, step.occupancy, flops, step.tail, expect, hold))
@@ -205,16 +212,17 @@ def _k_segments(config: GemmConfig) -> list[tuple[int, int]]:
 
 
 def _copy(gpu: GpuSpec, descriptor: TensorDescriptor, coord: tuple[int, int], hbm_fraction: float,
-          parts: int = 1, index: int = 0, mask: int = 0, l2_share: float = 1.0) -> Copy:
+          parts: int = 1, index: int = 0, mask: int = 0, l2_share: float = 1.0, far: int = 0) -> Copy:
     """One TMA load: the whole box, or (multicast) slice ``index`` of ``parts`` of it, delivered
     to the cluster ranks in ``mask``. The slice is read once from L2; the wave's HBM misses
     for the panel are spread over ``parts`` times fewer reads, so HBM bytes do not change.
     ``l2_share``: the share of its bytes L2 serves after the same loads of cluster peers and
-    neighbours merge in the GPC (tmasim.workloads.gemm_l2_merge); never below its HBM share."""
+    neighbours merge in the GPC (tmasim.workloads.gemm_l2_merge); never below its HBM share.
+    ``far``: the extra latency of the share L2 serves (its far part, tmasim.l2)."""
     smem = _part(descriptor.box_bytes, index, parts)
     memory = _part(descriptor.bytes_from_memory(coord), index, parts)
     fraction = min(1.0, hbm_fraction * parts)
-    latency = gpu.copy_latency_for(smem) + round(fraction * gpu.hbm_latency)
+    latency = gpu.copy_latency_for(smem) + round(fraction * gpu.hbm_latency + (1.0 - fraction) * far)
     return Copy(smem, memory, fraction, latency, multicast=mask, l2_fraction=max(fraction, l2_share),
                 requests=_part(descriptor.requests_from_memory(coord), index, parts))
 

@@ -63,6 +63,13 @@ class StreamConfig:
         """The share of each box's bytes that comes from HBM: all of it when read once."""
         return 1.0 if self.data_set is None else l2.miss_fraction(gpu, self.data_set)
 
+    def copy_latency(self, gpu: GpuSpec, box_bytes: int) -> int:
+        """A box's latency: the L2 hit's, the HBM share's extra and, where the data set sits in
+        L2's far part (tmasim.l2), the extra of the hits there."""
+        hbm = self.hbm_fraction(gpu)
+        far = l2.far_latency(gpu, self.data_set) if self.data_set is not None else 0
+        return gpu.copy_latency_for(box_bytes) + round(hbm * gpu.hbm_latency + (1.0 - hbm) * far)
+
     def __post_init__(self) -> None:
         """Checked on every construction, ``dataclasses.replace`` included."""
         read.choice("workload.dtype", self.dtype, ELEMENT_DTYPES)
@@ -159,7 +166,7 @@ def plan(config: StreamConfig, scenario: ScenarioParts) -> tuple[Plan, Residency
     res = residency(gpu, stage_bytes=descriptor.box_bytes, stages=p.stages, consumers=p.consumers,
                     requested_ctas_per_sm=config.ctas_per_sm)
     hbm = config.hbm_fraction(gpu)
-    latency = gpu.copy_latency_for(descriptor.box_bytes) + round(hbm * gpu.hbm_latency)
+    latency = config.copy_latency(gpu, descriptor.box_bytes)
     compute = round(config.compute_per_byte * descriptor.box_bytes)
     steps = _units(descriptor, latency, compute, hbm)
     if config.launch == "persistent":
@@ -233,7 +240,7 @@ def littles_law(config: StreamConfig, gpu: GpuSpec, stages: int, ctas_per_sm: in
     port = min(gpu.sm_port_bandwidth, requests)
     in_flight = stages * box * ctas_per_sm
     hbm = config.hbm_fraction(gpu)
-    latency = gpu.copy_latency_for(box) + round(hbm * gpu.hbm_latency)
+    latency = config.copy_latency(gpu, box)
     round_trip = (gpu.tma_issue + latency + box / port
                   + config.compute_per_byte * box + 2 * gpu.barrier_wake)
     limits = {  # keyed as tmasim.names.BOUNDS: "latency" is the round trip (bytes in flight / it)
