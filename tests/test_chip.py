@@ -265,6 +265,45 @@ def test_l2_miss_fraction_is_zero_up_to_the_fit_size_then_rises_as_stated():
     assert l2.miss_fraction(gpu, 10**12) == pytest.approx(1.0)
 
 
+def test_l2_far_part_serves_hits_past_the_near_size_without_hbm():
+    """B200's two halves: past l2_fit_size a re-read data set hits in the far part (its latency,
+    no HBM bytes) up to l2_far_fit_size; the miss share counts from there. No far part: as before."""
+    from tmasim import l2
+
+    gpu = load_gpu({"preset": "b200", "l2_fit_size": "50 MiB", "l2_far_fit_size": "100 MiB",
+                    "l2_far_latency": "300 ns", "l2_miss_scale": "10 MiB"})
+    assert l2.holds(gpu) == 100 * 2**20
+    assert l2.far_latency(gpu, 50 * 2**20) == 0                      # near
+    assert l2.far_latency(gpu, 80 * 2**20) == 300_000                # far
+    assert l2.miss_fraction(gpu, 100 * 2**20) == 0.0
+    assert l2.miss_fraction(gpu, 110 * 2**20) == pytest.approx(1 - math.exp(-1))
+    h200 = load_gpu("h200")  # no far part: nothing changes
+    assert l2.holds(h200) == h200.l2_fit_size and l2.far_latency(h200, 10**12) == 0
+
+
+def test_gemm_copies_pay_the_far_latency_where_a_and_b_fit_only_with_the_far_part():
+    from tmasim.simulation import plan_scenario
+
+    def first_copy_latency(k: int, far: str) -> int:
+        scenario = load("gemm-b200", ["workload.m=64", "workload.n=256", f"workload.k={k}", "workload.tile=[64,256,64]",
+                                      "workload.warm_l2=true", f"gpu.l2_far_latency={far}"])
+        plan, _ = plan_scenario(scenario)
+        return plan.programs[0].units[0].segments[0].copies[0].latency
+
+    # A + B: 320 rows x K bf16. K = 65536: 40 MiB (near); K = 131072: 80 MiB (far); 262144: 160 MiB (HBM)
+    assert first_copy_latency(65536, "350 ns") == first_copy_latency(65536, "0 ns")
+    assert first_copy_latency(131072, "350 ns") - first_copy_latency(131072, "0 ns") == 350_000
+    assert first_copy_latency(262144, "350 ns") == first_copy_latency(262144, "0 ns")  # a wave's own re-reads
+
+
+def test_stream_data_set_in_the_far_part_pays_its_latency_not_hbm():
+    gpu = {"preset": "b200", "l2_fit_size": "50 MiB", "l2_far_fit_size": "100 MiB", "l2_far_latency": "300 ns"}
+    near = stream(stages=1, shape=(1024, 64), box=(16, 64), gpu=gpu, data_set="40 MiB").stats
+    far = stream(stages=1, shape=(1024, 64), box=(16, 64), gpu=gpu, data_set="80 MiB").stats
+    assert near["hbm_bytes"] == far["hbm_bytes"] == 0
+    assert far["makespan_ps"] > near["makespan_ps"]
+
+
 def test_stream_data_set_in_l2_is_bound_by_l2_and_past_it_by_hbm():
     gpu = {"preset": "h200", "l2_bandwidth": "10 TB/s", "hbm_bandwidth": "4 TB/s", "l2_fit_size": "40 MiB",
            "l2_miss_scale": "10 MiB", "tma_request_time": "0 ns"}  # the L2 model alone
