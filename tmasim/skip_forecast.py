@@ -22,14 +22,13 @@ forecast is off wherever the run will not skip: see :func:`skip_possible`.
 Where copies flow through the shared fabric (GEMM, stream), the state repeats only if the flows'
 rates do too, and the plan cannot show whether they will. On the grid of
 ``benchmarks/bench_estimates.py`` the lanes' forecast is 85-97 % of what GEMM runs skip (persistent,
-grid launch, every SM, 2-SM pairs, clusters), so :func:`forecast` forecasts it for them too. Two
-known exceptions, both kept as cases of the grid, are runs whose period repeats to the picosecond
+grid launch, every SM, 2-SM pairs, clusters), so :func:`forecast` forecasts it for them too. The
+known exception, kept as a case of the grid, is a run whose period repeats to the picosecond
 while some flows in it drift in phase from period to period (the fabric's sharing has no force
-that pulls them back, so its state never repeats bit for bit): a 2x1-cluster point of the 192-point
-sweep (256x128 tiles, 4 stages, K 4096, grouped raster) skips 5 % of its ring steps where
-:func:`skipped_steps` says 48 %, and the B200 2-SM GEMM with 128x128x64 tiles, whose TMA units
-stream two copies at once while L2 is saturated, 37 % where it says 74 %; their estimates are a
-quarter to a half of their time.
+that pulls them back, so its state never repeats bit for bit; docs/design.md section 9): a
+2x1-cluster point of the 192-point sweep (256x128 tiles, 4 stages, K 4096, grouped raster) skips
+5 % of its ring steps where :func:`skipped_steps` says 48 %, and its estimate is about half of its
+time.
 """
 
 from __future__ import annotations
