@@ -296,6 +296,18 @@ def test_gemm_copies_pay_the_far_latency_where_a_and_b_fit_only_with_the_far_par
     assert first_copy_latency(262144, "350 ns") == first_copy_latency(262144, "0 ns")  # a wave's own re-reads
 
 
+def test_the_summary_says_when_a_gemm_reads_from_l2s_far_part():
+    sets = ["workload.m=64", "workload.n=256", "workload.tile=[64,256,64]", "workload.warm_l2=true",
+            "pipeline.stages=2", "pipeline.consumers=1"]
+    far = simulate(load("gemm-b200", [*sets, "workload.k=131072"])).stats
+    near = simulate(load("gemm-b200", [*sets, "workload.k=65536"])).stats
+    assert far["l2_far_latency_ns"] == 350.0 and far["l2_operand_bytes"] == 80 * 2**20
+    assert near["l2_far_latency_ns"] is None
+    from tmasim.summary_rows import traffic
+    assert "A and B (80 MiB) stay in L2's far part, not near the SMs: 350 ns more a copy" in traffic(far)
+    assert "far part" not in traffic(near)
+
+
 def test_stream_data_set_in_the_far_part_pays_its_latency_not_hbm():
     gpu = {"preset": "b200", "l2_fit_size": "50 MiB", "l2_far_fit_size": "100 MiB", "l2_far_latency": "300 ns"}
     near = stream(stages=1, shape=(1024, 64), box=(16, 64), gpu=gpu, data_set="40 MiB").stats

@@ -54,6 +54,9 @@ def traffic(stats: Mapping[str, Any]) -> str:
     if stats["memory_bytes"] > loads * 1.000001:  # same-address loads merged before L2 (B200)
         parts += (f"; the SMs took in {fmt.amount(stats['memory_bytes'])}: same-address loads merge before L2, "
                   "a cluster's and neighbours' in one GPC")
+    if stats.get("l2_far_latency_ns"):  # B200: A and B fit in L2 only with its far half (tmasim.l2)
+        parts += (f"; A and B ({fmt.size(stats['l2_operand_bytes'])}) stay in L2's far part, not near the SMs: "
+                  f"{fmt.time_ns(stats['l2_far_latency_ns'])} more a copy (gpu.l2_far_latency)")
     return (f"L2 {fmt.amount(stats['l2_bytes'])}{_busy(stats['l2_utilization'], parts)}, "
             f"HBM {fmt.amount(stats['hbm_bytes'])}{_busy(stats['hbm_utilization'])}")
 

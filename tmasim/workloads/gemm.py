@@ -81,10 +81,7 @@ def plan(config: GemmConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
     slots = min(len(coords) // size, placement.clusters)  # clusters resident at once
     concurrent = slots * size
     fractions = hbm_fractions(config, coords, concurrent, l2.holds(gpu))  # what L2 holds (tmasim.l2)
-    operands = layout.a.tensor_bytes + layout.b.tensor_bytes
-    # Where A and B fit in L2 only with its far part, their L2 hits come from it (the k-loops sweep
-    # them in order, so none stays near); past it, the wave's own re-reads hit near.
-    far = l2.far_latency(gpu, operands) if operands <= l2.holds(gpu) else 0
+    far = _far_latency(gpu, layout)
     merged = merge_factors(gpu, setup, placement, coords, concurrent, stages * (layout.a.stage_bytes + b_stage))
     cache: dict[tuple[int, int, float, float, int, float, float], Unit] = {}
     units = []
@@ -104,6 +101,14 @@ def plan(config: GemmConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
         info["mma_cta_group"] = 2
     return Plan(programs, config.launch == "persistent", res.ctas_per_sm, sms, flow=True, units=len(units),
                 cluster=size, cluster_slots=slots, info=info), res
+
+
+def _far_latency(gpu: GpuSpec, layout: GemmLayout) -> int:
+    """The extra latency of the operands' L2 hits: where A and B fit in L2 only with its far part
+    (tmasim.l2), their hits come from it (the k-loops sweep them in order, so none stays near);
+    past it, a wave's own re-reads hit near."""
+    operands = layout.a.tensor_bytes + layout.b.tensor_bytes
+    return l2.far_latency(gpu, operands) if operands <= l2.holds(gpu) else 0
 
 
 def _check_grid(config: GemmConfig, cluster: tuple[int, int]) -> None:
@@ -159,6 +164,9 @@ def stats(config: GemmConfig, scenario: ScenarioParts, plan: Plan, res: Residenc
                  mma_smem_bound=step.smem_bound,
                  smem_write_bytes_per_s=None if scenario.gpu.smem_write_bandwidth is None
                  else scenario.gpu.smem_write_bandwidth * 1e12)
+    far = _far_latency(scenario.gpu, layout)
+    extra.update(l2_far_latency_ns=far / 1000 if far else None,
+                 l2_operand_bytes=layout.a.tensor_bytes + layout.b.tensor_bytes)
     extra["efficiency"] = extra["bound_ns"] * 1000 / makespan if makespan else None
     return extra
 
