@@ -129,6 +129,8 @@ def test_presets_shows_each_value_with_its_source():
     proc = tmasim("presets", "h100-sxm")
     assert proc.returncode == 0
     assert "hbm_bandwidth" in proc.stdout and "[datasheet" in proc.stdout and "[estimated" in proc.stdout
+    far = [line for line in proc.stdout.splitlines() if line.strip().startswith("l2_far_")]
+    assert len(far) == 2 and all("none (no far part)" in line for line in far)  # Hopper: one L2, no far part
 
 
 def test_gemm_json_has_the_chip_figures():

@@ -251,6 +251,8 @@ def _preset_value(key: str, value: Any, gpu: Any) -> str:
     ``none`` for a zero latency and ``unlimited`` where 0 means no limit."""
     if isinstance(value, dict):
         return ", ".join(f"{k} {v}" for k, v in value.items())
+    if key.startswith("l2_far") and not getattr(gpu, key, 0):
+        return "none (no far part)"
     if key.startswith("tma_max") and str(value).split()[0] in ("0", "0.0"):
         return f"{value} (unlimited)"
     ps = getattr(gpu, key, None)
