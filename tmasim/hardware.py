@@ -141,8 +141,8 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "l2_fit_size": ("size", "largest data set that stays in L2 under repeated reads (tmasim.l2)"),
     "l2_miss_scale": ("size", "past l2_fit_size, the L2 miss share rises as 1 - exp(-excess / this)"),
     "l2_far_fit_size": ("size", "largest data set L2 holds near and far together (B200: both dies' halves): past "
-                                "l2_fit_size and up to this, a GEMM's copies hit in the far part, at l2_far_latency "
-                                "more, without crossing HBM (tmasim.l2); 0 B: no far part"),
+                                "l2_fit_size and up to this, a GEMM's or stream's L2 hits come from the far part, at "
+                                "l2_far_latency more, without crossing HBM (tmasim.l2); 0 B: no far part"),
     "l2_far_latency": ("time", "extra latency of a copy whose bytes hit in L2's far part (l2_far_fit_size)"),
     "hbm_bandwidth": ("bandwidth", "HBM bandwidth"),
     "l2_bandwidth": ("bandwidth", "L2 bandwidth (chip)"),

@@ -177,7 +177,7 @@ def _edge(index: int, count: int) -> bool:
 
 def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, row: int, col: int,
           hbm: tuple[float, float], setup: ClusterSetup, rank: int, merged: tuple[float, float],
-          far: int = 0) -> Unit:
+          far: int) -> Unit:
     """``hbm``: the A and B loads' HBM shares; ``merged``: the shares of their bytes L2 serves after
     same-address loads merge in the GPC (tmasim.workloads.gemm_l2_merge); ``far``: the extra
     latency of their L2 hits (L2's far part, tmasim.l2)."""
