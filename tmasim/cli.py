@@ -258,7 +258,8 @@ def _preset_value(key: str, value: Any, gpu: Any) -> str:
     ps = getattr(gpu, key, None)
     if isinstance(value, str) and "cycle" in value and isinstance(ps, int):
         return f"{value} ({fmt.time(ps)})"
-    if isinstance(ps, int) and ps == 0 and key in ("copy_latency", "copy_latency_per_kib", "hbm_latency",
+    if isinstance(ps, int) and ps == 0 and key in ("copy_latency", "copy_latency_per_kib",
+                                                    "copy_latency_per_kib_in_flight", "hbm_latency",
                                                     "tma_issue", "barrier_wake"):
         return "none"
     return str(value)

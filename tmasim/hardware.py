@@ -68,6 +68,7 @@ class GpuSpec:
     cluster_l2_merge_bytes: int = 0  # the same inside one cluster (with cluster_l2_coalescing); 0: every load merges
     l2_far_fit_size: int = 0  # past l2_fit_size, the data set L2 still holds in its far part; 0: no far part
     l2_far_latency: int = 0  # extra latency of a copy whose bytes hit in that far part
+    copy_latency_per_kib_in_flight: int = 0  # ps of latency per KiB the SM's TMA unit has in flight at issue
     boost_clock: float = 0.0  # Hz, the part's max boost (for reference; the run assumes clock_hz); 0: not stated
     power_limited_clock: float = 0.0  # Hz, what dense kernels were measured to sustain at the power limit; 0: none
     exp_per_clock: int = 0  # exponentials (MUFU ex2) per clock per SM; 0: not given (attention refuses)
@@ -120,6 +121,11 @@ class GpuSpec:
         """Latency before a copy's bytes stream: a base plus a part that grows with the box."""
         return self.copy_latency + round(self.copy_latency_per_kib * nbytes / 1024)
 
+    def in_flight_latency(self, nbytes: int) -> int:
+        """The part of a copy's latency its SM's bytes in flight add (``nbytes``, its own included;
+        the copy engine adds it at issue, tmasim.engine.sm.copy_engine)."""
+        return round(self.copy_latency_per_kib_in_flight * nbytes / 1024)
+
 
 
 # field -> (kind, description). Kinds: int, text, time, size, bandwidth, frequency, flop_rates.
@@ -153,6 +159,9 @@ _FIELDS: dict[str, tuple[str, str]] = {
                                           "smem_bandwidth with the MMAs' reads (tmasim.operands)"),
     "copy_latency": ("time", "TMA load latency before bytes stream (L2 hit)"),
     "copy_latency_per_kib": ("time", "extra latency per KiB of box"),
+    "copy_latency_per_kib_in_flight": ("time", "extra latency of a copy per KiB its SM's TMA unit has in flight "
+                                               "when it is issued, itself included (queueing on the way back "
+                                               "to the SM): round trips grow with the stages in flight"),
     "hbm_latency": ("time", "extra latency of a copy whose bytes come from HBM"),
     "tma_issue": ("time", "TMA unit's issue cost per copy instruction"),
     "tma_request_time": ("time", "TMA unit's time per request (one per <= 128 B row segment of a box): "
@@ -188,7 +197,8 @@ _OPTIONAL: dict[str, Any] = {"tma_request_time": "0 ns", "hbm_request_overhead":
                              "cluster_arrive_latency": "0 ns", "max_mma_cta_group": 1, "cluster_l2_coalescing": False,
                              "l2_merge_bytes": "0 B", "cluster_l2_merge_bytes": "0 B",
                              "exp_per_clock": None, "fp32_per_clock": None, "smem_write_bandwidth": None,
-                             "l2_far_fit_size": "0 B", "l2_far_latency": "0 ns"}
+                             "l2_far_fit_size": "0 B", "l2_far_latency": "0 ns",
+                             "copy_latency_per_kib_in_flight": "0 ns"}
 _UNSET_ALLOWED = {"smem_write_bandwidth"}  # None is a value: the mechanism is off
 _ZERO_UNSTATED = {"boost_clock", "power_limited_clock"}  # 0 Hz: the preset does not state it
 POWER_LIMITED = "power-limited"  # gpu.clock's keyword: run at the preset's power_limited_clock

@@ -110,7 +110,8 @@ class Chip:
                             max_bytes=self.gpu.tma_max_bytes_in_flight,
                             latency_noise=latency_noise(self.drift, index, self.seed),
                             request_time=self.gpu.tma_request_time,
-                            request_overhead=self.gpu.hbm_request_overhead, lanes=self.gpu.tma_transfer_lanes)
+                            request_overhead=self.gpu.hbm_request_overhead, lanes=self.gpu.tma_transfer_lanes,
+                            latency_per_kib_in_flight=self.gpu.copy_latency_per_kib_in_flight)
         return Sm(index, multiplicity, engine, TensorCore(self.env, f"sm{index}.tensor"), deque(work),
                   VectorUnits(self.env, f"sm{index}.vector"))
 

@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 # GPU fields a calibration may fit: the continuous ones (times and bandwidths).
-GPU_FIELDS = {"copy_latency": "time", "copy_latency_per_kib": "time", "hbm_latency": "time", "tma_issue": "time",
+GPU_FIELDS = {"copy_latency": "time", "copy_latency_per_kib": "time",
+              "copy_latency_per_kib_in_flight": "time", "hbm_latency": "time", "tma_issue": "time",
               "tma_request_time": "time", "cluster_arrive_latency": "time", "barrier_wake": "time",
               "hbm_bandwidth": "bandwidth", "l2_bandwidth": "bandwidth",
               "sm_port_bandwidth": "bandwidth", "smem_bandwidth": "bandwidth", "l2_fit_size": "size",

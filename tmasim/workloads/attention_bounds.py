@@ -93,7 +93,8 @@ def round_trip(gpu: GpuSpec, block: Any, consumers: int = 1) -> float:
     """The least time one use of a K/V slot takes (see the module doc): the longer of K's and V's."""
 
     def trip(copy: Any, mma: Any) -> float:
-        return (gpu.tma_issue + copy.latency + transfer_ps(gpu, copy) + gpu.barrier_wake
+        return (gpu.tma_issue + copy.latency + gpu.in_flight_latency(copy.smem_bytes) + transfer_ps(gpu, copy)
+                + gpu.barrier_wake
                 + consumers * mma.occupancy + mma.tail + gpu.barrier_wake)
 
     return max(trip(block.k, block.qk), trip(block.v, block.pv))

@@ -196,6 +196,9 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, r
     writes, a_once = k_step_smem_traffic(config, layout, setup.pair)
     hold = k_step_smem_hold(step.smem_reads, writes, a_once, step.occupancy, gpu.smem_bandwidth,
                             gpu.smem_write_bandwidth)
+    # With smem_write_bandwidth (B200) the writes' time belongs to the k-step: its MMAs complete
+    # that much later, so the slot's release waits for it as the next step's MMAs do (tmasim.operands).
+    tail = step.tail + hold if gpu.smem_write_bandwidth is not None else step.tail
     segments = []
     for first_k, count in _k_segments(config):
         k_in = min(bk, config.k - first_k)
@@ -204,7 +207,7 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, r
         b = tuple(_copy(gpu, box, (first_k + off, col * bn), fb, b_parts, b_index, b_mask, mb, far)
                   for off, box in layout.b.boxes)
         flops = 0.0 if setup.pair and rank % 2 else 2.0 * rows_in * cols_in * k_in
-        segments.append(Segment(count, a + b, step.occupancy, flops, step.tail, expect, hold))
+        segments.append(Segment(count, a + b, step.occupancy, flops, tail, expect, hold))
     c_bytes = layout.c.box_bytes
     staging = round(c_bytes / gpu.smem_bandwidth) if gpu.smem_bandwidth != float("inf") else 0
     store = Copy(c_bytes, layout.c.bytes_from_memory((col * bn, row * bm)), 1.0, 0)

@@ -80,13 +80,15 @@ class _SegmentFigures:
 
 
 def slot_round_trip(gpu: GpuSpec, seg: Segment) -> float:
-    """The least time one use of a slot takes: the issue, the copies' latency and transfer at
+    """The least time one use of a slot takes: the issue, the copies' latency (with their own
+    bytes in flight) and transfer at
     the SM port's rate or the TMA unit's request rate, whichever is slower (one after another),
     the full barrier's wake-up, the compute, and the
     empty barrier's wake-up before the producer may refill the slot."""
     transfer = [transfer_ps(gpu, c) for c in seg.copies]
-    landing = max(min(c.latency for c in seg.copies) + sum(transfer),
-                  max(c.latency + x for c, x in zip(seg.copies, transfer, strict=True)))
+    # A copy's latency grows with the bytes its SM has in flight, at least its own.
+    latency = [c.latency + gpu.in_flight_latency(c.smem_bytes) for c in seg.copies]
+    landing = max(min(latency) + sum(transfer), max(t + x for t, x in zip(latency, transfer, strict=True)))
     remote = gpu.cluster_arrive_latency if any(c.multicast for c in seg.copies) else 0
     return gpu.tma_issue + landing + gpu.barrier_wake + seg.compute + seg.tail + remote + gpu.barrier_wake
 

@@ -95,7 +95,8 @@ def _writes_wait(s: Mapping[str, Any]) -> str:
 def _writes_after(gpu: GpuSpec) -> str:
     if gpu.smem_write_bandwidth is None:
         return ""
-    return f" (the writes after the MMAs, at {fmt.rate(gpu.smem_write_bandwidth * 1e12)})"
+    return (f" (the writes after the MMAs, at {fmt.rate(gpu.smem_write_bandwidth * 1e12)}; the slot is released "
+            "after both)")
 
 
 def _cluster_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tuple[str, str]]:

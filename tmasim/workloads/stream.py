@@ -240,7 +240,7 @@ def littles_law(config: StreamConfig, gpu: GpuSpec, stages: int, ctas_per_sm: in
     port = min(gpu.sm_port_bandwidth, requests)
     in_flight = stages * box * ctas_per_sm
     hbm = config.hbm_fraction(gpu)
-    latency = config.copy_latency(gpu, box)
+    latency = config.copy_latency(gpu, box) + gpu.in_flight_latency(box)  # its own bytes in flight, at least
     round_trip = (gpu.tma_issue + latency + box / port
                   + config.compute_per_byte * box + 2 * gpu.barrier_wake)
     limits = {  # keyed as tmasim.names.BOUNDS: "latency" is the round trip (bytes in flight / it)

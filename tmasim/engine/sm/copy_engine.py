@@ -2,7 +2,10 @@
 
 Each request pays, in order:
   1. issue    - the unit takes ``issue`` ps per request, one request after another;
-  2. latency  - a delay before its bytes stream, which overlaps other copies (pipelined);
+  2. latency  - a delay before its bytes stream, which overlaps other copies (pipelined); it
+     grows by ``latency_per_kib_in_flight`` per KiB the unit has in flight when the copy is issued,
+     its own included (queueing on the way back to the SM: B200's round trips lengthen with
+     the stages in flight);
   3. transfer - the bytes move (no faster than the unit passes the copy's requests, one per
      row segment of the box, at ``request_time`` each), in the order the copies became ready, up
      to ``lanes`` copies at once (one lane: the unit streams a box's requests before the next
@@ -76,12 +79,13 @@ class CopyEngine:
                  "_accept_free", "_transfer_free", "_route_cache", "_pending", "_ready", "_wake_at", "_requests",
                  "in_flight", "bytes_in_flight", "_transferring", "_busy_since", "busy_ps", "bytes", "memory_bytes",
                  "l2_bytes", "hbm_bytes", "copies", "store_bytes", "latency_noise", "_code", "request_time",
-                 "request_overhead", "lanes")
+                 "request_overhead", "lanes", "latency_per_kib_in_flight")
 
     def __init__(self, env: simpy.Environment, name: str, sm: int, issue: int, recorder: Recorder | None, *,
                  routes: Routes | None = None, multiplicity: int = 1, max_copies: int = 0,
                  max_bytes: int = 0, latency_noise: Callable[[int], int] | None = None,
-                 request_time: int = 0, request_overhead: int = 0, lanes: int = 1) -> None:
+                 request_time: int = 0, request_overhead: int = 0, lanes: int = 1,
+                 latency_per_kib_in_flight: int = 0) -> None:
         self.env = env
         self.name = name
         self.sm = sm
@@ -96,6 +100,7 @@ class CopyEngine:
         self.request_time = request_time  # ps per request through the unit (0: no request ceiling)
         self.request_overhead = request_overhead  # HBM bytes each request costs beyond its own
         self.lanes = lanes  # copies the unit streams at once, each at most one request per request_time
+        self.latency_per_kib_in_flight = latency_per_kib_in_flight  # ps per KiB in flight (GpuSpec)
         self._accept_free: float = 0  # SimPy's clock is typed float; it holds ints here
         self._transfer_free: float = 0
         self._route_cache: dict[tuple[float, object, float], tuple[tuple[Link, float], ...]] = {}
@@ -154,6 +159,8 @@ class CopyEngine:
         elif self.recorder is not None:
             self.recorder.instant(ISSUE if stage >= 0 else STORE, accepted, self.sm, cta, self._code, tile, stage)
         latency = copy.latency if self.latency_noise is None else self.latency_noise(copy.latency)
+        if self.latency_per_kib_in_flight:  # as GpuSpec.in_flight_latency, inlined (a hot path)
+            latency += round(self.latency_per_kib_in_flight * self.bytes_in_flight / 1024)
         ready = accepted + self.issue + latency
         if copy.busy >= 0:  # a fixed busy time: FIFO transfers, all times known now, one event per copy
             start = ready if ready > self._transfer_free else self._transfer_free
