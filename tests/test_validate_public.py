@@ -70,6 +70,27 @@ def test_mainloop_plateau_errors_are_small(results):
     assert errors[len(errors) // 2] < 0.05 and errors[-1] < 0.35
 
 
+def test_bf16_and_fp8_tiles_of_the_same_rows_plateau_alike_where_the_table_does(results):
+    """bf16 M x N x K and fp8 M x N x 2K move the same row bytes a k-step. Where the table's
+    plateaus per k-step lie within 5% of each other, the model's do too."""
+    plateau: dict[str, tuple[float, float]] = {}
+    for r in results["b200-mainloop"]["rows"]:
+        best = plateau.get(r["config"], (float("inf"), float("inf")))
+        plateau[r["config"]] = (min(best[0], r["measured_s"]), min(best[1], r["predicted_s"]))
+    pairs = 0
+    for config, (measured_bf16, predicted_bf16) in plateau.items():
+        dtype, shape = config.split()
+        m, n, k = (int(x) for x in shape.split("x"))
+        twin = f"fp8 {m}x{n}x{2 * k}"
+        if dtype != "bf16" or twin not in plateau:
+            continue
+        measured_fp8, predicted_fp8 = plateau[twin]
+        if abs(measured_bf16 / (2 * measured_fp8) - 1) <= 0.05:  # twice the k-steps in bf16
+            pairs += 1
+            assert abs(predicted_bf16 / (2 * predicted_fp8) - 1) <= 0.05, config
+    assert pairs >= 6
+
+
 def test_cli_prints_each_table_and_json():
     out = subprocess.run([sys.executable, "-m", "tmasim", "validate", "public", "--json"], capture_output=True,
                          text=True, check=True).stdout
