@@ -221,7 +221,7 @@ def _presets(args: argparse.Namespace) -> int:
             value, source = entry, ""
             if isinstance(entry, dict) and "value" in entry:
                 value, source = entry["value"], entry.get("source", "")
-            print(f"  {key:<24} {_preset_value(key, value, gpu):<22} {text}" + (f"  [{source}]" if source else ""))
+            print(f"  {key:<30} {_preset_value(key, value, gpu):<22} {text}" + (f"  [{source}]" if source else ""))
         for line in hardware.describe_mma(gpu):
             print(f"  {line}")
         return 0
@@ -253,6 +253,8 @@ def _preset_value(key: str, value: Any, gpu: Any) -> str:
         return ", ".join(f"{k} {v}" for k, v in value.items())
     if key.startswith("l2_far") and not getattr(gpu, key, 0):
         return "none (no far part)"
+    if value is None and key in ("boost_clock", "power_limited_clock"):  # 0 Hz in GpuSpec: unstated
+        return "not stated"
     if key.startswith("tma_max") and str(value).split()[0] in ("0", "0.0"):
         return f"{value} (unlimited)"
     ps = getattr(gpu, key, None)

@@ -412,7 +412,7 @@ def describe_mma(gpu: GpuSpec) -> list[str]:
     if mma is None:
         return []
     where = {"SS": "A and B in shared memory", "TS": "A in Tensor Memory", "RS": "A in registers"}[mma.operands]
-    lines = [f"{'mma':<24} {mma.instruction + ' table':<22} latency and II per shape, in cycles, {where} "
+    lines = [f"{'mma':<30} {mma.instruction + ' table':<22} latency and II per shape, in cycles, {where} "
              f"({mma.operands}; other sources follow from smem_bandwidth)  [{mma.source}]"]
     for dtype in mma.dtypes():
         for sms in (1, 2):
