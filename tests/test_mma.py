@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from typing import Any
@@ -270,12 +271,12 @@ def test_one_stage_of_one_mma_takes_the_measured_latency() -> None:
 def test_presets_command_shows_the_mma_table_with_its_sources() -> None:
     proc = subprocess.run([sys.executable, "-m", "tmasim.cli", "presets", "b200"], capture_output=True, text=True,
                           check=True)
-    assert "mma                      tcgen05 table" in proc.stdout
-    assert ("bf16                   m64/128 n64-256 k16: II 32.02-128.03, latency 136-232; peak 2.382 PFLOP/s"
-            in proc.stdout)
+    assert re.search(r"^  mma +tcgen05 table ", proc.stdout, re.M)
+    assert re.search(r"^    bf16 +m64/128 n64-256 k16: II 32.02-128.03, latency 136-232; peak 2.382 PFLOP/s",
+                     proc.stdout, re.M)
     assert "[measured (UMMA fit, TS: Latency, a (II))]" in proc.stdout
     assert "A in Tensor Memory (TS; other sources follow from smem_bandwidth)" in proc.stdout
-    assert "smem_bandwidth           244.187 GB/s" in proc.stdout
+    assert re.search(r"^  smem_bandwidth +244.187 GB/s ", proc.stdout, re.M)
     assert "umma_throughput_tput_results_max.csv" in proc.stdout
 
 

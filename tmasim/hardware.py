@@ -422,7 +422,7 @@ def describe_mma(gpu: GpuSpec) -> list[str]:
             ms = "/".join(str(m) for m in sorted({s.m for s in rows}))
             what = f"{dtype}{' x2 SMs' if sms == 2 else ''}"
             peak = f"; peak {fmt.flop_rate(gpu.tensor_flops[dtype] * units.PS_PER_S)}" if sms == 1 else ""
-            lines.append(f"  {what:<22} m{ms} n{min(s.n for s in rows)}-{max(s.n for s in rows)} k{rows[0].k}: "
+            lines.append(f"  {what:<28} m{ms} n{min(s.n for s in rows)}-{max(s.n for s in rows)} k{rows[0].k}: "
                          f"II {min(s.ii for s in rows):g}-{max(s.ii for s in rows):g}, latency "
                          f"{min(s.latency for s in rows):g}-{max(s.latency for s in rows):g}{peak}"
                          + (f"  [{mma.sources[dtype]}]" if dtype in mma.sources else ""))
