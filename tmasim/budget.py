@@ -67,10 +67,10 @@ DRIFT_BYTES_PER_SM = 160 * 2**10  # with drift, each SM's random state and draws
 STEP_SECONDS = {"timed": 10e-6, "flow": 45e-6, "attention": 160e-6}
 CLUSTER_STEP_SECONDS = 20e-6    # more per step in a cluster (multicast, remote arrivals: 55-68 us a step)
 # Per SM on the fabric, per simulated step: the rates' recomputations. Every SM simulated in
-# lockstep (run.aggregate = false, a grid launch): 105-145 us a step over 132 SMs (GEMM, stream),
-# 220-260 us (attention); with drift every SM is its own flow: 73-85 us a step over 128 SMs (GEMM),
+# lockstep (run.aggregate = false, a grid launch): 75-105 us a step over 132 SMs (GEMM, stream),
+# 190-230 us (attention); with drift every SM is its own flow: 73-85 us a step over 128 SMs (GEMM),
 # and in a cluster, whose multicast ties the peers' flows, 1,900-2,000 us a step over 132 SMs.
-SHARER_SECONDS = {"lockstep": 0.45e-6, "drift": 0.5e-6, "drift_cluster": 14e-6}
+SHARER_SECONDS = {"lockstep": 0.3e-6, "drift": 0.5e-6, "drift_cluster": 14e-6}
 RECORD_SECONDS = 0.8e-6         # appending and packing one record (tiles 0.45 us, attention up to 1.3 us)
 WIDE_RECORD_SECONDS = 2.5e-6    # keeping a record whole in the side table (tiles in milliseconds: 3 us more)
 WIDE_SHIFT_SECONDS = 0.2e-6     # and regenerating one by shifting (tiles in seconds, skipped: 0.12-0.3 us more)

@@ -11,8 +11,9 @@ cannot know when the state repeats, but we can bound what is left to simulate:
 - every lane's run boundaries cut the common step axis: the skip never crosses one, since a jump
   stops where any moving CTA's run ends;
 - within each stretch between cuts, each active lane simulates at most :data:`TRANSIENT_PERIODS`
-  periods of ``stages`` steps (the transient before the state repeats, the period it is compared
-  with and the remainder after the jump) and skips the rest.
+  periods of ``stages`` steps (:data:`COUPLED_TRANSIENT_PERIODS` in clusters and 2-SM pairs:
+  the transient before the state repeats, the period it is compared with and the remainder
+  after the jump) and skips the rest.
 
 CTAs whose per-step work differs (tiles at a tensor's edge, which step faster) drift apart in
 time, so their boundaries cut each other's runs more often than the step axis shows: where the
@@ -21,14 +22,14 @@ forecast is off wherever the run will not skip: see :func:`skip_possible`.
 
 Where copies flow through the shared fabric (GEMM, stream), the state repeats only if the flows'
 rates do too, and the plan cannot show whether they will. On the grid of
-``benchmarks/bench_estimates.py`` the lanes' forecast is 85-97 % of what GEMM runs skip (persistent,
+``benchmarks/bench_estimates.py`` the lanes' forecast is 88-97 % of what GEMM runs skip (persistent,
 grid launch, every SM, 2-SM pairs, clusters), so :func:`forecast` forecasts it for them too. The
 known exception, kept as a case of the grid, is a run whose period repeats to the picosecond
 while some flows in it drift in phase from period to period (the fabric's sharing has no force
 that pulls them back, so its state never repeats bit for bit; docs/design.md section 9): a
 2x1-cluster point of the 192-point sweep (256x128 tiles, 4 stages, K 4096, grouped raster) skips
-5 % of its ring steps where :func:`skipped_steps` says 48 %, and its estimate is about half of its
-time.
+5 % of its ring steps where :func:`skipped_steps` says 48 %, and its estimate is about a third of
+its time.
 """
 
 from __future__ import annotations
@@ -39,9 +40,12 @@ from typing import Any
 
 from tmasim.engine.program import Repeat, TimedProgram, UnitProgram
 
-# Periods of ``stages`` steps simulated per stretch of identical steps (measured on the bundled
-# GEMM and tiles scenarios: at most 5 in lockstep; 8 leaves room above that).
-TRANSIENT_PERIODS = 8
+# Periods of ``stages`` steps simulated per stretch of identical steps, measured on the grid of
+# benchmarks/bench_estimates.py: 4.5 in lockstep (GEMM every SM or a grid launch: 18 steps a
+# unit at 4 stages; tiles fewer). CTAs that fill each other's slots (clusters, 2-SM pairs) settle
+# more slowly: 5 periods forecast more than they skip, 8 less.
+TRANSIENT_PERIODS = 5
+COUPLED_TRANSIENT_PERIODS = 8
 
 
 def skip_possible(programs: Sequence[Any]) -> bool:
@@ -62,7 +66,9 @@ def forecast(chip: Any, stages: int) -> int:
     the fabric too: see the module doc)."""
     plan, sync = chip.plan, chip.sync
     lanes = lanes_of(chip.planned.programs, chip.sms, 1 if plan.persistent else plan.ctas_per_sm)
-    return skipped_steps(lanes, stages, units_matter=sync.mode == "pingpong" and sync.consumers > 1)
+    coupled = plan.cluster > 1  # CTAs that fill each other's slots (clusters, 2-SM pairs)
+    return skipped_steps(lanes, stages, units_matter=sync.mode == "pingpong" and sync.consumers > 1,
+                         periods=COUPLED_TRANSIENT_PERIODS if coupled else TRANSIENT_PERIODS)
 
 
 def obstacle(chip: Any) -> str:
@@ -105,14 +111,15 @@ def lanes_of(programs: Sequence[Any], sms: Sequence[Any], per_sm: int) -> list[l
     return [queue[slot::per_sm] for queue in queues for slot in range(per_sm) if queue[slot::per_sm]]
 
 
-def skipped_steps(lanes: Sequence[Sequence[Any]], stages: int, *, units_matter: bool) -> int:
+def skipped_steps(lanes: Sequence[Sequence[Any]], stages: int, *, units_matter: bool,
+                  periods: int = TRANSIENT_PERIODS) -> int:
     """Ring steps fast-forward will skip at least, at most: an estimate from the lanes' runs of
     identical steps (see the module doc). ``lanes`` lists the programs each simulated slot runs,
-    in order."""
+    in order; ``periods``: periods of ``stages`` steps each stretch simulates."""
     programs = [p for lane in lanes for p in lane]
     if not skip_possible(programs) or not _lockstep(programs):
         return 0
-    window = TRANSIENT_PERIODS * stages
+    window = periods * stages
     cuts: set[int] = set()
     ends: list[int] = []
     for lane in lanes:
