@@ -42,6 +42,8 @@ class Change:
         if self.before is None:
             return f"{self.field} (default) {arrow} {value_text(self.after, unicode)}"
         before, after = _pair(self.before, self.after, self.clock_hz, unicode)
+        if self.field == "gpu.clock" and self.after == "power-limited" and self.clock_hz:
+            after += f" ({self.clock_hz / 1e9:.4g} GHz)"  # the keyword, and the clock it gave
         return f"{self.field} {before} {arrow} {after}"
 
 

@@ -69,13 +69,14 @@ def attention_what_ifs(result: Result, base_dir: Path | None) -> list[str]:
 
 def _o_loses_its_buffer(result: Result, more: WhatIf, base_dir: Path | None) -> str:
     """Why one more stage can be slower (README, "Why 3 stages are slower here"): the plan with it
-    stages O in Q's buffer, so each unit's Q load waits for O's store."""
+    stages O in Q's buffer (Blackwell), so each unit's Q load waits for O's store."""
     from tmasim.simulation import plan_scenario
 
-    if more.makespan_ps is None or more.makespan_ps <= result.stats["makespan_ps"] or result.stats.get("o_in_q"):
+    if (more.makespan_ps is None or more.makespan_ps <= result.stats["makespan_ps"]
+            or result.stats.get("o_staged_over") == "q"):
         return ""
     plan, _ = plan_scenario(variant(result.scenario, more.overrides, base_dir))
-    if not plan.info.get("o_in_q"):
+    if plan.info.get("o_over") != "q":
         return ""
     return ("; O no longer fits beside the slots and is staged in Q's buffer, so each unit's Q load waits for "
             "O's store")

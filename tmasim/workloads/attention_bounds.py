@@ -109,12 +109,17 @@ def no_overlap(gpu: GpuSpec, block: Any, consumers: int) -> float:
     return landing + consumers * work
 
 
+# Where O waits for its TMA store, as the summary's pipeline row says it.
+O_STAGING = {"v": ", O staged over V (the next unit's V waits for O's store)",
+             "q": ", O staged in Q's buffer (the next unit's Q waits for O's store)"}
+
+
 def stats(config: AttentionConfig, scenario: ScenarioParts, plan: Plan, res: Residency,
           makespan: int) -> dict[str, Any]:
     extra = breakdown(config, scenario.gpu, plan, scenario.pipeline.stages)
     extra["efficiency"] = extra["bound_ns"] * 1000 / makespan if makespan else None
     extra["useful_flops_per_s"] = config.useful_flops / (makespan * 1e-12) if makespan else None
-    extra["o_in_q"] = plan.info.get("o_in_q")
+    extra["o_staged_over"] = plan.info.get("o_over") or None
     extra["units_max_blocks"] = plan.info.get("max_blocks")
     extra["units_mean_blocks"] = plan.info.get("mean_blocks")
     return extra
@@ -142,7 +147,7 @@ def summary_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tupl
         ("bounds", bounds),
         ("pipeline", f"consumers {mode}, softmax overlap {'on' if config.softmax_overlap else 'off'}, "
                      f"{'warp-specialized' if p.warp_specialized else 'no producer warpgroup'}, "
-                     f"{p.stages} K/V stages" + (", O staged in Q's buffer" if stats.get("o_in_q") else "")),
+                     f"{p.stages} K/V stages" + O_STAGING.get(stats.get("o_staged_over") or "", "")),
         ("no-overlap time", f"{t(stats['serial_ns'])} on the busiest SM"),
         *chip_rows(stats, scenario),
         *(cluster_rows(stats, "a 2-SM MMA pair: each CTA loads its own Q rows and half of every K and V block, "

@@ -77,7 +77,7 @@ def plan_pair(config: AttentionConfig, scenario: ScenarioParts) -> tuple[Plan, R
     check_pair(config, scenario)
     gpu, p = scenario.gpu, scenario.pipeline
     shape = shape_of(config, p)
-    stage, q_bytes, o_bytes, o_in_q = smem_parts(config, gpu, p.stages, halves=2)
+    stage, q_bytes, o_bytes, o_over = smem_parts(config, gpu, p.stages, halves=2)
     res = residency(gpu, stage_bytes=stage, stages=p.stages, other_smem=q_bytes + o_bytes + 16,
                     consumers=shape.warpgroups, accumulator=tensor_memory(config, gpu, shape))
     placement = place(gpu, (2, 1), res.ctas_per_sm, res.limited_by)
@@ -87,7 +87,7 @@ def plan_pair(config: AttentionConfig, scenario: ScenarioParts) -> tuple[Plan, R
     counts = [config.n_blocks] * len(order)
     concurrent = min(placement.clusters, len(order))  # pairs resident at once
     fractions = round_fractions(config, order, concurrent, gpu.l2_size)
-    schedule = AttentionSchedule(shape.processes, shape.pingpong, config.softmax_overlap, True, o_in_q,
+    schedule = AttentionSchedule(shape.processes, shape.pingpong, config.softmax_overlap, True, o_over,
                                  gpu.tma_issue, config.correction_warpgroup, pair=True, pv_first=True)
     leaders, followers = (_units(config, gpu, shape, order, fractions, rank) for rank in (0, 1))
     persistent = config.launch == "persistent"
@@ -95,7 +95,7 @@ def plan_pair(config: AttentionConfig, scenario: ScenarioParts) -> tuple[Plan, R
     programs = [AttentionProgram([units[i] for i in group], schedule)
                 for group in groups for units in (leaders, followers)]
     sms = min(gpu.sms - placement.idle_sms, len(programs))
-    info = {"o_in_q": o_in_q, "max_blocks": max(counts), "mean_blocks": float(config.n_blocks),
+    info = {"o_over": o_over, "max_blocks": max(counts), "mean_blocks": float(config.n_blocks),
             "processes": shape.processes, "warpgroups": shape.warpgroups, "mma_cta_group": 2, "cluster": "2x1",
             "clusters_resident": placement.clusters, "clusters_per_gpc": "+".join(map(str, placement.per_gpc)),
             "idle_sms": placement.idle_sms, "cluster_portable": placement.portable, "cluster_slots_used": concurrent,

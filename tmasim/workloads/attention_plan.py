@@ -154,17 +154,26 @@ def tensor_memory(config: AttentionConfig, gpu: GpuSpec, shape: Shape) -> Accumu
     return Accumulator(tmem_columns=allocated)
 
 
-def smem_parts(config: AttentionConfig, gpu: GpuSpec, stages: int, halves: int = 1) -> tuple[int, int, int, bool]:
-    """(K + V bytes per stage, Q bytes, O staging bytes, whether O reuses Q's buffer): O gets a
-    buffer of its own when the CTA still fits with it, else it is staged in Q's (dead by then).
+def smem_parts(config: AttentionConfig, gpu: GpuSpec, stages: int, halves: int = 1) -> tuple[int, int, int, str]:
+    """(K + V bytes per stage, Q bytes, O staging bytes beyond what it shares, where O is staged).
+
+    Hopper (register accumulators, FA3): O is always staged over the start of V's ring
+    (``hopper/flash_fwd_kernel_sm90.h``: "We want smem_o to line up with the start of smem_v",
+    padded where O is the larger), so the producer's first V load of the next unit waits until
+    O's TMA store has read it (``barrier_O``): ``"v"``. Blackwell (Tensor Memory, FA4): O gets a
+    buffer of its own when the CTA still fits with it, else it is staged over Q's (FA4's
+    ``overlap_sO_sQ``), so the next unit's Q load waits for O's store: ``""`` or ``"q"``.
     ``halves``: 2 for a CTA of a 2-SM pair, which holds half of each K and V block."""
     e = ELEMENT_BYTES[config.dtype]
     bm, bn = config.tile
     stage = bn * (config.head_dim + config.d_v) * e // halves
     q, o = bm * config.head_dim * e, bm * config.d_v * OUT_BYTES
+    if gpu.mma is not None and gpu.mma.instruction == "wgmma":
+        v_ring = stages * bn * config.d_v * e // halves
+        return stage, q, max(0, o - v_ring), "v"
     barriers = 8 * (4 * stages + 2)
     own = stages * stage + q + o + barriers <= gpu.smem_per_cta and o > 0
-    return stage, q, (o if own else max(0, o - q)), not own
+    return stage, q, (o if own else max(0, o - q)), ("" if own else "q")
 
 
 # ---------------------------------------------------------------------------------- launch order
@@ -246,7 +255,7 @@ def plan(config: AttentionConfig, scenario: ScenarioParts) -> tuple[Plan, Reside
     if gpu.mma is not None and gpu.mma.instruction == "wgmma" and shape.rows % 64:
         raise ScenarioError("workload.tile", list(config.tile),
                             f"gives each consumer {shape.rows} query rows: must be a multiple of 64 (wgmma's M)")
-    stage, q_bytes, o_bytes, o_in_q = smem_parts(config, gpu, p.stages)
+    stage, q_bytes, o_bytes, o_over = smem_parts(config, gpu, p.stages)
     acc = registers(config, gpu, p) or tensor_memory(config, gpu, shape)
     res = residency(gpu, stage_bytes=stage, stages=p.stages, other_smem=q_bytes + o_bytes + 16,
                     consumers=shape.warpgroups, accumulator=acc)
@@ -257,8 +266,9 @@ def plan(config: AttentionConfig, scenario: ScenarioParts) -> tuple[Plan, Reside
     concurrent = min(slots, len(order))
     fractions = round_fractions(config, order, concurrent, gpu.l2_size)
     schedule = AttentionSchedule(shape.processes, shape.pingpong, config.softmax_overlap, p.warp_specialized,
-                                 o_in_q, gpu.tma_issue, config.correction_warpgroup,
-                                 pv_first=bool(gpu.mma is not None and gpu.mma.tmem_columns))  # P over S in TMEM
+                                 o_over, gpu.tma_issue, config.correction_warpgroup,
+                                 pv_first=bool(gpu.mma is not None and gpu.mma.tmem_columns),  # P over S in TMEM
+                                 k_before_q=o_over == "v")  # FA3 (Hopper): K_0, then Q, then V_0
     units = _units(config, gpu, shape, order, fractions)
     if persistent:
         programs = [AttentionProgram([units[i] for i in positions], schedule)
@@ -266,7 +276,7 @@ def plan(config: AttentionConfig, scenario: ScenarioParts) -> tuple[Plan, Reside
     else:
         programs = [AttentionProgram([unit], schedule) for unit in units]
     sms = min(gpu.sms, len(programs))
-    info = {"o_in_q": o_in_q, "max_blocks": max(counts), "mean_blocks": sum(counts) / len(counts),
+    info = {"o_over": o_over, "max_blocks": max(counts), "mean_blocks": sum(counts) / len(counts),
             "processes": shape.processes, "warpgroups": shape.warpgroups}
     return Plan(programs, persistent, res.ctas_per_sm, sms, flow=True, units=len(units), info=info), res
 

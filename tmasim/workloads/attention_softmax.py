@@ -44,15 +44,6 @@ inside its turn, before issuing P·V, which the model does not follow): status d
 on idle units it costs the same; what changes is that it no longer runs under
 P·V_{j-1}, so it lengthens the warpgroup's chain between its S_j and its next turn.
 
-What FA3's own ablation implies (Shah et al. 2024, the pipelining ablation: head dim 128, seqlen
-about 8k, fp16: 661 TFLOP/s in full, 582 without the GEMM-softmax pipelining inside a warpgroup,
-570 without warp specialization): in this CTA's order, removing the overlap inside a warpgroup
-lengthens a warpgroup's chain by its S GEMM (704 cycles for 64 x 176 x 128), and it can only cost 12% if
-that chain (S, the softmax from S_j done to the next issue, P·V) binds rather than the tensor
-cores. Solving 661 and 582 for a 64 x 176 block at 1.83 GHz gives a softmax phase of about
-2700-3500 cycles against the 1300 these counts and rates give (MUFU 708 + row max 236 + P 352):
-the instruction counts here do not explain FA3's figures, and no constant is fitted to them.
-
 Two phases, because the exponentials need the row max: first the max (FMNMX at the min/max
 rate, then the all-reduce's two shuffle rounds at ``SHUFFLE_CYCLES`` each, assumed: a latency
 no other work fills in FA3's instruction stream), then the exponentials, sums and conversions

@@ -26,9 +26,17 @@ sharing (:mod:`tmasim.engine.sm.vector_units`): warpgroups with vector work at o
 Cooperative warpgroups without that ordering issue every phase together and share each unit,
 so they move in lockstep and finish each phase together; they are simulated as one consumer
 process doing both warpgroups' rows (its costs are the pair's), which is exact for that
-processor-sharing model. After a unit's last S GEMM its consumers release Q (or, with
-``o_in_q``, once O's store has read the buffer), normalize and stage O, and the last of them
-issues the TMA store of the O tile.
+processor-sharing model. After a unit's last S GEMM its consumers release Q, normalize and
+stage O, and the last of them issues the TMA store of the O tile. Where O is staged
+(``schedule.o_over``):
+
+- over V's ring (FA3, ``hopper/flash_fwd_kernel_sm90.h``): the consumers first wait for each
+  other ("make sure all WGs have finished reading V", a named barrier in FA3's epilogue), and
+  the producer's first V load of the next unit waits until O's store has read the buffer
+  (``barrier_O``; K and Q of the next unit load meanwhile);
+- over Q's buffer (FA4's ``overlap_sO_sQ``): Q is released only once O's store has read it, so
+  the next unit's Q load waits for the store;
+- a buffer of its own: nothing waits for the store but the CTA's exit.
 """
 
 from __future__ import annotations
@@ -69,6 +77,15 @@ class AttentionCta:
         self._landed_at = [0.0] * (2 * stages)
         self.q_full = Mbarrier(env, f"{self.scope}.q.full", 1, wake)
         self.q_empty = Mbarrier(env, f"{self.scope}.q.empty", consumers, wake)
+        over_v = self.schedule.o_over == "v"
+        # O over V: O's store has read the buffer (one arrival a unit, FA3's barrier_O); the
+        # consumers' named barrier before staging O over V (one phase a unit); the unit whose first
+        # V load each step is
+        self.o_read = Mbarrier(env, f"{self.scope}.o.read", 1, wake) if over_v else None
+        self.v_read = Mbarrier(env, f"{self.scope}.epilogue.v_read", consumers, wake) if over_v else None
+        self._first_v = {program.first_step(u): u for u, unit in enumerate(program.units)
+                         if unit.blocks and u} if over_v else {}
+        self._computing = 0  # without a producer: the unit consumer 0 computes
         self.wait_full_ps: float = 0
         self.wait_empty_ps: float = 0
         self.slot_cycle_ps: float = 0
@@ -110,17 +127,25 @@ class AttentionCta:
     # ---- the producer -------------------------------------------------------------------------
 
     def producer(self) -> Wait:
-        """K_j then V_j; with ``overlap``, in the order the consumers use them (S_j before
-        P·V_{j-1}): K_0, then K_j and V_{j-1}, then the last V (FA3's load with IntraWGOverlap)."""
+        """Per unit: Q (with ``k_before_q``, FA3's order: the unit's first K, then Q), then K_j and
+        V_j; with ``overlap``, in the order the consumers use them (S_j before P·V_{j-1}): K_0, then
+        K_j and V_{j-1}, then the last V (FA3's load with IntraWGOverlap)."""
         prog = self.program
+        k_first = self.schedule.k_before_q
         for u, unit in enumerate(prog.units):
-            yield from self._load_q(u, "producer")
             first, last = prog.first_step(u), prog.first_step(u) + unit.blocks - 1
+            early = k_first and unit.blocks > 0
+            if early:
+                yield from self._load_one(self.k, 0, step=first, role="producer")
+            yield from self._load_q(u, "producer")
             if not self.schedule.overlap:
                 for step in range(first, last + 1):
-                    yield from self._load_block(step, "producer")
+                    if step != first or not early:
+                        yield from self._load_one(self.k, 0, step=step, role="producer")
+                    yield from self._load_one(self.v, self.sync.stages, step=step, role="producer")
             elif unit.blocks:
-                yield from self._load_one(self.k, 0, step=first, role="producer")
+                if not early:
+                    yield from self._load_one(self.k, 0, step=first, role="producer")
                 for step in range(first + 1, last + 1):
                     yield from self._load_one(self.k, 0, step=step, role="producer")
                     yield from self._load_one(self.v, self.sync.stages, step=step - 1, role="producer")
@@ -140,19 +165,29 @@ class AttentionCta:
         use, slot = divmod(step, self.sync.stages)
         block = self.program.block(step)
         copy = block.k if ring is self.k else block.v
+        if ring is self.v and step in self._first_v:
+            yield from self._wait_o_read(self._first_v[step], role)
         yield from self._wait(ring.empty[slot], (use & 1) ^ 1, role, False, step)
         ring.full[slot].arrive_expect_tx(copy.smem_bytes, f"{self.scope}.{role}", use)
         self._issued_at[offset + slot] = self.env.now
         self.copy_engine.load(copy, ring.full[slot], self.index, step, offset + slot)
 
+    def _wait_o_read(self, u: int, role: str) -> Wait:
+        """O over V: unit ``u``'s V may land only once unit ``u - 1``'s O store has read the buffer."""
+        assert self.o_read is not None
+        yield from self._wait(self.o_read, (u & 1) ^ 1, role, False)
+
     def _prefetch(self, w: int, upto: int) -> Wait:
         """Without a producer warpgroup, consumer 0 issues the copies up to block ``upto`` (the
-        ring's depth ahead of what it computes), paying the issue time on its own timeline."""
+        ring's depth ahead of what it computes), paying the issue time on its own timeline; with O
+        over V not past its unit (the next unit's V waits for this unit's O store)."""
         if w or self.schedule.producer:
             return
         last = min(upto, self.program.steps - 1)
         while self._next_load <= last:
             step = self._next_load
+            if self._first_v.get(step, 0) > self._computing:
+                return
             self._next_load += 1
             yield from self._load_block(step, f"consumer{w}")
             if self.schedule.issue:
@@ -165,6 +200,7 @@ class AttentionCta:
         stages = self.sync.stages
         for u, unit in enumerate(prog.units):
             if not self.schedule.producer and w == 0:
+                self._computing = u
                 yield from self._load_q(u, role)
             first = prog.first_step(u)
             yield from self._prefetch(w, first + stages - 1)
@@ -264,7 +300,7 @@ class AttentionCta:
             self.slot_cycles += 1
 
     def _release_q(self, u: int) -> None:
-        if not self.schedule.o_in_q:
+        if self.schedule.o_over != "q":
             self.q_empty.arrive(f"{self.scope}.consumer", phase=u)
 
     def _mma(self, mma: Mma, w: int, step: int, kind: str) -> simpy.Event:
@@ -320,6 +356,8 @@ class AttentionCta:
 
     def _epilogue(self, w: int, u: int) -> Wait:
         epilogue = self.program.units[u].epilogue
+        if self.v_read is not None:  # O over V: every consumer done reading V, the last store done reading O
+            yield from self._all_done_with_v(w, u)
         start = self.env.now
         if epilogue.duration:
             yield self.env.timeout(epilogue.duration)
@@ -329,14 +367,35 @@ class AttentionCta:
         if self._staged[u] == self.schedule.consumers and epilogue.store is not None:
             self._stores_left += 1
             self.copy_engine.store(epilogue.store, lambda _: self._store_done(u), self.index, u)
-        elif self._staged[u] == self.schedule.consumers and self.schedule.o_in_q:
-            self.q_empty.arrive(f"{self.scope}.epilogue", count=self.schedule.consumers, phase=u)
+        elif self._staged[u] == self.schedule.consumers:
+            self._o_read(u, "epilogue")
 
     def _store_done(self, u: int) -> None:
         self._stores_left -= 1
-        if self.schedule.o_in_q:
-            self.q_empty.arrive(f"{self.scope}.store", count=self.schedule.consumers, phase=u)
+        self._o_read(u, "store")
         self._maybe_finish()
+
+    def _o_read(self, u: int, who: str) -> None:
+        """Unit ``u``'s O has left its staging buffer: release what it was staged over."""
+        if self.schedule.o_over == "q":
+            self.q_empty.arrive(f"{self.scope}.{who}", count=self.schedule.consumers, phase=u)
+        elif self.o_read is not None:
+            self.o_read.arrive(f"{self.scope}.{who}", phase=u)
+
+    def _all_done_with_v(self, w: int, u: int) -> Wait:
+        """FA3's epilogue named barrier before O is written over V (all consumers' last P·V has
+        read V), and, for a unit that loaded no V (a causal block that sees no key), the previous
+        unit's O store done reading the buffer."""
+        assert self.v_read is not None
+        self.v_read.arrive(f"{self.scope}.consumer{w}", phase=u)
+        role = f"consumer{w}"
+        ready = self.v_read.wait(u & 1)
+        if ready.callbacks is not None:
+            self._waiting[role] = (self.v_read, u & 1)
+            yield ready
+            del self._waiting[role]
+        if u and not self.program.units[u].blocks:
+            yield from self._wait_o_read(u, role)
 
     def _maybe_finish(self) -> None:
         if self._consumers_left == 0 and self._stores_left == 0 and self.finished_at is None:

@@ -67,19 +67,23 @@ class AttentionPairCta(AttentionCta):
         self.q_full.arrive_expect_tx(pair_bytes, f"{self.scope}.{role}", u)
         self.copy_engine.load(q, self.q_full, self.index, u, 2 * self.sync.stages)
 
-    def _load_block(self, step: int, role: str) -> Wait:
-        stages = self.sync.stages
-        use, slot = divmod(step, stages)
-        block = self.program.block(step)
+    def _load_one(self, ring: StageRing, offset: int, step: int, role: str) -> Wait:
+        """One of our halves of block ``step`` (K or V), after our own slot is free, onto the
+        leader's full barrier (the leader announces both halves' bytes)."""
+        use, slot = divmod(step, self.sync.stages)
+        is_k = ring is self.k
+        copy = self.program.block(step).k if is_k else self.program.block(step).v
         owner = self.leader or self
-        peer = self.follower.program.block(step) if self.follower is not None else None
-        for ring, target, copy, offset in ((self.k, owner.k, block.k, 0), (self.v, owner.v, block.v, stages)):
-            yield from self._wait(ring.empty[slot], (use & 1) ^ 1, role, False, step)
-            if peer is not None:
-                pair_bytes = copy.smem_bytes + (peer.k if offset == 0 else peer.v).smem_bytes
-                target.full[slot].arrive_expect_tx(pair_bytes, f"{self.scope}.{role}", use)
-            self._issued_at[offset + slot] = self.env.now
-            self.copy_engine.load(copy, target.full[slot], self.index, step, offset + slot)
+        target = owner.k if is_k else owner.v
+        if not is_k and step in self._first_v:
+            yield from self._wait_o_read(self._first_v[step], role)
+        yield from self._wait(ring.empty[slot], (use & 1) ^ 1, role, False, step)
+        if self.follower is not None:
+            peer = self.follower.program.block(step)
+            pair_bytes = copy.smem_bytes + (peer.k if is_k else peer.v).smem_bytes
+            target.full[slot].arrive_expect_tx(pair_bytes, f"{self.scope}.{role}", use)
+        self._issued_at[offset + slot] = self.env.now
+        self.copy_engine.load(copy, target.full[slot], self.index, step, offset + slot)
 
     # ---- the leader's consumers: one MMA on both SMs, both SMs' softmax ------------------------
 
@@ -92,7 +96,7 @@ class AttentionPairCta(AttentionCta):
 
     def _release_q(self, u: int) -> None:
         super()._release_q(u)
-        if not self.schedule.o_in_q:
+        if self.schedule.o_over != "q":
             assert self.follower is not None
             follower = self.follower
             self._remote(lambda: follower.q_empty.arrive(f"{self.scope}.consumer", phase=u))

@@ -91,23 +91,28 @@ class AttentionSchedule:
     GEMMs (named barriers); ``overlap``: inside a process, the softmax of block j runs while
     P·V of block j - 1 is on the tensor cores (FA3's intra-warpgroup pipelining);
     ``producer``: a producer warpgroup issues the copies (False: the first consumer does, in
-    its own loop, after waiting for the slot); ``o_in_q``: O is staged in Q's shared memory, so
-    the next Q loads after O's store has read it; ``issue``: a consumer's time to issue a copy;
-    ``correction_apart``: a correction warpgroup rescales O (FA4), so a softmax warpgroup does
-    not wait for it (the next P·V of its tile does); ``pair``: the CTA is one of a 2-SM MMA pair
-    (:mod:`tmasim.engine.attention.pair`); ``pv_first``: with ``overlap``, P·V of block j - 1 is
-    issued before S of block j (Blackwell: P lives in TMEM over S, so S_j must wait for P·V to
-    have read it; FA4's order), not after (FA3: two S buffers in registers)."""
+    its own loop, after waiting for the slot); ``o_over``: where O is staged for its TMA store:
+    ``""`` a buffer of its own, ``"v"`` over V's ring (FA3: the producer's first V load of the
+    next unit waits until O's store has read it), ``"q"`` over Q's buffer (FA4 when O does not
+    fit beside the stages: the next unit's Q load waits for O's store); ``issue``: a consumer's
+    time to issue a copy; ``correction_apart``: a correction warpgroup rescales O (FA4), so a
+    softmax warpgroup does not wait for it (the next P·V of its tile does); ``pair``: the CTA is
+    one of a 2-SM MMA pair (:mod:`tmasim.engine.attention.pair`); ``pv_first``: with
+    ``overlap``, P·V of block j - 1 is issued before S of block j (Blackwell: P lives in TMEM
+    over S, so S_j must wait for P·V to have read it; FA4's order), not after (FA3: two S
+    buffers in registers); ``k_before_q``: the producer issues a unit's first K copy before its
+    Q copy (FA3's load order: K does not wait for the Q buffer to be free)."""
 
     consumers: int
     pingpong: bool
     overlap: bool
     producer: bool = True
-    o_in_q: bool = False
+    o_over: str = ""
     issue: int = 0
     correction_apart: bool = False
     pair: bool = False
     pv_first: bool = False
+    k_before_q: bool = False
 
 
 class AttentionProgram:
