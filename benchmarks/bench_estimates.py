@@ -115,7 +115,7 @@ CASES: list[tuple[str, str, list[str], bool]] = [
     # Too large to run here: the estimate must be over the refusal line (the first four before planning).
     ("attention seqlen_kv 2^24", "attention-h100", ["workload.seqlen_kv=16777216"], True),
     ("attention seqlen_q 10^6", "attention-h100", ["workload.seqlen_q=1000000"], True),
-    ("tiles 40M, no skip", "reference", ["workload.tiles=40000000", "run.records=false", "run.fast_forward=false"],
+    ("tiles 80M, no skip", "reference", ["workload.tiles=80000000", "run.records=false", "run.fast_forward=false"],
      True),
     ("gemm-h100-cluster drift, 8k^3 K 16k", "gemm-h100-cluster", ["workload.k=16384", DRIFT], True),
     ("gemm 64k^3 every SM", "gemm-h100",

@@ -55,8 +55,8 @@ def test_a_plan_too_big_to_build_is_refused_before_planning(capsys, monkeypatch)
 
 
 @pytest.mark.parametrize(("argv", "fragments"), [
-    (["run", "--set", "workload.tiles=40000000", "--set", "run.fast_forward=false", "--set", "run.records=false"],
-     ["40,000,000 ring steps simulated", "160,000,000 events"]),
+    (["run", "--set", "workload.tiles=80000000", "--set", "run.fast_forward=false", "--set", "run.records=false"],
+     ["80,000,000 ring steps simulated", "320,000,000 events"]),
     (["run", "gemm-h100-cluster", "--set", "workload.k=16384", "--set", DRIFT], ["524,288 ring steps simulated"]),
     (["animate", "--set", "workload.tiles=1000000", "--out", "x.gif"], ["animation: ", "5,000,000 records"]),
 ])

@@ -105,8 +105,8 @@ def test_the_whole_process_is_counted_the_interpreter_included():
 
 
 @pytest.mark.parametrize(("name", "sets", "fragment"), [
-    ("reference", ["workload.tiles=40000000", "run.records=false", "run.fast_forward=false"],
-     "40,000,000 ring steps simulated"),
+    ("reference", ["workload.tiles=80000000", "run.records=false", "run.fast_forward=false"],
+     "80,000,000 ring steps simulated"),
     ("gemm-h100-cluster", ["workload.k=16384", DRIFT], "524,288 ring steps simulated"),
     ("gemm-h100", ["workload.m=65536", "workload.n=65536", "workload.k=65536", "run.aggregate=false"],
      "134,217,728 ring steps"),

@@ -35,10 +35,12 @@ LIMIT_SECONDS = 300.0
 NOTE_BYTES = 2**30
 LIMIT_BYTES = 4 * 2**30
 
-# Measured costs. Each was fitted on the grid of ``benchmarks/bench_estimates.py`` (CPU seconds of
-# ``simulate`` and peak RSS, each run in a fresh process on the 2-core development machine under
-# load), set at or a little above what the grid measured, so that estimates land high rather than
-# low; the grid's worst ratios are in that script's closing lines. Kinds of step: "timed" (tiles:
+# Measured costs. The byte costs were fitted on the grid of ``benchmarks/bench_estimates.py`` (peak
+# RSS, each run in a fresh process on the 2-core development machine). The time costs (CPU seconds
+# of ``simulate``) were fitted together by ``benchmarks/fit_estimates.py`` (least squares of the log
+# ratio over the grid's runs of at least 0.25 s, on an idle machine: 0.81-1.27x), then raised by
+# TIME_MARGIN, so that estimates land high rather than low and a slower machine still finds them
+# near: on that machine the grid then reads 1.05-1.65x. Kinds of step: "timed" (tiles:
 # times given), "flow" (GEMM, stream: copies through the shared fabric), "attention" (K/V blocks).
 INTERPRETER_BYTES = 56 * 2**20  # the interpreter with tmasim, numpy and simpy imported (50-57 MB on the grid)
 # a UnitProgram's per-step lookups (two list slots); attention's block list; none for equal tiles
@@ -54,30 +56,33 @@ WIDE_SPAN_PS = 2**32            # the longest duration a packed record holds (it
 FRAME_BYTES_PER_RECORD = 175    # the same record as a row of the spans/events DataFrames (--out, --trace)
 ANIMATE_BYTES_PER_RECORD = 800  # frames, the one-CTA timeline and its change points (tmasim animate)
 ANIMATE_SECONDS_PER_RECORD = 160e-6  # finding each frame's state among the records
-PLAN_SECONDS_PER_STEP = 0.05e-6  # building those lookups
-PLAN_SECONDS_PER_UNIT = 5e-6     # building a work unit (stream: 3 us a box at 32k boxes, 6 at 512k)
+TIME_MARGIN = 1.3  # the fitted time costs below, raised by this
+PLAN_SECONDS_PER_STEP = 0.06e-6  # building those lookups (fitted 0.047 us)
+PLAN_SECONDS_PER_UNIT = 4.5e-6   # building a work unit (fitted 3.5 us; stream: 3 us a box at 32k boxes, 6 at 512k)
 CTA_BYTES = 8 * 2**10           # a simulated CTA: its barriers, slots, processes and counters
 # A step simulated with fast-forward on, where copies flow through the fabric: the states it keeps
 # to find a repeat (GEMM on the grid: 2-SM pairs 45 MB over 123k simulated steps, grid launch and
 # ragged tiles alike)
 FAST_FORWARD_BYTES_PER_STEP = 400
 DRIFT_BYTES_PER_SM = 160 * 2**10  # with drift, each SM's random state and draws (20-22 MB over 128-132 SMs)
-# One simulated ring step: copies, barrier flips, compute. Grid: tiles 5.4-6.1 us (8.5-9.6 with jitter);
-# GEMM 42-53 us (aggregated, every SM, grid launch, ragged 68); attention 114-150 us.
-STEP_SECONDS = {"timed": 10e-6, "flow": 45e-6, "attention": 160e-6}
-CLUSTER_STEP_SECONDS = 20e-6    # more per step in a cluster (multicast, remote arrivals: 55-68 us a step)
+# One simulated ring step: copies, barrier flips, compute. Fitted: tiles 5.7 us, GEMM and stream
+# 26 us, attention 109 us (x TIME_MARGIN).
+STEP_SECONDS = {"timed": 7.5e-6, "flow": 34e-6, "attention": 140e-6}
+CLUSTER_STEP_SECONDS = 14e-6    # more per step in a cluster (multicast, remote arrivals; fitted 10.7 us)
 # Per SM on the fabric, per simulated step: the rates' recomputations. Every SM simulated in
 # lockstep (run.aggregate = false, a grid launch): 75-105 us a step over 132 SMs (GEMM, stream),
 # 190-230 us (attention); with drift every SM is its own flow: 73-85 us a step over 128 SMs (GEMM),
 # and in a cluster, whose multicast ties the peers' flows, 1,900-2,000 us a step over 132 SMs.
-SHARER_SECONDS = {"lockstep": 0.3e-6, "drift": 0.5e-6, "drift_cluster": 14e-6}
-RECORD_SECONDS = 0.8e-6         # appending and packing one record (tiles 0.45 us, attention up to 1.3 us)
-WIDE_RECORD_SECONDS = 2.5e-6    # keeping a record whole in the side table (tiles in milliseconds: 3 us more)
-WIDE_SHIFT_SECONDS = 0.2e-6     # and regenerating one by shifting (tiles in seconds, skipped: 0.12-0.3 us more)
-SKIPPED_STEP_SECONDS = 0.2e-6   # a step fast-forward skips: its share of the summary's per-step figures
-RUN_SECONDS = 0.01              # any run: building the chip, its processes and the summary (10-20 ms on the grid)
-# regenerating one record of a skipped period by shifting a simulated one (tiles: 0.06 us; 2-SM GEMM 0.23)
-SHIFT_RECORD_SECONDS = {"timed": 0.15e-6, "flow": 0.25e-6, "attention": 0.25e-6}
+# Fitted per SM: 0.088, 0.35 and 7.0 us (x TIME_MARGIN).
+SHARER_SECONDS = {"lockstep": 0.12e-6, "drift": 0.45e-6, "drift_cluster": 9e-6}
+RECORD_SECONDS = 0.41e-6        # appending and packing one record (fitted 0.32 us)
+WIDE_RECORD_SECONDS = 1.6e-6    # keeping a record whole in the side table (tiles in milliseconds; fitted 1.2 us)
+WIDE_SHIFT_SECONDS = 0.07e-6    # and regenerating one by shifting (tiles in seconds, skipped; fitted 0.054 us)
+SKIPPED_STEP_SECONDS = 0.26e-6  # a step fast-forward skips: its share of the summary's per-step figures
+RUN_SECONDS = 0.018             # any run: building the chip, its processes and the summary (fitted 14 ms)
+# regenerating one record of a skipped period by shifting a simulated one (fitted: tiles 0.039 us, GEMM
+# 0.44 us; attention's, not on the grid, kept)
+SHIFT_RECORD_SECONDS = {"timed": 0.05e-6, "flow": 0.57e-6, "attention": 0.25e-6}
 EVENTS_PER_STEP = {"timed": 4, "flow": 12, "attention": 12}
 RECORDS_PER_STEP = {"timed": 5, "flow": 16, "attention": 32}  # grid: tiles 4-4.5, GEMM 9-13, attention 31
 
