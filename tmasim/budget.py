@@ -58,7 +58,9 @@ ANIMATE_BYTES_PER_RECORD = 800  # frames, the one-CTA timeline and its change po
 ANIMATE_SECONDS_PER_RECORD = 160e-6  # finding each frame's state among the records
 TIME_MARGIN = 1.3  # the fitted time costs below, raised by this
 PLAN_SECONDS_PER_STEP = 0.06e-6  # building those lookups (fitted 0.047 us)
-PLAN_SECONDS_PER_UNIT = 4.5e-6   # building a work unit (fitted 3.5 us; stream: 3 us a box at 32k boxes, 6 at 512k)
+# building a work unit: fitted 3.5 us, kept without the margin, since it grows with the units (stream:
+# 1.7 us a box at 32k boxes, 3.2 at 512k), and the margin would put the smallest runs over twice their time
+PLAN_SECONDS_PER_UNIT = 3.5e-6
 CTA_BYTES = 8 * 2**10           # a simulated CTA: its barriers, slots, processes and counters
 # A step simulated with fast-forward on, where copies flow through the fabric: the states it keeps
 # to find a repeat (GEMM on the grid: 2-SM pairs 45 MB over 123k simulated steps, grid launch and
@@ -68,7 +70,9 @@ DRIFT_BYTES_PER_SM = 160 * 2**10  # with drift, each SM's random state and draws
 # One simulated ring step: copies, barrier flips, compute. Fitted: tiles 5.7 us, GEMM and stream
 # 26 us, attention 109 us (x TIME_MARGIN).
 STEP_SECONDS = {"timed": 7.5e-6, "flow": 34e-6, "attention": 140e-6}
-CLUSTER_STEP_SECONDS = 14e-6    # more per step in a cluster (multicast, remote arrivals; fitted 10.7 us)
+# more per step in a cluster (multicast, remote arrivals): fitted 10.7 us, kept at twice that, since
+# the skip forecast can be far over in a cluster (flows drifting in phase: tmasim.skip_forecast)
+CLUSTER_STEP_SECONDS = 20e-6
 # Per SM on the fabric, per simulated step: the rates' recomputations. Every SM simulated in
 # lockstep (run.aggregate = false, a grid launch): 75-105 us a step over 132 SMs (GEMM, stream),
 # 190-230 us (attention); with drift every SM is its own flow: 73-85 us a step over 128 SMs (GEMM),
@@ -79,7 +83,8 @@ RECORD_SECONDS = 0.41e-6        # appending and packing one record (fitted 0.32 
 WIDE_RECORD_SECONDS = 1.6e-6    # keeping a record whole in the side table (tiles in milliseconds; fitted 1.2 us)
 WIDE_SHIFT_SECONDS = 0.07e-6    # and regenerating one by shifting (tiles in seconds, skipped; fitted 0.054 us)
 SKIPPED_STEP_SECONDS = 0.26e-6  # a step fast-forward skips: its share of the summary's per-step figures
-RUN_SECONDS = 0.018             # any run: building the chip, its processes and the summary (fitted 14 ms)
+RUN_SECONDS = 0.014             # any run: building the chip, its processes and the summary (fitted 14 ms; kept
+                                # without the margin: it is the whole estimate of the shortest runs)
 # regenerating one record of a skipped period by shifting a simulated one (fitted: tiles 0.039 us, GEMM
 # 0.44 us; attention's, not on the grid, kept)
 SHIFT_RECORD_SECONDS = {"timed": 0.05e-6, "flow": 0.57e-6, "attention": 0.25e-6}
