@@ -39,8 +39,9 @@ LIMIT_BYTES = 4 * 2**30
 # RSS, each run in a fresh process on the 2-core development machine). The time costs (CPU seconds
 # of ``simulate``) were fitted together by ``benchmarks/fit_estimates.py`` (least squares of the log
 # ratio over the grid's runs of at least 0.25 s, on an idle machine: 0.81-1.27x), then raised by
-# TIME_MARGIN, so that estimates land high rather than low and a slower machine still finds them
-# near: on that machine the grid then reads 1.05-1.65x. Kinds of step: "timed" (tiles:
+# TIME_MARGIN (where a constant departs from that, its comment says why), so that estimates land
+# high rather than low and a slower machine still finds them near: on that machine every case of
+# the grid then reads 0.58-1.8x. Kinds of step: "timed" (tiles:
 # times given), "flow" (GEMM, stream: copies through the shared fabric), "attention" (K/V blocks).
 INTERPRETER_BYTES = 56 * 2**20  # the interpreter with tmasim, numpy and simpy imported (50-57 MB on the grid)
 # a UnitProgram's per-step lookups (two list slots); attention's block list; none for equal tiles
@@ -57,7 +58,7 @@ FRAME_BYTES_PER_RECORD = 175    # the same record as a row of the spans/events D
 ANIMATE_BYTES_PER_RECORD = 800  # frames, the one-CTA timeline and its change points (tmasim animate)
 ANIMATE_SECONDS_PER_RECORD = 160e-6  # finding each frame's state among the records
 TIME_MARGIN = 1.3  # the fitted time costs below, raised by this
-PLAN_SECONDS_PER_STEP = 0.06e-6  # building those lookups (fitted 0.047 us)
+PLAN_SECONDS_PER_STEP = 0.047e-6 * TIME_MARGIN  # building those lookups
 # building a work unit: fitted 3.5 us, kept without the margin, since it grows with the units (stream:
 # 1.7 us a box at 32k boxes, 3.2 at 512k), and the margin would put the smallest runs over twice their time
 PLAN_SECONDS_PER_UNIT = 3.5e-6
@@ -67,27 +68,25 @@ CTA_BYTES = 8 * 2**10           # a simulated CTA: its barriers, slots, processe
 # ragged tiles alike)
 FAST_FORWARD_BYTES_PER_STEP = 400
 DRIFT_BYTES_PER_SM = 160 * 2**10  # with drift, each SM's random state and draws (20-22 MB over 128-132 SMs)
-# One simulated ring step: copies, barrier flips, compute. Fitted: tiles 5.7 us, GEMM and stream
-# 26 us, attention 109 us (x TIME_MARGIN).
-STEP_SECONDS = {"timed": 7.5e-6, "flow": 34e-6, "attention": 140e-6}
+# One simulated ring step: copies, barrier flips, compute (tiles; GEMM and stream; attention).
+STEP_SECONDS = {"timed": 5.7e-6 * TIME_MARGIN, "flow": 26e-6 * TIME_MARGIN, "attention": 109e-6 * TIME_MARGIN}
 # more per step in a cluster (multicast, remote arrivals): fitted 10.7 us, kept at twice that, since
 # the skip forecast can be far over in a cluster (flows drifting in phase: tmasim.skip_forecast)
-CLUSTER_STEP_SECONDS = 20e-6
-# Per SM on the fabric, per simulated step: the rates' recomputations. Every SM simulated in
-# lockstep (run.aggregate = false, a grid launch): 75-105 us a step over 132 SMs (GEMM, stream),
-# 190-230 us (attention); with drift every SM is its own flow: 73-85 us a step over 128 SMs (GEMM),
-# and in a cluster, whose multicast ties the peers' flows, 1,900-2,000 us a step over 132 SMs.
-# Fitted per SM: 0.088, 0.35 and 7.0 us (x TIME_MARGIN).
-SHARER_SECONDS = {"lockstep": 0.12e-6, "drift": 0.45e-6, "drift_cluster": 9e-6}
-RECORD_SECONDS = 0.41e-6        # appending and packing one record (fitted 0.32 us)
-WIDE_RECORD_SECONDS = 1.6e-6    # keeping a record whole in the side table (tiles in milliseconds; fitted 1.2 us)
-WIDE_SHIFT_SECONDS = 0.07e-6    # and regenerating one by shifting (tiles in seconds, skipped; fitted 0.054 us)
-SKIPPED_STEP_SECONDS = 0.26e-6  # a step fast-forward skips: its share of the summary's per-step figures
+CLUSTER_STEP_SECONDS = 2 * 10.7e-6
+# Per SM on the fabric, per simulated step: the rates' recomputations, with every SM simulated in
+# lockstep (run.aggregate = false, a grid launch), with drift (every SM its own flow) and with
+# drift in a cluster (whose multicast ties the peers' flows: twenty times more).
+SHARER_SECONDS = {"lockstep": 0.088e-6 * TIME_MARGIN, "drift": 0.35e-6 * TIME_MARGIN,
+                  "drift_cluster": 7.0e-6 * TIME_MARGIN}
+RECORD_SECONDS = 0.32e-6 * TIME_MARGIN  # appending and packing one record
+WIDE_RECORD_SECONDS = 1.2e-6 * TIME_MARGIN  # keeping a record whole in the side table (tiles in milliseconds)
+WIDE_SHIFT_SECONDS = 0.054e-6 * TIME_MARGIN  # and regenerating one by shifting (tiles in seconds, skipped)
+SKIPPED_STEP_SECONDS = 0.2e-6 * TIME_MARGIN  # a step fast-forward skips: its share of the summary's per-step figures
 RUN_SECONDS = 0.014             # any run: building the chip, its processes and the summary (fitted 14 ms; kept
                                 # without the margin: it is the whole estimate of the shortest runs)
-# regenerating one record of a skipped period by shifting a simulated one (fitted: tiles 0.039 us, GEMM
-# 0.44 us; attention's, not on the grid, kept)
-SHIFT_RECORD_SECONDS = {"timed": 0.05e-6, "flow": 0.57e-6, "attention": 0.25e-6}
+# regenerating one record of a skipped period by shifting a simulated one (attention's is not on the
+# grid: kept as it was)
+SHIFT_RECORD_SECONDS = {"timed": 0.039e-6 * TIME_MARGIN, "flow": 0.44e-6 * TIME_MARGIN, "attention": 0.25e-6}
 EVENTS_PER_STEP = {"timed": 4, "flow": 12, "attention": 12}
 RECORDS_PER_STEP = {"timed": 5, "flow": 16, "attention": 32}  # grid: tiles 4-4.5, GEMM 9-13, attention 31
 
