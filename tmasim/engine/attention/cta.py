@@ -386,16 +386,20 @@ class AttentionCta:
         """FA3's epilogue named barrier before O is written over V (all consumers' last P·V has
         read V), and, for a unit that loaded no V (a causal block that sees no key), the previous
         unit's O store done reading the buffer."""
-        assert self.v_read is not None
+        assert self.v_read is not None and self.o_read is not None
         self.v_read.arrive(f"{self.scope}.consumer{w}", phase=u)
-        role = f"consumer{w}"
-        ready = self.v_read.wait(u & 1)
+        yield from self._wait_quietly(self.v_read, u & 1, f"consumer{w}")
+        if u and not self.program.units[u].blocks:
+            yield from self._wait_quietly(self.o_read, (u & 1) ^ 1, f"consumer{w}")
+
+    def _wait_quietly(self, barrier: Mbarrier, parity: int, role: str) -> Wait:
+        """A consumer's wait in its epilogue: reported if it never ends, not counted as a wait
+        for data or for a slot (the consumer lane shows it as the gap before the epilogue)."""
+        ready = barrier.wait(parity)
         if ready.callbacks is not None:
-            self._waiting[role] = (self.v_read, u & 1)
+            self._waiting[role] = (barrier, parity)
             yield ready
             del self._waiting[role]
-        if u and not self.program.units[u].blocks:
-            yield from self._wait_o_read(u, role)
 
     def _maybe_finish(self) -> None:
         if self._consumers_left == 0 and self._stores_left == 0 and self.finished_at is None:
