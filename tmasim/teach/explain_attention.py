@@ -68,8 +68,9 @@ def attention_what_ifs(result: Result, base_dir: Path | None) -> list[str]:
 
 
 def _o_loses_its_buffer(result: Result, more: WhatIf, base_dir: Path | None) -> str:
-    """Why one more stage can be slower (README, "Why 3 stages are slower here"): the plan with it
-    stages O in Q's buffer (Blackwell), so each unit's Q load waits for O's store."""
+    """Why one more stage can be slower on Blackwell: the plan with it no longer fits O beside the
+    slots and stages it in Q's buffer (FA4's ``overlap_sO_sQ``), so each unit's Q load waits for
+    O's store. (Hopper stages O over V at any stage count, as FA3.)"""
     from tmasim.simulation import plan_scenario
 
     if (more.makespan_ps is None or more.makespan_ps <= result.stats["makespan_ps"]
