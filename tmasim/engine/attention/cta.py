@@ -79,8 +79,8 @@ class AttentionCta:
         self.q_empty = Mbarrier(env, f"{self.scope}.q.empty", consumers, wake)
         over_v = self.schedule.o_over == "v"
         # O over V: O's store has read the buffer (one arrival a unit, FA3's barrier_O); the
-        # consumers' named barrier before staging O over V (one phase a unit); the unit whose first
-        # V load each step is
+        # consumers' named barrier before staging O over V (one phase a unit); each unit's first
+        # step (after the first unit, units without keys aside), whose V copy waits for the last O store
         self.o_read = Mbarrier(env, f"{self.scope}.o.read", 1, wake) if over_v else None
         self.v_read = Mbarrier(env, f"{self.scope}.epilogue.v_read", consumers, wake) if over_v else None
         self._first_v = {program.first_step(u): u for u, unit in enumerate(program.units)
