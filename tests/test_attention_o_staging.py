@@ -11,9 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from tmasim.errors import ScenarioError
 from tmasim.scenario import from_dict, load
-from tmasim.simulation import simulate
+from tmasim.simulation import plan_scenario, simulate
 
 STAGES = 2
 Q_SLOT = 2 * STAGES  # the copy engine's slot index for Q (K slots 0..S-1, V slots S..2S-1)
@@ -102,3 +105,53 @@ def test_causal_units_that_see_no_key_stage_o_after_the_previous_store():
 def test_each_architecture_stages_o_where_its_kernel_does(name, where):
     stats = simulate(load(name, ["workload.batch=1", "workload.heads=2", "workload.seqlen_q=1024"])).stats
     assert stats["o_staged_over"] == where
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(producer=st.booleans(), overlap=st.booleans(), pingpong=st.booleans(), causal=st.booleans(),
+       seqlen_q=st.sampled_from([256, 384, 640]), seqlen_kv=st.sampled_from([None, 128, 200, 512]),
+       stages=st.integers(1, 3), sms=st.integers(1, 3), store=st.booleans())
+def test_any_hopper_schedule_runs_to_its_end_with_o_over_v(producer, overlap, pingpong, causal, seqlen_q, seqlen_kv,
+                                                            stages, sms, store):
+    """Producer or not, the overlap, ping-pong or lockstep, causal units with and without keys, one
+    to three stages, several units per CTA on a small chip: every run ends (no barrier misuse, no
+    deadlock) with its MMAs' FLOPs all executed, O staged over V."""
+    workload: dict[str, Any] = {"kind": "attention", "batch": 1, "heads": 3, "seqlen_q": seqlen_q, "head_dim": 64,
+                                "tile": [128, 64], "causal": causal, "softmax_overlap": overlap}
+    if seqlen_kv is not None:
+        workload["seqlen_kv"] = seqlen_kv
+    gpu: dict[str, Any] = {"preset": "h100-sxm", "sms": sms, "gpc_sms": [sms]}
+    if not store:
+        gpu["hbm_latency"] = "0 ns"  # Q as quick as the K/V copies: the unit boundaries' orders change
+    raw = {"name": "att", "gpu": gpu, "workload": workload,
+           "pipeline": {"stages": stages, "consumers": 2, "consumer_mode": "pingpong" if pingpong else "cooperative",
+                        "warp_specialized": producer},
+           "run": {"records": False}}
+    if not producer and overlap and stages == 1:  # refused: see the test below
+        with pytest.raises(ScenarioError, match=r"pipeline\.stages: 1 must be at least 2"):
+            from_dict(raw).validate()
+        return
+    s = from_dict(raw)
+    plan, _ = plan_scenario(s)
+    stats = simulate(s).stats
+    assert stats["o_staged_over"] == "v"
+    executed = stats["achieved_flops_per_s"] * stats["makespan_ps"] / 1e12
+    per_process = sum(program.block(step).qk.flops + program.block(step).pv.flops
+                      for program in plan.programs for step in range(program.steps))
+    assert executed == pytest.approx(per_process * plan.info["processes"], rel=1e-9)
+
+
+def test_one_stage_with_the_overlap_and_no_producer_is_refused_in_one_line():
+    """The consumer that issues the copies would wait for V_j's only slot, which its own P·V_{j-1}
+    holds until S_j (on K_j, loaded with V_j) is done: a deadlock, refused before the run."""
+    from tmasim.cli import main
+
+    with pytest.raises(ScenarioError, match=r"pipeline\.stages: 1 must be at least 2 with workload\.softmax_overlap"):
+        load("attention-h100", ["pipeline.warp_specialized=false", "pipeline.stages=1"]).validate()
+    assert main(["run", "attention-h100", "--set", "pipeline.warp_specialized=false", "--set",
+                 "pipeline.stages=1"]) == 2
+    # with two stages, or the overlap off, or a producer, it runs
+    for sets in (["pipeline.stages=2"], ["workload.softmax_overlap=false"], ["pipeline.warp_specialized=true"]):
+        s = load("attention-h100", ["pipeline.warp_specialized=false", "pipeline.stages=1", "workload.batch=1",
+                                    "workload.heads=1", "workload.seqlen_q=512", *sets])
+        assert simulate(s).stats["makespan_ps"] > 0

@@ -80,6 +80,11 @@ def check(config: AttentionConfig, scenario: ScenarioParts) -> None:
     if p.consumers > 3:
         raise ScenarioError("pipeline.consumers", p.consumers, "must be 1, 2 or 3 for attention (FA3 runs up to three "
                                                                "consumer warpgroups, ping-pong or cooperative)")
+    if not p.warp_specialized and config.softmax_overlap and p.stages < 2:
+        raise ScenarioError("pipeline.stages", p.stages,
+                            "must be at least 2 with workload.softmax_overlap and no producer warpgroup "
+                            "(pipeline.warp_specialized = false): the consumer that issues the copies loads K_j "
+                            "with V_j, whose only slot its own P·V_{j-1} holds until S_j, on K_j, is done")
     if config.tile[0] % (64 * p.consumers) and gpu.mma is not None and gpu.mma.instruction == "wgmma":
         raise ScenarioError("workload.tile", list(config.tile),
                             f"BM = {config.tile[0]} must be a multiple of 64 x {p.consumers} consumer warpgroup(s): "
