@@ -106,7 +106,10 @@ class AttentionCta:
 
     # ---- waiting ------------------------------------------------------------------------------
 
-    def _wait(self, barrier: Mbarrier, parity: int, role: str, full: bool, step: int = -1) -> Wait:
+    def _wait(self, barrier: Mbarrier, parity: int, role: str, full: bool | None, step: int = -1) -> Wait:
+        """Wait for the phase of ``parity``: a consumer's wait for data (``full``), the producer's
+        for a slot, or (``full`` None) a consumer's wait in its epilogue, counted as neither (the
+        consumer lane shows it as the gap before the epilogue). Reported if it never ends."""
         ready = barrier.wait(parity)
         if ready.callbacks is None:
             return
@@ -114,6 +117,8 @@ class AttentionCta:
         self._waiting[role] = (barrier, parity)
         yield ready
         del self._waiting[role]
+        if full is None:
+            return
         waited = self.env.now - t0
         if full:
             self.wait_full_ps += waited
@@ -388,18 +393,9 @@ class AttentionCta:
         unit's O store done reading the buffer."""
         assert self.v_read is not None and self.o_read is not None
         self.v_read.arrive(f"{self.scope}.consumer{w}", phase=u)
-        yield from self._wait_quietly(self.v_read, u & 1, f"consumer{w}")
+        yield from self._wait(self.v_read, u & 1, f"consumer{w}", None)
         if u and not self.program.units[u].blocks:
-            yield from self._wait_quietly(self.o_read, (u & 1) ^ 1, f"consumer{w}")
-
-    def _wait_quietly(self, barrier: Mbarrier, parity: int, role: str) -> Wait:
-        """A consumer's wait in its epilogue: reported if it never ends, not counted as a wait
-        for data or for a slot (the consumer lane shows it as the gap before the epilogue)."""
-        ready = barrier.wait(parity)
-        if ready.callbacks is not None:
-            self._waiting[role] = (barrier, parity)
-            yield ready
-            del self._waiting[role]
+            yield from self._wait(self.o_read, (u & 1) ^ 1, f"consumer{w}", None)
 
     def _maybe_finish(self) -> None:
         if self._consumers_left == 0 and self._stores_left == 0 and self.finished_at is None:
