@@ -248,7 +248,7 @@ def test_fast_forward_on_or_off_gives_the_same_run():
     off = simulate(from_dict({**s.to_dict(), "run": {"records": False, "fast_forward": False}})).stats
     for key in ("makespan_ps", "memory_bytes", "hbm_bytes", "achieved_flops_per_s", "sm_finish_mean_ns"):
         assert on[key] == off[key], key
-    assert on["fast_forward"].startswith("off: this workload's CTA program has no ring steps")
+    assert on["fast_forward"].startswith("on") and off["fast_forward"] == "off: run.fast_forward = false"
 
 
 def test_blackwell_keeps_s_and_o_in_tensor_memory():

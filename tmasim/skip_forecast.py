@@ -38,6 +38,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from tmasim.engine.attention.program import AttentionProgram, AttentionUnit
 from tmasim.engine.program import Repeat, TimedProgram, UnitProgram
 
 # Periods of ``stages`` steps simulated per stretch of identical steps, measured on the grid of
@@ -57,6 +58,8 @@ def skip_possible(programs: Sequence[Any]) -> bool:
     if isinstance(first, TimedProgram):
         return isinstance(first.load, Repeat) and isinstance(first.compute_ps, Repeat) \
             and isinstance(first.latency, Repeat)
+    if isinstance(first, AttentionProgram):  # its blocks, but not 2-SM pairs (AttentionProgram.why_not_skipped)
+        return not first.schedule.pair
     return isinstance(first, UnitProgram)
 
 
@@ -67,7 +70,9 @@ def forecast(chip: Any, stages: int) -> int:
     plan, sync = chip.plan, chip.sync
     lanes = lanes_of(chip.planned.programs, chip.sms, 1 if plan.persistent else plan.ctas_per_sm)
     coupled = plan.cluster > 1  # CTAs that fill each other's slots (clusters, 2-SM pairs)
-    return skipped_steps(lanes, stages, units_matter=sync.mode == "pingpong" and sync.consumers > 1,
+    # (attention's ping-pong is a turn per GEMM inside a unit, not units in turn)
+    turns = sync.mode == "pingpong" and sync.consumers > 1 and not isinstance(plan.programs[0], AttentionProgram)
+    return skipped_steps(lanes, stages, units_matter=turns,
                          periods=COUPLED_TRANSIENT_PERIODS if coupled else TRANSIENT_PERIODS)
 
 
@@ -146,6 +151,8 @@ def runs(program: Any, units_matter: bool) -> Iterable[int]:
     if isinstance(program, TimedProgram):
         same = skip_possible([program])
         return [program.steps] if same else [1] * program.steps
+    if isinstance(program, AttentionProgram):
+        return _attention_runs(program)
     lengths: list[int] = []
     current = None  # the segment the open run repeats
     for unit in program.units:
@@ -166,6 +173,21 @@ def runs(program: Any, units_matter: bool) -> Iterable[int]:
     return lengths
 
 
+def _attention_runs(program: AttentionProgram) -> list[int]:
+    """An attention unit's runs: its first block alone, its runs of identical blocks between,
+    its last block alone (AttentionProgram.run_of)."""
+    lengths: list[int] = []
+    for unit in program.units:
+        if unit.blocks <= 2:
+            lengths += [1] * unit.blocks
+            continue
+        counts = [count for _, count in unit.runs if count]
+        counts[0] -= 1
+        counts[-1] -= 1
+        lengths += [1, *(c for c in counts if c), 1]
+    return lengths
+
+
 def _lockstep(programs: Sequence[Any]) -> bool:
     """Whether every program's units are the same work, so that its CTAs advance in lockstep."""
     if isinstance(programs[0], TimedProgram):
@@ -173,9 +195,17 @@ def _lockstep(programs: Sequence[Any]) -> bool:
     return len({_work(unit) for p in programs for unit in p.units}) == 1
 
 
+def _copy_pace(c: Any) -> tuple[Any, ...]:
+    return (c.smem_bytes, c.memory_bytes, c.busy, c.multicast, c.requests)
+
+
 def _work(unit: Any) -> tuple[Any, ...]:
     """What sets a unit's pace: its segments' steps, compute and copies (bytes, requests,
     latency), and its epilogue; not where its bytes hit (L2 or HBM shares vary by unit)."""
+    if isinstance(unit, AttentionUnit):
+        return tuple((count, _copy_pace(block.k), _copy_pace(block.v), block.qk, block.softmax, block.pv,
+                      block.correction, block.early, block.convert) for block, count in unit.runs), \
+            _copy_pace(unit.q), unit.epilogue.duration
     copies = [tuple((c.smem_bytes, c.memory_bytes, c.busy, c.multicast, c.requests) for c in s.copies)
               for s in unit.segments]
     epilogue = unit.epilogue.duration if unit.epilogue is not None else None

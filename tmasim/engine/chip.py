@@ -138,6 +138,8 @@ class Chip:
                          sm.vector_units, self.recorder)
             fused.multiplicity = sm.multiplicity
             self.ctas.append(fused)  # type: ignore[arg-type]
+            if self.on_cta is not None:
+                self.on_cta(fused)  # type: ignore[arg-type]
             return fused  # type: ignore[return-value]
         cta = Cta(self.env, sm.index, cta_index, program, self.sync, sm.copy_engine, sm.tensor_core, self.recorder)
         cta.multiplicity = sm.multiplicity

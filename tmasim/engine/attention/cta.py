@@ -41,6 +41,7 @@ stage O, and the last of them issues the TMA store of the O tile. Where O is sta
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Generator
 
 import simpy
@@ -57,6 +58,9 @@ Wait = Generator[simpy.Event, object, None]
 
 
 class AttentionCta:
+    leader: AttentionCta | None = None  # (2-SM pairs only: :mod:`tmasim.engine.attention.pair`)
+    follower: AttentionCta | None = None
+
     def __init__(self, env: simpy.Environment, sm: int, index: int, program: AttentionProgram, sync: Sync,
                  copy_engine: CopyEngine, tensor_core: TensorCore, vector_units: VectorUnits,
                  recorder: Recorder | None) -> None:
@@ -83,8 +87,7 @@ class AttentionCta:
         # step (after the first unit, units without keys aside), whose V copy waits for the last O store
         self.o_read = Mbarrier(env, f"{self.scope}.o.read", 1, wake) if over_v else None
         self.v_read = Mbarrier(env, f"{self.scope}.epilogue.v_read", consumers, wake) if over_v else None
-        self._first_v = {program.first_step(u): u for u, unit in enumerate(program.units)
-                         if unit.blocks and u} if over_v else {}
+        self._over_v = over_v
         self._computing = 0  # without a producer: the unit consumer 0 computes
         self.wait_full_ps: float = 0
         self.wait_empty_ps: float = 0
@@ -101,6 +104,17 @@ class AttentionCta:
         self._turn_changed = env.event()
         self._rescaled: list[simpy.Event | None] = [None] * consumers  # correction warpgroup's last rescale
         self._next_load = 0  # without a producer: the next block whose copies are to be issued
+        # Fast-forward (engine/fast_forward/jump.py): the step whose K copy is issued next, the
+        # cut it is told of (once a lap), and whether it may shorten the program (the loops
+        # read each unit's length from the program as they go, so they always may).
+        self.issued = 0
+        self.on_step: Callable[[AttentionCta, int], None] | None = None
+        self.steps_may_drop = False
+        self.peers: list[AttentionCta] = [self]
+        self._reads: list[tuple[int, int, float]] = []  # (no unchecked reads: consumers always wait)
+        # The lowest step each process (producer first, then each consumer) will still touch: where
+        # fast-forward's identical steps must begin (engine/fast_forward/attention.py).
+        self.standing = [0] * ((1 if self.schedule.producer else 0) + consumers)
         self.processes = [env.process(self.producer())] if self.schedule.producer else []
         self.processes += [env.process(self.consumer(w)) for w in range(consumers)]
 
@@ -137,24 +151,35 @@ class AttentionCta:
         K_j and V_{j-1}, then the last V (FA3's load with IntraWGOverlap)."""
         prog = self.program
         k_first = self.schedule.k_before_q
-        for u, unit in enumerate(prog.units):
-            first, last = prog.first_step(u), prog.first_step(u) + unit.blocks - 1
-            early = k_first and unit.blocks > 0
+        # Each unit's last step is read from the program at every block: fast-forward may drop
+        # blocks from the unit in progress (engine/fast_forward/jump.py).
+        standing = self.standing
+        for u in range(len(prog.units)):
+            first = prog.first_step(u)
+            standing[0] = first
+            early = k_first and prog.blocks_in(u) > 0
             if early:
                 yield from self._load_one(self.k, 0, step=first, role="producer")
             yield from self._load_q(u, "producer")
             if not self.schedule.overlap:
-                for step in range(first, last + 1):
+                step = first
+                while step <= prog.last_step(u):
+                    standing[0] = step
                     if step != first or not early:
                         yield from self._load_one(self.k, 0, step=step, role="producer")
                     yield from self._load_one(self.v, self.sync.stages, step=step, role="producer")
-            elif unit.blocks:
+                    step += 1
+            elif prog.blocks_in(u):
                 if not early:
                     yield from self._load_one(self.k, 0, step=first, role="producer")
-                for step in range(first + 1, last + 1):
+                step = first + 1
+                while step <= prog.last_step(u):
+                    standing[0] = step - 1  # (V_{j-1} is loaded after K_j)
                     yield from self._load_one(self.k, 0, step=step, role="producer")
                     yield from self._load_one(self.v, self.sync.stages, step=step - 1, role="producer")
-                yield from self._load_one(self.v, self.sync.stages, step=last, role="producer")
+                    step += 1
+                standing[0] = prog.last_step(u)
+                yield from self._load_one(self.v, self.sync.stages, step=prog.last_step(u), role="producer")
 
     def _load_q(self, u: int, role: str) -> Wait:
         q = self.program.units[u].q
@@ -168,14 +193,21 @@ class AttentionCta:
 
     def _load_one(self, ring: StageRing, offset: int, step: int, role: str) -> Wait:
         use, slot = divmod(step, self.sync.stages)
+        if ring is self.k:
+            if not slot and self.on_step is not None:  # fast-forward's cut, once a lap: may shorten the program
+                self.on_step(self, step)
+        elif self._over_v:
+            starts = self.program.unit_starting(step)
+            if starts:  # a unit's first V (after the first unit's) waits for the last O store
+                yield from self._wait_o_read(starts, role)
         block = self.program.block(step)
         copy = block.k if ring is self.k else block.v
-        if ring is self.v and step in self._first_v:
-            yield from self._wait_o_read(self._first_v[step], role)
         yield from self._wait(ring.empty[slot], (use & 1) ^ 1, role, False, step)
         ring.full[slot].arrive_expect_tx(copy.smem_bytes, f"{self.scope}.{role}", use)
         self._issued_at[offset + slot] = self.env.now
         self.copy_engine.load(copy, ring.full[slot], self.index, step, offset + slot)
+        if ring is self.k:
+            self.issued = step + 1
 
     def _wait_o_read(self, u: int, role: str) -> Wait:
         """O over V: unit ``u``'s V may land only once unit ``u - 1``'s O store has read the buffer."""
@@ -191,7 +223,7 @@ class AttentionCta:
         last = min(upto, self.program.steps - 1)
         while self._next_load <= last:
             step = self._next_load
-            if self._first_v.get(step, 0) > self._computing:
+            if self._over_v and (self.program.unit_starting(step) or 0) > self._computing:
                 return
             self._next_load += 1
             yield from self._load_block(step, f"consumer{w}")
@@ -202,26 +234,29 @@ class AttentionCta:
 
     def consumer(self, w: int) -> Wait:
         prog, role = self.program, f"consumer{w}"
-        stages = self.sync.stages
-        for u, unit in enumerate(prog.units):
+        stages, at = self.sync.stages, w + self.schedule.producer
+        for u in range(len(prog.units)):
+            first = prog.first_step(u)
+            self.standing[at] = first
             if not self.schedule.producer and w == 0:
                 self._computing = u
                 yield from self._load_q(u, role)
-            first = prog.first_step(u)
             yield from self._prefetch(w, first + stages - 1)
             yield from self._wait(self.q_full, u & 1, role, True)
-            if not unit.blocks:  # a causal query block that sees no key: O is zero
+            if not prog.blocks_in(u):  # a causal query block that sees no key: O is zero
                 self._release_q(u)
             elif self.schedule.overlap:
-                yield from self._overlapped(w, u, first, unit.blocks)
+                yield from self._overlapped(w, u, first)
             else:
-                yield from self._serial(w, u, first, unit.blocks)
+                yield from self._serial(w, u, first)
             yield from self._epilogue(w, u)
         self._consumers_left -= 1
         self._maybe_finish()
 
-    def _serial(self, w: int, u: int, first: int, count: int) -> Wait:
-        for step in range(first, first + count):
+    def _serial(self, w: int, u: int, first: int) -> Wait:
+        prog, step, at = self.program, first, w + self.schedule.producer
+        while step <= prog.last_step(u):  # (the unit's length as it now stands: fast-forward may shorten it)
+            self.standing[at] = step
             yield from self._prefetch(w, step + self.sync.stages - 1)
             block = self.program.block(step)
             yield from self._full(self.k, step, w)
@@ -230,7 +265,7 @@ class AttentionCta:
             self._pass_turn(w)
             yield s_done
             self._release(self.k, step, w)
-            if step == first + count - 1:
+            if step == prog.last_step(u):
                 self._release_q(u)
             if self.schedule.correction_apart:  # the correction warpgroup rescales O meanwhile:
                 # it needs only the new row max (taken as known when the softmax starts) and the
@@ -245,9 +280,10 @@ class AttentionCta:
                 yield rescaled  # O must be rescaled before P·V adds into it
             yield self._mma(block.pv, w, step, "pv")
             self._release(self.v, step, w)
+            step += 1
 
-    def _overlapped(self, w: int, u: int, first: int, count: int) -> Wait:
-        prog, last = self.program, first + count - 1
+    def _overlapped(self, w: int, u: int, first: int) -> Wait:
+        prog, at = self.program, w + self.schedule.producer
         block = prog.block(first)
         yield from self._full(self.k, first, w)
         yield from self._my_turn(w)
@@ -255,10 +291,12 @@ class AttentionCta:
         self._pass_turn(w)
         yield s_done
         self._release(self.k, first, w)
-        if count == 1:
+        if prog.blocks_in(u) == 1:
             self._release_q(u)
         yield from self._vector(block.softmax, w, first, "softmax")  # no P·V in flight yet: P converted in it
-        for step in range(first + 1, last + 1):
+        step = first + 1
+        while step <= prog.last_step(u):  # (the unit's length as it now stands: fast-forward may shorten it)
+            self.standing[at] = step - 1  # (P·V_{j-1} with S_j)
             block, previous = prog.block(step), prog.block(step - 1)
             yield from self._full(self.k, step, w)
             yield from self._full(self.v, step - 1, w)
@@ -275,7 +313,7 @@ class AttentionCta:
             self._pass_turn(w)
             yield s_done
             self._release(self.k, step, w)
-            if step == last:
+            if step == prog.last_step(u):
                 self._release_q(u)
             yield from self._vector(block.softmax if block.early is None else block.early, w, step, "softmax")
             yield pv_done
@@ -287,6 +325,8 @@ class AttentionCta:
                 self._rescaled[w] = self._vector_apart(block.correction, w, step)
             else:
                 yield from self._vector(block.convert + block.correction, w, step, "correction")
+            step += 1
+        last = self.standing[at] = prog.last_step(u)
         yield from self._full(self.v, last, w)
         rescaled, self._rescaled[w] = self._rescaled[w], None
         if rescaled is not None and rescaled.callbacks is not None:
@@ -371,11 +411,11 @@ class AttentionCta:
         self._staged[u] += 1
         if self._staged[u] == self.schedule.consumers and epilogue.store is not None:
             self._stores_left += 1
-            self.copy_engine.store(epilogue.store, lambda _: self._store_done(u), self.index, u)
+            self.copy_engine.store(epilogue.store, functools.partial(self._store_done, u), self.index, u)
         elif self._staged[u] == self.schedule.consumers:
             self._o_read(u, "epilogue")
 
-    def _store_done(self, u: int) -> None:
+    def _store_done(self, u: int, _: object = None) -> None:
         self._stores_left -= 1
         self._o_read(u, "store")
         self._maybe_finish()
@@ -394,7 +434,7 @@ class AttentionCta:
         assert self.v_read is not None and self.o_read is not None
         self.v_read.arrive(f"{self.scope}.consumer{w}", phase=u)
         yield from self._wait(self.v_read, u & 1, f"consumer{w}", None)
-        if u and not self.program.units[u].blocks:
+        if u and not self.program.blocks_in(u):
             yield from self._wait(self.o_read, (u & 1) ^ 1, f"consumer{w}", None)
 
     def _maybe_finish(self) -> None:

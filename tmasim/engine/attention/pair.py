@@ -35,8 +35,8 @@ Wait = Generator[simpy.Event, object, None]
 
 
 class AttentionPairCta(AttentionCta):
-    leader: AttentionPairCta | None = None  # set on the follower
-    follower: AttentionPairCta | None = None  # set on the leader
+    leader: AttentionPairCta | None = None  # type: ignore[assignment]  # set on the follower
+    follower: AttentionPairCta | None = None  # type: ignore[assignment]  # set on the leader
     cluster, rank, arrive_latency = -1, 0, 0
 
     def join_cluster(self, cluster: int, rank: int, peers: list[AttentionPairCta], arrive_latency: int) -> None:
@@ -75,8 +75,13 @@ class AttentionPairCta(AttentionCta):
         copy = self.program.block(step).k if is_k else self.program.block(step).v
         owner = self.leader or self
         target = owner.k if is_k else owner.v
-        if not is_k and step in self._first_v:
-            yield from self._wait_o_read(self._first_v[step], role)
+        if is_k:
+            if not slot and self.on_step is not None:  # fast-forward's cut, once a lap
+                self.on_step(self, step)
+        elif self._over_v:
+            starts = self.program.unit_starting(step)
+            if starts:  # a unit's first V (after the first unit's) waits for the last O store
+                yield from self._wait_o_read(starts, role)
         yield from self._wait(ring.empty[slot], (use & 1) ^ 1, role, False, step)
         if self.follower is not None:
             peer = self.follower.program.block(step)
@@ -84,6 +89,8 @@ class AttentionPairCta(AttentionCta):
             target.full[slot].arrive_expect_tx(pair_bytes, f"{self.scope}.{role}", use)
         self._issued_at[offset + slot] = self.env.now
         self.copy_engine.load(copy, target.full[slot], self.index, step, offset + slot)
+        if is_k:
+            self.issued = step + 1
 
     # ---- the leader's consumers: one MMA on both SMs, both SMs' softmax ------------------------
 

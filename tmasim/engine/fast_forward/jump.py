@@ -38,6 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
+from tmasim.engine.attention.program import AttentionProgram
+from tmasim.engine.fast_forward import attention
 from tmasim.engine.fast_forward.cta import CtaStates
 from tmasim.engine.fast_forward.exact_sum import DISTINCT, ExactSum
 from tmasim.engine.fast_forward.pairs import unit_names
@@ -63,6 +65,7 @@ if TYPE_CHECKING:
 # increase; floats are kept exactly between cuts (FLOAT_COUNTERS).
 CTA_COUNTERS = ("wait_full_ps", "wait_empty_ps", "slot_cycle_ps", "slot_cycles")
 ENGINE_COUNTERS = ("busy_ps", "bytes", "memory_bytes", "store_bytes", "copies")
+VECTOR_COUNTERS = ("exp_busy_ps", "fp32_busy_ps")
 FLOAT_COUNTERS = {"TensorCore": ("flops",), "CopyEngine": ("hbm_bytes", "l2_bytes"), "Link": ("_bytes_done",)}
 class _Cut:
     __slots__ = ("now", "base", "low", "ints", "sums", "records")
@@ -88,9 +91,13 @@ class FastForward:
         kept = chip.recorder is not None or bool(series)
         self.records = RecordShift(chip.recorder, series, stages) if skip and kept else None
         sync = chip.sync
+        # Attention's CTAs (engine/fast_forward/attention.py): ping-pong there is a turn per GEMM
+        # inside a unit, not by unit.
+        self.attention = isinstance(first, AttentionProgram)
         # Grid launches' later waves are cut too (adopt); the cuts must fall where they do with
         # the skip off, so this does not depend on the skip.
-        self.units_matter = sync.mode == "pingpong" and sync.consumers > 1  # warpgroups take turns by unit
+        self.units_matter = (sync.mode == "pingpong" and sync.consumers > 1  # warpgroups take turns by unit
+                             and not self.attention)
         self.waves = not self.units_matter
         self.fabric: Fabric | None = chip.fabric
         self.ctas: list[Cta] = []  # those the state describes: exited ones leave it (see adopt)
@@ -100,6 +107,7 @@ class FastForward:
         self.ref: Cta | None = None
         self.engines = [sm.copy_engine for sm in chip.sms]
         self.cores = [sm.tensor_core for sm in chip.sms]
+        self.vectors = [sm.vector_units for sm in chip.sms if self.attention and sm.vector_units is not None]
         self.links = list(self.fabric._links.values()) if self.fabric is not None else []
         # Each float counter with the exact sum of its values at the cuts (it restarts at zero).
         self.floats = [(o, a, ExactSum()) for o in (*self.cores, *self.engines, *self.links)
@@ -265,13 +273,16 @@ class FastForward:
         return _Cut(self.env.now, base, low, self._ints(), sums, records)  # type: ignore[arg-type]
 
     def _lows(self) -> list[int]:
-        """Each CTA's lowest step a process stands on (engine/fast_forward/cta.py)."""
+        """Each CTA's lowest step a process stands on (engine/fast_forward/cta.py, attention.py)."""
+        if self.attention:
+            return [attention.low(c) for c in self.ctas]  # type: ignore[arg-type]
         return self.cta_states.lows(self.ctas)
 
     def _ints(self) -> list[Any]:
         values: list[Any] = [getattr(c, a) for c in self.ctas for a in CTA_COUNTERS]
         values += [getattr(e, a) for e in self.engines for a in ENGINE_COUNTERS]
         values += [t.busy_ps for t in self.cores] + [lk._busy_ps for lk in self.links]
+        values += [getattr(v, a) for v in self.vectors for a in VECTOR_COUNTERS]
         values.append(self.fabric.recomputations if self.fabric is not None else 0)
         return values
 
@@ -287,6 +298,9 @@ class FastForward:
             t.busy_ps = next(it)
         for lk in self.links:
             lk._busy_ps = next(it)
+        for v in self.vectors:
+            for a in VECTOR_COUNTERS:
+                setattr(v, a, next(it))
         if self.fabric is not None:
             self.fabric.recomputations = next(it)
 
@@ -415,10 +429,16 @@ class FastForward:
         bases = {c.index: c.issued for c in self.ctas} if self.records is not None else None
         describe = Describer(names, events, now, bases)
         parts: list[Any] = [len(self.ctas)]
-        try:
-            parts += [self.cta_states.state(c, now, describe) for c in self.ctas]
-        finally:
-            self.cta_states.done()  # the frames' locals read are this cut's only
+        if self.attention:
+            describe.units = {id(c): attention.base_unit(c) for c in self.ctas}  # type: ignore[arg-type]
+            reader = attention.AttentionDescriber(describe, self.stages)
+            parts += [reader.state(c, now) for c in self.ctas]  # type: ignore[arg-type]
+            parts += [attention.vector_state(v, now, describe) for v in self.vectors]
+        else:
+            try:
+                parts += [self.cta_states.state(c, now, describe) for c in self.ctas]
+            finally:
+                self.cta_states.done()  # the frames' locals read are this cut's only
         parts += [engine_state(e, now, describe) for e in self.engines]
         parts += [max(t._free_at - now, 0) for t in self.cores]
         if self.fabric is not None:
@@ -435,6 +455,9 @@ class FastForward:
                 described = {id(c) for c in self.ctas}
                 names.update((id(c.finished), ("finished", "exited")) for c in self.adopted if id(c) not in described)
             for n, cta in enumerate(self.ctas):
+                if self.attention:
+                    names.update(attention.names(cta, n))  # type: ignore[arg-type]
+                    continue
                 names[id(cta)] = ("cta", n)
                 names[id(cta.finished)] = ("finished", n)
                 for r, proc in enumerate(cta.processes):
@@ -445,15 +468,21 @@ class FastForward:
                 names.update(unit_names(cta, n))
             for n, engine in enumerate(self.engines):
                 names[id(engine)] = ("engine", n)
+            for n, vector in enumerate(self.vectors):
+                names[id(vector._exp)], names[id(vector._fp32)] = ("exp", n), ("fp32", n)
             if self.fabric is not None:
                 names[id(self.fabric)] = ("fabric",)
             # the events that change from cut to cut, with their names (made once)
-            changing = [(cta, ("turn", n), tuple((barrier, (kind, n, s, "current"), (kind, n, s, "last"))
-                                                 for kind, ring in (("full", cta.ring.full), ("empty", cta.ring.empty))
-                                                 for s, barrier in enumerate(ring)))
-                        for n, cta in enumerate(self.ctas)]
+            changing = [] if self.attention else [
+                (cta, ("turn", n), tuple((barrier, (kind, n, s, "current"), (kind, n, s, "last"))
+                                         for kind, ring in (("full", cta.ring.full), ("empty", cta.ring.empty))
+                                         for s, barrier in enumerate(ring)))
+                for n, cta in enumerate(self.ctas)]
             self._fixed = (self._version, names, changing)
         names = dict(self._fixed[1])
+        if self.attention:
+            for n, cta in enumerate(self.ctas):
+                names.update(attention.changing(cta, n))  # type: ignore[arg-type]
         for cta, turn, barriers in self._fixed[2]:
             names[id(cta._turn_changed)] = turn
             for barrier, current, last in barriers:

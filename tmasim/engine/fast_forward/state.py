@@ -5,6 +5,7 @@ module cannot describe raises :class:`Opaque`: the run is then not skipped from 
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from collections.abc import Iterable
@@ -15,6 +16,7 @@ from simpy.events import PENDING, Process
 
 from tmasim.engine.sm.barrier import Mbarrier
 from tmasim.engine.sm.copy_engine import Multicast
+from tmasim.engine.sm.vector_units import SharedPipe
 
 if TYPE_CHECKING:
     from tmasim.engine.fabric.model import Fabric
@@ -100,6 +102,7 @@ class Describer:
                  bases: dict[int, int] | None = None) -> None:
         self.names, self.queued, self.now = names, queued, now
         self.bases = bases  # with records: each CTA's producer step (by CTA index), else None
+        self.units: dict[int, int] = {}  # attention CTAs (by id): the unit their units are relative to
 
     def tile(self, cta: Any, tile: Any, stage: Any) -> Any:
         """A copy's ``tile`` as records keep it: its step relative to its CTA's producer (a load),
@@ -134,6 +137,9 @@ class Describer:
             return ("multicast", tuple(self.name(b) for b in done.barriers), tuple(p.name for p in done.ports))
         if hasattr(done, "__self__"):
             return (done.__func__.__name__, self.name(done.__self__))
+        if isinstance(done, functools.partial) and hasattr(done.func, "__self__") and len(done.args) == 1:
+            owner = done.func.__self__  # an attention CTA's store of a unit's O
+            return (done.func.__func__.__name__, self.name(owner), done.args[0] - self.units[id(owner)])
         raise Opaque(f"a copy target {type(done).__name__}")
 
     def callbacks(self, callbacks: list[Any] | None) -> tuple[Any, ...]:
@@ -162,6 +168,8 @@ class Describer:
                     continue
                 if var in ("self", "barrier"):
                     described.append(self.name(value))
+                elif var == "generation" and isinstance(cells.get("self"), SharedPipe):  # a pipe's wake-up
+                    described.append(value - cells["self"]._generation)
                 elif var == "use" and isinstance(cells.get("barrier"), Mbarrier):  # a remote arrival's phase
                     described.append(value - cells["barrier"].phase)
                 elif var == "done":
