@@ -23,15 +23,59 @@ peer's vector work when S is ready); the follower runs its producer and its epil
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Generator
+from typing import Any
 
 import simpy
 
 from tmasim.engine.attention.cta import AttentionCta
 from tmasim.engine.attention.program import Mma, VectorWork
 from tmasim.engine.pipeline.stages import StageRing
+from tmasim.engine.sm.barrier import Mbarrier
 
 Wait = Generator[simpy.Event, object, None]
+
+
+class RemoteArrival:
+    """An arrival on a peer CTA's barrier, made when the cluster's remote-arrival latency has
+    passed (a SimPy callback). An object, not a closure, so that fast-forward can say what it
+    will do: which barrier, the phase relative to the barrier's own."""
+
+    __slots__ = ("barrier", "who", "phase")
+
+    def __init__(self, barrier: Mbarrier, who: str, phase: int) -> None:
+        self.barrier, self.who, self.phase = barrier, who, phase
+
+    def __call__(self, _: object = None) -> None:
+        self.barrier.arrive(self.who, phase=self.phase)
+
+    def fast_forward_state(self, describe: Any) -> tuple[Any, ...]:
+        return ("remote arrival", describe.name(self.barrier), self.phase - self.barrier.phase)
+
+
+class Joint:
+    """Both CTAs' vector work on a block done: ours, and the peer's arrival (remote) after its
+    own. ``done`` succeeds when both are in."""
+
+    __slots__ = ("env", "latency", "left", "done")
+
+    def __init__(self, env: simpy.Environment, latency: int) -> None:
+        self.env, self.latency, self.left, self.done = env, latency, 2, env.event()
+
+    def one(self, _: object = None) -> None:
+        self.left -= 1
+        if not self.left:
+            self.done.succeed()
+
+    def remote(self, _: object = None) -> None:
+        """The peer's part is done: it arrives after the remote-arrival latency."""
+        if not self.latency:
+            self.one()
+        else:
+            self.env.timeout(self.latency).callbacks.append(self.one)
+
+    def fast_forward_state(self, describe: Any) -> tuple[Any, ...]:
+        return ("joint", self.left, describe.event(self.done))
 
 
 class AttentionPairCta(AttentionCta):
@@ -42,6 +86,7 @@ class AttentionPairCta(AttentionCta):
     def join_cluster(self, cluster: int, rank: int, peers: list[AttentionPairCta], arrive_latency: int) -> None:
         """Wire the pair: rank 2i leads rank 2i + 1; the leader's full barriers take both halves."""
         self.cluster, self.rank, self.arrive_latency = cluster, rank, arrive_latency
+        self.peers = list(peers)  # the pair moves together (fast-forward's jumps)
         if self.recorder is not None:
             self.recorder.event(self.env.now, self.sm, self.index, "cluster", f"cluster {cluster}", -1, rank)
         if rank % 2:
@@ -99,21 +144,21 @@ class AttentionPairCta(AttentionCta):
         assert self.follower is not None
         use, slot = divmod(step, self.sync.stages)
         peer_ring = self.follower.k if ring is self.k else self.follower.v
-        self._remote(lambda: peer_ring.empty[slot].arrive(f"{self.scope}.consumer{w}", phase=use))
+        self._remote(RemoteArrival(peer_ring.empty[slot], f"{self.scope}.consumer{w}", use))
 
     def _release_q(self, u: int) -> None:
         super()._release_q(u)
         if self.schedule.o_over != "q":
             assert self.follower is not None
             follower = self.follower
-            self._remote(lambda: follower.q_empty.arrive(f"{self.scope}.consumer", phase=u))
+            self._remote(RemoteArrival(follower.q_empty, f"{self.scope}.consumer", u))
 
-    def _remote(self, arrive: Callable[[], None]) -> None:
+    def _remote(self, arrive: RemoteArrival) -> None:
         """An arrival on a barrier of the peer CTA: after the cluster's remote-arrival latency."""
         if not self.arrive_latency:
             arrive()
         else:
-            self.env.timeout(self.arrive_latency).callbacks.append(lambda _: arrive())
+            self.env.timeout(self.arrive_latency).callbacks.append(arrive)
 
     def _mma(self, mma: Mma, w: int, step: int, kind: str) -> simpy.Event:
         assert self.follower is not None
@@ -133,17 +178,10 @@ class AttentionPairCta(AttentionCta):
         theirs = AttentionCta._vector_apart(self.follower, work, w, step, kind)
         if ours is None or theirs is None:
             return ours
-        both = self.env.event()
-        left = [2]
-
-        def one(_: simpy.Event) -> None:
-            left[0] -= 1
-            if not left[0]:
-                both.succeed()
-
-        ours.callbacks.append(one)
-        theirs.callbacks.append(lambda _: self._remote(lambda: one(theirs)))
-        return both
+        both = Joint(self.env, self.arrive_latency)
+        ours.callbacks.append(both.one)
+        theirs.callbacks.append(both.remote)
+        return both.done
 
     def _epilogue(self, w: int, u: int) -> Wait:
         if self.follower is not None:
@@ -156,6 +194,7 @@ class AttentionPairCta(AttentionCta):
         if self.leader is None:
             yield from super().consumer(w)
             return
+        self.standing[w + self.schedule.producer] = -1  # (it touches no K/V block: it bounds no skip)
         for u in range(len(self.program.units)):
             done = self.leader._accumulated[u][w]
             if done.callbacks is not None:

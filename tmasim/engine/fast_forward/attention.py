@@ -36,17 +36,19 @@ if TYPE_CHECKING:
 
 SKIP, SAME, STEP, USE, UNIT, TIME, EVENT, RING, BARRIER = ("skip", "same", "step", "use", "unit", "time", "event",
                                                            "ring", "barrier")
-_CTA = {"self": SKIP, "prog": SKIP, "w": SAME, "role": SAME, "at": SAME, "standing": SKIP}
+_CTA = {"self": SKIP, "__class__": SKIP, "prog": SKIP, "w": SAME, "role": SAME, "at": SAME, "standing": SKIP}
 FRAMES: dict[str, dict[str, str]] = {
     "producer": {**_CTA, "k_first": SAME, "u": UNIT, "first": SKIP, "early": SAME, "step": STEP},
-    "_load_q": {**_CTA, "u": UNIT, "q": SAME},
+    "_load_q": {**_CTA, "u": UNIT, "q": SAME, "pair_bytes": SAME},
+    # (a pair's: its own half onto the leader's ring, ``target``, which ``is_k`` and the pair fix)
     "_load_one": {**_CTA, "ring": RING, "offset": SAME, "step": STEP, "use": USE, "slot": SAME, "starts": UNIT,
-                  "block": SAME, "copy": SAME},
+                  "block": SAME, "copy": SAME, "is_k": SAME, "owner": SKIP, "target": SKIP, "peer": SAME,
+                  "pair_bytes": SAME},
     "_load_block": {**_CTA, "step": STEP},
     "_wait": {**_CTA, "barrier": BARRIER, "parity": SKIP, "full": SAME, "step": STEP, "ready": EVENT, "t0": TIME},
     "_wait_o_read": {**_CTA, "u": UNIT},
     "_prefetch": {**_CTA, "upto": STEP, "last": STEP, "step": STEP},
-    "consumer": {**_CTA, "stages": SAME, "u": UNIT, "first": SKIP},
+    "consumer": {**_CTA, "stages": SAME, "u": UNIT, "first": SKIP, "done": EVENT},  # (done: a pair follower's wait)
     "_serial": {**_CTA, "u": UNIT, "first": SKIP, "step": STEP, "block": SAME, "s_done": EVENT, "rescaled": EVENT},
     "_overlapped": {**_CTA, "u": UNIT, "first": SKIP, "block": SAME, "previous": SAME, "step": STEP,
                     "rescaled": EVENT, "s_done": EVENT, "pv_done": EVENT, "last": STEP},
@@ -71,6 +73,7 @@ def barriers(cta: AttentionCta) -> list[tuple[str, int, Any]]:
 
 
 RING_KINDS = frozenset({"k.full", "k.empty", "v.full", "v.empty"})
+FOLLOWER_UNUSED = frozenset({"k.full", "v.full", "q.full"})
 
 
 def names(cta: AttentionCta, number: int) -> dict[int, Any]:
@@ -85,8 +88,15 @@ def names(cta: AttentionCta, number: int) -> dict[int, Any]:
 
 def changing(cta: AttentionCta, number: int) -> dict[int, Any]:
     """Names of the CTA's events that change as it runs: the turn token, each barrier's current
-    and last phase, each consumer's pending rescale (a correction warpgroup's)."""
+    and last phase, each consumer's pending rescale (a correction warpgroup's), and a pair
+    leader's per-unit accumulators not yet handed to the follower (by unit, relative)."""
     found: dict[int, Any] = {id(cta._turn_changed): ("turn", number)}
+    if cta.follower is not None:
+        unit = base_unit(cta)
+        for u, events in enumerate(cta._accumulated):  # type: ignore[attr-defined]
+            for w, event in enumerate(events):
+                if event.callbacks is not None:
+                    found[id(event)] = ("accumulated", number, u - unit, w)
     for kind, s, barrier in barriers(cta):
         found[id(barrier._current)] = (kind, number, s, "current")
         found[id(barrier._last)] = (kind, number, s, "last")
@@ -104,7 +114,7 @@ def base_unit(cta: AttentionCta) -> int:
 
 def low(cta: AttentionCta) -> int:
     """The lowest step a live process of the CTA will still touch."""
-    lows = [s for s, p in zip(cta.standing, cta.processes, strict=True) if p.is_alive]
+    lows = [s for s, p in zip(cta.standing, cta.processes, strict=True) if p.is_alive and s >= 0]
     return min(lows) if lows else cta.issued
 
 
@@ -136,12 +146,14 @@ class AttentionDescriber:
         unit = base_unit(cta)
         procs = tuple(self._process(cta, proc, now, base, unit) for proc in cta.processes)
         shift = base // stages
+        # a pair follower's halves land on its leader's full barriers: its own are kept as they are
+        unused = FOLLOWER_UNUSED if cta.leader is not None else frozenset()
         parts = []
         for kind, _, b in barriers(cta):
             ready = b._ready_at - now
             current = b._current
             waiters = current.callbacks if current is not None else None
-            phase = b.phase - (shift if kind in RING_KINDS else unit)
+            phase = b.phase if kind in unused else b.phase - (shift if kind in RING_KINDS else unit)
             parts.append((phase, b._pending, b._tx, ready if ready >= 0 else 0, b._last._value is PENDING,
                           describe.callbacks(waiters) if waiters else ()))
         consumers = cta.schedule.consumers
@@ -149,7 +161,7 @@ class AttentionDescriber:
         rescaled = tuple(None if e is None else self._event(e, now) for e in cta._rescaled)
         return (procs, tuple(parts), staged, rescaled, cta._consumers_left, cta._stores_left, cta._turn,
                 None if cta.schedule.producer else (cta._next_load - base, cta._computing - unit),
-                tuple(s - base for s in cta.standing),
+                tuple(s - base if s >= 0 else None for s in cta.standing),
                 cta.finished_at is not None, describe.callbacks(cta.finished.callbacks), tuple(sorted(cta._waiting)))
 
     def _process(self, cta: AttentionCta, proc: simpy.Process, now: int, base: int, unit: int) -> Any:

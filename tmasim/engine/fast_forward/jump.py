@@ -307,8 +307,10 @@ class FastForward:
     # ---- the skip ---------------------------------------------------------------------------
 
     def _periods(self) -> Periods | None:
-        """The known periods, where they apply (not with 2-SM pairs: their state names units)."""
-        if self.periods is None or any(c.leader is not None or c.follower is not None for c in self.ctas):
+        """The known periods, where they apply (not with a GEMM's 2-SM pairs: their state names
+        units; attention's describes units relative to the base's)."""
+        if self.periods is None or (not self.attention
+                                    and any(c.leader is not None or c.follower is not None for c in self.ctas)):
             return None
         return self.periods
 

@@ -154,8 +154,15 @@ class Describer:
                     yield ("resume", self._process(owner))
                 elif isinstance(owner, simpy.events.Condition):
                     yield ("condition", self.target(owner))
+                elif hasattr(owner, "fast_forward_state"):  # an object that says what it holds (a 2-SM pair's)
+                    yield (cb.__func__.__name__, owner.fast_forward_state(self))
                 else:
                     yield (cb.__func__.__name__, self.name(owner))
+                continue
+            if not hasattr(cb, "__code__"):  # a callable object (a 2-SM pair's remote arrival)
+                if not hasattr(cb, "fast_forward_state"):
+                    raise Opaque(f"a callback {type(cb).__name__}")
+                yield cb.fast_forward_state(self)
                 continue
             code = cb.__code__
             cells = {var: cell.cell_contents for var, cell in zip(code.co_freevars, cb.__closure__ or (), strict=True)}
