@@ -21,7 +21,12 @@ Measured once in full (issue 28, --jobs 2 on the shared development machine): 1,
 628.8 CPU s (314.4 s over the 2 jobs; 554.5 s wall with other work on the cores). CPU a point:
 gemm-h100 0.67 s (its 128x192 and 192x128 points), attention-h100 1.24 s (causal), attention-
 b200-2sm 0.25 s, attention-b200 0.06 s, gemm-b200-2sm 0.27 s (1.7 s before clusters sharing SMs
-were aggregated), gemm-b200 0.17 s.
+were aggregated), gemm-b200 0.17 s. Again once attention was fast-forwarded (its K/V loops, 2-SM
+pairs included), on an idle 2-core machine: 496.6 CPU s, 309.1 s wall (target 180 s), by family
+wall / CPU: gemm-h100 114.6 / 221.9 s, attention-h100 155.7 / 200.7 s (its causal points: their
+SM classes' unit boundaries bound every jump, and the longest of them end the family alone),
+attention-b200-2sm 2.8 / 4.2 s, attention-b200 1.0 / 1.7 s, gemm-b200-2sm 20.2 / 38.7 s,
+gemm-b200 14.9 / 29.5 s.
 
     python benchmarks/bench_sweep_mixed.py [--sample 4]
     python benchmarks/bench_sweep_mixed.py --full [--jobs 2]
