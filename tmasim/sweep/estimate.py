@@ -6,8 +6,9 @@ sweep of tiny ones as tiny ones, whatever the point count. A sweep expected to t
 :data:`NOTE_SECONDS` says so on its first line; past :data:`LIMIT_SECONDS` (or past the point
 count the caller gives) it is refused unless confirmed (``--yes``). Where a sampled point is
 estimated past :data:`SLOW_POINT_SECONDS` and fast-forward will skip little of it, the line says
-why, for the slowest such point (its classes of SMs out of step on edge tiles, attention's rings,
-jitter: :func:`tmasim.skip_forecast.obstacle`), so that a user is not left waiting without a reason.
+why, for the slowest such point (its classes of SMs out of step on edge tiles or a causal launch's
+units of many lengths, jitter: :func:`tmasim.skip_forecast.obstacle`), so that a user is not left
+waiting without a reason.
 """
 
 from __future__ import annotations

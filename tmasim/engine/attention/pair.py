@@ -79,8 +79,8 @@ class Joint:
 
 
 class AttentionPairCta(AttentionCta):
-    leader: AttentionPairCta | None = None  # type: ignore[assignment]  # set on the follower
-    follower: AttentionPairCta | None = None  # type: ignore[assignment]  # set on the leader
+    leader: AttentionPairCta | None = None  # set on the follower
+    follower: AttentionPairCta | None = None  # set on the leader
     cluster, rank, arrive_latency = -1, 0, 0
 
     def join_cluster(self, cluster: int, rank: int, peers: list[AttentionPairCta], arrive_latency: int) -> None:

@@ -138,8 +138,9 @@ class Describer:
         if hasattr(done, "__self__"):
             return (done.__func__.__name__, self.name(done.__self__))
         if isinstance(done, functools.partial) and hasattr(done.func, "__self__") and len(done.args) == 1:
-            owner = done.func.__self__  # an attention CTA's store of a unit's O
-            return (done.func.__func__.__name__, self.name(owner), done.args[0] - self.units[id(owner)])
+            method: Any = done.func  # an attention CTA's store of a unit's O
+            owner = method.__self__
+            return (method.__func__.__name__, self.name(owner), done.args[0] - self.units[id(owner)])
         raise Opaque(f"a copy target {type(done).__name__}")
 
     def callbacks(self, callbacks: list[Any] | None) -> tuple[Any, ...]:
