@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Generator
+from typing import Any
 
 import simpy
 
@@ -55,6 +56,28 @@ from tmasim.engine.sm.copy_engine import CopyEngine
 from tmasim.engine.sm.tensor_core import TensorCore, VectorUnits
 
 Wait = Generator[simpy.Event, object, None]
+
+
+class _VectorSpan:
+    """Records a vector job's span when it ends (the units are shared: the end is known when it
+    comes). An object, not a closure, so that fast-forward's state can say what it holds."""
+
+    __slots__ = ("cta", "start", "w", "step", "kind")
+
+    def __init__(self, cta: AttentionCta, start: float, w: int, step: int, kind: str) -> None:
+        self.cta, self.start, self.w, self.step, self.kind = cta, start, w, step, kind
+
+    def __call__(self, _: object = None) -> None:
+        cta = self.cta
+        assert cta.recorder is not None
+        end = cta.env.now
+        cta.recorder.span(self.start, end, cta.sm, cta.index, "softmax", self.kind, self.step, self.w)
+        if self.kind != "correction" or not cta.schedule.correction_apart:
+            cta.recorder.span(self.start, end, cta.sm, cta.index, f"consumer{self.w}", self.kind, self.step, -1)
+
+    def fast_forward_state(self, describe: Any) -> tuple[Any, ...]:
+        return ("vector span", self.start - describe.now, self.w, describe.tile(self.cta.index, self.step, 0),
+                self.kind)
 
 
 class AttentionCta:
@@ -374,13 +397,7 @@ class AttentionCta:
         return done
 
     def _vector_span(self, start: float, w: int, step: int, kind: str) -> Callable[[simpy.Event], None]:
-        def record(_: simpy.Event) -> None:
-            assert self.recorder is not None
-            end = self.env.now
-            self.recorder.span(start, end, self.sm, self.index, "softmax", kind, step, w)
-            if kind != "correction" or not self.schedule.correction_apart:
-                self.recorder.span(start, end, self.sm, self.index, f"consumer{w}", kind, step, -1)
-        return record
+        return _VectorSpan(self, start, w, step, kind)
 
     # ---- ping-pong ----------------------------------------------------------------------------
 
