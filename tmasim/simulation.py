@@ -88,11 +88,10 @@ def _unskipped(scenario: Scenario) -> Scenario:
 def _no_skip(scenario: Scenario, plan: Plan) -> str:
     """Why repeated periods are not skipped in this run ('' when they may be)."""
     run = scenario.run
-    # what the program itself rules out (attention's pairs and records: AttentionProgram)
-    own = getattr(plan.programs[0], "why_not_skipped", None) if plan.programs else None
     reasons = [(not run.fast_forward, "run.fast_forward = false"),
                (run.drift.on, "SM drift makes durations random"),
-               (own is not None and bool(own(run.records)), own(run.records) if own is not None else ""),
+               (bool(plan.programs) and not hasattr(plan.programs[0], "run_of"),
+                "this workload's CTA program has no runs of identical steps the skip can cut"),
                (not scenario.pipeline.consumer_waits_full,
                 "reads are checked step by step (pipeline.consumer_waits_full = false)")]
     return next((why for off, why in reasons if off), "")

@@ -159,10 +159,28 @@ class AttentionDescriber:
         consumers = cta.schedule.consumers
         staged = tuple((v - unit, n) for v, n in enumerate(cta._staged) if n != (consumers if v < unit else 0))
         rescaled = tuple(None if e is None else self._event(e, now) for e in cta._rescaled)
-        return (procs, tuple(parts), staged, rescaled, cta._consumers_left, cta._stores_left, cta._turn,
+        return (procs, tuple(parts), staged, rescaled, self._recorded(cta, now), cta._consumers_left,
+                cta._stores_left, cta._turn,
                 None if cta.schedule.producer else (cta._next_load - base, cta._computing - unit),
                 tuple(s - base if s >= 0 else None for s in cta.standing),
                 cta.finished_at is not None, describe.callbacks(cta.finished.callbacks), tuple(sorted(cta._waiting)))
+
+    def _recorded(self, cta: AttentionCta, now: int) -> tuple[Any, ...]:
+        """With records: when each fill still in flight was issued and when each slot in use
+        landed (its fill and use spans start there); a pair follower's fills are its leader's."""
+        if self.describe.bases is None or cta.leader is not None:
+            return ()
+        stages, parts, peer = self.stages, [], cta.follower
+        for ring, offset in ((cta.k, 0), (cta.v, stages)):
+            # (a pair's follower records its slot's use from the leader's landing, after its own release)
+            peer_ring = None if peer is None else peer.k if ring is cta.k else peer.v
+            for s in range(stages):
+                full, empty = ring.full[s], ring.empty[s]
+                released = empty.phase if peer_ring is None else min(empty.phase, peer_ring.empty[s].phase)
+                filling = full._pending != full.arrivals or full._tx
+                parts.append((cta._issued_at[offset + s] - now if filling else None,
+                              cta._landed_at[offset + s] - now if full.phase > released else None))
+        return tuple(parts)
 
     def _process(self, cta: AttentionCta, proc: simpy.Process, now: int, base: int, unit: int) -> Any:
         if not proc.is_alive:

@@ -80,8 +80,23 @@ RULES: dict[tuple[int, str, str], tuple[str, int | None]] = {
     (EVENT, "", "store"): (_UNIT, None),
     (EVENT, "", "remote_arrive"): (_NONE, 8),
     (EVENT, "", "cluster"): (_NONE, None),
+    # attention (engine/attention/cta.py): its slots' fills, each consumer warpgroup's lane, the
+    # tensor cores' and the vector units' (a Q wait's tile is -1 and Q's copy has slot 2S and its
+    # unit for a tile: neither moves, see RecordShift._delta)
+    (SPAN, "slot", "fill"): (_STEP, None),
+    (SPAN, "tensor", "qk"): (_STEP, None),
+    (SPAN, "tensor", "pv"): (_STEP, None),
+    (SPAN, "softmax", "softmax"): (_STEP, None),
+    (SPAN, "softmax", "correction"): (_STEP, None),
+    **{(SPAN, f"consumer{w}", kind): (_STEP, None) for w in range(4)
+       for kind in ("wait_full", "qk", "pv", "softmax", "correction")},
+    **{(SPAN, f"consumer{w}", "epilogue"): (_UNIT, None) for w in range(4)},
 }
-_TIME, _TILE, _CTA, _FORM = 0, 6, 4, 5
+_TIME, _TILE, _CTA, _FORM, _STAGE = 0, 6, 4, 5, 7
+# A copy's records: their stage is the slot the copy fills, past the rings' (2S: attention's K
+# and V) for attention's Q, whose tile is its unit.
+_COPIES = {(BOTH_COPY, "tma", "transfer"), (EVENT, "", "issue"), (EVENT, "", "landed"),
+           (SPAN_EVENT, "producer", "wait_empty")}
 LoadPoint = tuple[int, float]
 
 
@@ -260,7 +275,10 @@ class RecordShift:
         out = np.zeros_like(rows)
         out[:, _TIME] = delta
         form = rows[:, _FORM]
-        out[:, _TILE] = np.where(is_step[form], steps, 0)
+        # a step moves; not a tile of -1 (an attention Q wait's) nor a copy past the rings' 2S slots (Q's: its unit)
+        copy = np.array([f in _COPIES for f in forms])
+        moving = is_step[form] & (rows[:, _TILE] >= 0) & ~(copy[form] & (rows[:, _STAGE] >= 2 * self.stages))
+        out[:, _TILE] = np.where(moving, steps, 0)
         for field in (2, 8):
             out[:, field] = np.where(phase_in[form] == field, steps // self.stages, 0)
         return out
