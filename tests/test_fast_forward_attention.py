@@ -37,6 +37,10 @@ CASES = [
     ("attention-b200", 4, {"batch": 1, "heads": 2, "seqlen_q": 1024}, 0.0),
     ("attention-b200", 4, {"batch": 1, "heads": 2, "seqlen_q": 4096}, 0.6),
     ("attention-b200", 3, {"batch": 1, "heads": 3, "seqlen_q": 8192, "causal": True}, 0.3),
+    # grid launches: the waves' CTAs adopted as they start, the exited ones leaving the state
+    ("attention-h100", 3, {"batch": 1, "heads": 2, "seqlen_q": 4096, "launch": "grid"}, 0.3),
+    ("attention-h100-causal", 3, {"batch": 1, "heads": 2, "seqlen_q": 4096, "launch": "grid"}, 0.1),
+    ("attention-b200-2sm", 4, {"batch": 1, "heads": 3, "seqlen_q": 4352, "launch": "grid"}, 0.3),
 ]
 
 
