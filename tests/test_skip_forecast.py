@@ -148,3 +148,25 @@ def test_a_sweeps_estimate_line_names_its_slowest_unskippable_point_and_why():
     with pytest.raises(ResourceError) as refused:
         sweep_estimate.check(regular, regular.points, 1, max_points=None, max_seconds=0.01, notify=None)
     assert "slowest" not in str(refused.value)
+
+
+SMALL_CHIP = ["gpu.sms=6", "gpu.gpc_sms=[6]", "workload.batch=1", "workload.heads=2"]
+
+
+@pytest.mark.parametrize(("name", "sets"), [
+    ("attention-h100", ["workload.seqlen_q=4096"]),
+    ("attention-h100-causal", ["workload.seqlen_q=8192"]),  # units of 1-64 blocks: every block at one pace
+    ("attention-b200-2sm", ["workload.seqlen_q=4352"]),
+])
+def test_attention_is_forecast_within_a_fifth_under_what_it_skips(name, sets):
+    """A unit's first and last blocks alone, its runs between, 4 periods a stretch: a little under
+    what the run skips, pairs and a causal launch's units of many lengths included."""
+    scenario = load(name, [*SMALL_CHIP, *sets])
+    ran = simulate(scenario).stats["fast_forward_skipped_steps"]
+    assert 0.8 * ran <= estimate(scenario).skipped <= ran
+
+
+def test_the_estimate_says_why_a_causal_launch_skips_less():
+    scenario = load("attention-h100-causal", [*SMALL_CHIP, "workload.seqlen_q=8192"])
+    assert "run units of different lengths (a causal launch's)" in estimate(scenario).obstacle
+    assert estimate(load("attention-h100", [*SMALL_CHIP, "workload.seqlen_q=4096"])).obstacle == ""
