@@ -231,6 +231,8 @@ def _lockstep(programs: Sequence[Any]) -> bool:
 
 
 def _copy_pace(c: Any) -> tuple[Any, ...]:
+    """What sets a copy's pace: its bytes, fixed time, multicast and requests (not its latency nor
+    its share from HBM, which vary by unit)."""
     return (c.smem_bytes, c.memory_bytes, c.busy, c.multicast, c.requests)
 
 
@@ -239,8 +241,7 @@ def _work(unit: Any) -> tuple[Any, ...]:
     latency), and its epilogue; not where its bytes hit (L2 or HBM shares vary by unit)."""
     if isinstance(unit, AttentionUnit):  # its K/V blocks (a 2-SM pair's idle follower loads no Q: same pace)
         return tuple((count, _block_pace(block)) for block, count in unit.runs)
-    copies = [tuple((c.smem_bytes, c.memory_bytes, c.busy, c.multicast, c.requests) for c in s.copies)
-              for s in unit.segments]
+    copies = [tuple(_copy_pace(c) for c in s.copies) for s in unit.segments]
     epilogue = unit.epilogue.duration if unit.epilogue is not None else None
     return tuple((s.steps, s.compute, s.tail, s.hold, c) for s, c in zip(unit.segments, copies, strict=True)), \
         epilogue

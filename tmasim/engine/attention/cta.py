@@ -134,7 +134,6 @@ class AttentionCta:
         self.on_step: Callable[[AttentionCta, int], None] | None = None
         self.steps_may_drop = False
         self.peers: list[AttentionCta] = [self]
-        self._reads: list[tuple[int, int, float]] = []  # (no unchecked reads: consumers always wait)
         # The lowest step each process (producer first, then each consumer) will still touch: where
         # fast-forward's identical steps must begin (engine/fast_forward/attention.py).
         self.standing = [0] * ((1 if self.schedule.producer else 0) + consumers)
@@ -214,15 +213,21 @@ class AttentionCta:
         yield from self._load_one(self.k, 0, step, role)
         yield from self._load_one(self.v, self.sync.stages, step, role)
 
-    def _load_one(self, ring: StageRing, offset: int, step: int, role: str) -> Wait:
-        use, slot = divmod(step, self.sync.stages)
-        if ring is self.k:
-            if not slot and self.on_step is not None:  # fast-forward's cut, once a lap: may shorten the program
+    def _before_load(self, is_k: bool, step: int, role: str) -> Wait:
+        """What comes before a K or V copy of block ``step``: for K in slot 0, fast-forward's cut
+        (once a lap; it may shorten the program, so the block is read after it); with O over V, a
+        unit's first V (after the first unit's) waits for the last O store."""
+        if is_k:
+            if not step % self.sync.stages and self.on_step is not None:
                 self.on_step(self, step)
         elif self._over_v:
             starts = self.program.unit_starting(step)
-            if starts:  # a unit's first V (after the first unit's) waits for the last O store
+            if starts:
                 yield from self._wait_o_read(starts, role)
+
+    def _load_one(self, ring: StageRing, offset: int, step: int, role: str) -> Wait:
+        use, slot = divmod(step, self.sync.stages)
+        yield from self._before_load(ring is self.k, step, role)
         block = self.program.block(step)
         copy = block.k if ring is self.k else block.v
         yield from self._wait(ring.empty[slot], (use & 1) ^ 1, role, False, step)
@@ -393,11 +398,8 @@ class AttentionCta:
             return None
         done = self.vector_units.run(work.exp, work.fp32)
         if self.recorder is not None:  # the units are shared: the end is known when it comes
-            done.callbacks.append(self._vector_span(self.env.now, w, step, kind))
+            done.callbacks.append(_VectorSpan(self, self.env.now, w, step, kind))
         return done
-
-    def _vector_span(self, start: float, w: int, step: int, kind: str) -> Callable[[simpy.Event], None]:
-        return _VectorSpan(self, start, w, step, kind)
 
     # ---- ping-pong ----------------------------------------------------------------------------
 

@@ -117,16 +117,10 @@ class AttentionPairCta(AttentionCta):
         leader's full barrier (the leader announces both halves' bytes)."""
         use, slot = divmod(step, self.sync.stages)
         is_k = ring is self.k
+        yield from self._before_load(is_k, step, role)
         copy = self.program.block(step).k if is_k else self.program.block(step).v
         owner = self.leader or self
         target = owner.k if is_k else owner.v
-        if is_k:
-            if not slot and self.on_step is not None:  # fast-forward's cut, once a lap
-                self.on_step(self, step)
-        elif self._over_v:
-            starts = self.program.unit_starting(step)
-            if starts:  # a unit's first V (after the first unit's) waits for the last O store
-                yield from self._wait_o_read(starts, role)
         yield from self._wait(ring.empty[slot], (use & 1) ^ 1, role, False, step)
         if self.follower is not None:
             peer = self.follower.program.block(step)

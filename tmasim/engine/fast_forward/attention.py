@@ -44,6 +44,7 @@ FRAMES: dict[str, dict[str, str]] = {
     "_load_one": {**_CTA, "ring": RING, "offset": SAME, "step": STEP, "use": USE, "slot": SAME, "starts": UNIT,
                   "block": SAME, "copy": SAME, "is_k": SAME, "owner": SKIP, "target": SKIP, "peer": SAME,
                   "pair_bytes": SAME},
+    "_before_load": {**_CTA, "is_k": SAME, "step": STEP, "starts": UNIT},
     "_load_block": {**_CTA, "step": STEP},
     "_wait": {**_CTA, "barrier": BARRIER, "parity": SKIP, "full": SAME, "step": STEP, "ready": EVENT, "t0": TIME},
     "_wait_o_read": {**_CTA, "u": UNIT},
@@ -143,7 +144,7 @@ class AttentionDescriber:
             return ("done",)
         describe, stages = self.describe, self.stages
         base = cta.issued
-        unit = base_unit(cta)
+        unit = describe.units[id(cta)]  # (base_unit, read once a cut)
         procs = tuple(self._process(cta, proc, now, base, unit) for proc in cta.processes)
         shift = base // stages
         # a pair follower's halves land on its leader's full barriers: its own are kept as they are
