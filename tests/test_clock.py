@@ -33,3 +33,21 @@ def test_b200_states_no_power_limited_clock_and_the_keyword_is_a_one_line_error(
         load_gpu({"preset": "b200", "clock": "power-limited"})
     assert str(err.value).startswith("gpu.clock: 'power-limited' needs a preset that states power_limited_clock")
     assert "\n" not in str(err.value)
+
+
+def test_an_sms_own_bandwidths_given_per_cycle_follow_the_clock() -> None:
+    """Hopper's shared memory serves 128 B and its port takes 64 B per SM cycle: at the
+    power-limited clock they are slower in bytes per second, as the latencies in cycles are
+    longer; a rate in B/s (HBM, L2) stays put."""
+    peak, limited = load_gpu("h100-sxm"), load_gpu({"preset": "h100-sxm", "clock": "power-limited"})
+    assert peak.smem_bandwidth == 128 * 1.83e9 / 1e12 and peak.sm_port_bandwidth == 64 * 1.83e9 / 1e12  # B/ps
+    assert limited.smem_bandwidth == 128 * 1.575e9 / 1e12 and limited.sm_port_bandwidth == 64 * 1.575e9 / 1e12
+    assert limited.hbm_bandwidth == peak.hbm_bandwidth and limited.l2_bandwidth == peak.l2_bandwidth
+    assert load_gpu({"preset": "b200", "smem_bandwidth": "100 B/clk", "clock": "1 GHz"}).smem_bandwidth == 0.1
+
+
+def test_a_per_cycle_bandwidth_that_is_not_one_is_a_one_line_error() -> None:
+    with pytest.raises(ScenarioError) as err:
+        load_gpu({"preset": "h100-sxm", "smem_bandwidth": "128 cycles"})
+    assert str(err.value) == ("gpu.smem_bandwidth: '128 cycles' is not a bandwidth per cycle: expected a quantity "
+                              "like '128 B/cycle'")

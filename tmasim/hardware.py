@@ -152,8 +152,9 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "l2_far_latency": ("time", "extra latency of a copy whose bytes hit in L2's far part (l2_far_fit_size)"),
     "hbm_bandwidth": ("bandwidth", "HBM bandwidth"),
     "l2_bandwidth": ("bandwidth", "L2 bandwidth (chip)"),
-    "sm_port_bandwidth": ("bandwidth", "ingest bandwidth of one SM from L2"),
-    "smem_bandwidth": ("bandwidth", "shared-memory bandwidth of one SM: MMA operand reads, TMA writes, epilogue"),
+    "sm_port_bandwidth": ("bandwidth", "ingest bandwidth of one SM from L2 ('64 B/cycle' follows gpu.clock)"),
+    "smem_bandwidth": ("bandwidth", "shared-memory bandwidth of one SM: MMA operand reads, TMA writes, epilogue "
+                                    "('128 B/cycle' follows gpu.clock)"),
     "smem_write_bandwidth": ("bandwidth", "the TMA's writes into one SM's shared memory where they do not overlap "
                                           "the k-step's MMAs (they follow them); not set: they share "
                                           "smem_bandwidth with the MMAs' reads (tmasim.operands)"),
@@ -363,7 +364,7 @@ def _parse(name: str, kind: str, value: Any, clock_hz: float) -> Any:
     if kind == "frequency":
         return read.quantity(name, value, "frequency")
     if kind == "bandwidth":
-        return math.inf if value == UNLIMITED else read.quantity(name, value, "bandwidth")
+        return _bandwidth_or_per_cycle(name, value, clock_hz)
     if kind == "time":
         return _time_or_cycles(name, value, clock_hz)
     if kind == "bool":
@@ -377,6 +378,17 @@ def _parse(name: str, kind: str, value: Any, clock_hz: float) -> Any:
         read.reject_unknown(name, rates, DTYPES)
         return {d: read.quantity(f"{name}.{d}", r, "flop_rate") for d, r in rates.items()}
     raise AssertionError(kind)
+
+
+def _bandwidth_or_per_cycle(name: str, value: Any, clock_hz: float) -> float:
+    """An SM's own bandwidths (shared memory, its port) are so many bytes per SM cycle:
+    ``"128 B/cycle"`` is converted at the run's clock, so it follows ``gpu.clock`` as latencies
+    in cycles do; ``"234 GB/s"`` stays that rate at any clock."""
+    if value == UNLIMITED:
+        return math.inf
+    if isinstance(value, str) and ("cycle" in value or "clk" in value):
+        return read.quantity(name, value, "bytes_per_cycle") * clock_hz / units.PS_PER_S
+    return read.quantity(name, value, "bandwidth")
 
 
 def _time_or_cycles(name: str, value: Any, clock_hz: float) -> int:

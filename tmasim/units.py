@@ -37,9 +37,11 @@ _KINDS: dict[str, tuple[str, str]] = {
     "flops": ("[arithmetic]", "FLOP"),
     "flop_rate": ("[arithmetic] / [time]", "FLOP/ps"),
     "cycles": ("[clock]", "cycle"),
+    "bytes_per_cycle": ("[data] / [clock]", "B/cycle"),
 }
 _NOUNS = {"time": "time", "size": "size", "bandwidth": "bandwidth", "frequency": "frequency",
-          "flops": "FLOP count", "flop_rate": "FLOP rate", "cycles": "cycle count"}
+          "flops": "FLOP count", "flop_rate": "FLOP rate", "cycles": "cycle count",
+          "bytes_per_cycle": "bandwidth per cycle"}
 _EXAMPLES = {
     "time": "'3 us'",
     "size": "'228 KiB'",
@@ -48,6 +50,7 @@ _EXAMPLES = {
     "flops": "'4 GFLOP'",
     "flop_rate": "'989 TFLOP/s'",
     "cycles": "'690 cycles'",
+    "bytes_per_cycle": "'128 B/cycle'",
 }
 
 
