@@ -359,3 +359,28 @@ toml_values = st.recursive(
 @example({"0\n": False})  # a key ending in a newline must be quoted (found by hypothesis)
 def test_toml_text_reads_back_as_the_same_value(value):
     assert parse_value(toml_text(value)) == value
+
+
+def test_chunks_of_slow_points_hold_one_and_quick_points_share_a_chunk() -> None:
+    """Workers take chunks as they free up, so the sweep's tail is its last chunk: a chunk of
+    seconds-long points (causal launches, ragged tiles) holds one point; quick points share
+    chunks of about CHUNK_SECONDS, never more than eight chunks a worker's worth of them."""
+    from tmasim.sweep.executors import CHUNK_SECONDS, chunked
+
+    grid = list(range(192))
+    assert [len(c) for c in chunked(grid, 2)] == [12] * 16  # no estimate: eight chunks a worker
+    assert [len(c) for c in chunked(grid, 2, point_seconds=2.0)] == [1] * 192
+    quick = chunked(grid, 2, point_seconds=CHUNK_SECONDS / 4)
+    assert [len(c) for c in quick] == [4] * 48 and [p for c in quick for p in c] == grid  # order kept
+    assert [len(c) for c in chunked(grid, 2, point_seconds=1e-6)] == [12] * 16
+    assert [len(c) for c in chunked([0], 2, point_seconds=5.0)] == [1]
+
+
+def test_a_sweep_returns_the_estimated_time_a_point_that_sizes_its_chunks() -> None:
+    from tmasim.sweep import estimate
+    from tmasim.sweep.spec import plan_sweep
+
+    plan = plan_sweep("reference", [], {"pipeline.stages": [1, 2]}, False)
+    per_point = estimate.check(plan, plan.points, 2, max_points=None, max_seconds=None, notify=None)
+    assert per_point is not None and 0 < per_point < 1
+    assert estimate.check(plan, [], 2, max_points=None, max_seconds=None, notify=None) is None

@@ -65,10 +65,12 @@ def _point_cost(plan: SweepPlan, point: Point) -> tuple[float, str]:
 
 
 def check(plan: SweepPlan, todo: Sequence[Point], jobs: int, *, max_points: int | None, max_seconds: float | None,
-          notify: Callable[[str], None] | None) -> None:
-    """Refuse a sweep over the limits; note a long one; say nothing about a short one."""
+          notify: Callable[[str], None] | None) -> float | None:
+    """Refuse a sweep over the limits; note a long one; say nothing about a short one. Returns
+    the estimated seconds a point (the sample's mean; None with nothing to run), which sizes
+    the chunks the workers take (:func:`tmasim.sweep.executors.chunked`)."""
     if not todo:
-        return
+        return None
     seconds, sampled, slow = _sample(plan, todo, jobs)
     what = (f"sweep: {len(todo):,} points to run", f"{budget.about(seconds)} with --jobs {jobs} (from the plans "
             f"of {sampled} of them{slow})")
@@ -80,3 +82,4 @@ def check(plan: SweepPlan, todo: Sequence[Point], jobs: int, *, max_points: int 
                             "pass max_seconds=None from Python) to run them (finished points are kept if you stop it)")
     if seconds >= NOTE_SECONDS and notify is not None:
         notify(f"tmasim: note: a long {what[0]}, {what[1]}")
+    return seconds * jobs / len(todo)

@@ -32,29 +32,40 @@ Chunks = Iterable[list[Outcome]]
 
 @contextlib.contextmanager
 def started(task: Task, points: Sequence[Point], *, jobs: int, executor: str,
-            scheduler: str | None) -> Iterator[Chunks]:
-    """Run ``points`` on the chosen executor; ``jobs=1`` locally means in this very process."""
+            scheduler: str | None, point_seconds: float | None = None) -> Iterator[Chunks]:
+    """Run ``points`` on the chosen executor; ``jobs=1`` locally means in this very process.
+    ``point_seconds``, the sweep's estimated time a point, sizes the chunks (:func:`chunked`)."""
     if executor == "dask":
-        with _dask(task, points, jobs, scheduler) as chunks:
+        with _dask(task, points, jobs, scheduler, point_seconds) as chunks:
             yield chunks
     elif jobs == 1:
         yield (evaluate_chunk(task, [point]) for point in points)
     else:
-        with _process_pool(task, points, jobs) as chunks:
+        with _process_pool(task, points, jobs, point_seconds) as chunks:
             yield chunks
 
 
-def chunked(points: Sequence[Point], workers: int) -> list[list[Point]]:
-    """About eight chunks per worker (so the load evens out), of at most 32 points each."""
+CHUNK_SECONDS = 0.5  # a chunk's time, where the points' time is known: a worker's last chunk is its tail
+
+
+def chunked(points: Sequence[Point], workers: int, point_seconds: float | None = None) -> list[list[Point]]:
+    """About eight chunks per worker (so the load evens out), of at most 32 points each, and
+    where a point's time is estimated (``point_seconds``), of about :data:`CHUNK_SECONDS` each:
+    workers take chunks in order as they free up, so the sweep ends at most one chunk after the
+    last worker starts its last one. Chunks of a few slow points (a causal launch, ragged tiles:
+    seconds each) keep that tail to a point; chunks of many quick ones keep each chunk's
+    shipping and journalling cost small beside its work."""
     size = max(1, min(32, len(points) // (workers * 8)))
+    if point_seconds is not None and point_seconds > 0:
+        size = max(1, min(size, round(CHUNK_SECONDS / point_seconds)))
     return [list(points[i:i + size]) for i in range(0, len(points), size)]
 
 
 @contextlib.contextmanager
-def _process_pool(task: Task, points: Sequence[Point], jobs: int) -> Iterator[Chunks]:
+def _process_pool(task: Task, points: Sequence[Point], jobs: int, point_seconds: float | None) -> Iterator[Chunks]:
     pool = ProcessPoolExecutor(max_workers=jobs, initializer=_start_worker, initargs=(os.getpid(),))
     try:
-        futures = [pool.submit(evaluate_chunk, task, chunk) for chunk in chunked(points, jobs)]
+        futures = [pool.submit(evaluate_chunk, task, chunk) for chunk in chunked(points, jobs, point_seconds)]
         yield (_result(future) for future in as_completed(futures))
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
@@ -97,11 +108,13 @@ def _watch_parent(parent: int) -> None:
 
 
 @contextlib.contextmanager
-def _dask(task: Task, points: Sequence[Point], jobs: int, scheduler: str | None) -> Iterator[Chunks]:
+def _dask(task: Task, points: Sequence[Point], jobs: int, scheduler: str | None,
+          point_seconds: float | None) -> Iterator[Chunks]:
     distributed = _import_distributed()
     with _dask_client(distributed, scheduler, jobs) as client:
         workers = max(1, sum(client.nthreads().values()))
-        futures = [client.submit(evaluate_chunk, task, chunk, pure=False) for chunk in chunked(points, workers)]
+        futures = [client.submit(evaluate_chunk, task, chunk, pure=False)
+                   for chunk in chunked(points, workers, point_seconds)]
         try:
             yield (future.result() for future in distributed.as_completed(futures))
         finally:

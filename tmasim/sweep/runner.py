@@ -63,11 +63,12 @@ def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip
         resumed = len(finished)
         journalled = store is not None and store.journal_path.exists()
         todo = [point for point in plan.points if point.id not in finished]
-        estimate.check(plan, todo, jobs, max_points=max_points, max_seconds=max_seconds, notify=notify)
+        point_seconds = estimate.check(plan, todo, jobs, max_points=max_points, max_seconds=max_seconds,
+                                       notify=notify)
         written = False
         try:
             _run_points(plan, task, todo, finished, store, jobs=jobs, executor=executor, scheduler=scheduler,
-                        progress=progress)
+                        progress=progress, point_seconds=point_seconds)
         finally:
             if store is not None:
                 written = _save_if_changed(store, finished, changed=journalled or len(finished) > resumed)
@@ -119,13 +120,15 @@ def _check_options(jobs: int, executor: str, scheduler: str | None) -> None:
 
 
 def _run_points(plan: SweepPlan, task: Task, todo: Sequence[Point], finished: dict[int, Outcome],
-                store: SweepStore | None, *, jobs: int, executor: str, scheduler: str | None, progress: bool) -> None:
+                store: SweepStore | None, *, jobs: int, executor: str, scheduler: str | None, progress: bool,
+                point_seconds: float | None = None) -> None:
     """Each chunk is journalled before it counts as finished, so a kill loses no finished point."""
     if not todo:
         return
     with contextlib.ExitStack() as stack:
         journal = stack.enter_context(store.journal()) if store is not None else None
-        chunks = stack.enter_context(started(task, todo, jobs=jobs, executor=executor, scheduler=scheduler))
+        chunks = stack.enter_context(started(task, todo, jobs=jobs, executor=executor, scheduler=scheduler,
+                                             point_seconds=point_seconds))
         bar = stack.enter_context(_progress_bar(plan, len(finished), progress))
         for outcomes in chunks:
             if journal is not None:
