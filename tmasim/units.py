@@ -7,7 +7,8 @@ dimension of their own rather than pint's dimensionless ``byte``) and rounded to
 integer unit, never truncated: ``"5 us"`` is 5 000 000 ps, not 4 999 999.
 
 A quantity is exactly a finite number and a unit, nothing else: ``"3 us"``, ``"3us"``,
-``"1e3 ns"``, ``"4.8 TB/s"``. The text is checked against :data:`QUANTITY` before pint sees it,
+``"1e3 ns"``, ``"4.8 TB/s"``. The text is checked against :data:`QUANTITY` before pint sees it
+(the usual units are read with pint's own factors without loading pint: :mod:`tmasim.unit_factors`),
 so pint only converts a unit: arithmetic (``"3 us * 2"``, ``"2**10 us"``), a bare unit
 (``"us"``), a trailing number (``"3 us 4"``), ``nan``, ``inf`` and numbers too big for a
 float (``"1e400 us"``) are refused with a message naming the field.
@@ -22,6 +23,7 @@ from importlib import resources
 from typing import Any
 
 from tmasim.errors import UnitError
+from tmasim.unit_factors import FACTORS, UNITS
 
 PS_PER_S = 10**12
 PS_PER_NS = 1000
@@ -78,7 +80,6 @@ def parse(text: Any, kind: str, field: str) -> float:
     Raises :class:`UnitError` naming ``field`` when ``text`` is not a quantity of that kind.
     Bare numbers are refused: a unit-less ``3`` for a time is a classic source of 10^6 errors.
     """
-    dimensionality, unit = _KINDS[kind]
     if not isinstance(text, str):
         raise UnitError(field, text, f"is not a {_NOUNS[kind]}: give a string with a unit, like {_EXAMPLES[kind]}")
     match = QUANTITY.fullmatch(text)
@@ -89,18 +90,43 @@ def parse(text: Any, kind: str, field: str) -> float:
     number = float(match["number"])
     if not math.isfinite(number):
         raise UnitError(field, text, f"is not a finite number: expected {RULE}, like {_EXAMPLES[kind]}")
-    ureg = _registry()
-    try:
-        unit_of_text = ureg.parse_units(re.sub(r"[ \t]", "", match["unit"]))
-    except Exception:
-        raise UnitError(field, text, f"is not a quantity: {match['unit']!r} is not a unit; expected {RULE}, "
-                                     f"like {_EXAMPLES[kind]}") from None
-    if unit_of_text.dimensionality != ureg.get_dimensionality(dimensionality):
-        raise UnitError(field, text, f"is not a {_NOUNS[kind]}: expected a quantity like {_EXAMPLES[kind]}")
-    value = float(ureg.Quantity(number, unit_of_text).to(unit).magnitude)
+    unit_text = re.sub(r"[ \t]", "", match["unit"])
+    factor = FACTORS[kind].get(unit_text)  # pint's own factor for this unit (tmasim.unit_factors)
+    value = number * factor if factor is not None else _with_pint(number, match["unit"], kind, field, text)
     if not math.isfinite(value):
         raise UnitError(field, text, f"is too large: expected {RULE}, like {_EXAMPLES[kind]}")
     return value
+
+
+def _with_pint(number: float, unit: str, kind: str, field: str, text: str) -> float:
+    """``number`` of ``unit`` (as written) in the engine's unit for ``kind``, converted by pint."""
+    dimensionality, engine_unit = _KINDS[kind]
+    ureg = _registry()
+    try:
+        unit_of_text = ureg.parse_units(re.sub(r"[ \t]", "", unit))
+    except Exception:
+        raise UnitError(field, text, f"is not a quantity: {unit!r} is not a unit; expected {RULE}, "
+                                     f"like {_EXAMPLES[kind]}") from None
+    if unit_of_text.dimensionality != ureg.get_dimensionality(dimensionality):
+        raise UnitError(field, text, f"is not a {_NOUNS[kind]}: expected a quantity like {_EXAMPLES[kind]}")
+    return float(ureg.Quantity(number, unit_of_text).to(engine_unit).magnitude)
+
+
+def pint_factors() -> dict[str, dict[str, float]]:
+    """Each unit of :data:`tmasim.unit_factors.UNITS` with the factor pint converts it to its
+    kind's engine unit by (what :data:`~tmasim.unit_factors.FACTORS` must list)."""
+    ureg = _registry()
+    return {kind: {text: float(ureg.Quantity(1.0, ureg.parse_units(text)).to(_KINDS[kind][1]).magnitude)
+                   for text in texts} for kind, texts in UNITS.items()}
+
+
+def print_factors() -> None:
+    """Print :func:`pint_factors` as the body of ``FACTORS`` in tmasim/unit_factors.py."""
+    for kind, factors in pint_factors().items():
+        print(f"    {kind!r}: {{")
+        for text, factor in factors.items():
+            print(f"        {text!r}: {factor!r},")
+        print("    },")
 
 
 def parse_int(text: Any, kind: str, field: str) -> int:
