@@ -8,7 +8,9 @@ is 128 wide on 8192 (edge tiles: classes of SMs out of step, the slow corner of 
 then this benchmark ran 256x128 in its place and measured 28.5 s without it; with it, 186.5 CPU s in
 all, 93.2 s over the 2 jobs, 128x192 points at 1.1-3.4 s each; measured again for issue 28:
 173.4 CPU s, 86.7 s over the 2 jobs, of which the 144 points of the other tiles cost 15.3 s in
-all, 0.11 s a point: the 48 points of 128x192 are nine tenths of the sweep). Target (issue 28):
+all, 0.11 s a point: the 48 points of 128x192 are nine tenths of the sweep; with chunks sized by
+the sweep's estimate, A/B in one sitting on an idle machine: 72.3 s -> 64.8 s wall, 125.7 -> 126.5
+CPU s: the wall is now the CPU over the jobs plus one point). Target (issue 28):
 <= 20 s with ``--jobs 2`` on an idle 2-core machine (issue 17's was 36 s; about 160 s before it).
 On a machine that others share, wall time
 counts the time spent waiting for a core, so the CPU seconds over the jobs are printed too

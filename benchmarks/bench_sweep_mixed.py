@@ -27,6 +27,10 @@ wall / CPU: gemm-h100 114.6 / 221.9 s, attention-h100 155.7 / 200.7 s (its causa
 SM classes' unit boundaries bound every jump, and the longest of them end the family alone),
 attention-b200-2sm 2.8 / 4.2 s, attention-b200 1.0 / 1.7 s, gemm-b200-2sm 20.2 / 38.7 s,
 gemm-b200 14.9 / 29.5 s.
+Again with chunks sized by the sweep's estimate (one point a chunk where points take seconds),
+A/B in one sitting on an idle 2-core machine: 293.3 s -> 248.7 s wall, 478.2 -> 480.7 CPU s; the
+attention-h100 family 139.5 -> 101.2 s wall (its CPU, 190 s, unchanged: the tail was one worker
+finishing a chunk of fifteen causal points alone), gemm-h100 115.1 -> 108.9 s.
 
     python benchmarks/bench_sweep_mixed.py [--sample 4]
     python benchmarks/bench_sweep_mixed.py --full [--jobs 2]
