@@ -123,9 +123,9 @@ def pint_factors() -> dict[str, dict[str, float]]:
 def print_factors() -> None:
     """Print :func:`pint_factors` as the body of ``FACTORS`` in tmasim/unit_factors.py."""
     for kind, factors in pint_factors().items():
-        print(f"    {kind!r}: {{")
+        print(f'    "{kind}": {{')
         for text, factor in factors.items():
-            print(f"        {text!r}: {factor!r},")
+            print(f'        "{text}": {factor!r},')
         print("    },")
 
 
