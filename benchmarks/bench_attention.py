@@ -5,7 +5,8 @@ SMs), so many SMs are simulated and the flow model's cost per event grows with t
 scenario runs twice in this process: with the fabric as it is (one-pass rates when no shared
 link binds, merged rate groups) and with the reference full progressive filling, one group per
 level (``Fabric._water_fill_plain``), best CPU time (``time.process_time``) of ``--repeat``
-rounds each; every summary figure must be identical.
+rounds each; every summary figure must be identical (how much fast-forward skipped may differ:
+the two fillings' float clocks repeat at different cuts).
 
     python benchmarks/bench_attention.py [--repeat 1] [--only attention-h100-causal]
 """
@@ -45,6 +46,13 @@ def timed(name: str, repeat: int) -> tuple[float, dict[str, Any]]:
     return best, stats
 
 
+def _figures(stats: dict[str, Any]) -> dict[str, Any]:
+    """The summary's figures, less how much fast-forward skipped: the plain filling's float
+    clocks repeat at other cuts than the shortcuts', so the skip may differ (attention-h100-causal:
+    31,200 against 30,240 ring steps) while every figure of the run is the same."""
+    return {k: v for k, v in stats.items() if not k.startswith("fast_forward")}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=1)
@@ -56,8 +64,7 @@ def main() -> None:
         with plain_fabric():
             plain, reference = timed(name, args.repeat)
         fast, stats = timed(name, args.repeat)
-        same = {k: v for k, v in stats.items() if k != "fast_forward"} == {
-            k: v for k, v in reference.items() if k != "fast_forward"}
+        same = _figures(stats) == _figures(reference)
         print(f"{name:26s} {plain:11.2f} s {fast:8.2f} s {plain / fast:8.2f}x  {stats.get('sm_classes', '')!s:>10}  "
               f"{stats['makespan_ns']:.3f} ns{'' if same else '  DIFFERENT SUMMARY'}")
 
