@@ -9,6 +9,12 @@ written before a later command of the same page reads it. A command whose printe
 starts with ``tmasim: error:`` must fail with that one-line error (no traceback); every other
 command must succeed.
 
+What a page shows a command print must be what it prints: each shown line is one of the lines
+the command writes (stdout, then stderr), in the page's order, whitespace runs counted as one.
+A page may leave lines out, and ``...`` (or ``…``) inside or at the end of a line stands for any
+text; a shown line that wraps a long printed one may continue on the next shown lines; an elapsed
+time (``in 6.6 s``) may differ. So a number quoted under a command is the number it prints.
+
 A command marked in a trailing comment with ``[gpu]`` (needs a GPU), ``[slow]`` (takes
 minutes) or ``[skip: why]`` is not run; docs/getting-started.md says so where it defines the markers.
 """
@@ -39,6 +45,7 @@ class Command:
     fails: bool  # the page shows it failing with "tmasim: error: ..."
     skip: str | None
     page: str = "README.md"
+    shown: tuple[str, ...] = ()  # what the page shows it print (a ``text`` block's lines after it)
 
     def __str__(self) -> str:
         return f"{self.page}:{self.line}: {self.text}"
@@ -67,10 +74,43 @@ def readme_commands(text: str, page: str = "README.md") -> list[Command]:
         while command.rstrip().endswith("\\") and i < len(lines):
             command = command.rstrip()[:-1] + " " + lines[i].strip()
             i += 1
-        fails = fence == "text" and i < len(lines) and lines[i].startswith("tmasim: error:")
+        shown: list[str] = []
+        if fence == "text":
+            while i < len(lines) and not lines[i].startswith(("$ ", "```")):
+                shown.append(lines[i])
+                i += 1
+        fails = bool(shown) and shown[0].startswith("tmasim: error:")
         marker = MARKER.search(command)
-        found.append(Command(start + 1, command, fails, marker.group(0) if marker else None, page))
+        found.append(Command(start + 1, command, fails, marker.group(0) if marker else None, page,
+                             tuple(line for line in shown if line.strip())))
     return found
+
+
+ELAPSED = re.compile(r"\bin \d+(?:\.\d+)? (?:s|ms|min)\b")
+ELISION = re.compile(r"\.\.\.|…")
+MOST_WRAPPED = 4  # shown lines one printed line may be wrapped over
+
+
+def _normal(line: str) -> str:
+    return " ".join(ELAPSED.sub("in <elapsed>", line).split())
+
+
+def not_printed(shown: tuple[str, ...], printed: str) -> list[str]:
+    """The shown lines that are not among the printed ones, in order (see the module's rules)."""
+    lines = [_normal(line) for line in printed.splitlines()]
+    at, lost, i = 0, [], 0
+    while i < len(shown):
+        for span in range(1, min(MOST_WRAPPED, len(shown) - i) + 1):
+            pieces = ELISION.split(_normal(" ".join(shown[i:i + span])))
+            pattern = re.compile(".*?".join(re.escape(piece.strip()) for piece in pieces))
+            hit = next((j for j in range(at, len(lines)) if pattern.fullmatch(lines[j])), None)
+            if hit is not None:
+                at, i = hit + 1, i + span
+                break
+        else:
+            lost.append(shown[i])
+            i += 1
+    return lost
 
 
 COMMANDS = [command for page in PAGES
@@ -88,10 +128,22 @@ def test_the_extractor_reads_both_block_kinds_and_the_markers():
             "$ tmasim run nope\ntmasim: error: no scenario\n```\n"
             "```sh\ntmasim sweep reference \\\n    --vary pipeline.stages=1,2\npip install x\n```\n")
     assert readme_commands(text) == [
-        Command(2, "tmasim run", False, None),
+        Command(2, "tmasim run", False, None, shown=("reference: ...",)),
         Command(4, "tmasim run --set pipeline.stages=9  # [slow] minutes", False, "# [slow]"),
-        Command(5, "tmasim run nope", True, None),
+        Command(5, "tmasim run nope", True, None, shown=("tmasim: error: no scenario",)),
         Command(9, "tmasim sweep reference  --vary pipeline.stages=1,2", False, None)]
+
+
+def test_shown_output_must_be_printed_lines_in_order():
+    printed = ("reference: 4 tiles\n  predicted time   23 µs\n  bound   20 µs, binding: compute   (copy 3 µs)\n"
+               "sweep of reference: 2 points in 0.4 s\n")
+    assert not_printed(("reference: ...", "  predicted time   23 µs"), printed) == []
+    assert not_printed(("  bound   20 µs, binding: ...",), printed) == []  # lines left out, elision
+    assert not_printed(("  bound   20 µs,", "binding: compute (copy 3 µs)"), printed) == []  # wrapped
+    assert not_printed(("sweep of reference: 2 points in 6.6 s",), printed) == []  # elapsed time
+    assert not_printed(("  predicted time   24 µs",), printed) == ["  predicted time   24 µs"]  # a wrong number
+    assert not_printed(("  bound   20 µs",), printed) == ["  bound   20 µs"]  # a cut line needs "..."
+    assert not_printed(("  predicted time   23 µs", "reference: ..."), printed) == ["reference: ..."]  # order
 
 
 @pytest.fixture(scope="module")
@@ -132,3 +184,5 @@ def test_readme_command_runs_as_printed(command: Command, folder: Path) -> None:
         assert done.returncode != 0 and "tmasim: error:" in done.stderr, said
     else:
         assert done.returncode == 0, said
+    lost = not_printed(command.shown, done.stdout + "\n" + done.stderr)
+    assert not lost, f"{command}\nshown but not printed:\n" + "\n".join(lost) + f"\n{said}"
