@@ -75,6 +75,8 @@ class GpuSpec:
     fp32_per_clock: int = 0  # FP32 FMA results per clock per SM; 0: not given
     tma_transfer_lanes: int = 1  # copies the TMA unit streams at once, each at its own request pace
     smem_write_bandwidth: float | None = None  # TMA writes after a k-step's MMAs; None: shared (tmasim.operands)
+    pair_writes_overlap: bool = False  # a 2-SM pair's TMA writes use the SMEM time its MMAs' reads leave idle
+    launch_overhead: int = 0  # ps a kernel costs outside its CTAs' work: launch, prologue, end
     mma: MmaSpec | None = None  # instruction table; None: a flat tensor_flops rate (ideal machine)
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
@@ -188,6 +190,11 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "cluster_l2_merge_bytes": ("size", "pending reads a GPC tracks to merge the same-address loads of one cluster's "
                                        "CTAs (with cluster_l2_coalescing); 0 B: every one merges (tmasim.l2_merge)"),
     "exp_per_clock": ("int", "exponentials (MUFU ex2) per clock per SM: attention's softmax"),
+    "pair_writes_overlap": ("bool", "a 2-SM MMA pair's TMA writes use the shared-memory time its MMAs' operand "
+                                    "reads leave idle, before the k-step's smem_write_bandwidth time (tmasim.operands)"),
+    "launch_overhead": ("time", "what a kernel costs outside its CTAs' simulated work: the launch, the prologue "
+                                "(barrier init, TMEM allocation, descriptor fetch) and the kernel's end; added to "
+                                "the makespan"),
     "fp32_per_clock": ("int", "FP32 fused multiply-adds per clock per SM: attention's softmax"),
 }
 MMA = "mma"  # optional section: the MMA instruction table (tmasim.mma)
@@ -199,7 +206,8 @@ _OPTIONAL: dict[str, Any] = {"tma_request_time": "0 ns", "hbm_request_overhead":
                              "l2_merge_bytes": "0 B", "cluster_l2_merge_bytes": "0 B",
                              "exp_per_clock": None, "fp32_per_clock": None, "smem_write_bandwidth": None,
                              "l2_far_fit_size": "0 B", "l2_far_latency": "0 ns",
-                             "copy_latency_per_kib_in_flight": "0 ns"}
+                             "copy_latency_per_kib_in_flight": "0 ns", "pair_writes_overlap": False,
+                             "launch_overhead": "0 ns"}
 _UNSET_ALLOWED = {"smem_write_bandwidth"}  # None is a value: the mechanism is off
 _ZERO_UNSTATED = {"boost_clock", "power_limited_clock"}  # 0 Hz: the preset does not state it
 POWER_LIMITED = "power-limited"  # gpu.clock's keyword: run at the preset's power_limited_clock

@@ -95,17 +95,21 @@ def k_step_smem_bytes(mma_reads: float, tma_writes: int, a_once: int) -> float:
 
 
 def k_step_smem_hold(reads: float, writes: int, a_once: int, mma_ps: int, smem_bandwidth: float,
-                     write_bandwidth: float | None = None) -> int:
+                     write_bandwidth: float | None = None, overlap: bool = False) -> int:
     """Picoseconds the SM's SMEM stays busy after a k-step's MMAs (``mma_ps`` long).
 
     ``write_bandwidth`` None: reads, writes and the A copy share ``smem_bandwidth``, and the
     writes use what the MMAs' time leaves spare: (all bytes / bandwidth) - MMA time, if positive.
     ``write_bandwidth`` set (B200, fitted on the one-CTA mainloop table): the TMA's writes do not
     overlap the MMAs' operand reads; they take ``writes / write_bandwidth`` after them, on top of
-    whatever the reads and the A copy need beyond the MMAs' time (see module doc)."""
+    whatever the reads and the A copy need beyond the MMAs' time (see module doc). ``overlap`` (a
+    2-SM pair on a preset with ``pair_writes_overlap``): the writes first use the SMEM time the
+    MMAs' reads leave idle, and only the rest comes after them."""
     if math.isinf(smem_bandwidth):
         return 0
     if write_bandwidth is None:
         return max(0, round((reads + writes + a_once) / smem_bandwidth) - mma_ps)
-    after = max(0, round((reads + a_once) / smem_bandwidth) - mma_ps)
-    return after + (0 if math.isinf(write_bandwidth) else round(writes / write_bandwidth))
+    busy = round((reads + a_once) / smem_bandwidth)
+    spare = max(0, mma_ps - busy) if overlap else 0  # the SMEM time the MMAs' reads leave idle
+    after = max(0, busy - mma_ps)
+    return after + (0 if math.isinf(write_bandwidth) else max(0, round(writes / write_bandwidth) - spare))

@@ -67,11 +67,14 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False, allow_large:
         full.stats["fast_forward"] = f"off: {why}"
         return full
     races = [race for cta in chip.ctas for race in cta.races()]
-    makespan = int(max(cta.finished_at or 0 for cta in chip.ctas))
+    # The kernel's time: its CTAs' simulated work, plus what it costs outside them (launch,
+    # prologue, end), which no CTA's timeline shows (gpu.launch_overhead).
+    makespan = int(max(cta.finished_at or 0 for cta in chip.ctas)) + scenario.gpu.launch_overhead
     workload = workload_of(scenario.workload)
     stats = {**_common_stats(scenario, chip, res, makespan),
              **workload.stats(scenario.workload, scenario, chip.plan, res, makespan)}
     stats["races"] = len(races)
+    stats["launch_overhead_ns"] = scenario.gpu.launch_overhead / 1000
     stats["simulated_steps"] += ff.skipped_steps  # the run's ring steps, skipped ones included
     stats["fast_forward"] = ff.summary()
     stats["fast_forward_skipped_steps"] = ff.skipped_steps

@@ -195,7 +195,7 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, r
         rows_in += max(0, min(bm, config.m - (row + 1) * bm))  # the leader's MMA covers the pair's rows
     writes, a_once = k_step_smem_traffic(config, layout, setup.pair)
     hold = k_step_smem_hold(step.smem_reads, writes, a_once, step.occupancy, gpu.smem_bandwidth,
-                            gpu.smem_write_bandwidth)
+                            gpu.smem_write_bandwidth, setup.pair and gpu.pair_writes_overlap)
     # With smem_write_bandwidth (B200) the writes' time belongs to the k-step: its MMAs complete
     # that much later, so the slot's release waits for it as the next step's MMAs do (tmasim.operands).
     tail = step.tail + hold if gpu.smem_write_bandwidth is not None else step.tail
