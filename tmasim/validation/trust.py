@@ -20,7 +20,36 @@ def baseline() -> dict[str, Any]:
 def trust_for(scenario: Any) -> str:
     """How well the model did on the validated cases closest to ``scenario`` (from the committed
     results), or that nothing close to it was validated against a measured pipeline."""
-    return trust(getattr(scenario.workload, "kind", ""), scenario.gpu.name, getattr(scenario.workload, "units", 0))
+    kind = getattr(scenario.workload, "kind", "")
+    units = getattr(scenario.workload, "units", 0)
+    if kind == "gemm" and scenario.gpu.name == "b200" and units > 1:
+        w, p = scenario.workload, scenario.pipeline
+        line = wholechip_line((w.m, w.n, w.k), (w.tile[0], w.tile[1]), tuple(p.cluster), p.mma_cta_group == 2)
+        if line:
+            return line
+    return trust(kind, scenario.gpu.name, units)
+
+
+def wholechip_line(shape: tuple[int, int, int], tile: tuple[int, int], cluster: tuple[int, ...],
+                   pair: bool) -> str | None:
+    """The B200 whole-chip table's error on the cases nearest a GEMM: its shape class, tile and
+    cluster where the table has them (2-SM pairs only), else its shape class."""
+    from tmasim.validation.wholechip import case, shape_class
+
+    result = baseline().get("b200-wholechip")
+    if not result or "cases" not in result:
+        return None
+    cases, near = result["cases"], case(shape, tile, (cluster[0], cluster[1]))
+    key = near if pair and near in cases else shape_class(*shape)
+    if key not in cases:
+        return None
+    c, every = cases[key], result["all"]
+    what = (f"{key.split()[0]} shapes, {' '.join(key.split()[1:])} tiles and cluster" if key == near
+            else f"{key} shapes, all tiles and clusters")
+    lean = "optimistic" if c["bias"] < 0 else "pessimistic"
+    return (f"B200 whole-chip GEMMs at 1.3 GHz (2-SM pairs), nearest cases ({what}): mean error "
+            f"{c['mean_error']:.0%} over {c['runs']} runs, {lean} on average; all {every['points']} runs "
+            f"{every['mean_error']:.0%} (tmasim validate public)")
 
 
 def trust_for_row(row: Mapping[str, Any]) -> str | None:
