@@ -135,7 +135,8 @@ MEANINGS = {
     "workload.launch": "`persistent` (a resident grid loops over work units) or `grid` (one CTA per unit, in waves)",
     "workload.ctas_per_sm": "CTAs per SM (default: as many as fit)",
     "workload.m": "rows of A and C", "workload.n": "columns of B and C", "workload.k": "the reduction dimension",
-    "workload.out_dtype": "element type of C (default: the input's, fp32 for fp8 and tf32)",
+    "workload.out_dtype": "element type of C (default: bf16, fp32 for tf32); fp8 is e4m3, 1 byte an element: the "
+                          "store's bytes and the epilogue's shared memory halve against 16 bits",
     "workload.tile": "GEMM: [BM, BN, BK], an A box BM x BK and a B box BN x BK per k-step; attention: [query rows per"
                      " CTA, key rows per block]",
     "workload.raster": "the order output tiles are walked: `row`, `column` or `grouped` (bands of `group` tile rows)",
