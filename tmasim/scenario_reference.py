@@ -113,7 +113,7 @@ def _rows(cls: type, module: ModuleType, table: str, kind: str | None) -> list[s
     rules, comments = _checks(cls, module, table), _comments(cls)
     rows = []
     for f in dataclasses.fields(cls):
-        if f.name in ("kind", "raw", "origin"):
+        if f.name in ("kind", "raw", "origin", "stages_auto"):  # stages_auto: set by reading stages = "auto"
             continue
         rule = rules.get(f.name, "see below" if dataclasses.is_dataclass(f.default) else "")
         role = field_roles.role(f"{table}.{f.name}", kind)
@@ -147,7 +147,8 @@ MEANINGS = {
     "workload.seqlen_q": "query rows per sequence", "workload.head_dim": "head dimension of Q and K",
     "workload.causal": "causal masking (halves the FLOPs and unbalances the work)",
     "workload.softmax_overlap": "overlap the softmax inside a warpgroup with its next block's MMAs (FA3)",
-    "pipeline.stages": "shared-memory slots of the stage ring",
+    "pipeline.stages": "shared-memory slots of the stage ring; `\"auto\"` (gemm): the count CUTLASS would choose "
+                       "(Blackwell: the CuTeDSL dense_gemm_persistent rule; Hopper: StageCountAutoCarveout)",
     "pipeline.consumers": "consumer warpgroups",
     "pipeline.consumer_mode": "`cooperative` (each consumer computes its share of a tile) or `pingpong` (whole tiles in"
                               " turn)",

@@ -29,7 +29,7 @@ from tmasim.cluster import ClusterPlacement, place
 from tmasim.descriptor import TensorDescriptor
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Copy, Epilogue, Segment, Unit, UnitProgram
-from tmasim.errors import ScenarioError
+from tmasim.errors import ResidencyError, ScenarioError
 from tmasim.hardware import GpuSpec
 from tmasim.operands import k_step_smem_bytes, k_step_smem_hold
 from tmasim.residency import Residency, residency
@@ -47,17 +47,27 @@ from tmasim.workloads.gemm_layout import (
     tile_coords,
 )
 from tmasim.workloads.gemm_mma import MmaStep, accumulator, mma_step
+from tmasim.workloads.gemm_stages import AutoStages, auto_stages
 from tmasim.workloads.gemm_summary import explain, summary_rows
 
 if TYPE_CHECKING:
     from tmasim.scenario_parts import ScenarioParts
 
-__all__ = ["FIELDS", "KIND", "PROBLEM_FIELDS", "GemmConfig", "check", "describe", "explain", "parse", "plan", "stats",
-           "summary_rows", "work_units"]
+__all__ = ["FIELDS", "KIND", "PROBLEM_FIELDS", "GemmConfig", "auto_stages", "check", "describe", "explain", "parse",
+           "plan", "stats", "summary_rows", "work_units"]
 
 
 def check(config: GemmConfig, scenario: ScenarioParts) -> None:
-    """No rules between this workload and the rest of the scenario beyond what ``plan`` checks."""
+    """A count ``"auto"`` chose must still be the rule's (a scenario changed after it was read,
+    by ``dataclasses.replace``, is refused rather than run with a stale count); the other rules
+    between this workload and the rest of the scenario are checked by ``plan``."""
+    p = scenario.pipeline
+    if p.stages_auto:
+        chosen = auto_stages(config, scenario.gpu, p)
+        if chosen.stages != p.stages:
+            raise ScenarioError("pipeline.stages", p.stages, f"is marked as chosen by \"auto\" (stages_auto), but "
+                                f"the {chosen.rule} gives {chosen.stages} for this scenario: read it again "
+                                "(tmasim.load_scenario), or set stages_auto = False")
 
 
 def plan(config: GemmConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
@@ -71,11 +81,19 @@ def plan(config: GemmConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
     layout = GemmLayout.of(config)
     step = mma_step(config, gpu, consumers, mode, setup.pair)
     acc = accumulator(config, gpu, consumers, mode, registers)
-    epilogue_smem = config.epilogue_smem if config.epilogue_smem is not None else default_epilogue_smem(config)
+    chosen = auto_stages(config, gpu, p) if p.stages_auto else None
+    epilogue_smem = _epilogue_smem(config, chosen)
     b_stage = layout.b.stage_bytes // 2 if setup.pair else layout.b.stage_bytes  # a pair's CTA holds half of B
-    res = residency(gpu, stage_bytes=layout.a.stage_bytes + b_stage, stages=stages,
-                    other_smem=epilogue_smem, consumers=consumers, requested_ctas_per_sm=config.ctas_per_sm,
-                    accumulator=acc)
+    try:
+        res = residency(gpu, stage_bytes=layout.a.stage_bytes + b_stage, stages=stages,
+                        other_smem=epilogue_smem, consumers=consumers, requested_ctas_per_sm=config.ctas_per_sm,
+                        accumulator=acc)
+    except ResidencyError as err:
+        if chosen is None:
+            raise
+        raise ResidencyError(err.field, err.value, f"{err.rule} (pipeline.stages = \"auto\" chose {chosen.stages} by "
+                             f"the {chosen.rule}, which budgets {chosen.budget}; tmasim's residency check refuses "
+                             "it: give a whole number)") from None
     placement = place(gpu, cluster, res.ctas_per_sm, res.limited_by)
     size = placement.size
     coords = tile_coords(config, cluster)
@@ -108,6 +126,14 @@ def plan(config: GemmConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
                         str(g * c) for g, c in zip(cluster_grid(config, cluster), cluster, strict=True)))
     return Plan(programs, config.launch == "persistent", res.ctas_per_sm, sms, flow=True, units=len(units),
                 cluster=size, cluster_slots=slots, info=info), res
+
+
+def _epilogue_smem(config: GemmConfig, chosen: AutoStages | None) -> int:
+    """The epilogue's shared memory: the workload's, else what ``"auto"``'s rule assumed, else
+    two BM x 32 sub-tiles of C (tmasim.workloads.gemm_layout.default_epilogue_smem)."""
+    if config.epilogue_smem is not None:
+        return config.epilogue_smem
+    return chosen.epilogue_smem if chosen is not None else default_epilogue_smem(config)
 
 
 def _far_latency(gpu: GpuSpec, layout: GemmLayout) -> int:
@@ -172,6 +198,10 @@ def stats(config: GemmConfig, scenario: ScenarioParts, plan: Plan, res: Residenc
     extra.update(l2_far_latency_ns=far / 1000 if far else None,
                  l2_operand_bytes=layout.a.tensor_bytes + layout.b.tensor_bytes)
     extra["efficiency"] = extra["bound_ns"] * 1000 / makespan if makespan else None
+    if scenario.pipeline.stages_auto:  # only then: other runs' summaries stay as they were
+        chosen = auto_stages(config, scenario.gpu, scenario.pipeline)
+        extra.update(stages_auto_rule=chosen.rule, stages_auto_detail=chosen.detail,
+                     epilogue_smem_bytes=chosen.epilogue_smem if config.epilogue_smem is None else config.epilogue_smem)
     return extra
 
 

@@ -33,6 +33,8 @@ def summary_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tupl
                   "of it)"),
         ("bounds", bounds),
         ("no-overlap time", f"{t(stats['serial_ns'])} on the busiest SM"),
+        *([("stages", f"{stats['stages']} (auto: {stats['stages_auto_rule']}; {stats['stages_auto_detail']})")]
+          if stats.get("stages_auto_rule") else []),
         *_with_mma_rows(chip_rows(stats, scenario), stats, scenario),
         *(_cluster_rows(stats, scenario) if "cluster" in stats else []),
     ]
