@@ -20,6 +20,7 @@ from tmasim import fields as read
 from tmasim.drift import Drift
 from tmasim.errors import ScenarioError
 from tmasim.hardware import GpuSpec, load_gpu
+from tmasim.scenario_parts import AUTO
 from tmasim.scenario_parts import CONSUMER_MODES as CONSUMER_MODES
 from tmasim.scenario_parts import MAX_ARRIVALS as MAX_ARRIVALS
 from tmasim.scenario_parts import MAX_CLUSTER_DIM as MAX_CLUSTER_DIM
@@ -228,6 +229,8 @@ def from_dict(raw: Mapping[str, Any], base_dir: Path | None = None) -> Scenario:
     workload = parse_workload(workload_raw)
     pipeline = _pipeline(pipeline_raw)
     _check_cluster(pipeline, gpu, workload)
+    if pipeline.stages_auto:
+        pipeline = dataclasses.replace(pipeline, stages=auto_stage_count(workload, gpu, pipeline))
     return Scenario(
         name=read.text("name", raw.get("name", "unnamed")),
         description=read.text("description", raw.get("description", "")),
@@ -245,6 +248,8 @@ def _pipeline(raw: Mapping[str, Any]) -> Pipeline:
     read.reject_unknown("pipeline", raw, known)
     # checked by Pipeline
     values = {k: raw[k] for k in known if k in raw and k not in ("expect_tx", "cluster", "registers")}
+    if values.get("stages") == AUTO:  # a placeholder count until the workload's rule chooses it (from_dict)
+        values.update(stages=1, stages_auto=True)
     if "expect_tx" in raw:
         values["expect_tx"] = read.size("pipeline.expect_tx", raw["expect_tx"])
     if "cluster" in raw:
@@ -252,6 +257,16 @@ def _pipeline(raw: Mapping[str, Any]) -> Pipeline:
     if "registers" in raw:
         values["registers"] = _registers(raw["registers"])
     return Pipeline(**values)
+
+
+def auto_stage_count(workload: WorkloadConfig, gpu: GpuSpec, pipeline: Pipeline) -> int:
+    """The count ``pipeline.stages = "auto"`` stands for: the workload's rule (gemm: what CUTLASS
+    would choose, tmasim.workloads.gemm_stages)."""
+    rule = getattr(WORKLOADS.get(workload.kind), "auto_stages", None)
+    if rule is None:
+        raise ScenarioError("pipeline.stages", AUTO, f"is modelled for the gemm workload only (this one is "
+                            f"{workload.kind!r}): give a whole number")
+    return int(rule(workload, gpu, pipeline).stages)
 
 
 def _cluster_shape(value: Any) -> tuple[int, int]:

@@ -22,6 +22,7 @@ MAX_STAGES = 4096
 MAX_CONSUMERS = 64
 MAX_ARRIVALS = 2**20
 
+AUTO = "auto"  # pipeline.stages = "auto": the count CUTLASS would choose (tmasim.workloads.gemm_stages)
 MAX_CLUSTER_DIM = 1024  # a sanity bound; the GPU's own limit is checked where the cluster is placed
 
 
@@ -45,10 +46,15 @@ class Pipeline:
     mma_cta_group: int = 1  # 2: Blackwell's 2-SM MMA, a CTA pair along M computes one 2·BM x BN tile
     registers: tuple[int | None, int | None] = (None, None)  # setmaxnreg: (producer, consumer) per thread
     warp_specialized: bool = True  # False: no producer warpgroup, the consumers issue their own copies
+    stages_auto: bool = False  # ``stages = "auto"`` was asked: ``stages`` is what the workload's rule chose
 
     def __post_init__(self) -> None:
         """Checked on every construction, ``dataclasses.replace`` included."""
+        if self.stages == AUTO:
+            raise ScenarioError("pipeline.stages", AUTO, "is chosen where the scenario is read (tmasim.load_scenario "
+                                "or from_dict, which know the GPU and the workload); a Pipeline takes the count")
         read.integer("pipeline.stages", self.stages, minimum=1, maximum=MAX_STAGES)
+        read.boolean("pipeline.stages_auto", self.stages_auto)
         read.integer("pipeline.consumers", self.consumers, minimum=1, maximum=MAX_CONSUMERS,
                      why=" (consumer warpgroups of 128 threads in one CTA)")
         read.choice("pipeline.consumer_mode", self.consumer_mode, CONSUMER_MODES)

@@ -113,7 +113,7 @@ def _rows(cls: type, module: ModuleType, table: str, kind: str | None) -> list[s
     rules, comments = _checks(cls, module, table), _comments(cls)
     rows = []
     for f in dataclasses.fields(cls):
-        if f.name in ("kind", "raw", "origin"):
+        if f.name in ("kind", "raw", "origin", "stages_auto"):  # stages_auto: set by reading stages = "auto"
             continue
         rule = rules.get(f.name, "see below" if dataclasses.is_dataclass(f.default) else "")
         role = field_roles.role(f"{table}.{f.name}", kind)
@@ -135,7 +135,8 @@ MEANINGS = {
     "workload.launch": "`persistent` (a resident grid loops over work units) or `grid` (one CTA per unit, in waves)",
     "workload.ctas_per_sm": "CTAs per SM (default: as many as fit)",
     "workload.m": "rows of A and C", "workload.n": "columns of B and C", "workload.k": "the reduction dimension",
-    "workload.out_dtype": "element type of C (default: the input's, fp32 for fp8 and tf32)",
+    "workload.out_dtype": "element type of C (default: bf16, fp32 for tf32); fp8 is e4m3, 1 byte an element: the "
+                          "store's bytes and the epilogue's shared memory halve against 16 bits",
     "workload.tile": "GEMM: [BM, BN, BK], an A box BM x BK and a B box BN x BK per k-step; attention: [query rows per"
                      " CTA, key rows per block]",
     "workload.raster": "the order output tiles are walked: `row`, `column` or `grouped` (bands of `group` tile rows)",
@@ -146,7 +147,8 @@ MEANINGS = {
     "workload.seqlen_q": "query rows per sequence", "workload.head_dim": "head dimension of Q and K",
     "workload.causal": "causal masking (halves the FLOPs and unbalances the work)",
     "workload.softmax_overlap": "overlap the softmax inside a warpgroup with its next block's MMAs (FA3)",
-    "pipeline.stages": "shared-memory slots of the stage ring",
+    "pipeline.stages": "shared-memory slots of the stage ring; `\"auto\"` (gemm): the count CUTLASS would choose "
+                       "(Blackwell: the CuTeDSL dense_gemm_persistent rule; Hopper: StageCountAutoCarveout)",
     "pipeline.consumers": "consumer warpgroups",
     "pipeline.consumer_mode": "`cooperative` (each consumer computes its share of a tile) or `pingpong` (whole tiles in"
                               " turn)",

@@ -29,7 +29,7 @@ from tmasim.cluster import ClusterPlacement, place
 from tmasim.descriptor import TensorDescriptor
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Copy, Epilogue, Segment, Unit, UnitProgram
-from tmasim.errors import ScenarioError
+from tmasim.errors import ResidencyError, ScenarioError
 from tmasim.hardware import GpuSpec
 from tmasim.operands import k_step_smem_bytes, k_step_smem_hold
 from tmasim.residency import Residency, residency
@@ -39,23 +39,35 @@ from tmasim.workloads.gemm_l2_merge import merge_factors
 from tmasim.workloads.gemm_layout import (
     ClusterSetup,
     GemmLayout,
+    cluster_grid,
     default_epilogue_smem,
     hbm_fractions,
+    in_bounds,
     k_step_smem_traffic,
     tile_coords,
 )
 from tmasim.workloads.gemm_mma import MmaStep, accumulator, mma_step
+from tmasim.workloads.gemm_stages import AutoStages, auto_stages
 from tmasim.workloads.gemm_summary import explain, summary_rows
 
 if TYPE_CHECKING:
     from tmasim.scenario_parts import ScenarioParts
 
-__all__ = ["FIELDS", "KIND", "PROBLEM_FIELDS", "GemmConfig", "check", "describe", "explain", "parse", "plan", "stats",
-           "summary_rows", "work_units"]
+__all__ = ["FIELDS", "KIND", "PROBLEM_FIELDS", "GemmConfig", "auto_stages", "check", "describe", "explain", "parse",
+           "plan", "stats", "summary_rows", "work_units"]
 
 
 def check(config: GemmConfig, scenario: ScenarioParts) -> None:
-    """No rules between this workload and the rest of the scenario beyond what ``plan`` checks."""
+    """A count ``"auto"`` chose must still be the rule's (a scenario changed after it was read,
+    by ``dataclasses.replace``, is refused rather than run with a stale count); the other rules
+    between this workload and the rest of the scenario are checked by ``plan``."""
+    p = scenario.pipeline
+    if p.stages_auto:
+        chosen = auto_stages(config, scenario.gpu, p)
+        if chosen.stages != p.stages:
+            raise ScenarioError("pipeline.stages", p.stages, f"is marked as chosen by \"auto\" (stages_auto), but "
+                                f"the {chosen.rule} gives {chosen.stages} for this scenario: read it again "
+                                "(tmasim.load_scenario), or set stages_auto = False")
 
 
 def plan(config: GemmConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
@@ -69,25 +81,34 @@ def plan(config: GemmConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
     layout = GemmLayout.of(config)
     step = mma_step(config, gpu, consumers, mode, setup.pair)
     acc = accumulator(config, gpu, consumers, mode, registers)
-    epilogue_smem = config.epilogue_smem if config.epilogue_smem is not None else default_epilogue_smem(config)
+    chosen = auto_stages(config, gpu, p) if p.stages_auto else None
+    epilogue_smem = _epilogue_smem(config, chosen)
     b_stage = layout.b.stage_bytes // 2 if setup.pair else layout.b.stage_bytes  # a pair's CTA holds half of B
-    res = residency(gpu, stage_bytes=layout.a.stage_bytes + b_stage, stages=stages,
-                    other_smem=epilogue_smem, consumers=consumers, requested_ctas_per_sm=config.ctas_per_sm,
-                    accumulator=acc)
+    try:
+        res = residency(gpu, stage_bytes=layout.a.stage_bytes + b_stage, stages=stages,
+                        other_smem=epilogue_smem, consumers=consumers, requested_ctas_per_sm=config.ctas_per_sm,
+                        accumulator=acc)
+    except ResidencyError as err:
+        if chosen is None:
+            raise
+        raise ResidencyError(err.field, err.value, f"{err.rule} (pipeline.stages = \"auto\" chose {chosen.stages} by "
+                             f"the {chosen.rule}, which budgets {chosen.budget}; tmasim's residency check refuses "
+                             "it: give a whole number)") from None
     placement = place(gpu, cluster, res.ctas_per_sm, res.limited_by)
-    _check_grid(config, cluster)
     size = placement.size
     coords = tile_coords(config, cluster)
     slots = min(len(coords) // size, placement.clusters)  # clusters resident at once
     concurrent = slots * size
     fractions = hbm_fractions(config, coords, concurrent, l2.holds(gpu))  # what L2 holds (tmasim.l2)
     far = _far_latency(gpu, layout)
-    merged = merge_factors(gpu, setup, placement, coords, concurrent, stages * (layout.a.stage_bytes + b_stage))
+    merged = merge_factors(gpu, setup, placement, coords, concurrent, stages * (layout.a.stage_bytes + b_stage),
+                           (config.tiles_m, config.tiles_n))
     cache: dict[tuple[int, int, float, float, int, float, float], Unit] = {}
     units = []
     for index, ((row, col), (fa, fb), (ma, mb)) in enumerate(zip(coords, fractions, merged, strict=True)):
         rank = index % size
-        key = (_edge(row, config.tiles_m), _edge(col, config.tiles_n), fa, fb, rank, ma, mb)
+        key = (_edge(row, config.tiles_m), _edge(col, config.tiles_n), fa, fb, rank, ma, mb,
+               _partner_rows(config, setup, row, rank))
         if key not in cache:
             cache[key] = _unit(config, layout, gpu, step, row, col, (fa, fb), setup, rank, (ma, mb), far)
         units.append(Unit(index, cache[key].segments, cache[key].epilogue))
@@ -99,8 +120,20 @@ def plan(config: GemmConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
     info = _cluster_info(setup, placement, slots, gpu) if size > 1 else {}
     if setup.pair:
         info["mma_cta_group"] = 2
+    if len(units) > config.units:  # the cluster grid rounded up (tmasim.workloads.gemm_layout.cluster_grid)
+        info.update(tiles_past_edge=len(units) - config.units,
+                    tile_grid=f"{config.tiles_m}x{config.tiles_n}", launched_tile_grid="x".join(
+                        str(g * c) for g, c in zip(cluster_grid(config, cluster), cluster, strict=True)))
     return Plan(programs, config.launch == "persistent", res.ctas_per_sm, sms, flow=True, units=len(units),
                 cluster=size, cluster_slots=slots, info=info), res
+
+
+def _epilogue_smem(config: GemmConfig, chosen: AutoStages | None) -> int:
+    """The epilogue's shared memory: the workload's, else what ``"auto"``'s rule assumed, else
+    two BM x 32 sub-tiles of C (tmasim.workloads.gemm_layout.default_epilogue_smem)."""
+    if config.epilogue_smem is not None:
+        return config.epilogue_smem
+    return chosen.epilogue_smem if chosen is not None else default_epilogue_smem(config)
 
 
 def _far_latency(gpu: GpuSpec, layout: GemmLayout) -> int:
@@ -109,14 +142,6 @@ def _far_latency(gpu: GpuSpec, layout: GemmLayout) -> int:
     past it, a wave's own re-reads hit near."""
     operands = layout.a.tensor_bytes + layout.b.tensor_bytes
     return l2.far_latency(gpu, operands) if operands <= l2.holds(gpu) else 0
-
-
-def _check_grid(config: GemmConfig, cluster: tuple[int, int]) -> None:
-    cx, cy = cluster
-    if config.tiles_m % cx or config.tiles_n % cy:
-        raise ScenarioError("pipeline.cluster", [cx, cy],
-                            f"must divide the grid of output tiles ({config.tiles_m} x {config.tiles_n} tiles of "
-                            f"{config.tile[0]} x {config.tile[1]}): a cluster is launched whole")
 
 
 def _cluster_info(setup: ClusterSetup, placement: ClusterPlacement, slots: int, gpu: GpuSpec) -> dict[str, object]:
@@ -133,12 +158,17 @@ def _cluster_info(setup: ClusterSetup, placement: ClusterPlacement, slots: int, 
 
 
 def plan_size(config: GemmConfig, scenario: ScenarioParts) -> tuple[int, int, int]:
-    """(ring steps, work units, other bytes) of the plan, before it is built (tmasim.budget)."""
-    return config.units * config.k_steps, config.units, 0
+    """(ring steps, work units, other bytes) of the plan, before it is built (tmasim.budget):
+    the CTAs' tiles, the cluster grid rounded up (tmasim.workloads.gemm_layout.cluster_grid)."""
+    cx, cy = scenario.pipeline.cluster
+    gm, gn = cluster_grid(config, (cx, cy))
+    units = gm * cx * gn * cy
+    return units * config.k_steps, units, 0
 
 
 def work_units(config: GemmConfig, plan: Plan) -> int:
-    return plan.units
+    """The problem's output tiles: a rounded-up cluster grid's CTAs past its edge do no useful work."""
+    return config.units
 
 
 def describe(config: GemmConfig) -> str:
@@ -168,11 +198,22 @@ def stats(config: GemmConfig, scenario: ScenarioParts, plan: Plan, res: Residenc
     extra.update(l2_far_latency_ns=far / 1000 if far else None,
                  l2_operand_bytes=layout.a.tensor_bytes + layout.b.tensor_bytes)
     extra["efficiency"] = extra["bound_ns"] * 1000 / makespan if makespan else None
+    if scenario.pipeline.stages_auto:  # only then: other runs' summaries stay as they were
+        chosen = auto_stages(config, scenario.gpu, scenario.pipeline)
+        extra.update(stages_auto_rule=chosen.rule, stages_auto_detail=chosen.detail,
+                     epilogue_smem_bytes=chosen.epilogue_smem if config.epilogue_smem is None else config.epilogue_smem)
     return extra
 
 
-def _edge(index: int, count: int) -> bool:
-    return index == count - 1
+def _edge(index: int, count: int) -> bool | None:
+    """Where a tile lies along one dimension: inside (False), at the edge (True), or past it
+    (None: a CTA of a cluster the rounded-up grid launched beyond the problem)."""
+    return None if index >= count else index == count - 1
+
+
+def _partner_rows(config: GemmConfig, setup: ClusterSetup, row: int, rank: int) -> int:
+    """The rows of a 2-SM leader's partner tile inside the problem (its MMA covers both); -1 otherwise."""
+    return in_bounds(config, row + 1, 0)[0] if setup.pair and rank % 2 == 0 else -1
 
 
 def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, row: int, col: int,
@@ -183,8 +224,11 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, r
     latency of their L2 hits (L2's far part, tmasim.l2)."""
     bm, bn, bk = config.tile
     (fa, fb), (ma, mb) = hbm, merged
-    rows_in = min(bm, config.m - row * bm)
-    cols_in = min(bn, config.n - col * bn)
+    # A tile wholly past the edge still runs its k-loop, as CUTLASS's kernels do (the scheduler
+    # hands every CTA of a launched cluster a tile): its boxes are zero-filled (no bytes from
+    # memory, the barrier counts the whole box), its MMAs run on zeros (no useful FLOPs) and its
+    # store writes nothing. It must: its multicast slices and a pair's half of B feed its peers.
+    rows_in, cols_in = in_bounds(config, row, col)
     cx = setup.shape[0]
     (a_parts, b_parts), (a_mask, b_mask) = setup.share, setup.masks(rank)
     # A CTA issues its slice of each shared box: along N (index y) for A, along M (index x) for B.
@@ -192,7 +236,7 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, r
     expect = layout.a.stage_bytes + layout.b.stage_bytes if a_mask or b_mask else 0
     if setup.pair:  # each CTA holds its A box and half of B; the leader's full barrier counts both CTAs'
         expect = 2 * layout.a.stage_bytes + layout.b.stage_bytes if rank % 2 == 0 else 0
-        rows_in += max(0, min(bm, config.m - (row + 1) * bm))  # the leader's MMA covers the pair's rows
+        rows_in += max(0, _partner_rows(config, setup, row, rank))  # the leader's MMA covers the pair's rows
     writes, a_once = k_step_smem_traffic(config, layout, setup.pair)
     hold = k_step_smem_hold(step.smem_reads, writes, a_once, step.occupancy, gpu.smem_bandwidth,
                             gpu.smem_write_bandwidth, setup.pair and gpu.pair_writes_overlap)

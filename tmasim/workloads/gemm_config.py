@@ -18,11 +18,11 @@ FIELDS = ("kind", "m", "n", "k", "dtype", "out_dtype", "tile", "raster", "group"
 # The work (tmasim.field_roles): the GEMM's shape and types; the tile, raster, launch, cluster
 # sharing and the rest are how it is done.
 PROBLEM_FIELDS = ("m", "n", "k", "dtype", "out_dtype")
-OUT_DTYPES = ("bf16", "fp16", "fp32")
+OUT_DTYPES = ("bf16", "fp16", "fp32", "fp8")  # fp8: e4m3, as CUTLASS's fp8 epilogues store
 RASTERS = ("row", "column", "grouped")
 MAX_DIM = 2**32      # a tensor map's largest global dimension
 MAX_UNITS = 10**7    # output tiles: each is a work unit the engine builds and simulates
-OUT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+OUT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}
 # The operand tensor maps' swizzle: the widest box inner extent in bytes (``none``: 16 bytes, the
 # narrowest a TMA box row may be), so a wider k-step is several boxes (tmasim.workloads.gemm_layout).
 SWIZZLE_BYTES = {"128B": 128, "64B": 64, "32B": 32, "none": 16}

@@ -110,13 +110,28 @@ def default_epilogue_smem(config: GemmConfig) -> int:
     return 2 * config.tile[0] * min(config.tile[1], 32) * OUT_BYTES[config.out_dtype]
 
 
+def cluster_grid(config: GemmConfig, cluster: tuple[int, int] = (1, 1)) -> tuple[int, int]:
+    """Clusters launched along M and along N: the tile grid rounded up to whole clusters, as
+    CUTLASS's tile schedulers round the problem's blocks up to the cluster shape."""
+    return -(-config.tiles_m // cluster[0]), -(-config.tiles_n // cluster[1])
+
+
 def tile_coords(config: GemmConfig, cluster: tuple[int, int] = (1, 1)) -> list[tuple[int, int]]:
-    """(tile row, tile column) of each output tile, in launch (raster) order. With clusters the
-    raster walks clusters (a band keeps ``group`` tile rows, rounded down to whole clusters), and
-    each cluster's CTAs follow in rank order, rank = x + y·CX for the CTA x along M and y along N."""
+    """(tile row, tile column) of each CTA's output tile, in launch (raster) order. With clusters
+    the raster walks clusters (a band keeps ``group`` tile rows, rounded down to whole clusters),
+    and each cluster's CTAs follow in rank order, rank = x + y·CX for the CTA x along M and y along
+    N. Where the cluster does not divide the tile grid, the clusters cover it rounded up: the CTAs
+    past its edge get tiles wholly outside the problem (row >= tiles_m or column >= tiles_n)."""
     cx, cy = cluster
-    clusters = _raster(config.tiles_m // cx, config.tiles_n // cy, config.raster, max(1, config.group // cx))
+    clusters = _raster(*cluster_grid(config, cluster), config.raster, max(1, config.group // cx))
     return [(r * cx + rank % cx, c * cy + rank // cx) for r, c in clusters for rank in range(cx * cy)]
+
+
+def in_bounds(config: GemmConfig, row: int, col: int) -> tuple[int, int]:
+    """Rows and columns of tile (row, col) that lie inside C: BM x BN inside, fewer at the
+    edge, 0 for a tile wholly outside (a rounded-up cluster's CTA past the edge)."""
+    bm, bn = config.tile[0], config.tile[1]
+    return max(0, min(bm, config.m - row * bm)), max(0, min(bn, config.n - col * bn))
 
 
 def _raster(tm: int, tn: int, raster: str, group: int) -> list[tuple[int, int]]:
@@ -145,14 +160,16 @@ def hbm_fractions(config: GemmConfig, coords: Sequence[tuple[int, int]], concurr
     result: list[tuple[float, float]] = []
     for start in range(0, len(coords), concurrent):
         wave = coords[start : start + concurrent]
-        rows = {r for r, _ in wave}
-        cols = {c for _, c in wave}
-        new_rows = rows - seen_rows if fits else rows
-        new_cols = cols - seen_cols if fits else cols
+        # A tile past the edge (a rounded-up cluster's) reads nothing of the operand it lies past:
+        # only panels inside the problem miss, spread over the tiles that read them.
+        rows = [r for r, _ in wave if r < config.tiles_m]
+        cols = [c for _, c in wave if c < config.tiles_n]
+        new_rows = set(rows) - seen_rows if fits else set(rows)
+        new_cols = set(cols) - seen_cols if fits else set(cols)
         if fits:
-            seen_rows |= rows
-            seen_cols |= cols
-        result += [(len(new_rows) / len(wave), len(new_cols) / len(wave))] * len(wave)
+            seen_rows |= new_rows
+            seen_cols |= new_cols
+        result += [(len(new_rows) / max(1, len(rows)), len(new_cols) / max(1, len(cols)))] * len(wave)
     return result
 
 

@@ -33,6 +33,8 @@ def summary_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tupl
                   "of it)"),
         ("bounds", bounds),
         ("no-overlap time", f"{t(stats['serial_ns'])} on the busiest SM"),
+        *([("stages", f"{stats['stages']} (auto: {stats['stages_auto_rule']}; {stats['stages_auto_detail']})")]
+          if stats.get("stages_auto_rule") else []),
         *_with_mma_rows(chip_rows(stats, scenario), stats, scenario),
         *(_cluster_rows(stats, scenario) if "cluster" in stats else []),
     ]
@@ -112,7 +114,13 @@ def _cluster_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tup
     coalesced = ""
     if scenario.gpu.cluster_l2_coalescing and stats["multicast"] != "both":
         coalesced = "; the cluster's same-address loads of what is not multicast merge before L2 (implicit sharing)"
-    return cluster_rows(stats, f"multicast {stats['multicast']} ({chosen}; {shares[stats['multicast']]}{coalesced})")
+    rows = cluster_rows(stats, f"multicast {stats['multicast']} ({chosen}; {shares[stats['multicast']]}{coalesced})")
+    if stats.get("tiles_past_edge"):
+        rows.insert(1, ("tile grid", f"{stats['tile_grid']} tiles, launched as {stats['launched_tile_grid']}: the "
+                                     f"cluster grid rounds up, so {stats['tiles_past_edge']} CTA tile(s) lie past the "
+                                     "problem's edge and run their k-loops on zero-filled boxes (no bytes from memory, "
+                                     "no useful FLOPs, nothing stored), as CUTLASS's schedulers launch them"))
+    return rows
 
 
 def explain(stats: Mapping[str, Any]) -> str:
