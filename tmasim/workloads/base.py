@@ -5,7 +5,10 @@ A workload is a module (``tiles``, ``stream``, ``gemm``) with a frozen config da
 ``kind`` class variable names it, and these module-level functions. A new workload is one new
 module that implements them, added to the registry in :mod:`tmasim.workloads`.
 
-``config`` is typed ``Any`` here because each module takes its own config class.
+``config`` is typed ``Any`` here because each module takes its own config class. One function
+is optional and so not in the protocol: ``auto_stages(config, gpu, pipeline)``, what
+``pipeline.stages = "auto"`` stands for (an object whose ``stages`` is the count; gemm: CUTLASS's
+rule, tmasim.workloads.gemm_stages); a module without it refuses ``"auto"`` with a ScenarioError.
 """
 
 from __future__ import annotations

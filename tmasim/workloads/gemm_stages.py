@@ -18,8 +18,10 @@ as the carveout (``sm90_gmma_builder.inl`` ``compute_stage_count_or_override``):
 16 B being ``PipelineTmaAsync<1>::SharedStorage`` (a full and an empty barrier). The carveout is
 ``sizeof(CollectiveEpilogue::SharedStorage)`` of the SM90 TMA epilogue with no source C and the
 default linear-combination fusion (an empty struct, 1 byte): StagesD = min(sub-tiles, 2) D
-sub-tiles (``sm90_builder.inl``: cooperative min(128, BM) x min(32, BN), otherwise min(64, BM) x
-32, or 64 for 8-bit D), aligned to their swizzle, plus the C load pipeline's barriers,
+sub-tiles (``sm90_builder.inl``: cooperative, i.e. two or more consumer warpgroups in
+``cooperative`` mode, min(128, BM) x min(32, BN); ping-pong or one consumer warpgroup
+(KernelTmaWarpSpecialized) min(64, BM) x 32, or 64 for 8-bit D), aligned to their swizzle
+(``alignment_for_swizzle``: 1024 B for a 128-byte row), plus the C load pipeline's barriers,
 16 B x StagesC with StagesC = min(sub-tiles, 4).
 
 Both rules take the capacity a CTA may use (227 KiB, 232448 B, on the presets: CUTLASS's
