@@ -116,7 +116,7 @@ def test_without_softmax_one_pair_is_the_gemm_pair_pipeline_to_the_picosecond(st
     sync = _sync(s)
     chip = Chip(env, s.gpu, gemm_plan, replace(sync, stages=2 * sync.stages), None, aggregate=True)
     env.run()
-    assert attention == max(cta.finished_at for cta in chip.ctas)
+    assert attention == max(cta.finished_at for cta in chip.ctas) + s.gpu.launch_overhead  # the launch: no CTA's
     block = plan.programs[0].block(0)
     assert attention > 8 * (block.qk.occupancy + block.pv.occupancy)  # copies, barriers and remote arrivals cost
 

@@ -7,13 +7,14 @@ import sys
 
 import pytest
 
-from tmasim.validation import pipelines
+from tmasim.validation import pipelines, wholechip
 from tmasim.validation.public_command import regressions
 
 
 @pytest.fixture(scope="module")
 def results():
     found = {t.name: pipelines.validate(t, jobs=2) for t in pipelines.TABLES}
+    found.update(wholechip.validate(jobs=2, ci_only=True))
     found.update(pipelines.shape_checks())
     return found
 
@@ -92,13 +93,13 @@ def test_bf16_and_fp8_tiles_of_the_same_rows_plateau_alike_where_the_table_does(
 
 
 def test_cli_prints_each_table_and_json():
-    out = subprocess.run([sys.executable, "-m", "tmasim", "validate", "public", "--json"], capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-m", "tmasim", "validate", "public", "--json", "--ci-subset", "--jobs", "2"],
+                         capture_output=True, text=True, check=True).stdout
     data = json.loads(out)
     assert data["b200-mainloop"]["all"]["sweeps"] == 46
-    text = subprocess.run([sys.executable, "-m", "tmasim", "validate", "public"], capture_output=True, text=True,
-                          check=True).stdout
-    assert "held-out" in text and "knee right" in text
+    assert data["b200-wholechip-ci"]["all"]["points"] == 288 and "b200-wholechip" not in data
+    text = wholechip.text(data["b200-wholechip-ci"])
+    assert "held-out" in text and "cluster choice right on" in text
 
 
 def test_the_readme_quotes_the_committed_figures():
@@ -118,10 +119,65 @@ def test_the_readme_quotes_the_committed_figures():
 def test_without_the_repositorys_tables_validate_public_is_a_one_line_error(monkeypatch, tmp_path, capsys) -> None:
     """An installed package has no validation/ folder: say where the tables were looked for."""
     from tmasim.cli import main
-    from tmasim.validation import pipelines
+    from tmasim.validation import pipelines, wholechip
 
     monkeypatch.setattr(pipelines, "PUBLIC", tmp_path / "validation" / "public")
     assert main(["validate", "public"]) == 2
     err = capsys.readouterr().err.strip()
     assert "validate public: the public tables are not at" in err and "run it from a checkout" in err
     assert "\n" not in err
+
+
+def test_the_whole_chip_table_holds_out_whole_families():
+    table = wholechip.rows()
+    families = {r.family for r in table}
+    out = wholechip.held_out([r.family for r in table])
+    assert len(table) == 576 and len(families) == 6 and len(out) == 2
+    assert wholechip.family((4096, 7168, 512)) == wholechip.family((7168, 512, 4096)) == "512x7168"
+    assert out == wholechip.held_out(sorted(families, reverse=True))
+
+
+def test_the_whole_chip_mapping_is_the_kernels():
+    """A (2,2) run: the 2-SM MMA, a k-step of 4 MMAs (128 B of K), A multicast across the two pairs,
+    the example's stage rule, M-first cluster order, 1.3 GHz, fp8 out for fp8."""
+    row = wholechip.Row((4096, 7168, 512), "fp8", (128, 256), (2, 2), 30e-6)
+    sets = set(wholechip.overrides(row))
+    assert {"pipeline.mma_cta_group=2", "workload.tile=[128,256,128]", "workload.multicast=a",
+            "pipeline.stages=auto", "workload.raster=column", "gpu.clock=1.3 GHz", "workload.out_dtype=fp8",
+            "pipeline.cluster=[2,2]"} <= sets
+    assert wholechip.padded(100, "fp16") == 104 and wholechip.padded(100, "fp8") == 112
+
+
+def test_whole_chip_figures_count_best_configs_and_cluster_pairs():
+    def row(tile, cluster, measured, predicted):
+        return wholechip.Row((4096, 4096, 4096), "fp16", tile, cluster, measured, predicted)
+
+    runs = [row((128, 128), (2, 1), 10.0, 9.0), row((128, 128), (2, 2), 11.0, 8.0),  # pair differs 10%: wrong pick
+            row((64, 64), (2, 1), 20.0, 20.0), row((64, 64), (2, 2), 20.1, 21.0)]  # within 2%: not a pair
+    f = wholechip.figures(runs)
+    assert f["cluster_pairs"] == 1 and f["cluster_right"] == 0
+    assert f["best_right"] == 0 and f["best_missed"][0]["picked"] == "128x128 (2,2)"
+    assert abs(f["mean_error"] - (0.1 + 3 / 11 + 0 + 0.9 / 20.1) / 4) < 1e-12
+
+
+def test_a_whole_chip_b200_run_quotes_its_nearest_cases():
+    from tmasim.scenario import load
+    from tmasim.validation.trust import trust_for
+
+    line = trust_for(load("gemm-b200-2sm", ["workload.m=4096", "workload.n=4096", "workload.k=192"]))
+    assert line.startswith("B200 whole-chip GEMMs at 1.3 GHz") and "short shapes, 128x256 tiles, cluster (2,1)" in line
+    base = pipelines.baseline()["b200-wholechip"]["cases"]["short 128x256 (2,1)"]
+    assert f"{base['mean_error']:.0%} over {base['runs']} runs" in line
+
+
+def test_the_readme_quotes_the_whole_chip_figures():
+    from pathlib import Path
+
+    readme = " ".join((Path(pipelines.REPO) / "README.md").read_text().split())
+    base = pipelines.baseline()["b200-wholechip"]["all"]
+    dtypes = base["by_dtype"]
+    quoted = (f"mean error {base['mean_error']:.1%} (fp16 {dtypes['fp16']['mean_error']:.1%}, "
+              f"fp8 {dtypes['fp8']['mean_error']:.1%})",
+              f"picked on {base['cluster_right']} of {base['cluster_pairs']} tile pairs")
+    for text in quoted:
+        assert text in readme, text

@@ -71,6 +71,9 @@ def register(subparsers: Any) -> None:
                           help="the recorded run to overlay (default: a pipelined run with compute, most CTAs)")
     validate.add_argument("--json", action="store_true",
                           help="validate public: print the figures as JSON")
+    validate.add_argument("--ci-subset", action="store_true",
+                          help="validate public: the whole-chip table's CI subset only (288 of its 576 runs, the "
+                               "shapes quickest to simulate), as the test suite runs it")
     validate.add_argument("--update-baseline", action="store_true",
                           help="validate public: commit these figures as the new baseline "
                                "(validation/public/results/pipelines.json)")

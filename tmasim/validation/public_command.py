@@ -21,9 +21,12 @@ def handle(args: argparse.Namespace) -> int:
         raise TmasimError(f"validate public: the public tables are not at {pipelines.PUBLIC} (they ship with the "
                           "repository, not with the package): run it from a checkout of tmasim")
     results = {t.name: pipelines.validate(t, jobs=args.jobs) for t in pipelines.TABLES}
-    results.update(wholechip.validate(jobs=args.jobs))
+    results.update(wholechip.validate(jobs=args.jobs, ci_only=getattr(args, "ci_subset", False)))
     results.update(pipelines.shape_checks())
     if args.update_baseline:
+        if getattr(args, "ci_subset", False):
+            raise TmasimError("validate public: --update-baseline needs every run of the whole-chip table "
+                              "(leave out --ci-subset)")
         _write_baseline(pipelines, results)
     if args.json:
         print(json.dumps(results, indent=1))

@@ -30,12 +30,21 @@ def trust_for(scenario: Any) -> str:
     return trust(kind, scenario.gpu.name, units)
 
 
+def shape_class(m: int, n: int, k: int) -> str:
+    """Short kernels (K, M or N of 512 or less: what a launch costs outside the mainloop shows)
+    or large ones: the classes of the whole-chip table's cases."""
+    return "short" if min(m, n, k) <= 512 else "large"
+
+
+def case(shape: tuple[int, int, int], tile: tuple[int, int], cluster: tuple[int, int]) -> str:
+    """The key of a (shape class, tile, cluster) case in the whole-chip table's committed figures."""
+    return f"{shape_class(*shape)} {tile[0]}x{tile[1]} ({cluster[0]},{cluster[1]})"
+
+
 def wholechip_line(shape: tuple[int, int, int], tile: tuple[int, int], cluster: tuple[int, ...],
                    pair: bool) -> str | None:
     """The B200 whole-chip table's error on the cases nearest a GEMM: its shape class, tile and
     cluster where the table has them (2-SM pairs only), else its shape class."""
-    from tmasim.validation.wholechip import case, shape_class
-
     result = baseline().get("b200-wholechip")
     if not result or "cases" not in result:
         return None
@@ -44,7 +53,8 @@ def wholechip_line(shape: tuple[int, int, int], tile: tuple[int, int], cluster: 
     if key not in cases:
         return None
     c, every = cases[key], result["all"]
-    what = (f"{key.split()[0]} shapes, {' '.join(key.split()[1:])} tiles and cluster" if key == near
+    parts = key.split()
+    what = (f"{parts[0]} shapes, {parts[1]} tiles, cluster {parts[2]}" if key == near
             else f"{key} shapes, all tiles and clusters")
     lean = "optimistic" if c["bias"] < 0 else "pessimistic"
     return (f"B200 whole-chip GEMMs at 1.3 GHz (2-SM pairs), nearest cases ({what}): mean error "

@@ -13,7 +13,8 @@ and a cluster, (2, 1) or (2, 2). How a row becomes a ``gemm-b200`` scenario (:fu
 - the (2, 2) cluster is two pairs along N: they share the A box, each CTA loading half of it and
   multicasting it to its peer (the example's ``num_mcast_ctas_a = cluster_n``); B is not
   multicast beyond the pair (``num_mcast_ctas_b = cluster_m / 2 = 1``): ``workload.multicast = a``;
-- stages: the example's rule (``_compute_stages``), which :mod:`tmasim.stage_rules` reproduces;
+- stages: the example's rule (``_compute_stages``): ``pipeline.stages = "auto"``
+  (:mod:`tmasim.workloads.gemm_stages`), with the epilogue's shared memory that rule leaves;
 - the static persistent scheduler walks clusters along M first (``swizzle_size = 1``):
   ``workload.raster = column``;
 - 1.3 GHz (``nvidia-smi -lgc 1300,1300``), a cold L2 (``use_cold_l2``: rotating workspaces), the
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from tmasim.validation.pipelines import PUBLIC, SPLIT_SEED
+from tmasim.validation.trust import case, shape_class
 
 TABLE = PUBLIC / "b200" / "wholechip_train.csv"
 SCENARIO = "gemm-b200"
@@ -52,7 +54,7 @@ SOURCE = ("hbarclay/gemm-model, results/dsv3_fp16.csv and results/dsv3_fp8.csv (
 CI_SHAPES = ((192, 4096, 4096), (4096, 192, 4096), (4096, 4096, 192), (4096, 512, 7168), (4096, 7168, 512),
              (7168, 512, 4096), (4096, 2048, 7168), (2048, 7168, 4096), (4096, 1536, 16384))
 ELEMENT_BYTES = {"fp16": 2, "fp8": 1}
-OUT_DTYPES = {"fp16": "fp16", "fp8": "bf16"}  # TEMPORARY
+OUT_DTYPES = {"fp16": "fp16", "fp8": "fp8"}  # the output in the input's type (e4m3 for fp8)
 
 
 @dataclass(frozen=True)
@@ -87,17 +89,6 @@ def family(shape: tuple[int, int, int]) -> str:
     return "x".join(map(str, sorted(dims)))
 
 
-def shape_class(m: int, n: int, k: int) -> str:
-    """Short kernels (K, M or N of 512 or less: what a launch costs outside the mainloop shows)
-    or large ones: the classes the trust line quotes."""
-    return "short" if min(m, n, k) <= 512 else "large"
-
-
-def case(shape: tuple[int, int, int], tile: tuple[int, int], cluster: tuple[int, int]) -> str:
-    """The key of a (shape class, tile, cluster) case in the committed figures."""
-    return f"{shape_class(*shape)} {tile[0]}x{tile[1]} ({cluster[0]},{cluster[1]})"
-
-
 def padded(extent: int, dtype: str) -> int:
     """The benchmark pads every dimension to 16 bytes."""
     per = 16 // ELEMENT_BYTES[dtype]
@@ -112,16 +103,10 @@ def overrides(row: Row) -> tuple[str, ...]:
             f"workload.out_dtype={OUT_DTYPES[row.dtype]}", f"workload.tile=[{row.tile[0]},{row.tile[1]},{bk}]",
             "workload.raster=column", "workload.launch=persistent", "pipeline.consumers=1",
             "pipeline.mma_cta_group=2", f"pipeline.cluster=[{row.cluster[0]},{row.cluster[1]}]",
-            f"pipeline.stages={_stages(row)}", f"gpu.clock={CLOCK}"]
+            "pipeline.stages=auto", f"gpu.clock={CLOCK}"]
     if row.cluster[1] > 1:
         sets.append("workload.multicast=a")
     return tuple(sets)
-
-
-def _stages(row: Row) -> int:  # TEMPORARY until pipeline.stages=auto lands
-    ab = (row.tile[0] + row.tile[1] // 2) * 128
-    c = 2 * (128 * 32 if row.tile[0] == 128 else 64 * 64) * ELEMENT_BYTES[row.dtype]
-    return (232448 - 1024 - c) // ab
 
 
 def rows(path: Path | None = None) -> list[Row]:
