@@ -77,6 +77,7 @@ class GpuSpec:
     smem_write_bandwidth: float | None = None  # TMA writes after a k-step's MMAs; None: shared (tmasim.operands)
     pair_writes_overlap: bool = False  # a 2-SM pair's TMA writes use the SMEM time its MMAs' reads leave idle
     launch_overhead: int = 0  # ps a kernel costs outside its CTAs' work: launch, prologue, end
+    epilogue_subtile_time: int = 0  # ps per C sub-tile of a TMEM accumulator's epilogue; 0: SMEM staging only
     mma: MmaSpec | None = None  # instruction table; None: a flat tensor_flops rate (ideal machine)
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
@@ -192,6 +193,10 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "exp_per_clock": ("int", "exponentials (MUFU ex2) per clock per SM: attention's softmax"),
     "pair_writes_overlap": ("bool", "a 2-SM MMA pair's TMA writes use the shared-memory time its MMAs' operand "
                                     "reads leave idle, before the k-step's smem_write_bandwidth time (tmasim.operands)"),
+    "epilogue_subtile_time": ("time", "per C sub-tile of an epilogue that drains a Tensor Memory accumulator (TMEM "
+                                      "load, convert, SMEM write, TMA store issue); the epilogue warps overlap the "
+                                      "next tile's mainloop (two accumulators), so only what exceeds it delays the "
+                                      "MMAs; 0: the SMEM staging of C only"),
     "launch_overhead": ("time", "what a kernel costs outside its CTAs' simulated work: the launch, the prologue "
                                 "(barrier init, TMEM allocation, descriptor fetch) and the kernel's end; added to "
                                 "the makespan"),
@@ -207,7 +212,7 @@ _OPTIONAL: dict[str, Any] = {"tma_request_time": "0 ns", "hbm_request_overhead":
                              "exp_per_clock": None, "fp32_per_clock": None, "smem_write_bandwidth": None,
                              "l2_far_fit_size": "0 B", "l2_far_latency": "0 ns",
                              "copy_latency_per_kib_in_flight": "0 ns", "pair_writes_overlap": False,
-                             "launch_overhead": "0 ns"}
+                             "launch_overhead": "0 ns", "epilogue_subtile_time": "0 ns"}
 _UNSET_ALLOWED = {"smem_write_bandwidth"}  # None is a value: the mechanism is off
 _ZERO_UNSTATED = {"boost_clock", "power_limited_clock"}  # 0 Hz: the preset does not state it
 POWER_LIMITED = "power-limited"  # gpu.clock's keyword: run at the preset's power_limited_clock

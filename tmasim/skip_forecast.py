@@ -107,7 +107,7 @@ def obstacle(chip: Any) -> str:
     queues = [[program for _, program in sm.queue] for sm in chip.sms]
     if not any(queues):
         queues = [[program] for program in programs]
-    works = [[_work(unit) for program in queue for unit in program.units] for queue in queues]
+    works = [[_work(unit) for program in queue for unit in _pacing(program.units)] for queue in queues]
     counts = Counter(work for queue in works for work in queue)
     common = counts.most_common(1)[0][0]
     odd = sum(1 for queue in works if any(work != common for work in queue))
@@ -227,7 +227,16 @@ def _lockstep(programs: Sequence[Any]) -> bool:
             len({_block_pace(block) for p in programs for unit in p.units for block, _ in unit.runs}) == 1
     if isinstance(programs[0], TimedProgram):
         return len({(p.load.value, p.compute_ps.value, p.latency.value, p.tile_bytes) for p in programs}) == 1
-    return len({_work(unit) for p in programs for unit in p.units}) == 1
+    return len({_work(unit) for p in programs for unit in _pacing(p.units)}) == 1
+
+
+def _pacing(units: Sequence[Any]) -> Sequence[Any]:
+    """The units that set a program's pace: all but a last one that differs from the one before
+    only in its epilogue (a TMEM accumulator's last drain, with no next tile to overlap: nothing
+    runs after it)."""
+    if len(units) > 1 and _work(units[-1])[0] == _work(units[-2])[0] and _work(units[-1]) != _work(units[-2]):
+        return units[:-1]
+    return units
 
 
 def _copy_pace(c: Any) -> tuple[Any, ...]:

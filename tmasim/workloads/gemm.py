@@ -47,7 +47,7 @@ from tmasim.workloads.gemm_layout import (
     tile_coords,
 )
 from tmasim.workloads.gemm_mma import MmaStep, accumulator, mma_step
-from tmasim.workloads.gemm_stages import AutoStages, auto_stages
+from tmasim.workloads.gemm_stages import AutoStages, auto_stages, blackwell_epilogue_tile
 from tmasim.workloads.gemm_summary import explain, summary_rows
 
 if TYPE_CHECKING:
@@ -107,10 +107,12 @@ def plan(config: GemmConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
     units = []
     for index, ((row, col), (fa, fb), (ma, mb)) in enumerate(zip(coords, fractions, merged, strict=True)):
         rank = index % size
+        # its CTA's last tile (whose epilogue nothing overlaps), where the epilogue model tells it apart
+        last = _drains_tmem(gpu) and (config.launch != "persistent" or index + concurrent >= len(coords))
         key = (_edge(row, config.tiles_m), _edge(col, config.tiles_n), fa, fb, rank, ma, mb,
-               _partner_rows(config, setup, row, rank))
+               _partner_rows(config, setup, row, rank), last)
         if key not in cache:
-            cache[key] = _unit(config, layout, gpu, step, row, col, (fa, fb), setup, rank, (ma, mb), far)
+            cache[key] = _unit(config, layout, gpu, step, row, col, (fa, fb), setup, rank, (ma, mb), far, last)
         units.append(Unit(index, cache[key].segments, cache[key].epilogue))
     if config.launch == "persistent":
         programs = [UnitProgram(units[g::concurrent]) for g in range(concurrent)]
@@ -218,7 +220,7 @@ def _partner_rows(config: GemmConfig, setup: ClusterSetup, row: int, rank: int) 
 
 def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, row: int, col: int,
           hbm: tuple[float, float], setup: ClusterSetup, rank: int, merged: tuple[float, float],
-          far: int) -> Unit:
+          far: int, last: bool = True) -> Unit:
     """``hbm``: the A and B loads' HBM shares; ``merged``: the shares of their bytes L2 serves after
     same-address loads merge in the GPC (tmasim.workloads.gemm_l2_merge); ``far``: the extra
     latency of their L2 hits (L2's far part, tmasim.l2)."""
@@ -255,7 +257,26 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, r
     c_bytes = layout.c.box_bytes
     staging = round(c_bytes / gpu.smem_bandwidth) if gpu.smem_bandwidth != float("inf") else 0
     store = Copy(c_bytes, layout.c.bytes_from_memory((col * bn, row * bm)), 1.0, 0)
-    return Unit(-1, tuple(segments), Epilogue(staging, store))
+    return Unit(-1, tuple(segments), Epilogue(_epilogue_time(config, gpu, setup.pair, staging,
+                                                             config.k_steps * (step.occupancy + hold), last), store))
+
+
+def _drains_tmem(gpu: GpuSpec) -> bool:
+    """Whether the epilogue drains a Tensor Memory accumulator beside the next tile's MMAs."""
+    return bool(gpu.epilogue_subtile_time) and gpu.mma is not None and gpu.mma.instruction == "tcgen05"
+
+
+def _epilogue_time(config: GemmConfig, gpu: GpuSpec, pair: bool, staging: int, mainloop: int, last: bool) -> int:
+    """How long a tile's epilogue holds up its CTA's MMAs. With an accumulator in Tensor Memory
+    (tcgen05) and ``gpu.epilogue_subtile_time``, the epilogue warps drain it in C sub-tiles
+    (CuTeDSL's ``compute_epilogue_tile_size``) while the MMA warp runs the next tile into the
+    second accumulator: only the part longer than that tile's mainloop (its MMAs' time) delays
+    the MMAs, all of it after a CTA's last tile. Otherwise: C's staging through shared memory."""
+    if not _drains_tmem(gpu):
+        return staging
+    tile_m, tile_n = blackwell_epilogue_tile(config, pair)
+    work = -(-config.tile[0] // tile_m) * -(-config.tile[1] // tile_n) * gpu.epilogue_subtile_time
+    return max(staging, work if last else work - mainloop)
 
 
 def _k_segments(config: GemmConfig) -> list[tuple[int, int]]:

@@ -1,22 +1,24 @@
 """Where a GEMM's operands lie and who loads what: the tensor maps of A, B and C, the raster
 order of the output tiles, the L2 reuse model, and how a cluster's CTAs share operand boxes.
 
-The L2 reuse model (a documented simplification, not an LRU). CTAs that run at the same time (a
-*wave*: the next G output tiles in raster order, G = resident CTAs) march through their
-k-loops nearly in step, so when several of them need the same A row-panel or B column-panel
-box, the first request misses to HBM and the others hit in L2. Per wave and per operand the
-HBM fraction of a box is therefore (distinct panels in the wave) / (tiles in the wave). If A
-and B together fit in what L2 holds under repeated reads (the preset's ``l2_fit_size``, see
-:mod:`tmasim.l2`), a panel is fetched from HBM only the first time any wave needs it.
+The L2 reuse model. CTAs that run at the same time (a *wave*: the next G output tiles in raster
+order, G = resident CTAs) march through their k-loops nearly in step, so when several of them
+need the same A row-panel or B column-panel box, the first request misses to HBM and the others
+hit in L2. Per wave and per operand the HBM fraction of a box is therefore (the missed share of
+the wave's distinct panels) / (tiles in the wave). A panel read for the first time misses; one
+read again misses as a data set of its reuse distance would (:func:`tmasim.l2.miss_fraction`):
+the bytes of the other panels read since its last read, each once, as an LRU cache counts them
+(:class:`ReuseDistance`). So the scheduler's order decides what L2 keeps: walking M first, a
+column of tiles re-reads all of A, which stays in L2 while one column's A fits.
 Limits: it assumes the CTAs of a wave stay within L2's capacity of each other (true for
-lockstep k-loops; false if they drift far apart), ignores reuse across waves when the operands
-do not fit, and spreads a wave's misses evenly over its tiles (which keeps identical SMs
-identical, so aggregation stays exact).
+lockstep k-loops; false if they drift far apart), counts whole panels (not the k-loop's moving
+window through them), and spreads a wave's misses evenly over its tiles (which keeps identical
+SMs identical, so aggregation stays exact).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tmasim.cluster import check_multicast, default_multicast
@@ -147,16 +149,23 @@ def _raster(tm: int, tn: int, raster: str, group: int) -> list[tuple[int, int]]:
 
 
 def hbm_fractions(config: GemmConfig, coords: Sequence[tuple[int, int]], concurrent: int,
-                  l2_size: int) -> list[tuple[float, float]]:
-    """Per output tile, the share of its A and B box bytes that come from HBM (see module doc)."""
+                  l2_size: int, miss: Callable[[float], float] | None = None) -> list[tuple[float, float]]:
+    """Per output tile, the share of its A and B box bytes that come from HBM (see module doc).
+
+    ``miss``: the share of a panel that misses when it is read again after ``distance`` bytes of
+    other panels were read (L2's capacity, :func:`tmasim.l2.miss_fraction`); without it, a panel
+    read again misses only if A and B together exceed ``l2_size``."""
     if not config.l2_reuse:
         return [(1.0, 1.0)] * len(coords)
     layout = GemmLayout.of(config)
     fits = layout.a.tensor_bytes + layout.b.tensor_bytes <= l2_size
     if fits and config.warm_l2:  # an earlier run (a benchmark's warm-up) left A and B in L2
         return [(0.0, 0.0)] * len(coords)
-    seen_rows: set[int] = set()
-    seen_cols: set[int] = set()
+    if miss is None:
+        miss = (lambda distance: 0.0) if fits else (lambda distance: 1.0)
+    a_panel = layout.a.tensor_bytes / config.tiles_m  # one row-panel of A: BM rows x K
+    b_panel = layout.b.tensor_bytes / config.tiles_n
+    reuse = ReuseDistance()
     result: list[tuple[float, float]] = []
     for start in range(0, len(coords), concurrent):
         wave = coords[start : start + concurrent]
@@ -164,13 +173,59 @@ def hbm_fractions(config: GemmConfig, coords: Sequence[tuple[int, int]], concurr
         # only panels inside the problem miss, spread over the tiles that read them.
         rows = [r for r, _ in wave if r < config.tiles_m]
         cols = [c for _, c in wave if c < config.tiles_n]
-        new_rows = set(rows) - seen_rows if fits else set(rows)
-        new_cols = set(cols) - seen_cols if fits else set(cols)
-        if fits:
-            seen_rows |= new_rows
-            seen_cols |= new_cols
-        result += [(len(new_rows) / max(1, len(rows)), len(new_cols) / max(1, len(cols)))] * len(wave)
+        panels = [(("a", r), a_panel) for r in dict.fromkeys(rows)] + [(("b", c), b_panel) for c in dict.fromkeys(cols)]
+        misses = reuse.wave(panels, miss)
+        a_miss = sum(m for (name, _), m in misses.items() if name == "a")
+        b_miss = sum(m for (name, _), m in misses.items() if name == "b")
+        result += [(a_miss / max(1, len(rows)), b_miss / max(1, len(cols)))] * len(wave)
     return result
+
+
+class ReuseDistance:
+    """LRU reuse distances of panels read wave after wave: for a panel read again, the bytes of
+    the other panels read since its last read (each counted once), the waves between and the
+    current one (read together, as the wave's CTAs run in step). A Fenwick tree over waves
+    holds each panel's bytes at the wave of its last read."""
+
+    def __init__(self) -> None:
+        self._last: dict[object, tuple[int, float]] = {}  # panel -> (wave of its last read, bytes)
+        self._tree: list[float] = [0.0]
+        self._waves = 0
+
+    def wave(self, panels: Sequence[tuple[object, float]], miss: Callable[[float], float]) -> dict[object, float]:
+        """Each panel's missed share in this wave (1 on its first read)."""
+        w = self._waves = self._waves + 1
+        self._tree.append(0.0)
+        self._grow(w)
+        now = sum(nbytes for _, nbytes in panels)
+        before = {key: self._last.get(key) for key, _ in panels}
+        for seen in before.values():  # this wave's panels count once, as read now
+            if seen is not None:
+                self._add(seen[0], -seen[1])
+        between = self._prefix(w - 1)
+        out = {key: 1.0 if seen is None else miss(between - self._prefix(seen[0]) + now - nbytes)
+               for (key, nbytes), seen in zip(panels, before.values(), strict=True)}
+        for key, nbytes in panels:
+            self._last[key] = (w, nbytes)
+            self._add(w, nbytes)
+        return out
+
+    def _grow(self, w: int) -> None:
+        """Fenwick node ``w`` holds the sum of its range; a new node starts from its children's sums."""
+        low = w - (w & -w)
+        self._tree[w] = self._prefix(w - 1) - self._prefix(low)
+
+    def _add(self, i: int, value: float) -> None:
+        while i <= self._waves:
+            self._tree[i] += value
+            i += i & -i
+
+    def _prefix(self, i: int) -> float:
+        total = 0.0
+        while i > 0:
+            total += self._tree[i]
+            i -= i & -i
+        return total
 
 
 @dataclass(frozen=True)
