@@ -16,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from tmasim import cutlass_names
 from tmasim import fields as read
 from tmasim.drift import Drift
 from tmasim.errors import ScenarioError
@@ -103,7 +104,10 @@ def load(source: str | Path | None = None, overrides: Iterable[str] | Mapping[st
     the reference one if ``None``), with overrides: ``["pipeline.stages=3"]`` or
     ``{"pipeline.stages": 3}``."""
     raw, base_dir = read_raw(source)
-    scenario = from_dict(apply_overrides(raw, overrides), base_dir)
+    merged = apply_overrides(raw, overrides)
+    if cutlass_names.is_name(source):
+        merged = cutlass_names.settle(merged, overrides)
+    scenario = from_dict(merged, base_dir)
     return dataclasses.replace(scenario, origin=raw)
 
 
@@ -113,6 +117,8 @@ def read_raw(source: str | Path | None) -> tuple[dict[str, Any], Path | None]:
     if not isinstance(source, (str, Path)):
         raise ScenarioError("scenario", source, "must be a file path or the name of a bundled scenario")
     text = str(source)
+    if cutlass_names.is_name(source) and not read.is_file(text):
+        return read.toml_text("scenario", text, cutlass_names.toml_text(text)), None
     bundled = _bundled(text)
     if bundled is not None and not read.is_file(text):
         return read.toml_text("scenario", text, bundled.read_text(encoding="utf-8")), None
@@ -139,12 +145,17 @@ def source_text(source: str | Path | None) -> str | None:
     text = str(REFERENCE if source is None else source)
     if read.is_file(text):
         return Path(text).read_text(encoding="utf-8")
+    if cutlass_names.is_name(source):
+        return cutlass_names.toml_text(text)
     bundled = _bundled(text) if isinstance(source, (str, Path)) or source is None else None
     return bundled.read_text(encoding="utf-8") if bundled is not None else None
 
 
 def bundled_text(name: str) -> str:
-    """A bundled scenario's file as written (comments included), to start a scenario of one's own."""
+    """A bundled scenario's file as written (comments included), to start a scenario of one's own;
+    ``cutlass:NAME`` a CUTLASS kernel's (tmasim.cutlass_names)."""
+    if cutlass_names.is_name(name):
+        return cutlass_names.toml_text(name)
     resource = resources.files("tmasim").joinpath("scenarios", f"{name}.toml")
     if not resource.is_file():
         names = bundled_names()

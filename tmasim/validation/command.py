@@ -32,6 +32,8 @@ columns; --backend insists):
 
 VALIDATE_EPILOG = f"""examples:
   tmasim validate public          # the model on every public whole-pipeline table, against the baseline
+  tmasim validate cutlass-profiler report.gemm.csv --gpu h100-sxm --set gpu.clock="1.755 GHz" --out joined.csv
+                                  # cutlass_profiler --output's rows: error per kernel, the fastest picked?
   tmasim validate out/measured_runs.csv --out out/validation
   tmasim validate out/measured_runs.csv --measure gbps --predict achieved_bytes_per_s --where ctas=132
   tmasim validate times.csv --scenario reference --map stages=pipeline.stages \\
@@ -63,8 +65,13 @@ def register(subparsers: Any) -> None:
                                      "point and MAPE", epilog=VALIDATE_EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     _mapping_options(validate)
+    validate.add_argument("profiler_csv", nargs="?", metavar="FILE.csv",
+                          help="validate cutlass-profiler: the CUTLASS profiler's CSV (cutlass_profiler --output)")
+    validate.add_argument("--gpu", metavar="PRESET",
+                          help="validate cutlass-profiler: the GPU it ran on (default: sm90 h100-sxm, sm100 b200)")
     validate.add_argument("--out", type=Path, metavar="DIR",
-                          help="folder for validation.csv/.json and the figures (default validate-<file stem>)")
+                          help="folder for validation.csv/.json and the figures (default validate-<file stem>); "
+                               "validate cutlass-profiler: the joined table to write (FILE.csv)")
     validate.add_argument("--tiles", type=Path, metavar="FILE",
                           help="the backend's per-tile table (default: measured_tiles.csv beside MEASURED)")
     validate.add_argument("--timeline-run", type=int, metavar="RUN_ID",
@@ -134,6 +141,11 @@ def options_from(args: argparse.Namespace) -> Any:
 def handle_validate(args: argparse.Namespace) -> int:
     from tmasim.validation.compare import validate
 
+    if str(args.measured) == "cutlass-profiler" and not Path("cutlass-profiler").exists():
+        return handle_cutlass_profiler(args)
+    if args.profiler_csv is not None or args.gpu is not None:
+        raise TmasimError(f"validate: {args.profiler_csv or '--gpu'}: a second file and --gpu are for "
+                          "`tmasim validate cutlass-profiler FILE.csv --gpu PRESET`")
     if str(args.measured) == "public" and not Path("public").exists():
         from tmasim.validation import public_command
 
@@ -150,6 +162,29 @@ def handle_validate(args: argparse.Namespace) -> int:
     print(result.text())
     written = result.save(out)
     print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
+    return 0
+
+
+def handle_cutlass_profiler(args: argparse.Namespace) -> int:
+    from tmasim.outputs import check_file
+    from tmasim.validation import cutlass_profiler as profiler
+
+    if args.profiler_csv is None:
+        raise TmasimError("validate cutlass-profiler: give the profiler's CSV: tmasim validate cutlass-profiler "
+                          "FILE.csv [--gpu PRESET] [--set gpu.clock=...] [--out JOINED.csv]")
+    if args.out is not None:
+        check_file("--out", args.out)  # before any simulation
+    rows, notes = profiler.read(args.profiler_csv)
+    done = []
+    for i, row in enumerate(rows, start=1):
+        if not args.quiet:
+            print(f"\rsimulating row {i} of {len(rows)}", end="", file=sys.stderr, flush=True)
+        done.append(profiler.simulate_row(row, args.gpu, args.overrides))
+    if not args.quiet:
+        print(file=sys.stderr)
+    print(profiler.text(done, notes))
+    if args.out is not None:
+        print(f"wrote {profiler.write(done, args.out)}", file=sys.stderr)
     return 0
 
 
