@@ -73,6 +73,8 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False, allow_large:
     workload = workload_of(scenario.workload)
     stats = {**_common_stats(scenario, chip, res, makespan),
              **workload.stats(scenario.workload, scenario, chip.plan, res, makespan)}
+    if stats.get("flops") is not None:  # the workload's useful work: never padding, masked or paired-SM copies
+        stats["achieved_flops_per_s"] = stats["flops"] / (makespan / PS_PER_S) if makespan else None
     stats["races"] = len(races)
     stats["launch_overhead_ns"] = scenario.gpu.launch_overhead / 1000
     stats["simulated_steps"] += ff.skipped_steps  # the run's ring steps, skipped ones included

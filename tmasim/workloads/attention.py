@@ -9,9 +9,12 @@ of O) on the SM's FP32 and multi-function units, and O += P·V (MMA, P from regi
 epilogue divides O by the row sums and stores it with TMA. The engine's side is
 :mod:`tmasim.engine.attention.cta`; costs are derived here (:mod:`.attention_costs`).
 
-FLOP convention (as FlashAttention's benchmarks): 4 · seqlen_q · seqlen_kv · head_dim ·
-heads · batch (2 for Q·Kᵀ, 2 for P·V, with head_dim for both), halved when causal. With
-``head_dim_v`` different, the P·V half uses it.
+FLOP convention: the useful work, 2 · (head_dim + head_dim_v) per (query, key) pair a query
+row attends to, per head and batch: 4 · seqlen_q · seqlen_kv · head_dim · heads · batch without
+a mask (FlashAttention's benchmarks). Causal: only the pairs on or under the bottom-right-aligned
+diagonal, counted exactly (about half for a square mask; with seqlen_q ≠ seqlen_kv, what the mask
+leaves). Padded query rows (seqlen_q not a multiple of the tile) and masked scores count nothing;
+``achieved_flops_per_s`` is this count over the makespan.
 
 Causal masking (query row r sees keys 0..r + seqlen_kv - seqlen_q, bottom-right aligned as
 FlashAttention 2+): blocks wholly above the diagonal are skipped; blocks the diagonal crosses

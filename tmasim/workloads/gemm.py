@@ -99,7 +99,8 @@ def plan(config: GemmConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
     coords = tile_coords(config, cluster)
     slots = min(len(coords) // size, placement.clusters)  # clusters resident at once
     concurrent = slots * size
-    fractions = hbm_fractions(config, coords, concurrent, l2.holds(gpu))  # what L2 holds (tmasim.l2)
+    fractions = hbm_fractions(config, coords, concurrent, l2.holds(gpu),  # what L2 holds (tmasim.l2)
+                              in_flight=(stages * layout.a.stage_bytes, stages * layout.b.stage_bytes))
     far = _far_latency(gpu, layout)
     merged = merge_factors(gpu, setup, placement, coords, concurrent, stages * (layout.a.stage_bytes + b_stage),
                            (config.tiles_m, config.tiles_n))
