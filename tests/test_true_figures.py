@@ -92,3 +92,13 @@ def test_a_gemm_uses_the_l2_capacity():
     assert full < small < none
     assert none >= (2048 // 128) * (2048 // 256) * 2048 * (128 + 256) * 2  # every box from HBM
     assert full < operands + 2048 * 2048 * 2 + 1  # each operand once, and the output's store
+
+
+def test_attention_refuses_the_barrier_counts_it_does_not_model(capsys):  # type: ignore[no-untyped-def]
+    from tmasim.cli import main
+
+    for field, value in (("full_arrivals", "2"), ("empty_arrivals", "1"), ("expect_tx", '"1 KiB"')):
+        assert main(["run", "attention-h100", "--set", f"pipeline.{field}={value}"]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and len(err.strip().splitlines()) == 1, err
+        assert f"pipeline.{field}:" in err and "not modelled for attention" in err, err
