@@ -30,11 +30,22 @@ def scenario(gpu: Any = None, pipeline: dict[str, Any] | None = None, **workload
     return from_dict(raw)
 
 
-def test_flop_convention_and_causal_half():
+def test_flop_convention_counts_the_unmasked_pairs_exactly():
     config = AttentionConfig(batch=4, heads=16, seqlen_q=8448, head_dim=128, tile=(128, 128))
     assert config.useful_flops == 4 * 8448 * 8448 * 128 * 16 * 4
     causal = AttentionConfig(batch=4, heads=16, seqlen_q=8448, head_dim=128, tile=(128, 128), causal=True)
-    assert causal.useful_flops == config.useful_flops / 2
+    assert causal.useful_flops == 4 * (8448 * 8449 // 2) * 128 * 16 * 4  # rows see 1 .. 8448 keys
+
+
+@pytest.mark.parametrize(("q", "kv"), [(4096, 128), (128, 4096), (129, 129), (300, 1000), (1000, 300), (1, 7)])
+def test_causal_flops_are_the_pairs_under_the_bottom_right_diagonal(q, kv):
+    config = AttentionConfig(batch=2, heads=3, seqlen_q=q, seqlen_kv=kv, head_dim=64, tile=(128, 128), causal=True)
+    pairs = sum(config.visible_keys(row) for row in range(q))
+    assert pairs == sum(max(0, min(kv, row + 1 + kv - q)) for row in range(q))
+    assert config.visible_pairs == pairs
+    assert config.useful_flops == 4 * pairs * 64 * 3 * 2
+    if (q, kv) == (4096, 128):  # 32 x fewer pairs than a square half would say
+        assert config.useful_flops * 32 < 4 * 4096 * 128 * 64 * 3 * 2 / 2 * 1.01
 
 
 def test_causal_skips_the_blocks_above_the_diagonal():

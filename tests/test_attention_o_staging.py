@@ -82,9 +82,11 @@ def test_causal_units_that_see_no_key_stage_o_after_the_previous_store():
     result = simulate(s)
     stats = result.stats
     assert stats["tiles"] == 4 * 64 * 4
-    # Only the last query block of each head computes: its one K/V block, masked (half useful).
-    executed = stats["achieved_flops_per_s"] * stats["makespan_ps"] / 1e12
-    assert executed == pytest.approx(4 * 64 * 0.5 * 2 * (2 * 128 * 128 * 128), rel=1e-12)
+    # Only the last query block of each head computes: its one K/V block, masked; the useful FLOPs
+    # are its 128 * 129 / 2 pairs under the diagonal (4 * d each), the achieved rate counts only them.
+    assert stats["flops"] == 4 * 64 * 4 * (128 * 129 // 2) * 128
+    achieved = stats["achieved_flops_per_s"] * stats["makespan_ps"] / 1e12
+    assert achieved == pytest.approx(stats["flops"], rel=1e-12)
     spans, events = result.spans, result.events
     ends = spans[spans["kind"] == "epilogue"]
     sm, cta = ends.groupby(["sm", "cta"]).size().idxmax()  # the CTA that took the units without keys
@@ -135,7 +137,8 @@ def test_any_hopper_schedule_runs_to_its_end_with_o_over_v(producer, overlap, pi
     plan, _ = plan_scenario(s)
     stats = simulate(s).stats
     assert stats["o_staged_over"] == "v"
-    executed = stats["achieved_flops_per_s"] * stats["makespan_ps"] / 1e12
+    executed = stats["tensor_core_flops"]
+    assert stats["achieved_flops_per_s"] * stats["makespan_ps"] / 1e12 == pytest.approx(stats["flops"], rel=1e-9)
     per_process = sum(program.block(step).qk.flops + program.block(step).pv.flops
                       for program in plan.programs for step in range(program.steps))
     assert executed == pytest.approx(per_process * plan.info["processes"], rel=1e-9)

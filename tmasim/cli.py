@@ -108,15 +108,20 @@ def _parser() -> argparse.ArgumentParser:
 def _run(args: argparse.Namespace) -> int:
     from tmasim import budget
     from tmasim import scenario as scenarios
-    from tmasim.outputs import check_file, check_folder
+    from tmasim.outputs import check_file, check_folder, check_suffix
     from tmasim.simulation import simulate
 
     scenario = scenarios.load(args.scenario, args.overrides)
     frames = args.out is not None or args.trace is not None
     limits = budget.command_line(args.yes, extra_record_bytes=budget.FRAME_BYTES_PER_RECORD if frames else 0)
     if args.out is not None:
-        check_folder("--out", args.out)
+        from tmasim.results import RUN_FILES
+
+        check_folder("--out", args.out, files=RUN_FILES)
     if args.trace is not None:
+        from tmasim.review.trace import TRACE_SUFFIXES
+
+        check_suffix("--trace", args.trace, TRACE_SUFFIXES)
         check_file("--trace", args.trace)
     if args.trace is not None and not scenario.run.records:
         raise TmasimError("--trace: this scenario keeps no per-event records (run.records = false); "

@@ -10,6 +10,9 @@ L2 plateau to HBM's over 40-80 MB on a 50 MB part. The model, with two preset fi
     miss(D) = 0                                      for D <= l2_fit_size
     miss(D) = 1 - exp(-(D - l2_fit_size) / l2_miss_scale)   above it
 
+and never less than 1 - l2_size / D, the share no L2 of ``l2_size`` bytes can hold (the fitted
+sizes are capped at ``l2_size`` too: a GPU set to a smaller L2, or none, misses accordingly).
+
 The missed share of each copy's bytes crosses HBM (and pays ``hbm_latency``); all bytes cross
 L2. First-touch (cold) misses are not counted: the model describes the steady state of
 repeated reads, as the benchmarks measure it.
@@ -28,8 +31,9 @@ from tmasim.hardware import GpuSpec
 
 
 def holds(gpu: GpuSpec) -> int:
-    """The largest data set L2 holds under repeated reads, near and far parts together."""
-    return max(gpu.l2_fit_size, gpu.l2_far_fit_size)
+    """The largest data set L2 holds under repeated reads, near and far parts together: never
+    more than the L2 itself (a GPU whose ``l2_size`` was set below its fitted sizes)."""
+    return min(gpu.l2_size, max(gpu.l2_fit_size, gpu.l2_far_fit_size))
 
 
 def far_latency(gpu: GpuSpec, data_set: int) -> int:
@@ -45,4 +49,5 @@ def miss_fraction(gpu: GpuSpec, data_set: int) -> float:
         return 0.0
     if gpu.l2_miss_scale <= 0:
         return 1.0
-    return 1.0 - math.exp(-over / gpu.l2_miss_scale)
+    # at least the share that cannot be in an L2 of l2_size bytes (all of it for a GPU without L2)
+    return max(1.0 - math.exp(-over / gpu.l2_miss_scale), 1.0 - gpu.l2_size / data_set)

@@ -5,7 +5,10 @@ OS refuses), so that a run never ends in a traceback after minutes of work."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,13 +16,22 @@ from typing import Any
 from tmasim.errors import TmasimError
 
 
+# Compression that a file name's last suffix asks for but no writer here implements.
+UNSUPPORTED_COMPRESSION = (".bz2", ".xz", ".lzma", ".zst", ".zstd", ".zip", ".7z", ".lz4", ".lz", ".br", ".z",
+                           ".tgz", ".tar")
+_TEMPORARY = re.compile(r"\.tmp-(\d+)-(.+)\Z", re.DOTALL)
+_NAME_MAX = 255
+_PATH_MAX = 4096  # Linux's PATH_MAX, the terminating NUL included
+
+
 def check_file(option: str, path: Path) -> None:
-    """A file about to be written (its folder is made if missing and possible)."""
+    """A file about to be written (its folder is made if missing and possible): a new path or a
+    regular file, never a device, FIFO, socket, directory or symbolic link (see
+    :func:`check_target`)."""
     name = _shown(path)
-    _check_name(option, path)
+    check_name(option, path)
+    check_target(option, path)
     try:
-        if path.is_dir():
-            raise TmasimError(f"{option}: {name} is a directory; give a file name")
         if path.exists() and not os.access(path, os.W_OK):
             raise TmasimError(f"{option}: {name} exists and is read-only")
     except OSError as err:
@@ -27,11 +39,50 @@ def check_file(option: str, path: Path) -> None:
     check_folder(option, path.parent if str(path.parent) else Path("."), what="folder of ")
 
 
-def check_folder(option: str, path: Path, *, what: str = "") -> None:
+def check_target(option: str, path: Path) -> None:
+    """What a file is written onto: nothing yet, or a regular file. Every file is written beside
+    its target and renamed onto it, which would replace a device (``/dev/null``), a FIFO, a
+    socket or a symbolic link itself rather than write through it: those are refused, a link
+    with its target named so the user can ask for that path instead."""
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return  # a new path (a folder in the way is the folder check's to name)
+    except OSError as err:
+        raise TmasimError(f"{option}: {_shown(path)} cannot be used ({err.strerror or err})") from None
+    if stat.S_ISREG(mode):
+        return
+    if stat.S_ISLNK(mode):
+        raise TmasimError(f"{option}: {_shown(path)} is a symbolic link (to {_shown(Path(os.readlink(path)))}); "
+                          "tmasim replaces files whole, which would replace the link: name its target to write there")
+    kind = _kind(mode)
+    hint = "; give a file name" if kind == "a directory" else "; tmasim writes only regular files (or new paths)"
+    raise TmasimError(f"{option}: {_shown(path)} is {kind}, not a regular file{hint}")
+
+
+def _kind(mode: int) -> str:
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def check_suffix(option: str, path: Path, supported: tuple[str, ...]) -> None:
+    """A compression the name asks for that is not written here is refused, naming the
+    supported endings (a ``.xz`` trace would otherwise be plain JSON under a lying name)."""
+    suffix = Path(path).suffix.lower()
+    if suffix in UNSUPPORTED_COMPRESSION:
+        raise TmasimError(f"{option}: {_shown(path)} asks for {suffix} compression, which tmasim does not write; "
+                          f"use {' or '.join(supported)}")
+
+
+def check_folder(option: str, path: Path, *, what: str = "", files: tuple[str, ...] = ()) -> None:
     """A folder to write into, checked without making it (nothing is written before the work):
-    the nearest part of it that exists must be a writable folder, so that the rest can be made."""
+    the nearest part of it that exists must be a writable folder, so that the rest can be made;
+    ``files``, the names to be written in it, must each be new or a regular file."""
     name = _shown(path)
-    _check_name(option, path)
+    check_name(option, path)
+    for file in files:
+        check_target(option, path / file)
     try:
         if path.exists() and not path.is_dir():
             raise TmasimError(f"{option}: {what}{name} exists and is not a directory")
@@ -61,14 +112,16 @@ def _try_making(option: str, what: str, path: Path, existing: Path) -> None:
                 folder.rmdir()
 
 
-def _check_name(option: str, path: Path) -> None:
-    """Names no file system takes: a NUL character, a component over 255 bytes."""
+def check_name(option: str, path: Path) -> None:
+    """Names no file system takes: a NUL character, a component over 255 bytes, a path over 4095."""
     raw = os.fsencode(path)
     if b"\0" in raw:
         raise TmasimError(f"{option}: {_shown(path)} cannot be a file name (it holds a NUL character)")
     longest = max((len(part) for part in raw.split(b"/")), default=0)
-    if longest > 255:
+    if longest > _NAME_MAX:
         raise TmasimError(f"{option}: {_shown(path)} has a name of {longest} bytes, over the 255 a file system takes")
+    if len(raw) >= _PATH_MAX:
+        raise TmasimError(f"{option}: {_shown(path)} is a path of {len(raw)} bytes, too long for this system")
 
 
 def _shown(path: Path) -> str:
@@ -97,15 +150,57 @@ def replacing(path: str | Path, option: str = "--out") -> Iterator[Path]:
     temporary name keeps the file's own name at its end, so writers that go by the extension
     (matplotlib, PIL, pandas' compression) write the same format."""
     path = Path(path)
-    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+    check_target(option, path)
+    remove_stale_temporaries(path)
+    tmp = path.with_name(temporary_name(path.name, os.getpid()))
     try:
         yield tmp
+        check_target(option, path)  # still a file or nothing, as the writer found it
         os.replace(tmp, path)
     except OSError as err:
         raise write_error(option, path, err) from None
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
+
+
+def temporary_name(name: str, pid: int) -> str:
+    """``.tmp-PID-NAME``: beside the file, hidden, with the file's own ending (writers go by it).
+    A name too long for that keeps its suffixes after a digest of the rest, within 255 bytes."""
+    full = f".tmp-{pid}-{name}"
+    if len(os.fsencode(full)) <= _NAME_MAX:
+        return full
+    suffixes = "".join(Path(name).suffixes[-2:])[-40:]
+    return f".tmp-{pid}-{hashlib.sha256(os.fsencode(name)).hexdigest()[:16]}{suffixes}"
+
+
+def remove_stale_temporaries(path: Path) -> None:
+    """A save killed before its rename leaves ``.tmp-PID-NAME`` beside ``path``: removed here when
+    process PID no longer runs (a live one may still be writing it)."""
+    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        match = _TEMPORARY.match(entry.name)
+        if match is None or entry.name != temporary_name(path.name, int(match.group(1))):
+            continue
+        if not _running(int(match.group(1))) and entry.is_file(follow_symlinks=False):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True  # someone else's process (or a number no process has): left alone
+    return True
 
 
 def write_text(path: str | Path, text: str, option: str = "--out") -> Path:
@@ -154,12 +249,22 @@ def _move_in(stage: Path, out: Path) -> None:
         os.chmod(stage, 0o777 & ~umask)  # a folder as mkdir would make it (mkdtemp's is private)
         os.rename(stage, out)
         return
-    for path in sorted(stage.rglob("*"), key=lambda p: len(p.parts)):
+    moves = sorted(stage.rglob("*"), key=lambda p: len(p.parts))
+    check_moves(moves, stage, out)
+    for path in moves:
         target = out / path.relative_to(stage)
         if path.is_dir():
             target.mkdir(exist_ok=True)
         else:
             os.replace(path, target)
+
+
+def check_moves(moves: list[Path], stage: Path, out: Path, option: str = "--out") -> None:
+    """Every file about to be renamed into ``out`` lands on a regular file or a new name: checked
+    for all before the first rename, so a FIFO or link in the way leaves ``out`` as it was."""
+    for path in moves:
+        if not path.is_dir():
+            check_target(option, out / path.relative_to(stage))
 
 
 def _final(filename: Any, stage: Path, out: Path) -> Path:

@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 
     from tmasim.scenario import Scenario
 
+# Every file `Result.save` and `tmasim run --out` may write into the folder.
+RUN_FILES = ("scenario.json", "summary.csv", "spans.csv", "events.csv", "bandwidth.csv", "races.csv", "gantt.png")
+
 
 @dataclass
 class Result:

@@ -73,6 +73,8 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False, allow_large:
     workload = workload_of(scenario.workload)
     stats = {**_common_stats(scenario, chip, res, makespan),
              **workload.stats(scenario.workload, scenario, chip.plan, res, makespan)}
+    if stats.get("flops") is not None:  # the workload's useful work: never padding, masked or paired-SM copies
+        stats["achieved_flops_per_s"] = stats["flops"] / (makespan / PS_PER_S) if makespan else None
     stats["races"] = len(races)
     stats["launch_overhead_ns"] = scenario.gpu.launch_overhead / 1000
     stats["simulated_steps"] += ff.skipped_steps  # the run's ring steps, skipped ones included
@@ -301,6 +303,9 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
         "hbm_bytes": int(round(hbm_bytes)),
         "achieved_bytes_per_s": memory_bytes / seconds if seconds else None,
         "achieved_flops_per_s": total("flops", "tensor_core") / seconds if seconds else None,
+        # the tensor cores' own count, each MMA as planned (padded tiles in full); a workload with a
+        # FLOP convention reports its useful count as ``flops`` and the achieved rate from that
+        "tensor_core_flops": total("flops", "tensor_core"),
         "tiles_per_s": work / seconds if seconds else None,
         "smem_per_cta_bytes": res.smem_per_cta,
         "ctas_per_sm": res.ctas_per_sm,

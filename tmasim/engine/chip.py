@@ -240,6 +240,18 @@ def _count(programs: Sequence[CtaProgram]) -> Planned:
     return Planned(len(programs), sum(program.steps for program in programs), tuple(programs))
 
 
+def static_sms(plan: Plan) -> list[int] | None:
+    """The SM each CTA runs on where placement is fixed before the run (a persistent plan: round
+    robin, or a cluster's slot as :meth:`Chip._place_clusters` places it); ``None`` for a grid,
+    whose block scheduler hands CTAs to whichever SM frees up first."""
+    if not plan.persistent:
+        return None
+    if plan.cluster <= 1:
+        return [g % plan.sms for g in range(len(plan.programs))]
+    size, slots = plan.cluster, plan.cluster_slots
+    return [(((g // size) % slots) * size + g % size) % plan.sms for g in range(len(plan.programs))]
+
+
 def _round_robin(plan: Plan) -> list[list[tuple[int, CtaProgram]]]:
     """The static assignment: CTA g on SM g mod #SMs, in launch order."""
     per_sm: list[list[tuple[int, CtaProgram]]] = [[] for _ in range(plan.sms)]

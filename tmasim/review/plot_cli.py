@@ -123,22 +123,36 @@ def handle_plot(args: argparse.Namespace) -> int:
     if out is not None and out.suffix.lower() not in ("", ".png", ".svg"):
         raise TmasimError(f"--out: {str(out)!r} must end in .png or .svg (or have no suffix: .png is added)")
     check_title(args.title)
+    if out is not None:
+        check_figure_paths(out, svg=args.svg)
     result = load_result(args.result)
     if args.kind is None:
         args.kind = default_kind(result, args)
         print(f"no --kind: drawing {args.kind}, the default for {str(args.result)!r} (others: --kind "
               f"{', '.join(k for k in kinds_for(result) if k != args.kind) or 'none'})", file=sys.stderr)
     check_kind(args.kind, result)
+    if out is None:
+        out = default_out(result, args.kind)
+        check_figure_paths(out, svg=args.svg)
     fig = build_figure(args, result)
     from tmasim.review import plots
 
-    out = out if out is not None else default_out(result, args.kind)
     try:
         written = plots.save(fig, out, svg=args.svg)
     except OSError as err:
         raise TmasimError(f"--out: cannot write {str(out)!r} ({err.strerror or err})") from None
     print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
     return 0
+
+
+def check_figure_paths(out: Path, *, svg: bool) -> None:
+    """Before the figure is drawn: the PNG (or SVG) and, with --svg, the SVG beside it."""
+    from tmasim.outputs import check_file
+
+    out = out if out.suffix else out.with_name(out.name + ".png")
+    check_file("--out", out)
+    if svg and out.suffix.lower() != ".svg":
+        check_file("--out", out.with_suffix(".svg"))
 
 
 def check_title(title: str) -> None:

@@ -92,6 +92,9 @@ def check_out(out: str | Path) -> Path:
             raise TmasimError(f"--out: {str(out)!r} exists and is not a directory")
     except OSError as err:
         raise TmasimError(f"--out: {str(out)[:100]!r} cannot be used ({err.strerror or err})") from None
+    from tmasim.outputs import check_folder
+
+    check_folder("--out", out, files=("index.html",))
     return out
 
 
@@ -175,6 +178,8 @@ def _staging(out: Path) -> Iterator[Path]:
     import shutil
     import tempfile
 
+    from tmasim.outputs import check_moves
+
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
@@ -183,7 +188,9 @@ def _staging(out: Path) -> Iterator[Path]:
     try:
         yield stage
         out.mkdir(exist_ok=True)
-        for path in sorted(stage.rglob("*"), key=lambda p: len(p.parts)):
+        moves = sorted(stage.rglob("*"), key=lambda p: len(p.parts))
+        check_moves(moves, stage, out)
+        for path in moves:
             target = out / path.relative_to(stage)
             if path.is_dir():
                 target.mkdir(exist_ok=True)

@@ -480,10 +480,16 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+TRACE_SUFFIXES = (".json", ".json.gz")  # plain JSON under any other name; gzip for .gz
+
+
 def write_chrome_trace(result: Result, path: str | Path, *, counters: pd.DataFrame | None = None) -> Path:
     """Write a run's trace as JSON (gzip-compressed when ``path`` ends in ``.gz``); returns the path."""
     from tmasim.errors import TmasimError
 
+    from tmasim.outputs import check_suffix
+
+    check_suffix("--trace", Path(path), TRACE_SUFFIXES)
     if result.recorder is None:
         raise TmasimError("no timeline to trace: the run kept no records (run.records = false)")
     trace = chrome_trace(result.spans, result.events, stats=result.stats, scenario=result.scenario.to_dict(),

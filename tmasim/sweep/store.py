@@ -59,8 +59,15 @@ class SweepStore:
         self._journal_extended = False
 
     def check_writable(self) -> None:
-        """Refused before any point runs: a folder, a missing folder, a file or folder we cannot write."""
+        """Refused before any point runs: a folder, a missing folder, a file or folder we cannot write,
+        a format we do not write, a name too long for the files kept beside it, a target that is not a
+        regular file (a device, a FIFO, a symbolic link: each would be replaced, not written)."""
+        from tmasim.outputs import check_name, check_target
+
         name = str(self.out)
+        self._check_format()
+        check_name("--out", self.out)
+        self._check_beside_names()
         try:
             if self.out.is_dir():
                 raise TmasimError(f"--out: {name!r} is a directory; give a file name (.parquet or .csv)")
@@ -75,9 +82,30 @@ class SweepStore:
             if path.is_dir():
                 raise TmasimError(f"--out: {str(path)!r}, where the sweep keeps its {role}, is a directory; remove "
                                   "it or choose another --out")
+        for path in (self.out, self.journal_path, self.sidecar, self.pending):
+            check_target("--out", path)
         for path in (self.out, self.journal_path, self.sidecar):
             if path.exists() and not os.access(path, os.W_OK):
                 raise TmasimError(f"--out: {str(path)!r} exists and is read-only")
+
+    def _check_beside_names(self) -> None:
+        """The files kept beside FILE have longer names: each must fit the file system too."""
+        size = len(os.fsencode(self.out.name))
+        beside = {self.journal_path: "journal", self.pending: "pending metadata"}
+        extra = max(len(os.fsencode(p.name)) - size for p in beside)
+        for path, role in beside.items():
+            longer = len(os.fsencode(path.name))
+            if longer > 255:
+                raise TmasimError(f"--out: a name of {size} bytes is too long: the sweep's {role} beside it, "
+                                  f"NAME{path.name[len(self.out.name):]}, would be {longer} bytes, over the 255 "
+                                  f"a file system takes (at most {255 - extra} for this --out)")
+
+    def _check_format(self) -> None:
+        suffix = self.out.suffix.lower()
+        if suffix not in (".parquet", ".csv"):
+            said = f"ends in {suffix!r}" if suffix else "has no suffix"
+            raise TmasimError(f"--out: {str(self.out)[:100]!r} {said}; a sweep writes .parquet or .csv "
+                              "(compressed tables are not written)")
 
     def load_finished(self) -> dict[int, Outcome]:
         """Points finished by earlier runs of this same sweep (FILE, then the journal)."""

@@ -9,9 +9,12 @@ of O) on the SM's FP32 and multi-function units, and O += P·V (MMA, P from regi
 epilogue divides O by the row sums and stores it with TMA. The engine's side is
 :mod:`tmasim.engine.attention.cta`; costs are derived here (:mod:`.attention_costs`).
 
-FLOP convention (as FlashAttention's benchmarks): 4 · seqlen_q · seqlen_kv · head_dim ·
-heads · batch (2 for Q·Kᵀ, 2 for P·V, with head_dim for both), halved when causal. With
-``head_dim_v`` different, the P·V half uses it.
+FLOP convention: the useful work, 2 · (head_dim + head_dim_v) per (query, key) pair a query
+row attends to, per head and batch: 4 · seqlen_q · seqlen_kv · head_dim · heads · batch without
+a mask (FlashAttention's benchmarks). Causal: only the pairs on or under the bottom-right-aligned
+diagonal, counted exactly (about half for a square mask; with seqlen_q ≠ seqlen_kv, what the mask
+leaves). Padded query rows (seqlen_q not a multiple of the tile) and masked scores count nothing;
+``achieved_flops_per_s`` is this count over the makespan.
 
 Causal masking (query row r sees keys 0..r + seqlen_kv - seqlen_q, bottom-right aligned as
 FlashAttention 2+): blocks wholly above the diagonal are skipped; blocks the diagonal crosses
@@ -71,12 +74,24 @@ def defaults(workload: Mapping[str, Any], pipeline: Mapping[str, Any], hopper: b
     return workload, pipeline
 
 
+def _refuse_barrier_counts(p: Any) -> None:
+    """The arrival counts and the expected bytes are the GEMM-style ring's knobs for studying
+    synchronization bugs; attention's barriers count their own K, V and Q copies, so a value
+    here would be ignored: refused instead of silently dropped."""
+    for name in ("full_arrivals", "empty_arrivals", "expect_tx"):
+        value = getattr(p, name)
+        if value is not None:
+            raise ScenarioError(f"pipeline.{name}", value, "is not modelled for attention (its K, V and Q barriers "
+                                                           "expect their own copies' bytes and arrivals); remove it")
+
+
 def check(config: AttentionConfig, scenario: ScenarioParts) -> None:
     """Rules between attention and the rest of the scenario."""
     p, gpu = scenario.pipeline, scenario.gpu
     if not p.consumer_waits_full:
         raise ScenarioError("pipeline.consumer_waits_full", False, "is modelled for the GEMM-style ring only; the "
                                                                    "attention consumers always wait")
+    _refuse_barrier_counts(p)
     if p.consumers > 3:
         raise ScenarioError("pipeline.consumers", p.consumers, "must be 1, 2 or 3 for attention (FA3 runs up to three "
                                                                "consumer warpgroups, ping-pong or cooperative)")

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from tmasim import names
 from tmasim.engine.attention.program import AttentionProgram
 from tmasim.workloads.attention_config import ELEMENT_BYTES, AttentionConfig
-from tmasim.workloads.bound_figures import bound_figures, transfer_ps
+from tmasim.workloads.bound_figures import bound_figures, busiest_sm, transfer_ps
 
 if TYPE_CHECKING:
     from tmasim.engine.chip import Plan
@@ -34,7 +34,9 @@ BOUND_NAMES = tuple((key, names.bound(key)) for key in ("compute", "exponentials
 
 def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict[str, Any]:
     sms = plan.sms
-    tensor, exp, fp32, smem, port, requests, serial = ([0.0] * sms for _ in range(7))
+    ctas = len(plan.programs)
+    tensor, exp, fp32, smem, port, requests = ([0.0] * ctas for _ in range(6))  # per CTA, see busiest_sm
+    serial = [0.0] * sms
     hbm = l2 = latency = 0.0
     e = ELEMENT_BYTES[config.dtype]
     bm, bn = config.tile
@@ -49,8 +51,8 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
         step = 0
         for unit in program.units:
             q = unit.q
-            port[sm] += q.memory_bytes / gpu.sm_port_bandwidth
-            requests[sm] += q.requests * gpu.tma_request_time / gpu.tma_transfer_lanes
+            port[g] += q.memory_bytes / gpu.sm_port_bandwidth
+            requests[g] += q.requests * gpu.tma_request_time / gpu.tma_transfer_lanes
             l2 += q.memory_bytes
             hbm += q.memory_bytes * q.hbm_fraction
             serial[sm] += procs * unit.epilogue.duration
@@ -59,14 +61,14 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
                 l2 += unit.epilogue.store.memory_bytes
             for block, count in unit.runs:
                 nbytes = block.k.memory_bytes + block.v.memory_bytes
-                tensor[sm] += count * procs * (block.qk.occupancy + block.pv.occupancy)
+                tensor[g] += count * procs * (block.qk.occupancy + block.pv.occupancy)
                 work = block.softmax + block.correction
-                exp[sm] += count * procs * work.exp
-                fp32[sm] += count * procs * work.fp32
-                smem[sm] += count * operands
-                port[sm] += count * nbytes / gpu.sm_port_bandwidth
-                requests[sm] += (count * (block.k.requests + block.v.requests) * gpu.tma_request_time
-                                 / gpu.tma_transfer_lanes)
+                exp[g] += count * procs * work.exp
+                fp32[g] += count * procs * work.fp32
+                smem[g] += count * operands
+                port[g] += count * nbytes / gpu.sm_port_bandwidth
+                requests[g] += (count * (block.k.requests + block.v.requests) * gpu.tma_request_time
+                                / gpu.tma_transfer_lanes)
                 l2 += count * nbytes
                 hbm += count * (block.k.memory_bytes * block.k.hbm_fraction + block.v.memory_bytes *
                                 block.v.hbm_fraction)
@@ -77,13 +79,13 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
                     step += 1
         latency = max(latency, max(trips) - gpu.barrier_wake if step else 0.0)
     bounds = {
-        "compute": max(tensor),
-        "exponentials": max(max(exp), max(fp32)),
-        "smem": max(smem) / gpu.smem_bandwidth,
+        "compute": busiest_sm(tensor, plan),
+        "exponentials": max(busiest_sm(exp, plan), busiest_sm(fp32, plan)),
+        "smem": busiest_sm(smem, plan) / gpu.smem_bandwidth,
         "l2": l2 / gpu.l2_bandwidth,
         "hbm": hbm / gpu.hbm_bandwidth,
-        "port": max(port),
-        "tma": max(requests),
+        "port": busiest_sm(port, plan),
+        "tma": busiest_sm(requests, plan),
         "latency": latency,
     }
     return bound_figures(bounds, max(serial), config.useful_flops)
@@ -141,7 +143,7 @@ def summary_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tupl
     rows = [
         ("predicted time", f"{t(stats['makespan_ns'])}   ({fmt.flop_rate(rate)}, "
                            f"{share_of_peak(rate, scenario, config.dtype, used)}; FLOPs 4·Sq·Skv·d·h·b"
-                           + (", halved for causal)" if config.causal else ")")),
+                           + (" over the unmasked pairs, bottom-right causal mask)" if config.causal else ")")),
         ("bound", f"{t(stats['bound_ns'])}, binding: {binding}   (the run reaches "
                   f"{fmt.percent(stats['efficiency'])} of it)"),
         ("bounds", bounds),

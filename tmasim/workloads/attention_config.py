@@ -102,9 +102,22 @@ class AttentionConfig:
 
     @property
     def useful_flops(self) -> float:
-        """The convention: 2·Sq·Skv·(d + d_v) per head (4·Sq·Skv·d when d_v = d), halved if causal."""
-        full = 2.0 * self.seqlen_q * self.n_kv * (self.head_dim + self.d_v) * self.heads * self.batch
-        return full / 2 if self.causal else full
+        """The convention: 2·(d + d_v) per (query, key) pair a row attends to, per head (S = Q·Kᵀ
+        and O = P·V; 4·Sq·Skv·d when d_v = d and nothing is masked). Causal: the pairs under the
+        bottom-right-aligned diagonal, counted exactly (query row i sees keys up to
+        i + Skv − Sq, as FlashAttention aligns it), so padded query rows, masked pairs and rows
+        that see no key count nothing."""
+        return 2.0 * self.visible_pairs * (self.head_dim + self.d_v) * self.heads * self.batch
+
+    @property
+    def visible_pairs(self) -> int:
+        """(query, key) pairs one head computes usefully: Σ over rows of :meth:`visible_keys`."""
+        sq, skv = self.seqlen_q, self.n_kv
+        if not self.causal:
+            return sq * skv
+        if sq <= skv:  # every row sees Skv − Sq + i + 1 keys
+            return sq * (skv - sq) + sq * (sq + 1) // 2
+        return skv * (skv + 1) // 2  # the first Sq − Skv rows see none, the rest 1 .. Skv
 
     def visible_keys(self, row: int) -> int:
         """How many keys query row ``row`` attends to (all, or up to the bottom-right diagonal)."""

@@ -100,7 +100,8 @@ def plan(config: GemmConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
     slots = min(len(coords) // size, placement.clusters)  # clusters resident at once
     concurrent = slots * size
     # what L2 holds (tmasim.l2): a panel read again misses as a data set of its reuse distance would
-    fractions = hbm_fractions(config, coords, concurrent, l2.holds(gpu), lambda d: l2.miss_fraction(gpu, int(d)))
+    fractions = hbm_fractions(config, coords, concurrent, l2.holds(gpu), lambda d: l2.miss_fraction(gpu, int(d)),
+                              in_flight=(stages * layout.a.stage_bytes, stages * layout.b.stage_bytes))
     far = _far_latency(gpu, layout)
     merged = merge_factors(gpu, setup, placement, coords, concurrent, stages * (layout.a.stage_bytes + b_stage),
                            (config.tiles_m, config.tiles_n))

@@ -6,14 +6,15 @@ from __future__ import annotations
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Segment, UnitProgram
 from tmasim.hardware import GpuSpec
-from tmasim.workloads.bound_figures import bound_figures, transfer_ps
+from tmasim.workloads.bound_figures import bound_figures, busiest_sm, transfer_ps
 from tmasim.workloads.gemm_config import GemmConfig
 
 
 def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict[str, object]:
     """The bounds a GEMM cannot beat, from the plan alone, and the one that binds.
 
-    compute: the busiest SM's tensor-core time (wave quantization included); smem: the busiest
+    compute: the busiest SM's tensor-core time (wave quantization included; a grid's CTAs as any
+    placement would put them, see :func:`busiest_sm`); smem: the busiest
     SM's shared-memory time, its MMAs' operand reads and the TMA's writes (never less than its
     compute; tmasim.operands); hbm and l2: all
     bytes over each link's bandwidth; port: the busiest SM's bytes over its ingest port; tma:
@@ -22,8 +23,9 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
     round trip (see :func:`slot_round_trip`). ``serial_ns`` is the no-overlap time of the
     busiest SM: every step's copy, then its compute, one after another.
     """
-    sms = plan.sms
-    compute, smem, ingest, requests, serial = ([0.0] * sms for _ in range(5))
+    sms, ctas = plan.sms, len(plan.programs)
+    compute, smem, ingest, requests = ([0.0] * ctas for _ in range(4))  # per CTA, see busiest_sm
+    serial = [0.0] * sms
     latency = hbm = l2 = 0.0
     figures = _SegmentFigures(gpu)
     for g, program in enumerate(plan.programs):
@@ -33,10 +35,10 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
         for unit in program.units:
             for seg in unit.segments:
                 trip, step_bytes, port_time, request_time, hbm_bytes = figures(seg)
-                compute[sm] += seg.steps * seg.compute
-                smem[sm] += seg.steps * (seg.compute + seg.hold)  # MMAs, then the SMEM time they left
-                ingest[sm] += seg.steps * port_time
-                requests[sm] += seg.steps * request_time
+                compute[g] += seg.steps * seg.compute
+                smem[g] += seg.steps * (seg.compute + seg.hold)  # MMAs, then the SMEM time they left
+                ingest[g] += seg.steps * port_time
+                requests[g] += seg.steps * request_time
                 serial[sm] += seg.steps * trip
                 hbm += seg.steps * hbm_bytes
                 l2 += seg.steps * step_bytes
@@ -46,12 +48,12 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
                     hbm += unit.epilogue.store.memory_bytes
                     l2 += unit.epilogue.store.memory_bytes
     bounds = {
-        "compute": max(compute),
-        "smem": max(smem),
+        "compute": busiest_sm(compute, plan),
+        "smem": busiest_sm(smem, plan),
         "hbm": hbm / gpu.hbm_bandwidth,
         "l2": l2 / gpu.l2_bandwidth,
-        "port": max(ingest),
-        "tma": max(requests),
+        "port": busiest_sm(ingest, plan),
+        "tma": busiest_sm(requests, plan),
         "latency": latency,
     }
     return bound_figures(bounds, max(serial), config.useful_flops)

@@ -149,13 +149,17 @@ def _raster(tm: int, tn: int, raster: str, group: int) -> list[tuple[int, int]]:
 
 
 def hbm_fractions(config: GemmConfig, coords: Sequence[tuple[int, int]], concurrent: int,
-                  l2_size: int, miss: Callable[[float], float] | None = None) -> list[tuple[float, float]]:
+                  l2_size: int, miss: Callable[[float], float] | None = None,
+                  in_flight: tuple[float, float] = (0.0, 0.0)) -> list[tuple[float, float]]:
     """Per output tile, the share of its A and B box bytes that come from HBM (see module doc).
 
     ``miss``: the share of a panel that misses when it is read again after ``distance`` bytes of
     other panels were read (L2's capacity, :func:`tmasim.l2.miss_fraction`); without it, a panel
-    read again misses only if A and B together exceed ``l2_size``."""
-    if not config.l2_reuse:
+    read again misses only if A and B together exceed ``l2_size``. ``in_flight``: the bytes of
+    one A and one B panel a wave's CTAs hold in their stages while they read it in step; where L2
+    cannot hold the wave's panels' share (a GPU with a small L2, or none), its CTAs cannot share
+    their reads and that part of each read comes from HBM."""
+    if not config.l2_reuse or l2_size <= 0:
         return [(1.0, 1.0)] * len(coords)
     layout = GemmLayout.of(config)
     fits = layout.a.tensor_bytes + layout.b.tensor_bytes <= l2_size
@@ -177,7 +181,10 @@ def hbm_fractions(config: GemmConfig, coords: Sequence[tuple[int, int]], concurr
         misses = reuse.wave(panels, miss)
         a_miss = sum(m for (name, _), m in misses.items() if name == "a")
         b_miss = sum(m for (name, _), m in misses.items() if name == "b")
-        result += [(a_miss / max(1, len(rows)), b_miss / max(1, len(cols)))] * len(wave)
+        window = sum(in_flight[0] if name == "a" else in_flight[1] for (name, _), _ in panels)
+        unshared = max(0.0, 1.0 - l2_size / window) if window else 0.0
+        a_share, b_share = a_miss / max(1, len(rows)), b_miss / max(1, len(cols))
+        result += [(a_share + (1.0 - a_share) * unshared, b_share + (1.0 - b_share) * unshared)] * len(wave)
     return result
 
 
