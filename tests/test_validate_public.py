@@ -181,3 +181,12 @@ def test_the_readme_quotes_the_whole_chip_figures():
               f"picked on {base['cluster_right']} of {base['cluster_pairs']} tile pairs")
     for text in quoted:
         assert text in readme, text
+
+
+def test_a_whole_chip_b200_sweep_row_quotes_the_whole_table():
+    from tmasim.validation.trust import trust_for_row
+
+    line = trust_for_row({"gpu": "b200", "workload": "gemm", "tiles": 2048})
+    whole = pipelines.baseline()["b200-wholechip"]["all"]
+    assert line == (f"B200 whole-chip GEMMs at 1.3 GHz (2-SM pairs): mean error {whole['mean_error']:.0%} over "
+                    f"{whole['points']} runs (tmasim validate public names the nearest cases)")

@@ -80,6 +80,11 @@ def trust(kind: str, gpu: str, units: int) -> str:
         line = trust_line("b200-mainloop")
         if line:
             return line
+    if kind == "gemm" and gpu == "b200" and units > 1:
+        whole = baseline().get("b200-wholechip")
+        if whole:  # a sweep's row: no shape or tile to find the nearest cases by
+            return (f"B200 whole-chip GEMMs at 1.3 GHz (2-SM pairs): mean error {whole['all']['mean_error']:.0%} over "
+                    f"{whole['all']['points']} runs (tmasim validate public names the nearest cases)")
     if kind == "attention" and gpu == "h100-sxm":
         check = baseline().get("fa3-d128")
         if check:
