@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -159,3 +163,18 @@ def test_a_config_without_block_sizes_is_an_error_naming_it():
 def test_none_that_can_run_is_an_error():
     with pytest.raises(TmasimError, match=r"none of the 2 configs can run \(workload.tile: \[256, 256, 64\]"):
         tt.prune([cfg(256, 256), cfg(256, 256, num_stages=2)], SMALL)
+
+
+def test_the_guides_example_prints_what_the_guide_shows(tmp_path: Path):
+    """docs/guides/from-cutlass.md's runnable example: the python block after the marker comment,
+    run as a script; the text block after it is what it prints, line for line."""
+    root = Path(__file__).resolve().parents[1]
+    page = (root / "docs" / "guides" / "from-cutlass.md").read_text(encoding="utf-8")
+    after = page.split("<!-- tests/test_triton_prune.py runs this block", 1)[1]
+    script = tmp_path / "example.py"
+    script.write_text(after.split("```python\n", 1)[1].split("```\n", 1)[0], encoding="utf-8")
+    shown = after.split("```text\n", 1)[1].split("```\n", 1)[0]
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == shown
