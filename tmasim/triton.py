@@ -72,6 +72,11 @@ def prune(configs: Sequence[Any], named_args: Mapping[str, Any], *, gpu: str = "
           **kwargs: Any) -> list[Any]:
     """The configs predicted within ``tolerance`` (0.05: 5%) of the fastest, in their order.
 
+    Each config is a GEMM of the kernel's ``M``, ``N``, ``K`` on the preset ``gpu`` (:func:`settings`):
+    BLOCK_M/N/K is the tile (split over ``num_ctas`` CTAs as Triton's PlanCTA does, the cluster
+    being the split), ``num_stages`` the ring's stages, ``num_warps // 4`` (at least 1)
+    cooperative consumer warpgroups, with one producer warpgroup when ``warp_specialize``.
+
     ``launch``: ``persistent`` (one CTA per SM walking the tiles, as Triton's persistent TMA
     matmul) or ``grid`` (one CTA per tile; slower to simulate). ``warp_specialize``: the kernel
     uses ``tl.range(..., warp_specialize=True)`` (a producer warpgroup beside the consumers), else
