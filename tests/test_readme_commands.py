@@ -5,7 +5,9 @@ Commands are taken from the code blocks of README.md and of every page under doc
 ``$ tmasim ...`` lines of a ``text`` block (followed by what they print) and ``tmasim ...``
 lines of a ``sh`` block (a trailing ``\\`` continues a line). Each runs in bash through
 ``python -m tmasim``, in the page's order, in one temporary folder per page, so a file must be
-written before a later command of the same page reads it. A command whose printed output
+written before a later command of the same page reads it; the repository's ``tests/data`` is
+there too (a link), so a page may run a command on a bundled test file as a reader at the
+repository's root would. A command whose printed output
 starts with ``tmasim: error:`` must fail with that one-line error (no traceback); every other
 command must succeed.
 
@@ -166,7 +168,8 @@ def folder(folders: dict[str, Path], request: pytest.FixtureRequest) -> Path:
     page = request.node.callspec.params["command"].page
     if page not in folders:
         folders[page] = folders[""] / f"work-{len(folders)}"
-        folders[page].mkdir()
+        (folders[page] / "tests").mkdir(parents=True)
+        (folders[page] / "tests" / "data").symlink_to(REPO / "tests" / "data", target_is_directory=True)
     return folders[page]
 
 
