@@ -106,3 +106,11 @@ def test_share_of_peak_is_against_the_peak_of_the_sms_the_run_uses():
     stats = simulate(full).stats
     share = fmt.percent(stats["achieved_flops_per_s"] / (full.gpu.tensor_flops["bf16"] * 1e12))
     assert f"{share} of the 989.4 TFLOP/s bf16 peak of all 132 SMs)" in describe(stats, full)
+
+
+def test_the_summary_says_what_the_launch_adds_where_the_preset_has_a_cost():
+    b200 = simulate(scenarios.load("gemm-b200", ["workload.m=1024", "workload.n=1024", "workload.k=1024"]))
+    text = describe(b200.stats, b200.scenario)
+    assert "  launch           6.5 µs of the predicted time is the kernel's launch, prologue and end" in text
+    h100 = simulate(scenarios.load("gemm-h100", ["workload.m=1024", "workload.n=1024", "workload.k=1024"]))
+    assert "  launch " not in describe(h100.stats, h100.scenario)

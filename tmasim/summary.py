@@ -229,7 +229,8 @@ def describe(stats: Mapping[str, Any], scenario: Scenario) -> str:
         first, *rest = header(scenario)
         return "\n".join([first, f"  INVALID RUN: {stats['invalid_reason']}", *rest,
                           "  no time is reported: a run with broken barriers is not a kernel's timing"])
-    rows = workload_of(scenario.workload).summary_rows(stats, scenario) + stall_rows(stats) + skip_rows(stats)
+    rows = workload_of(scenario.workload).summary_rows(stats, scenario) + launch_rows(stats) + stall_rows(stats) \
+        + skip_rows(stats)
     rows.append(("validated", _trust(scenario)))
     width = max(len(name) for name, _ in rows)
     return "\n".join([*header(scenario), *(f"  {name:<{width}}  {value}" for name, value in rows)])
@@ -239,6 +240,15 @@ def _trust(scenario: Scenario) -> str:
     from tmasim.validation.trust import trust_for
 
     return trust_for(scenario)
+
+
+def launch_rows(stats: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """What the predicted time holds beyond the CTAs' work (gpu.launch_overhead), where it holds any."""
+    overhead = stats.get("launch_overhead_ns")
+    if not overhead:
+        return []
+    return [("launch", f"{fmt.time_ns(overhead)} of the predicted time is the kernel's launch, prologue and end, "
+                       "outside its CTAs' work (gpu.launch_overhead; 0 us for a launch whose cost is hidden)")]
 
 
 def stall_rows(stats: Mapping[str, Any]) -> list[tuple[str, str]]:

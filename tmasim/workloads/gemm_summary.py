@@ -86,7 +86,8 @@ def _smem_row(stats: Mapping[str, Any], scenario: ScenarioParts) -> str:
     starved = "; the MMAs issue at its pace, not the tensor cores'" if stats.get("mma_smem_bound") else ""
     return (f"{stats['operands']} ({_SOURCE_WORDS[stats['operands']]}): per k-step MMA reads "
             f"{fmt.size(stats['smem_mma_read_bytes'])} + TMA writes {fmt.size(stats['smem_tma_write_bytes'])}{a_copy} "
-            f"at {fmt.rate(gpu.smem_bandwidth * 1e12)} per SM{_writes_after(gpu)}{starved}")
+            f"at {fmt.rate(gpu.smem_bandwidth * 1e12)} per SM"
+            f"{_writes_after(gpu, scenario.pipeline.mma_cta_group == 2)}{starved}")
 
 
 def _writes_wait(s: Mapping[str, Any]) -> str:
@@ -94,11 +95,14 @@ def _writes_wait(s: Mapping[str, Any]) -> str:
     return "" if rate is None else f" (the writes wait for the MMAs, then stream at {fmt.rate(rate)})"
 
 
-def _writes_after(gpu: GpuSpec) -> str:
+def _writes_after(gpu: GpuSpec, pair: bool = False) -> str:
     if gpu.smem_write_bandwidth is None:
         return ""
-    return (f" (the writes after the MMAs, at {fmt.rate(gpu.smem_write_bandwidth * 1e12)}; the slot is released "
-            "after both)")
+    rate = fmt.rate(gpu.smem_write_bandwidth * 1e12)
+    if pair and gpu.pair_writes_overlap:
+        return (f" (the writes, at {rate}, first in the time the pair's MMA reads leave idle, the rest after the "
+                "MMAs; the slot is released after both)")
+    return f" (the writes after the MMAs, at {rate}; the slot is released after both)"
 
 
 def _cluster_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tuple[str, str]]:
