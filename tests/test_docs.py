@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -59,3 +60,32 @@ def test_the_scenario_table_lists_every_bundled_scenario():
     page = (REPO / "docs" / "getting-started.md").read_text(encoding="utf-8")
     for path in sorted((REPO / "scenarios").glob("*.toml")):
         assert f"`{path.stem}`" in page, path.stem
+
+
+@pytest.mark.skipif(shutil.which("mkdocs") is None and not (Path(sys.executable).parent / "mkdocs").exists(),
+                    reason="mkdocs is not installed (pip install -e '.[docs]')")
+def test_the_api_reference_shows_names_and_signatures_and_no_raw_roles(tmp_path: Path) -> None:
+    pytest.importorskip("mkdocstrings")
+    pytest.importorskip("material")
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)], cwd=REPO,
+                   capture_output=True, text=True, timeout=300, check=True,
+                   env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    html = (site / "reference" / "api" / "index.html").read_text(encoding="utf-8")
+    text = re.sub(r"<[^>]+>", "", html).replace("&gt;", ">")
+    for name in ("load_scenario", "simulate", "run_sweep"):
+        assert f'id="tmasim.{name}"' in html, name
+    assert "load_scenario(source: str | Path | None = None, overrides: Iterable[str] = ()) -> Scenario" in text
+    assert "simulate(scenario: Scenario, *, allow_large: bool = False) -> Result" in text
+    assert not re.search(r":(class|func|meth|mod|attr):", text)
+    assert "~tmasim" not in text
+
+
+def test_the_errors_the_api_page_names_are_importable_from_the_package():
+    import tmasim
+    from tmasim.errors import ScenarioError, TmasimError
+
+    page = (REPO / "docs" / "reference" / "api.md").read_text(encoding="utf-8")
+    assert "`tmasim.ScenarioError`" in page
+    assert tmasim.ScenarioError is ScenarioError and issubclass(tmasim.ScenarioError, tmasim.TmasimError)
+    assert tmasim.TmasimError is TmasimError

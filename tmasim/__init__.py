@@ -11,9 +11,13 @@ one tidy table out); everything else lives in the subpackages. Heavy modules loa
 
 import typing as _typing
 
+from tmasim.errors import ModelError, ResourceError, ScenarioError, TmasimError
 from tmasim.version import __version__
 
-__all__ = ["simulate", "load_scenario", "run_sweep", "__version__"]
+# The errors a caller may catch: a bad scenario (ScenarioError), a run past the limits
+# (ResourceError), a model that deadlocks or misuses a barrier (ModelError); all TmasimError.
+__all__ = ["simulate", "load_scenario", "run_sweep", "__version__", "TmasimError", "ScenarioError",
+           "ResourceError", "ModelError"]
 
 if _typing.TYPE_CHECKING:
     from collections.abc import Iterable
