@@ -190,3 +190,12 @@ def test_a_whole_chip_b200_sweep_row_quotes_the_whole_table():
     whole = pipelines.baseline()["b200-wholechip"]["all"]
     assert line == (f"B200 whole-chip GEMMs at 1.3 GHz (2-SM pairs): mean error {whole['mean_error']:.0%} over "
                     f"{whole['points']} runs (tmasim validate public names the nearest cases)")
+
+
+def test_a_result_carries_its_validated_line():
+    from tmasim import load_scenario, simulate
+    from tmasim.summary import describe
+
+    result = simulate(load_scenario("gemm-b200-2sm", ["workload.m=1024", "workload.n=1024", "workload.k=512"]))
+    assert result.validated.startswith("B200 whole-chip GEMMs at 1.3 GHz (2-SM pairs), nearest cases")
+    assert f"  validated        {result.validated}" in describe(result.stats, result.scenario)

@@ -34,6 +34,14 @@ class Result:
     link_loads: list[tuple[int, str, float, float]] | None = field(default=None, repr=False)
 
     @cached_property
+    def validated(self) -> str:
+        """How well the model did on the validated cases closest to this run: the text of the
+        summary's ``validated`` line (tmasim.validation.trust)."""
+        from tmasim.validation.trust import trust_for
+
+        return trust_for(self.scenario)
+
+    @cached_property
     def summary(self) -> pd.DataFrame:
         """One row: every summary figure (see ``stats``)."""
         import pandas as pd
