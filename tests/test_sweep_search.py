@@ -167,3 +167,13 @@ def test_cli_search_prints_the_same_answer_and_counts_the_pruned(tmp_path):
                            cwd=REPO, timeout=120, check=True).stdout
     assert "pruned by their bounds" in found.splitlines()[0]
     assert found.split("\nbest: ")[1] == full.split("\nbest: ")[1]
+
+
+def test_dask_gives_the_same_answer(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=2,
+                                  dashboard_address=":0") as cluster:
+        found = _sweep("gemm per problem (k)", search=True, executor="dask", scheduler=cluster.scheduler_address,
+                       out=tmp_path / "d.parquet")
+    assert answer.answer_lines(found) == answer.answer_lines(_sweep("gemm per problem (k)"))
+    assert len(_pruned(found)) > 0
