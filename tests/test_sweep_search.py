@@ -177,3 +177,15 @@ def test_dask_gives_the_same_answer(tmp_path):
                        out=tmp_path / "d.parquet")
     assert answer.answer_lines(found) == answer.answer_lines(_sweep("gemm per problem (k)"))
     assert len(_pruned(found)) > 0
+
+
+def test_a_search_extended_with_a_replicate_decides_each_unit_whole(tmp_path):
+    out = tmp_path / "s.parquet"
+    name, overrides, vary = GRIDS["gemm stages x tiles"]
+    first = run_sweep(name, overrides, [*vary, "run.seed=1"], out=out, progress=False, search=True)
+    more = run_sweep(name, overrides, [*vary, "run.seed=1,2"], out=out, progress=False, search=True)
+    full = run_sweep(name, overrides, [*vary, "run.seed=1,2"], progress=False)
+    assert answer.answer_lines(more) == answer.answer_lines(full)
+    units = more.groupby(["pipeline.stages", more["workload.tile"].astype(str)])["status"]
+    assert all(len(set(statuses)) == 1 for _, statuses in units)  # both replicates ran, or both were pruned
+    assert (more["status"] == "pruned").sum() == 2 * (first["status"] == "pruned").sum()

@@ -124,7 +124,7 @@ def problems(plan: SweepPlan, todo: Sequence[Point], finished: Mapping[int, Outc
     for units in grouped.values():
         problem = Problem([])
         for points in units.values():
-            unit = Unit(points, [p for p in points if p.id in waiting])
+            unit = Unit(points, _todo(points, waiting, finished))
             if unit.todo:
                 unit.bounds = {p.id: bound(p) for p in unit.todo}
                 problem.units.append(unit)
@@ -133,6 +133,14 @@ def problems(plan: SweepPlan, todo: Sequence[Point], finished: Mapping[int, Outc
         problem.units.sort(key=lambda u: u.bound_ns)
         found.append(problem)
     return found
+
+
+def _todo(points: list[Point], waiting: set[int], finished: Mapping[int, Outcome]) -> list[Point]:
+    """A unit's points to run or prune: those waiting and, with them, those an earlier search
+    pruned (a replicate added to a pruned unit is decided with the rest of it, never alone)."""
+    if not any(p.id in waiting for p in points):
+        return []
+    return [p for p in points if p.id in waiting or getattr(finished.get(p.id), "status", None) == PRUNED]
 
 
 def point_bound(task: Task, point: Point) -> float | None:
