@@ -136,6 +136,21 @@ def estimate(scenario: Scenario, *, extra_record_bytes: int = 0) -> budget.Estim
     return dataclasses.replace(cost, obstacle=_no_skip(scenario, plan) or skip_forecast.obstacle(chip))
 
 
+def lower_bound_ns(scenario: Scenario) -> float | None:
+    """A proven lower bound on ``simulate(scenario)``'s ``makespan_ns``, from the plan alone (the
+    workload's optional ``lower_bound_ns``: tmasim.workloads.base). None where there is none: a
+    workload without one, SM drift (random durations, some shorter than the bounds' nominal ones),
+    or a plan too large to build (the run would be refused anyway)."""
+    scenario.validate()
+    bound = getattr(workload_of(scenario.workload), "lower_bound_ns", None)
+    if bound is None or scenario.run.drift.on:
+        return None
+    before = _plan_size_estimate(scenario)
+    if before is not None and before.too_large:
+        return None
+    return float(bound(scenario.workload, scenario))
+
+
 def _plan_size_estimate(scenario: Scenario) -> budget.Estimate | None:
     size = getattr(workload_of(scenario.workload), "plan_size", None)  # optional for a new workload
     if size is None:

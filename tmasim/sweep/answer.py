@@ -8,7 +8,8 @@ The next step is the cheapest point that is faster than the knee (one more stage
 bigger tile): what it would buy and what it would cost. A point that costs more and is no faster
 is never proposed; where none is faster, the answer says the best is reached. Only points that
 ran and are valid count; a run whose barriers were broken (races: reads before data landed) has
-no time to compare.
+no time to compare, and a point a search pruned (``--search``, :mod:`tmasim.sweep.search`) has
+only a lower bound, above the best × (1 + tolerance).
 
 Like is compared with like (:mod:`tmasim.field_roles`): fields that change the work (the
 *problem*: ``workload.m/n/k``, ``workload.tiles``...) split the sweep into problems, each with
@@ -90,7 +91,21 @@ def find_all(frame: pd.DataFrame) -> list[Answer]:
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for record in records:
         groups.setdefault(tuple(_value(record[f]) for f in problem), []).append(record)
-    return [_answer(group, design, tuple((f, group[0][f]) for f in problem), noise) for group in groups.values()]
+    floors = _pruned_floors(frame, problem)
+    return [_answer(group, design, tuple((f, group[0][f]) for f in problem), noise, floors.get(key, 0.0))
+            for key, group in groups.items()]
+
+
+def _pruned_floors(frame: pd.DataFrame, problem: tuple[str, ...]) -> dict[tuple[str, ...], float]:
+    """Per problem, the largest bound of a point a search pruned (tmasim.sweep.search): a time it
+    is known to reach, so that the spread says what the full sweep's would."""
+    if "status" not in frame.columns or "bound_ns" not in frame.columns:
+        return {}
+    floors: dict[tuple[str, ...], float] = {}
+    for record in frame[frame["status"] == "pruned"].to_dict("records"):
+        key = tuple(_value(record[f]) for f in problem)
+        floors[key] = max(floors.get(key, 0.0), float(record["bound_ns"]))
+    return floors
 
 
 def find(frame: pd.DataFrame) -> Answer | None:
@@ -114,14 +129,14 @@ def _averaged(records: list[dict[str, Any]], keep: tuple[str, ...]) -> list[dict
 
 
 def _answer(records: list[dict[str, Any]], design: tuple[str, ...], problem: tuple[tuple[str, Any], ...],
-            noise: tuple[str, ...]) -> Answer:
+            noise: tuple[str, ...], floor: float = 0.0) -> Answer:
     best = min(records, key=lambda r: float(r["makespan_ns"]))
     limit = float(best["makespan_ns"]) * (1 + KNEE_TOLERANCE)
     by_cost = sorted(records, key=_cost)
     knee = next(r for r in by_cost if float(r["makespan_ns"]) <= limit)
     knee_time = float(knee["makespan_ns"])
     later = [r for r in by_cost[by_cost.index(knee) + 1:] if float(r["makespan_ns"]) < knee_time] if design else []
-    fastest, slowest = float(best["makespan_ns"]), max(float(r["makespan_ns"]) for r in records)
+    fastest, slowest = float(best["makespan_ns"]), max(floor, *(float(r["makespan_ns"]) for r in records))
     return Answer(best, knee, later[0] if later else None, design,
                   (slowest - fastest) / fastest if fastest else 0.0, len(records), problem, noise)
 

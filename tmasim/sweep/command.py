@@ -37,6 +37,9 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     sweep.add_argument("--executor", choices=("local", "dask"), default="local", help="where points run")
     sweep.add_argument("--scheduler", metavar="ADDRESS",
                        help="Dask scheduler address (default: start a local Dask cluster)")
+    sweep.add_argument("--search", action="store_true",
+                       help="per problem, simulate points in order of their lower bound and stop where no point "
+                            "left can change the answer (the same answer; the others are 'pruned' rows)")
     sweep.add_argument("--quiet", action="store_true", help="no progress bar")
     sweep.add_argument("--yes", action="store_true",
                        help=f"run a sweep of more than {BIG_SWEEP:,} points or estimated to take over 15 min, and "
@@ -57,7 +60,7 @@ def handle(args: argparse.Namespace) -> int:
                           executor=args.executor, scheduler=args.scheduler, progress=not args.quiet,
                           max_points=None if args.yes else BIG_SWEEP,
                           max_seconds=None if args.yes else estimate.LIMIT_SECONDS, allow_large=args.yes,
-                          notify=budget.command_line(args.yes).notify)
+                          notify=budget.command_line(args.yes).notify, search=args.search)
     except KeyboardInterrupt:
         if out.exists():
             print(f"tmasim: finished points are in {out}; run the same command again to resume", file=sys.stderr)
@@ -79,6 +82,8 @@ def summary(frame: Any, seconds: float) -> str:
     info = frame.attrs.get("sweep", {})
     counts = frame["status"].value_counts()
     by_status = ", ".join(f"{counts.get(s, 0)} {s}" for s in ("ok", "invalid", "error"))
+    if counts.get("pruned", 0):
+        by_status += f", {counts['pruned']} pruned by their bounds"
     lines = [f"sweep of {info.get('source')}: {len(frame)} points ({by_status}) in {seconds:.1f} s"]
     if info.get("resumed"):
         lines.append(f"  {info['resumed']} read from an earlier run, {info['computed']} computed now")
@@ -87,7 +92,7 @@ def summary(frame: Any, seconds: float) -> str:
         shown = ", ".join(map(str, skipped[:5])) + (", ..." if len(skipped) > 5 else "")
         lines.append(f"  {len(skipped)} journal line(s) did not parse and were skipped (line {shown}); "
                      "their points ran again")
-    failed = frame[frame["status"] != "ok"]
+    failed = frame[~frame["status"].isin(["ok", "pruned"])]
     if len(failed):
         first = failed.iloc[0]
         lines.append(f"  first failure, point {first['point']}: {first['error']}")

@@ -16,7 +16,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
@@ -149,3 +149,67 @@ def _connect(distributed: Any, scheduler: str) -> Any:
         return distributed.Client(scheduler, timeout="10s")
     except (OSError, TimeoutError, ValueError) as err:
         raise TmasimError(f"--scheduler: cannot reach the Dask scheduler at {scheduler!r} ({err})") from None
+
+
+class Pool:
+    """Workers that take one batch of points at a time, as the caller submits it: what a search
+    needs (tmasim.sweep.search), which decides what to run next from what has finished."""
+
+    def submit(self, points: Sequence[Point]) -> None:
+        raise NotImplementedError
+
+    def next_done(self) -> list[Outcome]:
+        """The outcomes of a submitted batch that has finished (blocks until one has)."""
+        raise NotImplementedError
+
+
+class _InProcess(Pool):
+    def __init__(self, task: Task) -> None:
+        self._task, self._queue = task, list[list[Point]]()
+
+    def submit(self, points: Sequence[Point]) -> None:
+        self._queue.append(list(points))
+
+    def next_done(self) -> list[Outcome]:
+        return evaluate_chunk(self._task, self._queue.pop(0))
+
+
+class _Futures(Pool):
+    """A process pool's or a Dask client's futures; ``wait`` is the library's wait-for-first."""
+
+    def __init__(self, submit: Any, wait: Any, task: Task) -> None:
+        self._submit, self._wait, self._task, self._pending = submit, wait, task, set[Any]()
+
+    def submit(self, points: Sequence[Point]) -> None:
+        self._pending.add(self._submit(evaluate_chunk, self._task, list(points)))
+
+    def next_done(self) -> list[Outcome]:
+        done = next(iter(self._wait(self._pending)))
+        self._pending.discard(done)
+        return _result(done)
+
+    def cancel(self) -> None:
+        for future in self._pending:
+            future.cancel()
+
+
+@contextlib.contextmanager
+def pool(task: Task, *, jobs: int, executor: str, scheduler: str | None) -> Iterator[Pool]:
+    """A :class:`Pool` on the chosen executor (``jobs=1`` locally: this very process)."""
+    if executor == "dask":
+        distributed = _import_distributed()
+        with _dask_client(distributed, scheduler, jobs) as client:
+            futures = _Futures(lambda *a: client.submit(*a, pure=False),
+                               lambda f: distributed.wait(f, return_when="FIRST_COMPLETED").done, task)
+            try:
+                yield futures
+            finally:
+                futures.cancel()
+    elif jobs == 1:
+        yield _InProcess(task)
+    else:
+        processes = ProcessPoolExecutor(max_workers=jobs, initializer=_start_worker, initargs=(os.getpid(),))
+        try:
+            yield _Futures(processes.submit, lambda f: wait(f, return_when=FIRST_COMPLETED).done, task)
+        finally:
+            processes.shutdown(wait=True, cancel_futures=True)

@@ -21,6 +21,7 @@ from tmasim.simulation import simulate
 from tmasim.sweep.spec import Point, point_raw
 
 OK, INVALID, ERROR = "ok", "invalid", "error"
+PRUNED = "pruned"  # not simulated: its lower bound shows it cannot change the answer (tmasim.sweep.search)
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class Outcome:
         """An outcome from a journal line; ``ValueError`` if the line is not one."""
         try:
             status, stats = data["status"], data["stats"]
-            if status not in (OK, INVALID, ERROR) or not isinstance(stats, Mapping):
+            if status not in (OK, INVALID, ERROR, PRUNED) or not isinstance(stats, Mapping):
                 raise ValueError("not an outcome")
             error = data["error"]
             return cls(int(data["point"]), data["seed"], str(status), None if error is None else str(error),
@@ -69,7 +70,7 @@ def evaluate(task: Task, point: Point) -> Outcome:
     seed = None
     try:
         raw = point_raw(task.base_raw, point)
-        seed = _raw_seed(raw)
+        seed = raw_seed(raw)
         scenario = from_dict(raw, task.base_dir)
         seed = scenario.run.seed
         stats = (simulate(scenario, allow_large=True) if task.allow_large else simulate(scenario)).stats
@@ -92,7 +93,7 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())[:500]
 
 
-def _raw_seed(raw: Mapping[str, Any]) -> int | None:
+def raw_seed(raw: Mapping[str, Any]) -> int | None:
     """The seed an invalid point would have run with, when it can be read at all."""
     run = raw.get("run")
     seed = run.get("seed", RunOptions().seed) if isinstance(run, Mapping) else RunOptions().seed

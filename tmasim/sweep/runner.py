@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from tmasim import scenario as scenarios
 from tmasim.errors import TmasimError
-from tmasim.sweep import estimate, lock, table
-from tmasim.sweep.executors import EXECUTORS, started
-from tmasim.sweep.points import Outcome, Task
+from tmasim.sweep import estimate, lock, search, table
+from tmasim.sweep.executors import EXECUTORS, pool, started
+from tmasim.sweep.points import PRUNED, Outcome, Task
 from tmasim.sweep.spec import Point, SweepPlan, plan_sweep, read_base, scenario_name
 from tmasim.sweep.store import SweepStore
 
@@ -29,7 +29,7 @@ def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip
               out: str | Path | None = None, executor: str = "local", scheduler: str | None = None,
               progress: bool = True, max_points: int | None = MAX_POINTS,
               max_seconds: float | None = estimate.LIMIT_SECONDS, allow_large: bool = False,
-              notify: Callable[[str], None] | None = None) -> pd.DataFrame:
+              notify: Callable[[str], None] | None = None, search: bool = False) -> pd.DataFrame:
     """Simulate every point of a sweep and return its table (one row per point, in point order).
 
     ``base`` is a scenario file, a bundled scenario's name or a raw scenario dict; ``overrides``
@@ -49,9 +49,14 @@ def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip
     ``executor="dask"`` without ``scheduler`` starts a local Dask cluster whose workers are
     spawned processes: a script that calls this must guard its entry point with
     ``if __name__ == "__main__":``, as for any spawned multiprocessing.
+
+    ``search=True`` simulates, per problem, only the points whose lower bound leaves them a chance
+    to change the answer (lowest bound first); the others are ``pruned`` rows with their
+    ``bound_ns``, and the answer is the full sweep's (:mod:`tmasim.sweep.search`). A sweep run
+    without it simulates the points an earlier search pruned.
     """
     _check_options(jobs, executor, scheduler)
-    _check_switches(zip_=zip_, progress=progress, allow_large=allow_large)
+    _check_switches(zip_=zip_, progress=progress, allow_large=allow_large, search=search)
     _check_limits(max_points=max_points, max_seconds=max_seconds)
     plan = plan_sweep(base, overrides, vary, zip_, max_points=_grid_limit(out, max_points))
     task = Task(plan.base_raw, plan.base_dir, allow_large=allow_large)
@@ -60,6 +65,8 @@ def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip
         store.check_writable()
     with lock.held(store.lock_path, store.out) if store is not None else contextlib.nullcontext():
         finished = store.load_finished() if store is not None else {}
+        if not search:  # the full grid: what a search pruned runs now
+            finished = {i: o for i, o in finished.items() if o.status != PRUNED}
         resumed = len(finished)
         journalled = store is not None and store.journal_path.exists()
         todo = [point for point in plan.points if point.id not in finished]
@@ -67,14 +74,15 @@ def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip
                                        notify=notify)
         written = False
         try:
-            _run_points(plan, task, todo, finished, store, jobs=jobs, executor=executor, scheduler=scheduler,
-                        progress=progress, point_seconds=point_seconds)
+            run = _search_points if search else _run_points
+            run(plan, task, todo, finished, store, jobs=jobs, executor=executor, scheduler=scheduler,
+                progress=progress, point_seconds=point_seconds)
         finally:
             if store is not None:
                 written = _save_if_changed(store, finished, changed=journalled or len(finished) > resumed)
     frame = table.build(plan, finished)
     frame.attrs["sweep"] = {**_provenance(plan, store), "computed": len(finished) - resumed, "resumed": resumed,
-                            "written": written,
+                            "written": written, "search": search,
                             "journal_lines_skipped": list(store.skipped_lines) if store is not None else []}
     return frame
 
@@ -135,6 +143,30 @@ def _run_points(plan: SweepPlan, task: Task, todo: Sequence[Point], finished: di
                 journal.write_many([outcome.to_json() for outcome in outcomes])
             finished.update((outcome.point, outcome) for outcome in outcomes)
             bar.update(len(outcomes))
+
+
+def _search_points(plan: SweepPlan, task: Task, todo: Sequence[Point], finished: dict[int, Outcome],
+                   store: SweepStore | None, *, jobs: int, executor: str, scheduler: str | None, progress: bool,
+                   point_seconds: float | None = None) -> None:
+    """As :func:`_run_points`, but lowest bound first, up to where no point can change the answer."""
+    if not todo:
+        return
+    found = search.problems(plan, todo, finished, lambda point: search.point_bound(task, point))
+    with contextlib.ExitStack() as stack:
+        journal = stack.enter_context(store.journal()) if store is not None else None
+        workers = stack.enter_context(pool(task, jobs=jobs, executor=executor, scheduler=scheduler))
+        bar = stack.enter_context(_progress_bar(plan, len(finished), progress))
+
+        def done(outcomes: list[Outcome]) -> None:
+            if journal is not None:
+                journal.write_many([outcome.to_json() for outcome in outcomes])
+            finished.update((outcome.point, outcome) for outcome in outcomes)
+            bar.update(len(outcomes))
+
+        search.run(found, workers, jobs, finished, done)
+        rest = search.pruned(found, task)
+        if rest:
+            done(rest)
 
 
 @contextlib.contextmanager

@@ -53,9 +53,10 @@ def figure_name(column: str, varied: Iterable[str]) -> str:
 
 
 def figure_names(outcomes: Iterable[Outcome]) -> list[str]:
-    """Summary figures in the order the simulator gives them (first seen first)."""
+    """Summary figures in the order the simulator gives them (first seen first, ok rows first)."""
     names: dict[str, None] = {}
-    for outcome in outcomes:
+    ordered = sorted(outcomes, key=lambda outcome: outcome.status != "ok")  # a pruned row's bound_ns: in its place
+    for outcome in ordered:
         names.update(dict.fromkeys(k for k in outcome.stats if k not in OUTCOME_COLUMNS))
     return list(names)
 
@@ -121,10 +122,19 @@ def outcomes_from_frame(frame: pd.DataFrame, plan: SweepPlan) -> dict[int, Outco
         point = int(record["point"])
         if point in outcomes:  # a table edited or joined by hand: never two answers for one point
             raise ValueError(f"point {point} appears twice in it")
-        stats = {figure_name(name, varied): clean[name] for name in figures} if clean["status"] == "ok" else {}
+        stats = _stats(clean, figures, varied)
         seed = None if clean["seed"] is None else int(clean["seed"])
         outcomes[point] = Outcome(point, seed, str(clean["status"]), clean["error"], stats)
     return outcomes
+
+
+def _stats(row: Mapping[str, Any], figures: Iterable[str], varied: Iterable[str]) -> dict[str, Any]:
+    """An ok row's figures; a pruned row's bound (tmasim.sweep.search); nothing for the others."""
+    if row["status"] == "ok":
+        return {figure_name(name, varied): row[name] for name in figures}
+    if row["status"] == "pruned":
+        return {"bound_ns": row.get("bound_ns")}
+    return {}
 
 
 def _is_missing(value: Any, pd: Any) -> bool:

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tmasim.errors import ScenarioError
-from tmasim.workloads.attention_bounds import explain, stats, summary_rows
+from tmasim.workloads.attention_bounds import breakdown, explain, stats, summary_rows
 from tmasim.workloads.attention_config import FIELDS, KIND, PROBLEM_FIELDS, AttentionConfig, default_tile, parse
 from tmasim.workloads.attention_pair import plan_pair
 from tmasim.workloads.attention_plan import plan as plan_single
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from tmasim.scenario_parts import ScenarioParts
 
 __all__ = ["FIELDS", "KIND", "PROBLEM_FIELDS", "AttentionConfig", "check", "defaults", "describe", "explain", "parse",
-           "plan",
+           "lower_bound_ns", "plan",
            "plan_size", "stats", "summary_rows", "work_units"]
 
 
@@ -117,6 +117,12 @@ def plan(config: AttentionConfig, scenario: ScenarioParts) -> tuple[Plan, Reside
     if scenario.pipeline.mma_cta_group == 2:
         return plan_pair(config, scenario)
     return plan_single(config, scenario)
+
+
+def lower_bound_ns(config: AttentionConfig, scenario: ScenarioParts) -> float:
+    """The run's ``bound_ns`` (:func:`.attention_bounds.breakdown`), from the plan without running it."""
+    planned, _ = plan(config, scenario)
+    return float(breakdown(config, scenario.gpu, planned, scenario.pipeline.stages)["bound_ns"])
 
 
 def plan_size(config: AttentionConfig, scenario: ScenarioParts) -> tuple[int, int, int]:

@@ -9,6 +9,9 @@ module that implements them, added to the registry in :mod:`tmasim.workloads`.
 is optional and so not in the protocol: ``auto_stages(config, gpu, pipeline)``, what
 ``pipeline.stages = "auto"`` stands for (an object whose ``stages`` is the count; gemm: CUTLASS's
 rule, tmasim.workloads.gemm_stages); a module without it refuses ``"auto"`` with a ScenarioError.
+Another is ``lower_bound_ns(config, scenario)``: a proven lower bound on the run's makespan (ns),
+from the plan alone, never simulating: what ``tmasim sweep --search`` orders and prunes points by
+(tmasim.sweep.search); a module without it has its points all simulated.
 """
 
 from __future__ import annotations

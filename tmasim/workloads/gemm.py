@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from tmasim.scenario_parts import ScenarioParts
 
 __all__ = ["FIELDS", "KIND", "PROBLEM_FIELDS", "GemmConfig", "auto_stages", "check", "describe", "explain", "parse",
-           "plan", "stats", "summary_rows", "work_units"]
+           "lower_bound_ns", "plan", "stats", "summary_rows", "work_units"]
 
 
 def check(config: GemmConfig, scenario: ScenarioParts) -> None:
@@ -178,6 +178,12 @@ def work_units(config: GemmConfig, plan: Plan) -> int:
 def describe(config: GemmConfig) -> str:
     bm, bn, bk = config.tile
     return f"{config.m}x{config.n}x{config.k} {config.dtype} GEMM, tile {bm}x{bn}x{bk}"
+
+
+def lower_bound_ns(config: GemmConfig, scenario: ScenarioParts) -> float:
+    """The run's ``bound_ns`` (:func:`breakdown`), from the plan without running it."""
+    planned, _ = plan(config, scenario)
+    return float(breakdown(config, scenario.gpu, planned, scenario.pipeline.stages)["bound_ns"])
 
 
 def stats(config: GemmConfig, scenario: ScenarioParts, plan: Plan, res: Residency, makespan: int) -> dict[str, Any]:

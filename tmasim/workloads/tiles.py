@@ -157,6 +157,14 @@ def describe(config: TilesConfig) -> str:
     return f"{config.tiles} tiles"
 
 
+def lower_bound_ns(config: TilesConfig, scenario: ScenarioParts) -> float:
+    """The copy engine's transfers go one after another, and so does one consumer's compute: a
+    run takes at least the sum of either (with several consumers, only the transfers')."""
+    t = times(config, scenario.run.seed)
+    compute = sum(t["compute"]) if scenario.pipeline.consumers == 1 else 0
+    return max(sum(t["load"]), compute) / 1000
+
+
 def stats(config: TilesConfig, scenario: ScenarioParts, plan: Plan, res: Residency, makespan: int) -> dict[str, Any]:
     """The no-overlap time, the closed form and the max-plus recurrence where they apply, and
     the steady-state bound per tile with the term that binds."""
