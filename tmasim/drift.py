@@ -18,6 +18,9 @@ from tmasim import fields as read
 from tmasim.errors import ScenarioError
 
 
+MIN_CV = 1e-6  # the smallest latency_cv: a copy of 1 s would vary by a picosecond
+
+
 @dataclass(frozen=True)
 class Drift:
     start: int  # ps: start skews are uniform on [0, start)
@@ -29,6 +32,9 @@ class Drift:
         cv = self.latency_cv
         if isinstance(cv, bool) or not isinstance(cv, (int, float)) or not 0 <= cv <= 1:
             raise ScenarioError("run.drift.latency_cv", cv, "must be a number from 0 to 1 (a coefficient of variation)")
+        if 0 < cv < MIN_CV:  # the latency's gamma has shape 1/cv²: past this it overflows
+            raise ScenarioError("run.drift.latency_cv", cv, f"must be 0 (no noise) or from {MIN_CV:g} to 1: a smaller "
+                                                            "coefficient of variation is no noise at a picosecond")
 
     @property
     def on(self) -> bool:

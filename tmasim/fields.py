@@ -113,6 +113,9 @@ def table(field: str, value: Any) -> Mapping[str, Any]:
     return value
 
 
+MAX_DIGITS = 4300  # Python's limit on reading an integer from text (sys.get_int_max_str_digits)
+
+
 def toml_text(field: str, where: str, text: str) -> dict[str, Any]:
     """TOML text as a table; a UTF-8 byte-order mark is accepted, nesting too deep for the
     parser is an error like any other."""
@@ -124,6 +127,9 @@ def toml_text(field: str, where: str, text: str) -> dict[str, Any]:
         raise ScenarioError(field, where, f"is not valid TOML ({err})") from None
     except RecursionError:
         raise ScenarioError(field, where, "is not valid TOML (nested too deeply)") from None
+    except ValueError:  # Python refuses to read an integer of more than 4300 digits
+        raise ScenarioError(field, where, f"holds a number of more than {MAX_DIGITS} digits, which no field "
+                                          "takes") from None
 
 
 def is_file(path: Any) -> bool:

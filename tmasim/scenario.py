@@ -201,6 +201,9 @@ def parse_value(text: str) -> Any:
         return text
     except RecursionError:
         raise ScenarioError("--set", text[:60], "is nested too deeply to read as TOML") from None
+    except ValueError:  # Python refuses to read an integer of more than 4300 digits
+        raise ScenarioError("--set", f"{text[:20]}... ({len(text):,} characters)",
+                            "is a number of more than 4300 digits, which no field takes") from None
 
 
 MAX_FIELD_DEPTH = 16

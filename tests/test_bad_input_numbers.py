@@ -1,0 +1,49 @@
+"""Numbers Python or numpy cannot take are one-line errors, exit 2, never a traceback: integers of
+more than 4,300 digits from --set, --vary, a scenario file or the API, and a latency noise so
+small its gamma overflows."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import tmasim
+
+HUGE = "9" * 5000
+
+
+def tmasim_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tmasim", *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("args", [
+    ("run", "reference", "--set", f"workload.tiles={HUGE}"),
+    ("sweep", "reference", "--vary", f"workload.tiles=3,{HUGE}", "--out", "never.csv"),
+    ("run", "reference", "--set", "run.drift={latency_cv=1e-160}"),
+])
+def test_the_command_line_says_so_in_one_line(args, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    done = tmasim_cli(*args)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "4300 digits" in done.stderr or "run.drift.latency_cv: 1e-160 must be 0 (no noise) or from" in done.stderr
+    assert not (tmp_path / "never.csv").exists()
+
+
+def test_a_scenario_file_with_a_huge_integer_names_the_file(tmp_path):
+    path = tmp_path / "big.toml"
+    path.write_text(f'name = "big"\ngpu = "ideal"\n[workload]\nkind = "tiles"\ntiles = {HUGE}\n'
+                    'load = "1 us"\ncompute = "1 us"\n[pipeline]\nstages = 2\n')
+    done = tmasim_cli("run", str(path))
+    assert done.returncode == 2 and "holds a number of more than 4300 digits" in done.stderr
+    assert str(path) in done.stderr
+
+
+def test_the_api_raises_the_packages_error():
+    with pytest.raises(tmasim.ScenarioError, match="more than 4300 digits"):
+        tmasim.load_scenario("reference", [f"workload.tiles={HUGE}"])
+    with pytest.raises(tmasim.ScenarioError, match="latency_cv"):
+        tmasim.load_scenario("reference", ["run.drift={latency_cv=1e-160}"])
+    assert tmasim.load_scenario("reference", ["run.drift={latency_cv=1e-6}"]).run.drift.latency_cv == 1e-6
