@@ -47,3 +47,20 @@ def test_the_api_raises_the_packages_error():
     with pytest.raises(tmasim.ScenarioError, match="latency_cv"):
         tmasim.load_scenario("reference", ["run.drift={latency_cv=1e-160}"])
     assert tmasim.load_scenario("reference", ["run.drift={latency_cv=1e-6}"]).run.drift.latency_cv == 1e-6
+
+
+def test_a_scenario_file_nested_thousands_deep_is_one_line(tmp_path):
+    path = tmp_path / "deep.toml"
+    path.write_text('name = "x"\n' + ".".join(["a"] * 3000) + " = 1\n")
+    done = tmasim_cli("run", str(path))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "nests tables 3,000 deep, where no scenario field is deeper than 16" in done.stderr
+
+
+def test_plot_into_a_folder_is_one_line(tmp_path):
+    run = tmp_path / "run"
+    assert tmasim_cli("run", "reference", "--out", str(run)).returncode == 0
+    for folder in (".", str(tmp_path)):
+        done = subprocess.run([sys.executable, "-m", "tmasim", "plot", str(run), "--out", folder], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and "is a folder: name the figure's file" in done.stderr, done.stderr

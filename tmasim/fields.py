@@ -122,7 +122,7 @@ def toml_text(field: str, where: str, text: str) -> dict[str, Any]:
     import tomllib
 
     try:
-        return tomllib.loads(text.removeprefix("\ufeff"))
+        table = tomllib.loads(text.removeprefix("\ufeff"))
     except tomllib.TOMLDecodeError as err:
         raise ScenarioError(field, where, f"is not valid TOML ({err})") from None
     except RecursionError:
@@ -130,6 +130,27 @@ def toml_text(field: str, where: str, text: str) -> dict[str, Any]:
     except ValueError:  # Python refuses to read an integer of more than 4300 digits
         raise ScenarioError(field, where, f"holds a number of more than {MAX_DIGITS} digits, which no field "
                                           "takes") from None
+    depth = _depth(table)
+    if depth > MAX_TOML_DEPTH:  # no scenario nests this deep; copying such a table would exhaust the stack
+        raise ScenarioError(field, where, f"nests tables {depth:,} deep, where no scenario field is deeper than "
+                                          f"{MAX_TOML_DEPTH}")
+    return table
+
+
+MAX_TOML_DEPTH = 16
+
+
+def _depth(value: Any) -> int:
+    """How deep tables and lists nest in ``value`` (counted without recursion)."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if isinstance(item, Mapping):
+            stack.extend((v, level + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, level + 1) for v in item)
+    return deepest
 
 
 def is_file(path: Any) -> bool:

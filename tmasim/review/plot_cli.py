@@ -149,6 +149,8 @@ def check_figure_paths(out: Path, *, svg: bool) -> None:
     """Before the figure is drawn: the PNG (or SVG) and, with --svg, the SVG beside it."""
     from tmasim.outputs import check_file
 
+    if not out.name or out.name in (".", "..") or out.is_dir():
+        raise TmasimError(f"--out: {str(out)!r} is a folder: name the figure's file (e.g. {out / 'figure.png'})")
     out = out if out.suffix else out.with_name(out.name + ".png")
     check_file("--out", out)
     if svg and out.suffix.lower() != ".svg":
