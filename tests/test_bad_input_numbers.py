@@ -64,3 +64,18 @@ def test_plot_into_a_folder_is_one_line(tmp_path):
         done = subprocess.run([sys.executable, "-m", "tmasim", "plot", str(run), "--out", folder], cwd=tmp_path,
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 2 and "is a folder: name the figure's file" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("makespan", ["fast", None, float("nan"), float("inf"), -1.0, 0, True])
+def test_a_journal_line_whose_ok_row_has_no_time_is_not_folded_in(makespan):
+    """A damaged journal line is skipped (its point runs again), never read as a finished point."""
+    from tmasim.sweep.points import Outcome
+    from tmasim.sweep.store import _outcome_or_none
+
+    record = {"point": 3, "seed": None, "status": "ok", "error": None, "stats": {"makespan_ns": makespan}}
+    assert _outcome_or_none(record) is None
+    with pytest.raises(ValueError):
+        Outcome.from_json(record)
+    good = {**record, "stats": {"makespan_ns": 23000.0}}
+    assert Outcome.from_json(good).stats["makespan_ns"] == 23000.0
+    assert _outcome_or_none({**record, "status": "error", "stats": {}}) is not None  # errors carry no time

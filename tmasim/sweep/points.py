@@ -10,6 +10,8 @@ with its type and message): one point never stops the sweep.
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,11 +56,18 @@ class Outcome:
             status, stats = data["status"], data["stats"]
             if status not in (OK, INVALID, ERROR, PRUNED) or not isinstance(stats, Mapping):
                 raise ValueError("not an outcome")
+            if status == OK and not _a_time(stats.get("makespan_ns")):  # empty, NaN, text: not a run's time
+                raise ValueError("an ok outcome without a time")
             error = data["error"]
             return cls(int(data["point"]), data["seed"], str(status), None if error is None else str(error),
                        dict(stats))
         except (KeyError, TypeError) as err:
             raise ValueError(f"not an outcome ({err})") from None
+
+
+def _a_time(value: Any) -> bool:
+    """Whether a journal's ``makespan_ns`` is a run's time: a finite number above zero."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
 def evaluate_chunk(task: Task, chunk: Sequence[Point]) -> list[Outcome]:
