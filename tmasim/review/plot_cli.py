@@ -150,7 +150,8 @@ def check_figure_paths(out: Path, *, svg: bool) -> None:
     from tmasim.outputs import check_file
 
     if not out.name or out.name in (".", "..") or out.is_dir():
-        raise TmasimError(f"--out: {str(out)!r} is a folder: name the figure's file (e.g. {out / 'figure.png'})")
+        check_file("--out", out)  # a folder, refused as every --out refuses one
+        raise TmasimError(f"--out: {str(out)!r} is a directory: name the figure's file (e.g. {out / 'figure.png'})")
     out = out if out.suffix else out.with_name(out.name + ".png")
     check_file("--out", out)
     if svg and out.suffix.lower() != ".svg":
