@@ -21,10 +21,10 @@ from tmasim.validation import wholechip
 
 def timed(row: wholechip.Row) -> tuple[float, float]:
     """(predicted seconds, CPU seconds) of one run."""
-    from tmasim.validation.pipelines import _simulate
+    from tmasim.validation.pipelines import predicted_seconds
 
     start = time.process_time()
-    predicted = _simulate(wholechip.SCENARIO, wholechip.overrides(row))
+    predicted = predicted_seconds(wholechip.SCENARIO, wholechip.overrides(row))
     return predicted, time.process_time() - start
 
 

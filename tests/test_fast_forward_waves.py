@@ -14,7 +14,6 @@ from test_fast_forward import both
 from test_record_shift import both as records_both
 
 
-
 def grid(sms: int, rows: int, columns: int, k: int, stages: int = 4, **pipeline: Any) -> dict[str, Any]:
     """rows x columns tiles of 128 x 128, one CTA each, on ``sms`` SMs: waves of ``sms`` CTAs."""
     return {"name": "ff-waves", "gpu": {"preset": "h100-sxm", "sms": sms, "gpc_sms": [sms]},

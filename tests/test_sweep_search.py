@@ -46,7 +46,8 @@ def test_a_search_gives_the_full_sweeps_answer_from_fewer_simulations(tmp_path, 
     found = _sweep(grid, out=tmp_path / f"search{suffix}", search=True)
     assert answer.answer_lines(found) == answer.answer_lines(full)
     assert len(found) == len(full) and 0 < len(_pruned(found)) < len(found)
-    again = pd.read_csv(tmp_path / f"search{suffix}") if suffix == ".csv" else pd.read_parquet(tmp_path / f"search{suffix}")
+    path = tmp_path / f"search{suffix}"
+    again = pd.read_csv(path) if suffix == ".csv" else pd.read_parquet(path)
     assert (again["status"] == "pruned").sum() == len(_pruned(found))
 
 
@@ -107,7 +108,8 @@ def test_a_finished_search_rerun_computes_nothing_and_without_search_runs_what_i
     assert out.read_bytes() == before and again.attrs["sweep"]["computed"] == 0
     whole = _sweep("gemm stages x tiles", out=out)
     assert whole.attrs["sweep"]["computed"] == len(_pruned(found)) and (whole["status"] == "ok").all()
-    pd.testing.assert_frame_equal(whole[["point", "makespan_ns"]], _sweep("gemm stages x tiles")[["point", "makespan_ns"]])
+    columns = ["point", "makespan_ns"]
+    pd.testing.assert_frame_equal(whole[columns], _sweep("gemm stages x tiles")[columns])
 
 
 def test_two_processes_give_the_same_answer():

@@ -9,8 +9,8 @@ import logging
 import os
 import subprocess
 import sys
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest

@@ -24,7 +24,8 @@ def gemms(draw):  # type: ignore[no-untyped-def]
 def attentions(draw):  # type: ignore[no-untyped-def]
     q, kv = draw(st.integers(1, 400)), draw(st.integers(1, 400))
     return "attention-h100", [f"workload.seqlen_q={q}", f"workload.seqlen_kv={kv}", "workload.batch=1",
-                              f"workload.heads={draw(st.integers(1, 3))}", f"workload.causal={str(draw(st.booleans())).lower()}",
+                              f"workload.heads={draw(st.integers(1, 3))}",
+                              f"workload.causal={str(draw(st.booleans())).lower()}",
                               f"workload.launch={draw(LAUNCH)}"]
 
 
@@ -36,8 +37,10 @@ def streams(draw):  # type: ignore[no-untyped-def]
 
 @st.composite
 def tiles(draw):  # type: ignore[no-untyped-def]
-    return "reference", [f"workload.tiles={draw(st.integers(1, 12))}", f"workload.load=\"{draw(st.integers(1, 9))} us\"",
-                         f"workload.compute=\"{draw(st.integers(1, 9))} us\"", f"pipeline.stages={draw(st.integers(1, 4))}"]
+    return "reference", [f"workload.tiles={draw(st.integers(1, 12))}",
+                         f"workload.load=\"{draw(st.integers(1, 9))} us\"",
+                         f"workload.compute=\"{draw(st.integers(1, 9))} us\"",
+                         f"pipeline.stages={draw(st.integers(1, 4))}"]
 
 
 @settings(max_examples=25, deadline=None)

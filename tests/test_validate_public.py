@@ -119,7 +119,7 @@ def test_the_readme_quotes_the_committed_figures():
 def test_without_the_repositorys_tables_validate_public_is_a_one_line_error(monkeypatch, tmp_path, capsys) -> None:
     """An installed package has no validation/ folder: say where the tables were looked for."""
     from tmasim.cli import main
-    from tmasim.validation import pipelines, wholechip
+    from tmasim.validation import pipelines
 
     monkeypatch.setattr(pipelines, "PUBLIC", tmp_path / "validation" / "public")
     assert main(["validate", "public"]) == 2

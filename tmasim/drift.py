@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from tmasim import fields as read
 from tmasim.errors import ScenarioError
 
-
 MIN_CV = 1e-6  # the smallest latency_cv: a copy of 1 s would vary by a picosecond
 
 

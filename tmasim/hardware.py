@@ -192,7 +192,8 @@ _FIELDS: dict[str, tuple[str, str]] = {
                                        "CTAs (with cluster_l2_coalescing); 0 B: every one merges (tmasim.l2_merge)"),
     "exp_per_clock": ("int", "exponentials (MUFU ex2) per clock per SM: attention's softmax"),
     "pair_writes_overlap": ("bool", "a 2-SM MMA pair's TMA writes use the shared-memory time its MMAs' operand "
-                                    "reads leave idle, before the k-step's smem_write_bandwidth time (tmasim.operands)"),
+                                    "reads leave idle, before the k-step's smem_write_bandwidth time "
+                                    "(tmasim.operands)"),
     "epilogue_subtile_time": ("time", "per C sub-tile of an epilogue that drains a Tensor Memory accumulator (TMEM "
                                       "load, convert, SMEM write, TMA store issue); the epilogue warps overlap the "
                                       "next tile's mainloop (two accumulators), so only what exceeds it delays the "

@@ -15,7 +15,6 @@ from typing import Any
 
 from tmasim.errors import TmasimError
 
-
 # Compression that a file name's last suffix asks for but no writer here implements.
 UNSUPPORTED_COMPRESSION = (".bz2", ".xz", ".lzma", ".zst", ".zstd", ".zip", ".7z", ".lz4", ".lz", ".br", ".z",
                            ".tgz", ".tar")

@@ -137,7 +137,7 @@ def block(config: Any, index: int = 0) -> tuple[int, int, int]:
     if not isinstance(kwargs, Mapping):
         raise ScenarioError(f"configs[{index}]", config, "must have a kwargs dict (as triton.Config)")
     sizes = []
-    for dim, keys in BLOCK_KEYS.items():
+    for keys in BLOCK_KEYS.values():
         found = [kwargs[key] for key in keys if key in kwargs]
         if not found:
             raise ScenarioError(f"configs[{index}].kwargs", dict(kwargs), f"lacks {' or '.join(keys)} (a matmul's "
@@ -184,7 +184,7 @@ def settings(config: Any, target: Target | None = None, index: int = 0) -> dict[
     return fields
 
 
-def _raw(target: Target, shape: tuple[int, int, int], fields: Mapping[str, Any] = ()) -> dict[str, Any]:
+def _raw(target: Target, shape: tuple[int, int, int], fields: Mapping[str, Any] | None = None) -> dict[str, Any]:
     from tmasim.scenario import apply_overrides
 
     m, n, k = shape
@@ -194,7 +194,7 @@ def _raw(target: Target, shape: tuple[int, int, int], fields: Mapping[str, Any] 
         workload["out_dtype"] = target.out_dtype
     raw = {"name": "triton-matmul", "description": f"a Triton matmul config, {m}x{n}x{k} {target.dtype}",
            "gpu": target.gpu, "workload": workload, "run": {"records": False}}
-    return apply_overrides(raw, {**dict(fields), **dict(target.overrides)})
+    return apply_overrides(raw, {**dict(fields or {}), **dict(target.overrides)})
 
 
 def _outcome(config: Any, index: int, shape: tuple[int, int, int], target: Target,

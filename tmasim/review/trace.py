@@ -486,7 +486,6 @@ TRACE_SUFFIXES = (".json", ".json.gz")  # plain JSON under any other name; gzip 
 def write_chrome_trace(result: Result, path: str | Path, *, counters: pd.DataFrame | None = None) -> Path:
     """Write a run's trace as JSON (gzip-compressed when ``path`` ends in ``.gz``); returns the path."""
     from tmasim.errors import TmasimError
-
     from tmasim.outputs import check_suffix
 
     check_suffix("--trace", Path(path), TRACE_SUFFIXES)

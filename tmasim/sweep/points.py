@@ -11,7 +11,6 @@ with its type and message): one point never stops the sweep.
 from __future__ import annotations
 
 import math
-
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path

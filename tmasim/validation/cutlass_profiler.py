@@ -57,7 +57,8 @@ def read(path: str | Path) -> tuple[list[Row], list[str]]:
         raise TmasimError(f"validate cutlass-profiler: {str(path)!r} is empty (expected the profiler's CSV header)")
     header_line, header = numbered[0][0], [h.strip() for h in numbered[0][1]]
     _check_header(header_line, header)
-    rows, skipped = [], {}
+    rows: list[Any] = []
+    skipped: dict[str, int] = {}
     for number, cells in numbered[1:]:
         row, why = _row(number, header, cells)
         if row is None:

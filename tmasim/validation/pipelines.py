@@ -113,13 +113,15 @@ def predict(table: Table, points: Sequence[Point], jobs: int = 1, extra: Sequenc
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(jobs) as pool:
-            times = list(pool.map(_simulate, [table.scenario] * len(points), overrides, chunksize=4))
+            times = list(pool.map(predicted_seconds, [table.scenario] * len(points), overrides, chunksize=4))
     else:
-        times = [_simulate(table.scenario, o) for o in overrides]
+        times = [predicted_seconds(table.scenario, o) for o in overrides]
     return [Point(p.config, p.stages, p.measured, p.overrides, t) for p, t in zip(points, times, strict=True)]
 
 
-def _simulate(scenario: str, overrides: Sequence[str]) -> float:
+def predicted_seconds(scenario: str, overrides: Sequence[str]) -> float:
+    """The model's time for one table row (the scenario with its overrides); ``inf`` where the
+    model refuses the row (a scenario error)."""
     from tmasim.errors import ScenarioError
     from tmasim.scenario import load
     from tmasim.simulation import simulate

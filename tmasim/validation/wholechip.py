@@ -129,16 +129,16 @@ def held_out(families: Sequence[str], seed: int = SPLIT_SEED, count: int = HOLDO
 
 def predict(found: Sequence[Row], jobs: int = 1, extra: Sequence[str] = ()) -> list[Row]:
     """Each row with the model's time (seconds); a row the model refuses predicts ``inf``."""
-    from tmasim.validation.pipelines import _simulate
+    from tmasim.validation.pipelines import predicted_seconds
 
     sets = [overrides(r) + tuple(extra) for r in found]
     if jobs > 1:
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(jobs) as pool:
-            times = list(pool.map(_simulate, [SCENARIO] * len(found), sets, chunksize=2))
+            times = list(pool.map(predicted_seconds, [SCENARIO] * len(found), sets, chunksize=2))
     else:
-        times = [_simulate(SCENARIO, s) for s in sets]
+        times = [predicted_seconds(SCENARIO, s) for s in sets]
     return [replace(r, predicted=t) for r, t in zip(found, times, strict=True)]
 
 

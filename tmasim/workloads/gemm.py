@@ -105,7 +105,7 @@ def plan(config: GemmConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
     far = _far_latency(gpu, layout)
     merged = merge_factors(gpu, setup, placement, coords, concurrent, stages * (layout.a.stage_bytes + b_stage),
                            (config.tiles_m, config.tiles_n))
-    cache: dict[tuple[int, int, float, float, int, float, float], Unit] = {}
+    cache: dict[tuple[object, ...], Unit] = {}
     units = []
     for index, ((row, col), (fa, fb), (ma, mb)) in enumerate(zip(coords, fractions, merged, strict=True)):
         rank = index % size
@@ -183,7 +183,9 @@ def describe(config: GemmConfig) -> str:
 def lower_bound_ns(config: GemmConfig, scenario: ScenarioParts) -> float:
     """The run's ``bound_ns`` (:func:`breakdown`), from the plan without running it."""
     planned, _ = plan(config, scenario)
-    return float(breakdown(config, scenario.gpu, planned, scenario.pipeline.stages)["bound_ns"])
+    bound = breakdown(config, scenario.gpu, planned, scenario.pipeline.stages)["bound_ns"]
+    assert isinstance(bound, (int, float))
+    return float(bound)
 
 
 def stats(config: GemmConfig, scenario: ScenarioParts, plan: Plan, res: Residency, makespan: int) -> dict[str, Any]:

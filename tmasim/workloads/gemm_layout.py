@@ -149,13 +149,12 @@ def _raster(tm: int, tn: int, raster: str, group: int) -> list[tuple[int, int]]:
 
 
 def hbm_fractions(config: GemmConfig, coords: Sequence[tuple[int, int]], concurrent: int,
-                  l2_size: int, miss: Callable[[float], float] | None = None,
+                  l2_size: int, miss: Callable[[float], float],
                   in_flight: tuple[float, float] = (0.0, 0.0)) -> list[tuple[float, float]]:
     """Per output tile, the share of its A and B box bytes that come from HBM (see module doc).
 
     ``miss``: the share of a panel that misses when it is read again after ``distance`` bytes of
-    other panels were read (L2's capacity, :func:`tmasim.l2.miss_fraction`); without it, a panel
-    read again misses only if A and B together exceed ``l2_size``. ``in_flight``: the bytes of
+    other panels were read (L2's capacity, :func:`tmasim.l2.miss_fraction`). ``in_flight``: the bytes of
     one A and one B panel a wave's CTAs hold in their stages while they read it in step; where L2
     cannot hold the wave's panels' share (a GPU with a small L2, or none), its CTAs cannot share
     their reads and that part of each read comes from HBM."""
@@ -165,8 +164,6 @@ def hbm_fractions(config: GemmConfig, coords: Sequence[tuple[int, int]], concurr
     fits = layout.a.tensor_bytes + layout.b.tensor_bytes <= l2_size
     if fits and config.warm_l2:  # an earlier run (a benchmark's warm-up) left A and B in L2
         return [(0.0, 0.0)] * len(coords)
-    if miss is None:
-        miss = (lambda distance: 0.0) if fits else (lambda distance: 1.0)
     a_panel = layout.a.tensor_bytes / config.tiles_m  # one row-panel of A: BM rows x K
     b_panel = layout.b.tensor_bytes / config.tiles_n
     reuse = ReuseDistance()
@@ -177,11 +174,10 @@ def hbm_fractions(config: GemmConfig, coords: Sequence[tuple[int, int]], concurr
         # only panels inside the problem miss, spread over the tiles that read them.
         rows = [r for r, _ in wave if r < config.tiles_m]
         cols = [c for _, c in wave if c < config.tiles_n]
-        panels = [(("a", r), a_panel) for r in dict.fromkeys(rows)] + [(("b", c), b_panel) for c in dict.fromkeys(cols)]
-        misses = reuse.wave(panels, miss)
-        a_miss = sum(m for (name, _), m in misses.items() if name == "a")
-        b_miss = sum(m for (name, _), m in misses.items() if name == "b")
-        window = sum(in_flight[0] if name == "a" else in_flight[1] for (name, _), _ in panels)
+        a_keys, b_keys = [("a", r) for r in dict.fromkeys(rows)], [("b", c) for c in dict.fromkeys(cols)]
+        misses = reuse.wave([(k, a_panel) for k in a_keys] + [(k, b_panel) for k in b_keys], miss)
+        a_miss, b_miss = sum(misses[k] for k in a_keys), sum(misses[k] for k in b_keys)
+        window = len(a_keys) * in_flight[0] + len(b_keys) * in_flight[1]
         unshared = max(0.0, 1.0 - l2_size / window) if window else 0.0
         a_share, b_share = a_miss / max(1, len(rows)), b_miss / max(1, len(cols))
         result += [(a_share + (1.0 - a_share) * unshared, b_share + (1.0 - b_share) * unshared)] * len(wave)
