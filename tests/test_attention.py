@@ -140,18 +140,18 @@ def test_pingpong_hides_the_softmax_in_closed_form(exp_per_clock):
 def test_equal_softmax_and_gemm_times_pingpong_nearly_halves_the_block():
     """A warpgroup's softmax pipes as long as its two GEMMs (m - lead = 2g): cooperative takes
     2·(2g) + the pair's softmax a block, ping-pong 2g + m (one lead, the row max, exposed)."""
-    gpu = {"preset": "ideal", "exp_per_clock": 4, "fp32_per_clock": 128, "clock": "1 GHz",
-           "tensor_flops": {"bf16": "268.2403100775194 TFLOP/s"}}
-    # 64 rows x 128 keys: 8192 exponentials, and 64 more for the rows' rescale factors, at 4 a
-    # clock = 2064 cycles; before them the row max, 8192 FMNMX at 64 a clock and two shuffle
-    # rounds: 188 cycles of lead. One GEMM of 2 x 64 x 128 x 128 FLOP at 268.24 TFLOP/s over
-    # 132 SMs takes g = 1.032 us.
+    gpu = {"preset": "ideal", "exp_per_clock": 4, "fp32_per_clock": 128, "minmax_per_clock": 64,
+           "shuffle_latency": "30 cycles", "clock": "1 GHz", "tensor_flops": {"bf16": "262.144 TFLOP/s"}}
+    # 64 rows x 128 keys: 8192 exponentials, and 256 more for the rows' rescale factors (each of a
+    # row's four threads), at 4 a clock = 2112 cycles; before them the row max, 8192 FMNMX and 512
+    # of the all-reduce at 64 a clock and two shuffle rounds of 30 cycles: 196 cycles of lead. One
+    # GEMM of 2 x 64 x 128 x 128 FLOP at 262.144 TFLOP/s over 132 SMs takes g = 1.056 us.
     make = {mode: (lambda mode=mode, **w: scenario(gpu=gpu, pipeline={"consumer_mode": mode},
                                                    softmax_overlap=False, seqlen_q=128, heads=1, launch="grid",
                                                    **w)) for mode in ("pingpong", "cooperative")}
     block = plan_scenario(make["pingpong"]())[0].programs[0].block(0)
     g, m = block.qk.occupancy, (block.softmax + block.correction).time
-    assert (block.softmax.lead, block.softmax.exp) == (188_000, 2_064_000)
+    assert (block.softmax.lead, block.softmax.xu) == (196_000, 2_112_000)
     assert m - block.softmax.lead - block.correction.lead == 2 * g  # the FP32 work (and the rescale) runs beside
     pair = plan_scenario(make["cooperative"]())[0].programs[0].block(0)
     assert _period(make["cooperative"], 8) == 2 * pair.qk.occupancy + (pair.softmax + pair.correction).time
@@ -277,8 +277,13 @@ def test_blackwell_keeps_s_and_o_in_tensor_memory():
     assert "needs 768 TMEM columns (2 Q tile(s) x (S 128 + O 256), fp32)" in str(err.value)
     with pytest.raises(ScenarioError, match="over the 128 lanes of Tensor Memory"):
         plan_scenario(scenarios.load("attention-b200", ["pipeline.consumer_mode=cooperative"]))
-    stats = simulate(s).stats
-    assert stats["binding"] == "exponentials"  # the tensor cores doubled, the exponential units did not
+    # The tensor cores doubled, the exponential units did not: with every exponential on them they
+    # bind; FA4 moves a share to an FMA polynomial (workload.exp_emulated, 0.2 by default), and then
+    # the tensor cores do.
+    assert simulate(s).stats["binding"] == "compute"
+    all_on_mufu = scenarios.load("attention-b200", ["workload.batch=1", "workload.heads=2", "workload.seqlen_q=1024",
+                                                    "workload.exp_emulated=0"])
+    assert simulate(all_on_mufu).stats["binding"] == "exponentials"
 
 
 @pytest.mark.parametrize("changes", [{}, {"pipeline.consumer_mode": "cooperative"},

@@ -121,8 +121,9 @@ def test_hopper_converts_p_after_the_previous_pv():
 
     hopper = first_block(_plain(128))
     assert hopper.early is not None and hopper.convert.time > 0
-    assert hopper.early.exp == hopper.softmax.exp and hopper.early.lead == hopper.softmax.lead
-    assert hopper.early.fp32 < hopper.softmax.fp32  # the F2FP issue and conversion left the softmax job
+    assert hopper.early.xu == hopper.softmax.xu and hopper.early.lead == hopper.softmax.lead
+    assert hopper.early.alu < hopper.softmax.alu  # the F2FP (on the ALU) left the softmax job
+    assert hopper.early.issue < hopper.softmax.issue  # and its issue slots
     serial = first_block(_no_overlap(128))
     assert serial.early is None and serial.convert.time == 0
 

@@ -73,6 +73,16 @@ class GpuSpec:
     power_limited_clock: float = 0.0  # Hz, what dense kernels were measured to sustain at the power limit; 0: none
     exp_per_clock: int = 0  # exponentials (MUFU ex2) per clock per SM; 0: not given (attention refuses)
     fp32_per_clock: int = 0  # FP32 FMA results per clock per SM; 0: not given
+    # attention's softmax as instructions on the SM's pipes (tmasim.workloads.attention_softmax); 0: not charged
+    minmax_per_clock: int = 0  # FMNMX per clock per SM (ALU)
+    convert_per_clock: int = 0  # F2FP.PACK_AB (two 16-bit results each) per clock per SM
+    convert_pipe: str = "alu"  # the pipe F2FP.PACK_AB runs on: "alu" or "xu" (the multi-function unit's)
+    shuffle_per_clock: int = 0  # SHFL per clock per SM
+    issue_per_clock: int = 0  # thread instructions the warp schedulers issue per clock per SM
+    fp32_latency: int = 0  # ps from a dependent FFMA/FADD/FMUL's issue to its result
+    minmax_latency: int = 0  # the same for FMNMX
+    exp_latency: int = 0  # the same for MUFU.EX2
+    shuffle_latency: int = 0  # the same for SHFL (a round of a warp all-reduce)
     tma_transfer_lanes: int = 1  # copies the TMA unit streams at once, each at its own request pace
     smem_write_bandwidth: float | None = None  # TMA writes after a k-step's MMAs; None: shared (tmasim.operands)
     pair_writes_overlap: bool = False  # a 2-SM pair's TMA writes use the SMEM time its MMAs' reads leave idle
@@ -92,6 +102,9 @@ class GpuSpec:
             raise ScenarioError("gpu.smem_per_cta", fmt.size(self.smem_per_cta),
                                 f"must be <= gpu.smem_per_sm ({fmt.size(self.smem_per_sm)}): "
                                 "a CTA cannot use more shared memory than its SM has")
+        if self.convert_pipe not in CONVERT_PIPES:
+            raise ScenarioError("gpu.convert_pipe", self.convert_pipe,
+                                f"must be one of {', '.join(CONVERT_PIPES)} (the pipe F2FP.PACK_AB runs on)")
         if self.mma is not None and not isinstance(self.mma, MmaSpec):
             raise ScenarioError("gpu.mma", self.mma, "must be an MMA instruction table (tmasim.mma.MmaSpec)")
         if not isinstance(self.gpc_sms, tuple):
@@ -202,7 +215,22 @@ _FIELDS: dict[str, tuple[str, str]] = {
                                 "(barrier init, TMEM allocation, descriptor fetch) and the kernel's end; added to "
                                 "the makespan"),
     "fp32_per_clock": ("int", "FP32 fused multiply-adds per clock per SM: attention's softmax"),
+    "minmax_per_clock": ("int", "FMNMX (fp32 max) per clock per SM, on the ALU: the softmax's row max; not "
+                                "stated: not charged"),
+    "convert_per_clock": ("int", "F2FP.PACK_AB (two fp32 to a packed 16-bit pair) per clock per SM: the "
+                                 "conversion of P; not stated: not charged"),
+    "convert_pipe": ("text", "the pipe F2FP.PACK_AB runs on: alu (as on Ampere) or xu (beside the "
+                             "exponentials)"),
+    "shuffle_per_clock": ("int", "SHFL per clock per SM: the row max's all-reduce; not stated: not charged"),
+    "issue_per_clock": ("int", "thread instructions the SM's warp schedulers issue per clock (4 schedulers x "
+                               "one warp instruction of 32): every softmax instruction takes a slot, shared "
+                               "with the other warpgroups; not stated: no issue limit"),
+    "fp32_latency": ("time", "a dependent FFMA, FADD or FMUL: the softmax's serial row-sum chain"),
+    "minmax_latency": ("time", "a dependent FMNMX: the softmax's serial row-max chain"),
+    "exp_latency": ("time", "a dependent MUFU.EX2: the last exponential before the row sum ends"),
+    "shuffle_latency": ("time", "a SHFL round of the row max's all-reduce"),
 }
+CONVERT_PIPES = ("alu", "xu")
 MMA = "mma"  # optional section: the MMA instruction table (tmasim.mma)
 # Optional fields (a preset written before clusters were modelled still loads): their defaults.
 _OPTIONAL: dict[str, Any] = {"tma_request_time": "0 ns", "hbm_request_overhead": "0 B", "boost_clock": None,
@@ -213,7 +241,10 @@ _OPTIONAL: dict[str, Any] = {"tma_request_time": "0 ns", "hbm_request_overhead":
                              "exp_per_clock": None, "fp32_per_clock": None, "smem_write_bandwidth": None,
                              "l2_far_fit_size": "0 B", "l2_far_latency": "0 ns",
                              "copy_latency_per_kib_in_flight": "0 ns", "pair_writes_overlap": False,
-                             "launch_overhead": "0 ns", "epilogue_subtile_time": "0 ns"}
+                             "launch_overhead": "0 ns", "epilogue_subtile_time": "0 ns",
+                             "minmax_per_clock": None, "convert_per_clock": None, "convert_pipe": "alu",
+                             "shuffle_per_clock": None, "issue_per_clock": None, "fp32_latency": "0 ns",
+                             "minmax_latency": "0 ns", "exp_latency": "0 ns", "shuffle_latency": "0 ns"}
 _UNSET_ALLOWED = {"smem_write_bandwidth"}  # None is a value: the mechanism is off
 _ZERO_UNSTATED = {"boost_clock", "power_limited_clock"}  # 0 Hz: the preset does not state it
 POWER_LIMITED = "power-limited"  # gpu.clock's keyword: run at the preset's power_limited_clock
@@ -318,7 +349,8 @@ def _from_raw(raw: Mapping[str, Any], where: str) -> GpuSpec:
 _INT_LIMITS = {"sms": (1, 4096), "max_ctas_per_sm": (1, 1024), "max_threads_per_sm": (1, 2**16),
                "tma_max_in_flight": (0, 2**20), "max_cluster_size": (1, 64), "max_cluster_size_opt_in": (1, 64),
                "max_mma_cta_group": (1, 2), "tma_transfer_lanes": (1, 64), "exp_per_clock": (0, 2**16),
-               "fp32_per_clock": (0, 2**16)}
+               "fp32_per_clock": (0, 2**16), "minmax_per_clock": (0, 2**16), "convert_per_clock": (0, 2**16),
+               "shuffle_per_clock": (0, 2**16), "issue_per_clock": (0, 2**16)}
 
 
 MIN_BANDWIDTH = 1e-12  # bytes per ps: 1 B/s; slower, one byte would take longer than any typed time

@@ -273,6 +273,20 @@ def _record_open_waits(ctas: list[Cta], now: float) -> None:
             record(now)
 
 
+def _vector_stats(chip: Chip, sms_used: int, makespan: int) -> dict[str, Any]:
+    """Attention: the share of the run the used SMs' multi-function units were busy with
+    exponentials (``exp_utilization``, what Nsight Compute calls the XU pipe's utilization) and
+    their warp schedulers issuing vector instructions (``issue_utilization``). (The FP32 pipe is
+    not reported: where issue dominates it, the softmax leaves it out: tmasim.workloads.attention_softmax.)"""
+    from tmasim.engine.sm.vector_units import PIPES
+
+    units = [(sm.vector_units, sm.multiplicity) for sm in chip.sms if sm.vector_units is not None]
+    if not units or not makespan:
+        return {}
+    return {f"{name}_utilization": sum(u.busy_ps[PIPES.index(pipe)] * m for u, m in units) / (sms_used * makespan)
+            for name, pipe in (("exp", "xu"), ("issue", "issue"))}
+
+
 def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int) -> dict[str, Any]:
     seconds = makespan / PS_PER_S
     sms_used = chip.plan.sms
@@ -308,6 +322,7 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
         "compute_busy_ns": tensor_busy / 1000,
         "copy_utilization": copy_busy / (sms_used * makespan) if makespan else 0.0,
         "compute_utilization": tensor_busy / (sms_used * makespan) if makespan else 0.0,
+        **_vector_stats(chip, sms_used, makespan),
         "hbm_utilization": _utilization(hbm_bytes, gpu.hbm_bandwidth, makespan),
         "l2_utilization": _utilization(l2_loads + store_bytes, gpu.l2_bandwidth, makespan),
         # The traffic figures (see tmasim.names.TRAFFIC): L2 = loads it served + stores; HBM = misses + stores.

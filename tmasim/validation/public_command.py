@@ -76,8 +76,10 @@ def regressions(results: dict[str, Any], baseline: dict[str, Any]) -> list[str]:
 def shape_text(result: dict[str, Any]) -> str:
     lines = [f"{result['title']}  [{result['source']}]", "  a check of shape: nothing is fitted to it",
              f"  mean error {result['mean_error']:.1%} (worst {result['max_error']:.1%})"]
-    lines += [f"    {r['name']:18s} measured {r['measured']:7.1f}, predicted {r['predicted']:7.1f} ({r['error']:+.1%})"
-              for r in result["rows"]]
+    shares = all(r["measured"] <= 1 for r in result["rows"])  # shares of the run, shown as percentages
+    show = (lambda v: f"{v:7.1%}") if shares else (lambda v: f"{v:7.1f}")
+    lines += [f"    {r['name']:20s} measured {show(r['measured'])}, predicted {show(r['predicted'])} "
+              f"({r['error']:+.1%})" for r in result["rows"]]
     return "\n".join(lines)
 
 

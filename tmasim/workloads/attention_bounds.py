@@ -1,7 +1,8 @@
 """Attention's bounds, summary rows and the sentence on what binds.
 
 Bounds a run cannot beat, from the plan alone: ``compute`` (the busiest SM's tensor-core time,
-both GEMMs), ``exponentials`` (the busiest SM's exponential pipe, or its FP32 pipe if busier: softmax and rescale),
+both GEMMs), ``exponentials`` (the softmax and the rescale of O: the busiest SM's busiest vector
+pipe, its multi-function unit, FP32 pipe, ALU or issue slots: :mod:`.attention_softmax`),
 ``smem`` (the MMA operands read from shared memory by the busiest SM at its shared-memory
 bandwidth: per block Q once and, for each warpgroup, all of K and V), ``l2`` and
 ``hbm`` (all bytes over each link), ``port`` (the busiest SM's bytes through its ingest port),
@@ -35,7 +36,8 @@ BOUND_NAMES = tuple((key, names.bound(key)) for key in ("compute", "exponentials
 def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict[str, Any]:
     sms = plan.sms
     ctas = len(plan.programs)
-    tensor, exp, fp32, smem, port, requests = ([0.0] * ctas for _ in range(6))  # per CTA, see busiest_sm
+    tensor, smem, port, requests = ([0.0] * ctas for _ in range(4))  # per CTA, see busiest_sm
+    pipes = [[0.0] * ctas for _ in range(4)]  # per vector pipe (xu, fma, alu, issue), per CTA
     serial = [0.0] * sms
     hbm = l2 = latency = 0.0
     e = ELEMENT_BYTES[config.dtype]
@@ -63,8 +65,8 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
                 nbytes = block.k.memory_bytes + block.v.memory_bytes
                 tensor[g] += count * procs * (block.qk.occupancy + block.pv.occupancy)
                 work = block.softmax + block.correction
-                exp[g] += count * procs * work.exp
-                fp32[g] += count * procs * work.fp32
+                for pipe, busy in zip(pipes, work.pipes, strict=True):
+                    pipe[g] += count * procs * busy
                 smem[g] += count * operands
                 port[g] += count * nbytes / gpu.sm_port_bandwidth
                 requests[g] += (count * (block.k.requests + block.v.requests) * gpu.tma_request_time
@@ -80,7 +82,7 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
         latency = max(latency, max(trips) - gpu.barrier_wake if step else 0.0)
     bounds = {
         "compute": busiest_sm(tensor, plan),
-        "exponentials": max(busiest_sm(exp, plan), busiest_sm(fp32, plan)),
+        "exponentials": max(busiest_sm(pipe, plan) for pipe in pipes),
         "smem": busiest_sm(smem, plan) / gpu.smem_bandwidth,
         "l2": l2 / gpu.l2_bandwidth,
         "hbm": hbm / gpu.hbm_bandwidth,
@@ -192,9 +194,9 @@ def explain(stats: Mapping[str, Any]) -> str:
     compute, vector = t(s["compute_bound_ns"]), t(s["exponentials_bound_ns"])
     if binding == "compute":
         return (f"Compute binds: the busiest SM needs {compute} of tensor-core time for both GEMMs, more than its "
-                f"softmax needs on the exponential and FP32 units ({vector}) or any memory path.")
+                f"softmax needs on its vector pipes ({vector}: exponentials, FP32, ALU, issue) or any memory path.")
     if binding == "exponentials":
-        return (f"The softmax binds: the busiest SM needs {vector} on its exponential and FP32 units, more than its "
+        return (f"The softmax binds: the busiest SM needs {vector} on its busiest vector pipe, more than its "
                 f"{compute} of tensor-core time; a larger head dim (more MMA per exponential) or faster exponentials "
                 "would help.")
     name = dict(BOUND_NAMES)[binding]

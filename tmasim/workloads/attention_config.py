@@ -12,9 +12,9 @@ from tmasim.errors import ScenarioError
 
 KIND = "attention"
 FIELDS = ("kind", "batch", "heads", "kv_heads", "seqlen_q", "seqlen_kv", "head_dim", "head_dim_v", "dtype", "causal",
-          "tile", "launch", "softmax_overlap", "softmax_scale", "correction_warpgroup")
+          "tile", "launch", "softmax_overlap", "softmax_scale", "correction_warpgroup", "exp_emulated")
 # The fields that change the work; the others (tile, launch, softmax_overlap, softmax_scale,
-# correction_warpgroup) are design: how it is done (tmasim.field_roles).
+# correction_warpgroup, exp_emulated) are design: how it is done (tmasim.field_roles).
 PROBLEM_FIELDS = ("batch", "heads", "kv_heads", "seqlen_q", "seqlen_kv", "head_dim", "head_dim_v", "dtype", "causal")
 HEAD_DIMS = (64, 96, 128, 192, 256)
 DTYPES = ("bf16", "fp16", "fp8")
@@ -22,6 +22,7 @@ LAUNCHES = ("persistent", "grid")
 MAX_SEQLEN = 2**24
 MAX_UNITS = 10**6
 ELEMENT_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1}
+FA4_EMULATED = 0.2  # FA4's share of exponentials emulated on the FMA pipe (its paper, §3.1: 10-25%): within it
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class AttentionConfig:
     softmax_overlap: bool = True
     softmax_scale: float = 1.0  # what-if: x the softmax's vector-unit time (0: free)
     correction_warpgroup: bool = False  # FA4: a warpgroup of its own rescales O, off the softmax's path
+    exp_emulated: float | None = None  # share of the exponentials on the FMA pipe (FA4); None: FA4 0.2, FA3 0
 
     def __post_init__(self) -> None:
         """Checked on every construction, ``dataclasses.replace`` included."""
@@ -70,11 +72,26 @@ class AttentionConfig:
                 or not 0 <= self.softmax_scale <= 1000:
             raise ScenarioError("workload.softmax_scale", self.softmax_scale,
                                 "must be a number from 0 (softmax free) to 1000")
+        if self.exp_emulated is not None and (isinstance(self.exp_emulated, bool)
+                                              or not isinstance(self.exp_emulated, (int, float))
+                                              or not 0 <= self.exp_emulated <= 1):
+            raise ScenarioError("workload.exp_emulated", self.exp_emulated,
+                                "must be a share from 0 to 1 (of the exponentials computed by a polynomial on the "
+                                "FMA pipe instead of the multi-function unit)")
         _check_tile(self.tile)
         if self.units > MAX_UNITS:
             raise ScenarioError("workload.tile", list(self.tile),
                                 f"makes {self.units:,} work units (batch x heads x query blocks), over the "
                                 f"{MAX_UNITS:,} the engine simulates; use a bigger BM or a smaller problem")
+
+    def emulated_share(self, tensor_memory: bool) -> float:
+        """The share of the score exponentials emulated on the FMA pipe: ``exp_emulated``, or by
+        default FA4's on Blackwell (0.2, inside the 10-25% of FA4's paper, §3.1: its code's split
+        depends on the head dim and the 2-SM pair and is not transcribed here) and none on Hopper
+        (FA3 computes every exponential on the multi-function unit)."""
+        if self.exp_emulated is not None:
+            return float(self.exp_emulated)
+        return FA4_EMULATED if tensor_memory else 0.0
 
     @property
     def kv_group(self) -> int:
@@ -201,6 +218,9 @@ def parse(raw: Mapping[str, Any]) -> AttentionConfig:
     values: dict[str, Any] = {key: read.required("workload", raw, key, need)
                               for key in ("batch", "heads", "seqlen_q", "head_dim")}
     values.update({key: raw[key] for key in FIELDS[1:] if key in raw and key not in values and key != "tile"})
+    if "exp_emulated" in values and isinstance(values["exp_emulated"], int) \
+            and not isinstance(values["exp_emulated"], bool):
+        values["exp_emulated"] = float(values["exp_emulated"])
     if "softmax_scale" in values and isinstance(values["softmax_scale"], int) \
             and not isinstance(values["softmax_scale"], bool):
         values["softmax_scale"] = float(values["softmax_scale"])

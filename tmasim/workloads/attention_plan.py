@@ -85,11 +85,12 @@ def block(config: AttentionConfig, gpu: GpuSpec, rows: int, k: Copy, v: Copy, ma
     # gmma_ws.hpp, fwd_step: warpgroup_wait<0>, then convert_type_out): a phase of its own.
     # Blackwell: P goes to Tensor Memory over S, inside the softmax; without the overlap no P·V is
     # in flight, and the conversion runs beside the exponentials as their results come.
-    softmax = softmax_work(gpu, scale, rows, bn)
+    emulated = config.emulated_share(bool(gpu.mma is not None and gpu.mma.tmem_columns))
+    softmax = softmax_work(gpu, scale, rows, bn, emulated=emulated)
     correction = multiplies(gpu, scale, rows * dv)
     if gpu.mma is None or gpu.mma.tmem_columns or not config.softmax_overlap:
         return KvBlock(k, v, qk, softmax, pv, correction)
-    early = softmax_work(gpu, scale, rows, bn, convert=False)
+    early = softmax_work(gpu, scale, rows, bn, convert=False, emulated=emulated)
     return KvBlock(k, v, qk, softmax, pv, correction, early, convert_work(gpu, scale, rows, bn))
 
 

@@ -394,9 +394,10 @@ class AttentionCta:
     def _vector_apart(self, work: VectorWork, w: int, step: int, kind: str = "correction") -> simpy.Event | None:
         """Queue ``work`` on the SM's vector units; its end event (the correction warpgroup's
         rescale of O is not waited for by the softmax warpgroup)."""
-        if not (work.exp or work.fp32):
+        parts = work.pipes
+        if not any(parts):
             return None
-        done = self.vector_units.run(work.exp, work.fp32)
+        done = self.vector_units.run(parts)
         if self.recorder is not None:  # the units are shared: the end is known when it comes
             done.callbacks.append(_VectorSpan(self, self.env.now, w, step, kind))
         return done

@@ -25,22 +25,32 @@ class Mma:
 
 @dataclass(frozen=True)
 class VectorWork:
-    """Work on the SM's vector units: ps on the exponential pipe and on the FP32 pipe (they run
-    side by side, see :class:`~tmasim.engine.sm.vector_units.VectorUnits`), after ``lead`` ps
-    that hold no shared pipe (the softmax's row max and its all-reduce, which the
-    exponentials wait for: :mod:`tmasim.workloads.attention_softmax`)."""
+    """Work on the SM's vector pipes, in ps of each whole pipe: ``xu`` (the multi-function unit:
+    MUFU.EX2, and F2FP where a preset puts the conversion there), ``fma`` (FFMA, FADD, FMUL),
+    ``alu`` (FMNMX, F2FP on the ALU) and ``issue`` (every instruction's slot at the warp
+    schedulers), all side by side and each shared with the other warpgroups' work (see
+    :class:`~tmasim.engine.sm.vector_units.VectorUnits`), after ``lead`` ps that hold no shared
+    pipe (dependent chains: the softmax's row max and its all-reduce, which the exponentials wait
+    for, and the last row sum: :mod:`tmasim.workloads.attention_softmax`)."""
 
-    exp: int = 0
-    fp32: int = 0
+    xu: int = 0
+    fma: int = 0
+    alu: int = 0
+    issue: int = 0
     lead: int = 0
 
     @property
+    def pipes(self) -> tuple[int, int, int, int]:
+        return self.xu, self.fma, self.alu, self.issue
+
+    @property
     def time(self) -> int:
-        """Alone on idle units: the lead, then the slower pipe."""
-        return self.lead + max(self.exp, self.fp32)
+        """Alone on idle pipes: the lead, then the slowest pipe."""
+        return self.lead + max(self.xu, self.fma, self.alu, self.issue)
 
     def __add__(self, other: VectorWork) -> VectorWork:
-        return VectorWork(self.exp + other.exp, self.fp32 + other.fp32, self.lead + other.lead)
+        return VectorWork(self.xu + other.xu, self.fma + other.fma, self.alu + other.alu, self.issue + other.issue,
+                          self.lead + other.lead)
 
 
 @dataclass(frozen=True)

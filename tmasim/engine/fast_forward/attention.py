@@ -120,9 +120,9 @@ def low(cta: AttentionCta) -> int:
 
 
 def vector_state(units: VectorUnits, now: int, describe: Describer) -> tuple[Any, ...]:
-    """The SM's two pipes: each job's tag relative to the virtual clock, in order, its parts left
+    """The SM's pipes: each job's tag relative to the virtual clock, in order, its parts left
     and what its end calls; the time since the clock last moved (while there are jobs)."""
-    return tuple(_pipe_state(pipe, now, describe) for pipe in (units._exp, units._fp32))
+    return tuple(_pipe_state(pipe, now, describe) for pipe in units.pipes)
 
 
 def _pipe_state(pipe: SharedPipe, now: int, describe: Describer) -> tuple[Any, ...]:

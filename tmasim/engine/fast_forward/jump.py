@@ -55,6 +55,7 @@ from tmasim.engine.fast_forward.state import (
     rebase,
 )
 from tmasim.engine.program import TimedProgram
+from tmasim.engine.sm.vector_units import PIPES
 
 if TYPE_CHECKING:
     from tmasim.engine.chip import Chip
@@ -65,7 +66,6 @@ if TYPE_CHECKING:
 # increase; floats are kept exactly between cuts (FLOAT_COUNTERS).
 CTA_COUNTERS = ("wait_full_ps", "wait_empty_ps", "slot_cycle_ps", "slot_cycles")
 ENGINE_COUNTERS = ("busy_ps", "bytes", "memory_bytes", "store_bytes", "copies")
-VECTOR_COUNTERS = ("exp_busy_ps", "fp32_busy_ps")
 FLOAT_COUNTERS = {"TensorCore": ("flops",), "CopyEngine": ("hbm_bytes", "l2_bytes"), "Link": ("_bytes_done",)}
 class _Cut:
     __slots__ = ("now", "base", "low", "ints", "sums", "records")
@@ -282,7 +282,7 @@ class FastForward:
         values: list[Any] = [getattr(c, a) for c in self.ctas for a in CTA_COUNTERS]
         values += [getattr(e, a) for e in self.engines for a in ENGINE_COUNTERS]
         values += [t.busy_ps for t in self.cores] + [lk._busy_ps for lk in self.links]
-        values += [getattr(v, a) for v in self.vectors for a in VECTOR_COUNTERS]
+        values += [busy for v in self.vectors for busy in v.busy_ps]
         values.append(self.fabric.recomputations if self.fabric is not None else 0)
         return values
 
@@ -299,8 +299,7 @@ class FastForward:
         for lk in self.links:
             lk._busy_ps = next(it)
         for v in self.vectors:
-            for a in VECTOR_COUNTERS:
-                setattr(v, a, next(it))
+            v.busy_ps = [next(it) for _ in v.busy_ps]
         if self.fabric is not None:
             self.fabric.recomputations = next(it)
 
@@ -471,7 +470,8 @@ class FastForward:
             for n, engine in enumerate(self.engines):
                 names[id(engine)] = ("engine", n)
             for n, vector in enumerate(self.vectors):
-                names[id(vector._exp)], names[id(vector._fp32)] = ("exp", n), ("fp32", n)
+                for pipe, name in zip(vector.pipes, PIPES, strict=True):
+                    names[id(pipe)] = (name, n)
             if self.fabric is not None:
                 names[id(self.fabric)] = ("fabric",)
             # the events that change from cut to cut, with their names (made once)

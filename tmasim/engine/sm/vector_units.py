@@ -1,4 +1,4 @@
-"""The SM's FP32 and multi-function (exponential) units, shared by processor sharing.
+"""The SM's vector pipes (multi-function, FP32, ALU, issue), shared by processor sharing.
 
 An SM has four sub-partitions; a warpgroup puts one warp on each, and each sub-partition's
 scheduler issues from a different ready warp every cycle. Two warpgroups with FP32 or
@@ -38,7 +38,7 @@ class _Job:
 
 
 class SharedPipe:
-    """One pipe (the exponential or the FP32 units of an SM) under processor sharing."""
+    """One pipe of an SM (its multi-function unit, FP32 pipe, ALU or issue slots) under processor sharing."""
 
     __slots__ = ("env", "_jobs", "_virtual", "_last", "_generation", "_count")
 
@@ -82,34 +82,34 @@ class SharedPipe:
         self._schedule()
 
 
-class VectorUnits:
-    """The SM's multi-function units (exponentials) and FP32 units: two pipes side by side, each
-    shared by processor sharing among the jobs on it. A job's exponentials and its FP32
-    operations run on their own pipes at once; it is done when both parts are (a rescale, FP32
-    only, shares the FP32 pipe with another warpgroup's softmax and runs beside its
-    exponentials)."""
+PIPES = ("xu", "fma", "alu", "issue")  # the order of VectorWork.pipes
 
-    __slots__ = ("env", "name", "_exp", "_fp32", "exp_busy_ps", "fp32_busy_ps")
+
+class VectorUnits:
+    """The SM's vector pipes side by side: the multi-function unit (``xu``: exponentials), the
+    FP32 pipe (``fma``), the ALU (``alu``: min/max, conversions) and the warp schedulers' issue
+    slots (``issue``), each shared by processor sharing among the jobs on it. A job's parts run
+    on their pipes at once; it is done when every part is (a rescale, FMA only, shares the FP32
+    pipe and the issue slots with another warpgroup's softmax and runs beside its exponentials)."""
+
+    __slots__ = ("env", "name", "pipes", "busy_ps")
 
     def __init__(self, env: simpy.Environment, name: str) -> None:
         self.env = env
         self.name = name
-        self._exp = SharedPipe(env)
-        self._fp32 = SharedPipe(env)
-        self.exp_busy_ps = 0  # work done, in ps of a whole pipe (its busy time: the pipes never idle with work)
-        self.fp32_busy_ps = 0
+        self.pipes = tuple(SharedPipe(env) for _ in PIPES)
+        self.busy_ps = [0] * len(PIPES)  # work done per pipe, in ps of the whole pipe (they never idle with work)
 
-    def run(self, exp_ps: int, fp32_ps: int) -> simpy.Event:
-        """Start a job of ``exp_ps`` and ``fp32_ps`` ps of whole-pipe work now; its end event."""
+    def run(self, parts: tuple[int, ...]) -> simpy.Event:
+        """Start a job of ``parts`` (ps of whole-pipe work on each of :data:`PIPES`) now; its end event."""
         done = self.env.event()
-        job = _Job((exp_ps > 0) + (fp32_ps > 0), done)
+        job = _Job(sum(1 for p in parts if p > 0), done)
         if not job.left:
             done.succeed()
             return done
-        if exp_ps:
-            self.exp_busy_ps += exp_ps
-            self._exp.add(exp_ps, job)
-        if fp32_ps:
-            self.fp32_busy_ps += fp32_ps
-            self._fp32.add(fp32_ps, job)
+        busy = self.busy_ps
+        for i, work in enumerate(parts):
+            if work > 0:
+                busy[i] += work
+                self.pipes[i].add(work, job)
         return done
