@@ -125,6 +125,9 @@ def wgmma_records(flat: Any, mode: int, iters: int, batch: int, exps: int) -> di
     exp = np.isin(active[:, 5], (2, 3)) * float(iters * exps * WG_THREADS)
     out = per_sm(active, {"flop": mma, "exps": exp})
     out.update(mode=MODE_NAMES[mode], iters=iters, batch=batch, exps=exps)
+    if mma.any():  # the wgmma warpgroups over their own spans (another may run longer)
+        own = per_sm(active[mma > 0], {"flop": mma[mma > 0]})
+        out["mma_own_flop_per_clk_per_sm"] = own["per_clk_per_sm"]["flop"]
     return out
 
 
@@ -142,7 +145,8 @@ def summarize_wgmma(runs: dict[int, dict[str, Any]]) -> dict[str, Any]:
             name = MODE_NAMES[mode]
             out[f"{name}_index"] = shared_pipe_index(
                 t_mma, t_exp, float(runs[mode]["cycles"]["median"]))
-            out[f"{name}_tensor_fraction"] = _median(runs[mode], "flop") / flop_alone
+            own = runs[mode]["mma_own_flop_per_clk_per_sm"]["median"]
+            out[f"{name}_tensor_fraction"] = float(own) / flop_alone
     return out
 
 
