@@ -11,8 +11,11 @@ specs, skipped and failed points), log.txt (everything printed) and summary.txt
 Each step runs in its own Python process with a hard timeout: a kernel that
 faults leaves the CUDA context unusable, and a variant that fails (to build, to
 verify, or in time) must not take the others with it. Order: probes (metadata,
-device-to-device copy bandwidth, read bandwidth, %globaltimer granularity), then
-the sweep for the 1-D bulk copy, the no-TMA baseline, and last the 2-D tensor copy.
+device-to-device copy bandwidth, read bandwidth, %globaltimer granularity), the
+three instruction-pipe probes (F2FP.PACK_AB and MUFU.EX2 rates, the SM clock under a
+wgmma + MUFU.EX2 load, wgmma with MUFU.EX2 in the same or the other warpgroup; one
+process each, under a minute each), then the sweep for the 1-D bulk copy, the
+no-TMA baseline, and last the 2-D tensor copy.
 Nothing is installed or downloaded; it needs numba-cuda, cuda-bindings, numpy
 and pandas, and imports tmasim from this checkout.
 """

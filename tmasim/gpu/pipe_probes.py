@@ -237,12 +237,14 @@ def conversion_probe(sms: int, simulate: bool = False, iters: int = 8192) -> dic
 
 
 def _load_segments(launch: Any, rec_shape: tuple[int, int], ops_per_rec: dict[str, float],
-                   segments: int, seconds: float, parse: Any) -> dict[str, Any]:
-    """Run a load in equal segments of about `seconds` each; per-SM clock per segment."""
+                   segments: int, seconds: float, parse: Any, probe_iters: int) -> dict[str, Any]:
+    """Run a load in equal segments of about `seconds` each; per-SM clock per segment.
+
+    A first launch of `probe_iters` iterations compiles, warms up and sizes the segments.
+    """
     from numba import cuda
 
     rec = cuda.to_device(np.zeros(rec_shape, dtype=np.uint64))
-    probe_iters = 16
     launch(rec, probe_iters)  # compile, warm up, and time one short run
     cuda.synchronize()
     first = parse(rec.copy_to_host(), probe_iters)
@@ -267,8 +269,9 @@ def clock_under_load(sms: int, simulate: bool = False, segments: int = 5,
     """SM MHz (clock64 / globaltimer, per SM) under FA3's wgmma + exp2 mix, then FFMA + exp2."""
     from tmasim.gpu import pipe_kernels as pk
 
+    probe_iters = 256  # about 0.1 ms of either load: long enough to size 1 s segments
     if simulate:
-        segments, seconds = 2, 1e-4
+        segments, seconds, probe_iters = 2, 1e-4, 4
     out: dict[str, Any] = {}
     batch, exps = 8, 64
     ctas = 2 if simulate else sms
@@ -282,7 +285,7 @@ def clock_under_load(sms: int, simulate: bool = False, segments: int = 5,
 
     try:
         out["wgmma_exp"] = _load_segments(wg_launch, (2 * ctas, 8), {}, segments, seconds,
-                                          wg_parse)
+                                          wg_parse, probe_iters)
         out["wgmma_exp"]["load"] = ("wgmma m64n128k16 (A registers, B shared, random fp16) with "
                                     f"{exps} MUFU.EX2 per thread per {batch} wgmma, both "
                                     "warpgroups of one CTA per SM")
@@ -304,7 +307,7 @@ def clock_under_load(sms: int, simulate: bool = False, segments: int = 5,
                             "exps": threads * iters * pk.LOAD_EXPS})
 
     out["ffma_exp"] = _load_segments(fma_launch, (blocks, pk.REC_WORDS), {}, max(segments - 2, 1),
-                                     seconds, fma_parse)
+                                     seconds, fma_parse, probe_iters)
     out["ffma_exp"]["load"] = (f"{pk.LOAD_FMAS} FFMA + {pk.LOAD_EXPS} MUFU.EX2 chains per thread, "
                                f"{blocks} blocks of {threads} threads (no tensor cores)")
     return out
