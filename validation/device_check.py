@@ -11,8 +11,11 @@ specs, skipped and failed points), log.txt (everything printed) and summary.txt
 Each step runs in its own Python process with a hard timeout: a kernel that
 faults leaves the CUDA context unusable, and a variant that fails (to build, to
 verify, or in time) must not take the others with it. Order: probes (metadata,
-device-to-device copy bandwidth, read bandwidth, %globaltimer granularity), then
-the sweep for the 1-D bulk copy, the no-TMA baseline, and last the 2-D tensor copy.
+device-to-device copy bandwidth, read bandwidth, %globaltimer granularity), the
+three instruction-pipe probes (F2FP.PACK_AB and MUFU.EX2 rates, the SM clock under a
+wgmma + MUFU.EX2 load, wgmma with MUFU.EX2 in the same or the other warpgroup; one
+process each, under a minute each), then the sweep for the 1-D bulk copy, the
+no-TMA baseline, and last the 2-D tensor copy.
 Nothing is installed or downloaded; it needs numba-cuda, cuda-bindings, numpy
 and pandas, and imports tmasim from this checkout.
 """
@@ -37,6 +40,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = ("tma_bulk_1d", "sync_ld_st", "tma_tensor_2d")  # the tensor copy last: riskiest
 TOTAL_BUDGET_S = 280.0  # the whole check, well inside 5 minutes
 PROBE_TIMEOUT_S = 90.0
+PIPE_PROBES = ("f2fp", "clock_load", "wgmma_exp")  # each under a minute on an H100 or H200
+PIPE_TIMEOUT_S = 60.0
 MERGE_RESERVE_S = 10.0
 WORKER_STARTUP_S = 30.0  # import, CUDA context, data upload, kernel build, last config
 MAX_CSV_BYTES = 15 << 20  # files coming back from the device machine are capped at 16 MiB
@@ -84,6 +89,28 @@ def worker_probe(part_dir: Path, simulate: bool) -> int:
                 print(f"{name} FAILED: {type(exc).__name__}: {exc}", flush=True)
     (part_dir / "probe.json").write_text(json.dumps(out, indent=2, default=str))
     return 0
+
+
+def worker_pipes(part_dir: Path, names: list[str], simulate: bool) -> int:
+    """Instruction-pipe probes (tmasim.gpu.pipe_probes); each writes pipe_<name>.json."""
+    from numba import cuda
+
+    from tmasim.gpu import pipe_probes
+
+    sms = 2 if simulate else int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
+    steps = {"f2fp": pipe_probes.conversion_probe, "clock_load": pipe_probes.clock_under_load,
+             "wgmma_exp": pipe_probes.wgmma_overlap}
+    code = 0
+    for name in names:
+        t0 = time.monotonic()
+        try:
+            out = steps[name](sms, simulate=simulate)
+        except Exception as exc:  # keep the other probes
+            out, code = {"error": f"{type(exc).__name__}: {exc}"[:600]}, 3
+        out["wall_s"] = round(time.monotonic() - t0, 2)
+        (part_dir / f"pipe_{name}.json").write_text(json.dumps(out, indent=2, default=str))
+        print(pipe_line(name, out), flush=True)
+    return code
 
 
 def worker_sweep(part_dir: Path, variant: str, budget_s: float, simulate: bool) -> int:
@@ -212,10 +239,46 @@ def _write_csv(df: Any, path: Path, log: Log) -> None:
 
 def summary_text(runs: Any, probe: dict[str, Any], metas: dict[str, Any]) -> str:
     """The short table printed last: device, ceilings, run counts, GB/s by stages."""
-    parts = [_device_line(probe), _probe_lines(probe), _count_lines(runs, metas)]
+    parts = [_device_line(probe), _probe_lines(probe), _pipe_lines(probe),
+             _count_lines(runs, metas)]
     if len(runs) and (runs.status == "ok").any():
         parts += _pivot_blocks(runs[runs.status == "ok"])
     return "\n".join(p for p in parts if p)
+
+
+def pipe_line(name: str, r: dict[str, Any]) -> str:
+    """One summary line per pipe probe (its error, if it failed)."""
+    label = {"f2fp": "F2FP.PACK_AB", "clock_load": "SM clock, chip-filling load",
+             "wgmma_exp": "wgmma + MUFU.EX2"}[name]
+    if "error" in r:
+        return f"{label}: FAILED {r['error']}"[:300]
+    if name == "f2fp":
+        return (f"{label}: {r['pack_per_clk_per_sm']:.1f} packs/clk/SM alone, MUFU.EX2 "
+                f"{r['exp_per_clk_per_sm']:.1f}/clk/SM alone; mixed 1:2 {r['mixed_pack_per_clk_per_sm']:.1f}"
+                f" + {r['mixed_exp_per_clk_per_sm']:.1f}/clk/SM, shared-pipe index "
+                f"{r['shared_pipe_index']:.2f} (0 separate pipes, 1 one pipe)")
+    if name == "clock_load":
+        parts = []
+        for key, what in (("wgmma_exp", "wgmma+MUFU"), ("ffma_exp", "FFMA+MUFU")):
+            load = r.get(key, {})
+            if "mhz" in load:
+                m = load["mhz"]
+                parts.append(f"{what} {m['median']:.0f} MHz median (min {m['min']:.0f}, "
+                             f"max {m['max']:.0f}) over {load['sms']} SMs, {load['load_s']:.1f} s")
+            else:
+                parts.append(f"{what} FAILED {load.get('error', 'no result')}"[:160])
+        return f"{label}: " + "; ".join(parts)
+    flop, exp = r["flop_per_clk_per_sm"], r["exp_per_clk_per_sm"]
+    return (f"{label}: wgmma {flop['mma_alone']:.0f} FLOP/clk/SM alone (2 warpgroups "
+            f"{flop['mma_two_warpgroups']:.0f}), MUFU.EX2 {exp['exp_alone']:.1f}/clk/SM alone; "
+            f"same warpgroup: tensor x{r['same_warpgroup_tensor_fraction']:.2f}, index "
+            f"{r['same_warpgroup_index']:.2f}; other warpgroup: tensor "
+            f"x{r['other_warpgroup_tensor_fraction']:.2f}, index {r['other_warpgroup_index']:.2f}")
+
+
+def _pipe_lines(probe: dict[str, Any]) -> str:
+    pipes = probe.get("pipes", {})
+    return "\n".join(pipe_line(n, pipes[n]) for n in PIPE_PROBES if n in pipes)
 
 
 def _device_line(probe: dict[str, Any]) -> str:
@@ -291,6 +354,14 @@ def orchestrate(out_dir: Path, simulate: bool, budget_s: float) -> int:
     workers = [run_worker(["--worker", "probe", "--part-dir", str(part_dir)]
                           + (["--simulate"] if simulate else []),
                           min(PROBE_TIMEOUT_S, budget_s / 3), log, "probe", simulate)]
+    # one process per pipe probe on a GPU (a faulting kernel loses only its probe);
+    # the simulator runs them in one (its kernels cannot fault the device)
+    groups = [list(PIPE_PROBES)] if simulate else [[n] for n in PIPE_PROBES]
+    for names in groups:
+        workers.append(run_worker(
+            ["--worker", "pipes", "--pipes", ",".join(names), "--part-dir", str(part_dir)]
+            + (["--simulate"] if simulate else []),
+            PIPE_TIMEOUT_S * len(names), log, "pipes:" + ",".join(names), simulate))
     for i, variant in enumerate(VARIANTS):
         slot = (deadline - MERGE_RESERVE_S - time.monotonic()) / (len(VARIANTS) - i)
         workers.append(run_worker(
@@ -303,12 +374,24 @@ def orchestrate(out_dir: Path, simulate: bool, budget_s: float) -> int:
     return code
 
 
+def read_pipes(part_dir: Path) -> dict[str, Any]:
+    """The pipe probes' results; a probe whose worker died before writing gets an error."""
+    pipes = {}
+    for name in PIPE_PROBES:
+        try:
+            pipes[name] = json.loads((part_dir / f"pipe_{name}.json").read_text())
+        except Exception as exc:
+            pipes[name] = {"error": f"no result ({type(exc).__name__})"}
+    return pipes
+
+
 def finish(out_dir: Path, part_dir: Path, workers: list[dict[str, Any]], log: Log,
            elapsed_s: float) -> int:
     try:
         probe = json.loads((part_dir / "probe.json").read_text())
     except Exception as exc:  # the probe worker died
         probe = {"error": f"{type(exc).__name__}: {exc}"}
+    probe["pipes"] = read_pipes(part_dir)
     runs, tiles, metas = merge_parts(part_dir, out_dir, log)
     meta = {"device_check": {"workers": workers, "elapsed_s": round(elapsed_s, 1),
                              "argv": sys.argv[1:]}, "probe": probe, "sweeps": metas,
@@ -332,7 +415,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="run on numba's CUDA simulator with tiny sizes (no GPU needed)")
     ap.add_argument("--budget-s", type=float, default=TOTAL_BUDGET_S,
                     help="wall-clock budget for the whole check (a worker: for its sweep)")
-    ap.add_argument("--worker", choices=("probe", "sweep"), help=argparse.SUPPRESS)
+    ap.add_argument("--worker", choices=("probe", "pipes", "sweep"), help=argparse.SUPPRESS)
+    ap.add_argument("--pipes", default="", help=argparse.SUPPRESS)
     ap.add_argument("--variant", choices=VARIANTS, help=argparse.SUPPRESS)
     ap.add_argument("--part-dir", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -341,6 +425,9 @@ def main(argv: list[str] | None = None) -> int:
         _quiet_numba()
         if args.worker == "probe":
             return worker_probe(args.part_dir, args.simulate)
+        if args.worker == "pipes":
+            return worker_pipes(args.part_dir, [n for n in args.pipes.split(",") if n],
+                                args.simulate)
         return worker_sweep(args.part_dir, args.variant, args.budget_s, args.simulate)
     if args.out_dir is None:
         ap.error("OUTDIR is required")

@@ -135,3 +135,60 @@ def test_probe_kernels_compile_without_helpers(no_device: None) -> None:
     assert link_sm90(ptx)[0] > 0
     ptx, _ = cuda.compile_ptx(kernels.clock_probe.py_func, (uint64[::1], int64), cc=CC)
     assert "%clock64" in ptx and "%globaltimer" in ptx and link_sm90(ptx)[0] > 0
+
+
+def _nvrtc_ptx(path: str, arch: bytes) -> str:
+    with open(path, "rb") as f:
+        src = f.read()
+    err, prog = nvrtc.nvrtcCreateProgram(src, path.encode(), 0, [], [])
+    assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS
+    opts = [b"--gpu-architecture=" + arch, b"-rdc=true"]
+    (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+    _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+    log = b" " * size
+    nvrtc.nvrtcGetProgramLog(prog, log)
+    assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, log.decode()
+    _, size = nvrtc.nvrtcGetPTXSize(prog)
+    ptx = b" " * size
+    nvrtc.nvrtcGetPTX(prog, ptx)
+    return ptx.decode().rstrip("\x00 ")
+
+
+def test_pipe_probe_kernels_hold_the_probed_instructions(no_device: None) -> None:
+    """cvt.rn.f16x2.f32 and ex2.approx.ftz.f32 reach the PTX, and ptxas accepts them."""
+    _toolchain_or_skip()
+    from numba import cuda, float32, int32, int64, uint64
+
+    from tmasim.gpu import pipe_kernels
+
+    sig = (uint64[:, ::1], float32[:, ::1], float32[::1], int32, int32)
+    ptx, _ = cuda.compile_ptx(pipe_kernels.convert_probe.py_func, sig, cc=CC)
+    assert "cvt.rn.f16x2.f32" in ptx and "ex2.approx.ftz.f32" in ptx and "%clock64" in ptx
+    assert link_sm90(ptx)[0] > 0
+    ptx, _ = cuda.compile_ptx(pipe_kernels.fma_exp_load.py_func,
+                              (uint64[:, ::1], float32[:, ::1], int64), cc=CC)
+    assert "fma.rn.f32" in ptx and "ex2.approx.ftz.f32" in ptx
+    assert link_sm90(ptx)[0] > 0
+
+
+def test_wgmma_helper_links_for_sm90a(no_device: None) -> None:
+    """wgmma_helpers.cu builds for sm_90a (what numba-cuda picks on a cc 9.0 device)."""
+    _toolchain_or_skip()
+    from numba import cuda, int32, uint64
+
+    from tmasim.gpu import pipe_kernels
+    from tmasim.gpu.device_primitives import WGMMA_CU
+
+    helper = _nvrtc_ptx(WGMMA_CU, b"compute_90a")
+    for instr in ("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16", "wgmma.fence",
+                  "wgmma.commit_group", "wgmma.wait_group", "ex2.approx.ftz.f32"):
+        assert instr in helper, instr
+    ptx, _ = cuda.compile_ptx(pipe_kernels.wgmma_probe.py_func,
+                              (uint64[::1], int32, int32, int32, int32), cc=(9, 0, "a"))
+    assert "probe_wgmma" in ptx
+    handle = nvjitlink.create(1, ["-arch=sm_90a"])
+    for i, code in enumerate((ptx, helper)):
+        data = code.encode()
+        nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), f"m{i}")
+    nvjitlink.complete(handle)
+    assert nvjitlink.get_linked_cubin_size(handle) > 0

@@ -45,7 +45,7 @@ def test_simulated_device_check_writes_its_files(tmp_path: Path) -> None:
     tiles = pd.read_csv(out / "measured_tiles.csv")
     assert set(tiles.run_id) <= set(runs.run_id) and len(tiles) > 0
     meta = json.loads((out / "meta.json").read_text())
-    assert [w["status"] for w in meta["device_check"]["workers"]] == ["ok"] * 4
+    assert [w["status"] for w in meta["device_check"]["workers"]] == ["ok"] * 5
     assert set(meta["sweeps"]) == {"tma_bulk_1d", "sync_ld_st", "tma_tensor_2d"}
     assert "DEVICE CHECK PASS" in (out / "log.txt").read_text()
     assert "runs per variant" in (out / "summary.txt").read_text()
@@ -106,3 +106,35 @@ def test_merge_survives_a_worker_that_died_while_saving(tmp_path: Path) -> None:
     assert list(tiles.run_id) == [0, 0, 2, 3, 3, 4]
     assert "no results" in metas["tma_tensor_2d"]["error"]
     assert "tma_tensor_2d: no results" in (out / "log.txt").read_text()
+
+
+def test_summary_prints_one_line_per_pipe_probe() -> None:
+    dc = load_script()
+    load = {"mhz": {"min": 1650.0, "median": 1755.4, "max": 1800.0}, "sms": 132, "load_s": 5.02}
+    pipes = {
+        "f2fp": {"pack_per_clk_per_sm": 63.84, "exp_per_clk_per_sm": 15.96,
+                 "mixed_pack_per_clk_per_sm": 7.9, "mixed_exp_per_clk_per_sm": 15.8,
+                 "shared_pipe_index": 0.031},
+        "clock_load": {"wgmma_exp": load, "ffma_exp": {"error": "RuntimeError: boom"}},
+        "wgmma_exp": {"flop_per_clk_per_sm": {"mma_alone": 3900.4, "mma_two_warpgroups": 4010.0},
+                      "exp_per_clk_per_sm": {"exp_alone": 15.9},
+                      "same_warpgroup_tensor_fraction": 0.71, "same_warpgroup_index": 0.42,
+                      "other_warpgroup_tensor_fraction": 0.96, "other_warpgroup_index": 0.05}}
+    lines = dc.summary_text(pd.DataFrame(), {"pipes": pipes}, {}).splitlines()
+    assert ("F2FP.PACK_AB: 63.8 packs/clk/SM alone, MUFU.EX2 16.0/clk/SM alone; mixed 1:2 7.9 + "
+            "15.8/clk/SM, shared-pipe index 0.03 (0 separate pipes, 1 one pipe)") in lines
+    assert ("SM clock, chip-filling load: wgmma+MUFU 1755 MHz median (min 1650, max 1800) over "
+            "132 SMs, 5.0 s; FFMA+MUFU FAILED RuntimeError: boom") in lines
+    assert ("wgmma + MUFU.EX2: wgmma 3900 FLOP/clk/SM alone (2 warpgroups 4010), MUFU.EX2 "
+            "15.9/clk/SM alone; same warpgroup: tensor x0.71, index 0.42; other warpgroup: "
+            "tensor x0.96, index 0.05") in lines
+
+
+def test_a_pipe_probe_that_wrote_nothing_reads_as_failed(tmp_path: Path) -> None:
+    dc = load_script()
+    (tmp_path / "pipe_f2fp.json").write_text(json.dumps({"error": "RuntimeError: no sm_90a"}))
+    pipes = dc.read_pipes(tmp_path)
+    assert pipes["clock_load"] == {"error": "no result (FileNotFoundError)"}
+    text = dc.summary_text(pd.DataFrame(), {"pipes": pipes}, {})
+    assert "F2FP.PACK_AB: FAILED RuntimeError: no sm_90a" in text
+    assert "wgmma + MUFU.EX2: FAILED no result (FileNotFoundError)" in text

@@ -93,3 +93,44 @@ def addr_of(typingctx: Any, arr: Any, idx: Any) -> Any:
         return builder.ptrtoint(builder.gep(ary.data, [index]), ir.IntType(64))
 
     return types.uint64(arr, idx), codegen
+
+
+# ----------------------------------------------------------------------------- pipe probes
+
+WGMMA_CU = str(Path(__file__).with_name("wgmma_helpers.cu"))
+probe_wgmma = cuda.declare_device("probe_wgmma", "int32(int32, int32, int32, int32, uint64)",
+                                  link=[WGMMA_CU])
+
+
+def _asm_codegen(asm_text: str, nargs: int) -> Any:
+    """Codegen of one inline-PTX block float32(float32 * nargs), not volatile.
+
+    Operands are f32 registers ("f"); a block that produces a .b32 value moves it
+    into the f32 result with mov.b32, which ptxas folds away (no MOV in the SASS).
+    """
+
+    def codegen(context: Any, builder: Any, sig: Any, llargs: Any) -> Any:
+        f32 = ir.FloatType()
+        fnty = ir.FunctionType(f32, [f32] * nargs)
+        asm = ir.InlineAsm(fnty, asm_text, "=f" + ",f" * nargs, side_effect=False)
+        return builder.call(asm, list(llargs))
+
+    return codegen
+
+
+@intrinsic
+def f2fp_pack(typingctx: Any, a: Any, b: Any) -> Any:
+    """cvt.rn.f16x2.f32 d, a, b (a to the upper half, b to the lower): SASS F2FP.F16.F32.PACK_AB."""
+    if a != types.float32 or b != types.float32:
+        return None
+    return types.float32(a, b), _asm_codegen(
+        "{ .reg .b32 t; cvt.rn.f16x2.f32 t, $1, $2; mov.b32 $0, t; }", 2)
+
+
+@intrinsic
+def ex2_neg(typingctx: Any, x: Any) -> Any:
+    """2^-x: SASS MUFU.EX2 with the negation as an operand modifier (no extra instruction)."""
+    if x != types.float32:
+        return None
+    return types.float32(x), _asm_codegen(
+        "{ .reg .f32 t; neg.f32 t, $1; ex2.approx.ftz.f32 $0, t; }", 1)

@@ -19,6 +19,9 @@ _impl = importlib.import_module(
     "tmasim.gpu.sim_primitives" if SIMULATOR else "tmasim.gpu.device_primitives")
 
 addr_of = _impl.addr_of
+ex2_neg = _impl.ex2_neg
+f2fp_pack = _impl.f2fp_pack
+probe_wgmma = _impl.probe_wgmma
 bulk_g2s = _impl.bulk_g2s
 clock64 = _impl.clock64
 fence_barrier_init = _impl.fence_barrier_init
@@ -35,6 +38,9 @@ tensor_2d_g2s = _impl.tensor_2d_g2s
 __all__ = [
     "SIMULATOR",
     "addr_of",
+    "ex2_neg",
+    "f2fp_pack",
+    "probe_wgmma",
     "bulk_g2s",
     "clock64",
     "fence_barrier_init",

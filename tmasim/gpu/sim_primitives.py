@@ -253,3 +253,53 @@ def tensor_2d_g2s(dst: int, tmap: int, c0: int, c1: int, bar: int) -> int:
     _check_room(dst, nbytes, "cp.async.bulk.tensor dst")
     _land_later((dst, bar), lambda: _box_copy(int(dst), words, int(c0), int(c1)), bar, nbytes)
     return 0
+
+
+# ----------------------------------------------------------------------------- pipe probes
+
+SIM_CLOCK_GHZ = 1.5  # the fake SM clock of the simulated wgmma records
+SIM_MMA_CYCLES = 64  # fake cycles per m64n128k16 wgmma (4096 FLOP/clk/SM)
+SIM_EXP_CYCLES_PER_THREAD = 8  # fake cycles per ex2 per thread of a warpgroup (16/clk/SM)
+_ROLES = {0: (1, 0), 1: (2, 0), 2: (3, 0), 3: (1, 2), 4: (1, 1), 5: (3, 3)}
+
+
+def f2fp_pack(a: float, b: float) -> np.float32:
+    """cvt.rn.f16x2.f32: a rounded to fp16 in the upper half, b in the lower, as f32 bits."""
+    hi = int(np.float32(a).astype(np.float16).view(np.uint16))
+    lo = int(np.float32(b).astype(np.float16).view(np.uint16))
+    return np.array([(hi << 16) | lo], dtype=np.uint32).view(np.float32)[0]
+
+
+def ex2_neg(x: float) -> np.float32:
+    """ex2.approx.ftz.f32 of -x (exact here; the hardware is within 2 ulp)."""
+    return np.float32(np.exp2(-np.float64(x)))
+
+
+def wgmma_fake_cycles(role: int, iters: int, batch: int, exps: int) -> int:
+    """The simulator's stand-in timing of one warpgroup's role (see wgmma_helpers.cu)."""
+    mma = iters * batch * SIM_MMA_CYCLES
+    exp = iters * exps * SIM_EXP_CYCLES_PER_THREAD
+    return {0: 0, 1: mma, 2: exp, 3: max(mma, exp)}[role]
+
+
+def probe_wgmma(mode: int, iters: int, batch: int, exps: int, out_addr: int) -> int:
+    """Stand-in for wgmma_helpers.cu's probe_wgmma: writes the records, with fake timings.
+
+    The simulator cannot run wgmma, so the first thread of each warpgroup writes the
+    record the real helper would, its cycles from wgmma_fake_cycles and its
+    nanoseconds from SIM_CLOCK_GHZ: the host arithmetic is then checked on known values.
+    """
+    thread = threading.current_thread()
+    tid, block = int(thread.threadIdx.x), int(thread.blockIdx.x)  # type: ignore[attr-defined]
+    if tid % 128:
+        return 0
+    wg = tid // 128
+    role = _ROLES.get(int(mode), (0, 0))[wg]
+    cycles = wgmma_fake_cycles(role, int(iters), int(batch), int(exps))
+    start_c, start_t = 1_000_000 * (block + 1), 5_000_000 * (block + 1)
+    rec = [start_c, start_c + cycles, start_t, start_t + round(cycles / SIM_CLOCK_GHZ),
+           block, role, 0, 0]
+    ptr = int(out_addr) + 8 * 8 * (2 * block + wg)
+    _check_room(out_addr, 8 * 8 * (2 * block + wg + 1), "probe_wgmma record")
+    (ctypes.c_uint64 * 8).from_address(ptr)[:] = rec
+    return 0
