@@ -228,7 +228,7 @@ def conversion_probe(sms: int, simulate: bool = False, iters: int = 8192) -> dic
         packs, exps = pk.CONVERT_OPS[mode]
         out["runs"][name] = per_sm(rec.copy_to_host(), {"packs": threads * iters * packs,
                                                          "exps": threads * iters * exps})
-    ops = {k: tuple(iters * n for n in pk.CONVERT_OPS[m]) for k, m in modes.items()}
+    ops = {k: (iters * pk.CONVERT_OPS[m][0], iters * pk.CONVERT_OPS[m][1]) for k, m in modes.items()}
     threads_per_sm = blocks * threads / out["runs"]["mixed"]["sms"]
     out.update(summarize_conversions(out["runs"], ops, threads_per_sm))
     out["sass"] = "simulator" if simulate else sass_counts(pk.convert_probe)

@@ -301,5 +301,5 @@ def probe_wgmma(mode: int, iters: int, batch: int, exps: int, out_addr: int) -> 
            block, role, 0, 0]
     ptr = int(out_addr) + 8 * 8 * (2 * block + wg)
     _check_room(out_addr, 8 * 8 * (2 * block + wg + 1), "probe_wgmma record")
-    (ctypes.c_uint64 * 8).from_address(ptr)[:] = rec
+    ctypes.memmove(ptr, (ctypes.c_uint64 * 8)(*rec), 8 * 8)
     return 0
