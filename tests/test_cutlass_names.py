@@ -101,7 +101,8 @@ def test_cli_prints_toml_and_runs():
     parsed = tomllib.loads(shown)
     assert parsed["workload"]["tile"] == [64, 128, 64] and parsed["pipeline"]["cluster"] == [4, 4]
     assert "layout nnn: modelled as tn" in shown
-    pingpong_k = SM90.replace("align8_", "align8_stream_k_").replace("cooperative", "pingpong").replace("2x1x1", "1x1x1")
+    pingpong_k = SM90.replace("align8_", "align8_stream_k_").replace("cooperative", "pingpong")
+    pingpong_k = pingpong_k.replace("2x1x1", "1x1x1")
     bad = subprocess.run([sys.executable, "-m", "tmasim", "run", f"cutlass:{pingpong_k}"], capture_output=True,
                          text=True, env=env)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "ping-pong" in bad.stderr

@@ -289,7 +289,7 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
     memory_bytes = total("memory_bytes", "copy_engine")
     l2_loads = total("l2_bytes", "copy_engine")  # less than memory_bytes where a cluster's same loads coalesce
     store_bytes = total("store_bytes", "copy_engine")
-    workspace = total("workspace_bytes", "copy_engine")  # split tiles' partials, through L2 (tmasim.workloads.gemm_split)
+    workspace = total("workspace_bytes", "copy_engine")  # split tiles' partials through L2 (workloads.gemm_split)
     hbm_bytes = total("hbm_bytes", "copy_engine") + store_bytes + total("workspace_hbm_bytes", "copy_engine")
     gpu = scenario.gpu
     return {

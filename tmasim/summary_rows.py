@@ -30,7 +30,8 @@ def chip_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tuple[s
                  else plural(stats["waves"], "wave"))
     rows = [
         ("residency", f"{fmt.size(stats['smem_per_cta_bytes'])} SMEM per CTA, {plural(stats['ctas_per_sm'], 'CTA')} "
-                      f"per SM (limited by {stats['residency_limit']}); {stats['tiles']} work units, "
+                      f"per SM (limited by {stats['residency_limit']}); "
+                      f"{stats.get('work_units', stats['tiles'])} work units, "
                       f"{plural(stats['ctas'], 'CTA')} on {plural(stats['sms_used'], 'SM')}, {placement}"),
         ("traffic", traffic(stats)),
     ]

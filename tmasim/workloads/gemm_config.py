@@ -50,8 +50,8 @@ class GemmConfig:
     operands: str = DEFAULT_SOURCE  # where the MMA reads A from (tmasim.operands); B is always in SMEM
     swizzle: str = "128B"  # the A and B tensor maps' swizzle: how wide one TMA box may be
     warm_l2: bool = False  # A and B already in L2 (a benchmark's warm-up ran first), where they fit
-    split_k: int = 1  # CTAs that share each output tile's k-loop, reducing through a workspace
-    scheduler: str = "data-parallel"  # or "stream-k" (tmasim.workloads.gemm_split)
+    split_k: int = 1  # CTAs that share each output tile's k-loop (at most its k-tiles), adding through a workspace
+    scheduler: str = "data-parallel"  # whole tiles per CTA, or CUTLASS's stream-K (tmasim.workloads.gemm_split)
 
     def __post_init__(self) -> None:
         """Checked on every construction, ``dataclasses.replace`` included."""

@@ -83,7 +83,8 @@ class CopyEngine:
     __slots__ = ("env", "name", "sm", "issue", "recorder", "routes", "multiplicity", "max_copies", "max_bytes",
                  "_accept_free", "_transfer_free", "_route_cache", "_pending", "_ready", "_wake_at", "_requests",
                  "in_flight", "bytes_in_flight", "_transferring", "_busy_since", "busy_ps", "bytes", "memory_bytes",
-                 "l2_bytes", "hbm_bytes", "copies", "store_bytes", "workspace_bytes", "workspace_hbm_bytes", "latency_noise", "_code", "request_time",
+                 "l2_bytes", "hbm_bytes", "copies", "store_bytes", "workspace_bytes", "workspace_hbm_bytes",
+                 "latency_noise", "_code", "request_time",
                  "request_overhead", "lanes", "latency_per_kib_in_flight")
 
     def __init__(self, env: simpy.Environment, name: str, sm: int, issue: int, recorder: Recorder | None, *,
