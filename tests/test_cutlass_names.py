@@ -84,7 +84,6 @@ def test_raster_follows_cutlass_heuristic_after_set():
     (SM90.replace("tensorop", "simt"), "operation class"),
     (SM90.replace("bf16_bf16_f32", "bf16_e4m3_f32"), "B type"),
     (SM90.replace("_tnn_", "_tnx_"), "layout"),
-    (SM90.replace("align8_", "align8_stream_k_"), "tile scheduler"),
     (SM90.replace("cooperative", "sideways"), "kernel schedule"),
     (SM100.replace("4x4x1", "3x4x1").replace("1sm", "2sm"), "cluster"),
     (SM100_OLD_2SM.replace("512x256x64", "256x256x64"), "tile"),
@@ -102,7 +101,24 @@ def test_cli_prints_toml_and_runs():
     parsed = tomllib.loads(shown)
     assert parsed["workload"]["tile"] == [64, 128, 64] and parsed["pipeline"]["cluster"] == [4, 4]
     assert "layout nnn: modelled as tn" in shown
-    stream_k = SM90.replace("align8_", "align8_stream_k_")
-    bad = subprocess.run([sys.executable, "-m", "tmasim", "run", f"cutlass:{stream_k}"], capture_output=True,
+    pingpong_k = SM90.replace("align8_", "align8_stream_k_").replace("cooperative", "pingpong")
+    pingpong_k = pingpong_k.replace("2x1x1", "1x1x1")
+    bad = subprocess.run([sys.executable, "-m", "tmasim", "run", f"cutlass:{pingpong_k}"], capture_output=True,
                          text=True, env=env)
-    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "stream_k" in bad.stderr
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "ping-pong" in bad.stderr
+
+
+def test_a_stream_k_name_runs_the_stream_k_scheduler():
+    """TileSchedulerSuffixes: ``_stream_k`` between the alignment and the kernel schedule."""
+    name = SM90.replace("align8_", "align8_stream_k_").replace("2x1x1", "1x1x1")
+    scenario = load(f"cutlass:{name}", ["workload.m=128", "workload.n=4096", "workload.k=8192"])
+    assert scenario.workload.scheduler == "stream-k" and scenario.pipeline.consumer_mode == "cooperative"
+    auto = load(f"cutlass:{name.replace('_warpspecialized_cooperative', '').replace('128x256', '64x256')}")
+    assert auto.workload.scheduler == "stream-k" and auto.pipeline.consumer_mode == "cooperative"  # not ping-pong
+    from tmasim.simulation import simulate
+
+    stats = simulate(scenario).stats
+    assert stats["decomposition"] == "stream-K" and stats["sms_used"] == 132
+    with pytest.raises(ScenarioError, match="pipeline.cluster: \\[2, 1\\] must be \\[1, 1\\]"):  # not modelled
+        from tmasim.simulation import simulate as run
+        run(load(f"cutlass:{SM90.replace('align8_', 'align8_stream_k_')}"))

@@ -56,6 +56,7 @@ class Kernel:
     pipeline: dict[str, Any] = field(default_factory=dict)
     launch: str = "persistent"
     epilogue_smem: int | None = None
+    scheduler: str = "data-parallel"  # "stream-k": the _stream_k tile scheduler (tmasim.workloads.gemm_split)
     notes: list[str] = field(default_factory=list)
 
 
@@ -169,9 +170,11 @@ def _layout(kernel: Kernel, text: str) -> None:
 
 
 def _schedule(kernel: Kernel, text: str) -> None:
-    if text.startswith("stream_k"):
-        raise error(kernel.name, "tile scheduler", "stream_k", "is not modelled yet: tmasim has data-parallel tiles "
-                    "only (a persistent grid or one CTA per tile)")
+    if text == "stream_k" or text.startswith("stream_k_"):  # TileSchedulerSuffixes[StreamK]
+        text = text.removeprefix("stream_k").removeprefix("_")
+        kernel.scheduler = "stream-k"
+        kernel.notes.append("stream-K tile scheduler: modelled as its DecompositionMode::StreamK (CUTLASS's default "
+                            "Heuristic mode may run a problem as data-parallel or split-K instead)")
     schedule, epilogue = text, ""
     for suffix in EPILOGUES:
         if text == suffix or text.endswith("_" + suffix):
@@ -185,7 +188,8 @@ def _sm90_schedule(kernel: Kernel, text: str) -> None:
         text = text.removesuffix("_fp8_fastaccum")
         kernel.notes.append("fp8 fast accumulation: modelled as plain fp8 MMAs")
     if text == "":  # KernelScheduleAuto: sm90_gmma_builder.inl picks ping-pong for a 64-row tile
-        text = "warpspecialized_pingpong" if kernel.tile[0] == 64 else "warpspecialized_cooperative"
+        pingpong = kernel.tile[0] == 64 and kernel.scheduler != "stream-k"  # ping-pong has no stream-K scheduler
+        text = "warpspecialized_pingpong" if pingpong else "warpspecialized_cooperative"
         kernel.notes.append(f"schedule auto: CUTLASS's builder picks {text.removeprefix('warpspecialized_')}")
     if text not in SM90_SCHEDULES:
         raise error(kernel.name, "kernel schedule", text, f"is not modelled on sm90 (modelled: "
@@ -254,6 +258,8 @@ def scenario(name: str) -> dict[str, Any]:
     settle({"workload": workload})
     if kernel.epilogue_smem is not None:
         workload["epilogue_smem"] = kernel.epilogue_smem
+    if kernel.scheduler != "data-parallel":
+        workload["scheduler"] = kernel.scheduler
     pipeline = {"stages": kernel.stages, **kernel.pipeline, "cluster": list(kernel.cluster)}
     return {"name": kernel.name, "description": describe(kernel), "gpu": GPUS[kernel.arch],
             "workload": workload, "pipeline": pipeline, "run": {"records": False}}
@@ -264,6 +270,7 @@ def describe(kernel: Kernel) -> str:
     stages = "auto stages" if kernel.stages == "auto" else f"{kernel.stages} stages"
     group = kernel.pipeline.get("mma_cta_group")
     schedule = f"{group}-SM MMA" if group else kernel.pipeline["consumer_mode"].replace("pingpong", "ping-pong")
+    schedule += ", stream-K" if kernel.scheduler == "stream-k" else ""
     return (f"CUTLASS {kernel.dtype} GEMM on {GPUS[kernel.arch]}: {m}x{n}x{k} CTA tile, "
             f"{kernel.cluster[0]}x{kernel.cluster[1]} cluster, {stages}, {schedule}; "
             f"{DEFAULT_PROBLEM}^3 unless workload.m/n/k are set")

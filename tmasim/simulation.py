@@ -97,6 +97,7 @@ def _no_skip(scenario: Scenario, plan: Plan) -> str:
                (run.drift.on, "SM drift makes durations random"),
                (bool(plan.programs) and not hasattr(plan.programs[0], "run_of"),
                 "this workload's CTA program has no runs of identical steps the skip can cut"),
+               (plan.fixups, "split tiles' peers wait on each other's partials (split-K, stream-K)"),
                (not scenario.pipeline.consumer_waits_full,
                 "reads are checked step by step (pipeline.consumer_waits_full = false)")]
     return next((why for off, why in reasons if off), "")
@@ -302,7 +303,8 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
     memory_bytes = total("memory_bytes", "copy_engine")
     l2_loads = total("l2_bytes", "copy_engine")  # less than memory_bytes where a cluster's same loads coalesce
     store_bytes = total("store_bytes", "copy_engine")
-    hbm_bytes = total("hbm_bytes", "copy_engine") + store_bytes
+    workspace = total("workspace_bytes", "copy_engine")  # split tiles' partials through L2 (workloads.gemm_split)
+    hbm_bytes = total("hbm_bytes", "copy_engine") + store_bytes + total("workspace_hbm_bytes", "copy_engine")
     gpu = scenario.gpu
     return {
         "scenario": scenario.name,
@@ -324,10 +326,10 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
         "compute_utilization": tensor_busy / (sms_used * makespan) if makespan else 0.0,
         **_vector_stats(chip, sms_used, makespan),
         "hbm_utilization": _utilization(hbm_bytes, gpu.hbm_bandwidth, makespan),
-        "l2_utilization": _utilization(l2_loads + store_bytes, gpu.l2_bandwidth, makespan),
+        "l2_utilization": _utilization(l2_loads + store_bytes + workspace, gpu.l2_bandwidth, makespan),
         # The traffic figures (see tmasim.names.TRAFFIC): L2 = loads it served + stores; HBM = misses + stores.
         "bytes": int(smem_bytes),
-        "l2_bytes": int(round(l2_loads + store_bytes)),
+        "l2_bytes": int(round(l2_loads + store_bytes + workspace)),
         "memory_bytes": int(memory_bytes),
         "store_bytes": int(store_bytes),
         "hbm_bytes": int(round(hbm_bytes)),
@@ -353,7 +355,20 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
         "simulated_steps": sum(cta.program.steps for cta in chip.ctas),  # ring steps the engine ran
         **_balance(chip),
         **_cluster_stats(chip),
+        **_fixup_stats(chip, workspace, scenario.pipeline.consumers),
     }
+
+
+def _fixup_stats(chip: Chip, workspace: float, consumers: int) -> dict[str, Any]:
+    """Split tiles (split-K, stream-K): the partials' traffic through the workspace, and how long
+    consumer warpgroups waited for their peers' partials: the mean per warpgroup, as the stalls,
+    and the most one CTA's warpgroups waited (their mean)."""
+    if not chip.plan.fixups:
+        return {}
+    waits = [cta.fixup_wait_ps / consumers for cta in chip.ctas]
+    return {"workspace_traffic_bytes": int(workspace),
+            "fixup_wait_ns": sum(waits) / max(1, len(waits)) / 1000,
+            "fixup_wait_max_ns": max(waits, default=0) / 1000}
 
 
 def _balance(chip: Chip) -> dict[str, Any]:

@@ -30,7 +30,8 @@ def chip_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tuple[s
                  else plural(stats["waves"], "wave"))
     rows = [
         ("residency", f"{fmt.size(stats['smem_per_cta_bytes'])} SMEM per CTA, {plural(stats['ctas_per_sm'], 'CTA')} "
-                      f"per SM (limited by {stats['residency_limit']}); {stats['tiles']} work units, "
+                      f"per SM (limited by {stats['residency_limit']}); "
+                      f"{stats.get('work_units', stats['tiles'])} work units, "
                       f"{plural(stats['ctas'], 'CTA')} on {plural(stats['sms_used'], 'SM')}, {placement}"),
         ("traffic", traffic(stats)),
     ]
@@ -49,8 +50,11 @@ def traffic(stats: Mapping[str, Any]) -> str:
     """The run's traffic, as :data:`tmasim.names.TRAFFIC` defines it: L2 (loads and stores, what
     its busy share counts), then HBM (misses and stores)."""
     stores = stats.get("store_bytes") or 0
-    loads = stats["l2_bytes"] - stores   # the loads L2 served
+    workspace = stats.get("workspace_traffic_bytes") or 0  # split tiles' partials (tmasim.workloads.gemm_split)
+    loads = stats["l2_bytes"] - stores - workspace   # the loads L2 served
     parts = f"; {fmt.amount(loads)} loads + {fmt.amount(stores)} stores" if stores else ""
+    if workspace:
+        parts += f" + {fmt.amount(workspace)} of split tiles' partials"
     if stats["memory_bytes"] > loads * 1.000001:  # same-address loads merged before L2 (B200)
         parts += (f"; the SMs took in {fmt.amount(stats['memory_bytes'])}: same-address loads merge before L2, "
                   "a cluster's and neighbours' in one GPC")

@@ -28,6 +28,7 @@ from tmasim.engine.attention.pair import AttentionPairCta
 from tmasim.engine.attention.program import AttentionProgram
 from tmasim.engine.drift import latency_noise, start_skews
 from tmasim.engine.pipeline.cta import Cta, Sync
+from tmasim.engine.pipeline.workspace import Workspace
 from tmasim.engine.program import Program
 from tmasim.engine.recorder import Recorder
 from tmasim.engine.sm.copy_engine import CopyEngine, Routes
@@ -51,6 +52,7 @@ class Plan:
     cluster: int = 1  # CTAs per thread-block cluster: programs g, g+1, ... g+cluster-1 form one
     cluster_slots: int = 0  # clusters resident at once (grid launch: each slot runs clusters in turn)
     info: Mapping[str, object] = field(default_factory=dict)  # placement facts for the summary
+    fixups: bool = False  # split tiles reduced through a workspace: CTAs wait on each other's partials
 
 
 @dataclass
@@ -83,6 +85,9 @@ class Chip:
             self.l2 = self.fabric.add_link("L2", gpu.l2_bandwidth)
             self.hbm = self.fabric.add_link("HBM", gpu.hbm_bandwidth)
         self.aggregation_note = ""
+        # Split tiles' peers wait on each other's partials: every CTA is its own (no aggregation).
+        self.workspace = Workspace(env) if plan.fixups else None
+        aggregate = aggregate and not plan.fixups
         if plan.cluster > 1:
             self._place_clusters(aggregate)
             return
@@ -143,6 +148,7 @@ class Chip:
             return fused  # type: ignore[return-value]
         cta = Cta(self.env, sm.index, cta_index, program, self.sync, sm.copy_engine, sm.tensor_core, self.recorder)
         cta.multiplicity = sm.multiplicity
+        cta.workspace = self.workspace
         self.ctas.append(cta)
         if self.on_cta is not None:
             self.on_cta(cta)

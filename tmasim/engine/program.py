@@ -36,11 +36,29 @@ class Copy(NamedTuple):
     requests: int = 0  # TMA requests (row segments, docs/design.md 12); 0: bytes alone set the time
 
 
+class Fixup(NamedTuple):
+    """A split output tile's reduction through a global workspace (split-K, stream-K;
+    tmasim.workloads.gemm_split), done by each consumer warpgroup for its share of the
+    accumulator, under its own flag: wait until the flag counts ``wait_for`` k-iterations (the
+    peers before this one in K have added theirs; 0: no wait), read the partial (``read``) and
+    add it, write the sum back (``write``), then add ``k_count`` to the flag, which a waiting
+    peer sees ``signal`` ps later. The final peer writes nothing and runs the epilogue."""
+
+    tile: int
+    wait_for: int
+    k_count: int
+    read: Copy | None
+    write: Copy | None
+    signal: int
+
+
 class Epilogue(NamedTuple):
-    """After a unit's last step: ``duration`` ps of consumer work, then an optional store."""
+    """After a unit's last step: the fix-up of a split tile (if any), ``duration`` ps of
+    consumer work, then an optional store."""
 
     duration: int
     store: Copy | None
+    fixup: Fixup | None = None
 
 
 class Program(Protocol):

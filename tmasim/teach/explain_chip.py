@@ -114,12 +114,30 @@ def chip_story(result: Result) -> list[str]:
             f"B {stats['tma_b_box']}, rows x elements; {stats['swizzle']} swizzle), each with its issue cost, and "
             f"{stats['tma_requests_per_k_step']} row requests through the TMA unit (one per box row of at most "
             "128 B); --set workload.swizzle=none|32B|64B|128B compares box shapes.")]
+    if stats.get("decomposition"):
+        lines += ["", paragraph(_split_story(stats))]
     lines += ["", paragraph(
         f"Residency: {fmt.size(stats['smem_per_cta_bytes'])} of shared memory per CTA, "
         f"{stats['ctas_per_sm']} CTA(s) per SM (limited by {stats['residency_limit']}). Stalls: consumers "
         f"waited {fmt.time(stats['consumer_wait_full_ns'] * 1000, 4, zero='no time')} on full barriers and producers "
         f"{fmt.time(stats['producer_wait_empty_ns'] * 1000, 4, zero='no time')} on empty ones, on average.")]
     return lines
+
+
+def _split_story(stats: dict[str, Any]) -> str:
+    """Split-K or stream-K, from the run's numbers (tmasim.workloads.gemm_split)."""
+    if stats["decomposition"] == "split-K":
+        how = (f"Split-K: {stats['work_units']} work units share the k-loops of {stats['tiles']} output tiles, so "
+               f"{stats['sms_used']} SMs get work")
+    else:
+        how = (f"Stream-K: the k-iterations of {stats['stream_k_tiles']} output tile(s) are spread evenly over "
+               f"{stats['stream_k_units']} CTAs and {stats['data_parallel_tiles']} tile(s) run whole, so "
+               f"{stats['sms_used']} SMs get work")
+    return (f"{how}. The price is the fix-up: each split tile's partial sums (fp32) go to a "
+            f"{fmt.size(stats['workspace_bytes'])} workspace and back, {fmt.amount(stats['workspace_traffic_bytes'])} "
+            f"through L2, and a CTA that adds to a tile waits for the peers before it in K: consumers waited "
+            f"{fmt.time(stats['fixup_wait_ns'] * 1000, 4, zero='no time')} on average (those of one CTA at most "
+            f"{fmt.time(stats['fixup_wait_max_ns'] * 1000, 4, zero='no time')}).")
 
 
 def chip_what_ifs(result: Result, base_dir: Path | None) -> list[str]:

@@ -33,6 +33,7 @@ from tmasim.errors import ResidencyError, ScenarioError
 from tmasim.hardware import GpuSpec
 from tmasim.operands import k_step_smem_bytes, k_step_smem_hold
 from tmasim.residency import Residency, residency
+from tmasim.workloads import gemm_split
 from tmasim.workloads.gemm_bounds import breakdown
 from tmasim.workloads.gemm_config import FIELDS, KIND, PROBLEM_FIELDS, GemmConfig, parse
 from tmasim.workloads.gemm_l2_merge import merge_factors
@@ -77,6 +78,7 @@ def plan(config: GemmConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
         raise ScenarioError("workload.dtype", config.dtype, f"has no tensor-core rate on {gpu.name} "
                             f"(gpu.tensor_flops gives {', '.join(gpu.tensor_flops) or 'none'})")
     cluster, mma_cta_group = p.cluster, p.mma_cta_group
+    gemm_split.check(config, cluster, mma_cta_group, consumers, mode)
     setup = ClusterSetup.of(config, cluster, mma_cta_group)
     layout = GemmLayout.of(config)
     step = mma_step(config, gpu, consumers, mode, setup.pair)
@@ -105,6 +107,11 @@ def plan(config: GemmConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
     far = _far_latency(gpu, layout)
     merged = merge_factors(gpu, setup, placement, coords, concurrent, stages * (layout.a.stage_bytes + b_stage),
                            (config.tiles_m, config.tiles_n))
+    if gemm_split.is_split(config):
+        split = _split_plan(config, scenario, layout, step, coords, (fractions, merged), far, res,
+                            (placement.clusters, gpu.sms - placement.idle_sms))
+        if split is not None:
+            return split, res
     cache: dict[tuple[object, ...], Unit] = {}
     units = []
     for index, ((row, col), (fa, fb), (ma, mb)) in enumerate(zip(coords, fractions, merged, strict=True)):
@@ -130,6 +137,54 @@ def plan(config: GemmConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
                         str(g * c) for g, c in zip(cluster_grid(config, cluster), cluster, strict=True)))
     return Plan(programs, config.launch == "persistent", res.ctas_per_sm, sms, flow=True, units=len(units),
                 cluster=size, cluster_slots=slots, info=info), res
+
+
+def _split_plan(config: GemmConfig, scenario: ScenarioParts, layout: GemmLayout, step: MmaStep,
+                coords: list[tuple[int, int]], shares: tuple[list[tuple[float, float]], list[tuple[float, float]]],
+                far: int, res: Residency, room: tuple[int, int]) -> Plan | None:
+    """Split-K or stream-K (tmasim.workloads.gemm_split): each CTA's share of its tiles' k-loops,
+    the split tiles' fix-ups after them. ``room``: CTAs resident at once, SMs that may run them.
+    None where stream-K leaves every tile data-parallel (the plain plan is then the same)."""
+    gpu, consumers, persistent = scenario.gpu, scenario.pipeline.consumers, config.launch == "persistent"
+    resident, usable = room
+    if config.split_k > 1:
+        split = gemm_split.split_k(len(coords), config.k_steps, config.split_k, resident if persistent else None)
+    else:
+        along = config.tiles_n if config.raster == "row" else config.tiles_m
+        found = gemm_split.stream_k(len(coords), config.k_steps, resident, along)
+        if found is None:
+            return None
+        split = found
+    workspace = gemm_split.workspace_bytes(config, split.split_tiles, consumers)
+    setup = ClusterSetup.of(config, (1, 1), 1)
+    fractions, merged = shares
+    cache: dict[tuple[object, ...], Unit] = {}
+    programs, index, fixups = [], 0, False
+    for works in split.ctas:
+        units = []
+        for position, work in enumerate(works):
+            (row, col), last = coords[work.tile], _drains_tmem(gpu) and position == len(works) - 1
+            final = work.k_first + work.k_count == config.k_steps
+            key = (_edge(row, config.tiles_m), _edge(col, config.tiles_n), fractions[work.tile], merged[work.tile],
+                   work.k_first, work.k_count, final, last)
+            if key not in cache:
+                cache[key] = _unit(config, layout, gpu, step, row, col, fractions[work.tile], setup, 0,
+                                   merged[work.tile], far, last, (work.k_first, work.k_count))
+            base = cache[key]
+            fix = gemm_split.fixup(config, gpu, work, consumers, workspace)
+            fixups = fixups or fix is not None
+            assert base.epilogue is not None
+            epilogue = base.epilogue if fix is None else base.epilogue._replace(fixup=fix)
+            units.append(Unit(index, base.segments, epilogue))
+            index += 1
+        programs.append(UnitProgram(units))
+    info = {"decomposition": split.mode, "split_tiles": split.split_tiles, "workspace_bytes": workspace,
+            "work_units": index}
+    if split.mode == "stream-K":
+        info.update(stream_k_tiles=split.sk_tiles, stream_k_units=split.sk_units, stream_k_groups=split.groups,
+                    data_parallel_tiles=len(coords) - split.sk_tiles)
+    return Plan(programs, persistent, res.ctas_per_sm, min(usable, len(programs)), flow=True, units=index,
+                info=info, fixups=fixups)
 
 
 def _epilogue_smem(config: GemmConfig, chosen: AutoStages | None) -> int:
@@ -183,14 +238,14 @@ def describe(config: GemmConfig) -> str:
 def lower_bound_ns(config: GemmConfig, scenario: ScenarioParts) -> float:
     """The run's ``bound_ns`` (:func:`breakdown`), from the plan without running it."""
     planned, _ = plan(config, scenario)
-    bound = breakdown(config, scenario.gpu, planned, scenario.pipeline.stages)["bound_ns"]
+    bound = breakdown(config, scenario.gpu, planned, scenario.pipeline.stages, scenario.pipeline.consumers)["bound_ns"]
     assert isinstance(bound, (int, float))
     return float(bound)
 
 
 def stats(config: GemmConfig, scenario: ScenarioParts, plan: Plan, res: Residency, makespan: int) -> dict[str, Any]:
     """The bounds (see :func:`breakdown`) and how close the run comes to the one that binds."""
-    extra: dict[str, Any] = breakdown(config, scenario.gpu, plan, scenario.pipeline.stages)
+    extra: dict[str, Any] = breakdown(config, scenario.gpu, plan, scenario.pipeline.stages, scenario.pipeline.consumers)
     step = mma_step(config, scenario.gpu, scenario.pipeline.consumers, scenario.pipeline.consumer_mode,
                     scenario.pipeline.mma_cta_group == 2)
     extra.update(mma_instruction=step.instruction, mma_per_k_step=step.count if step.instruction else None,
@@ -210,6 +265,8 @@ def stats(config: GemmConfig, scenario: ScenarioParts, plan: Plan, res: Residenc
     extra.update(l2_far_latency_ns=far / 1000 if far else None,
                  l2_operand_bytes=layout.a.tensor_bytes + layout.b.tensor_bytes)
     extra["efficiency"] = extra["bound_ns"] * 1000 / makespan if makespan else None
+    if "decomposition" in plan.info:  # split-K, stream-K (tmasim.workloads.gemm_split)
+        extra.update(plan.info)
     if scenario.pipeline.stages_auto:  # only then: other runs' summaries stay as they were
         chosen = auto_stages(config, scenario.gpu, scenario.pipeline)
         extra.update(stages_auto_rule=chosen.rule, stages_auto_detail=chosen.detail,
@@ -230,10 +287,11 @@ def _partner_rows(config: GemmConfig, setup: ClusterSetup, row: int, rank: int) 
 
 def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, row: int, col: int,
           hbm: tuple[float, float], setup: ClusterSetup, rank: int, merged: tuple[float, float],
-          far: int, last: bool = True) -> Unit:
+          far: int, last: bool = True, k_range: tuple[int, int] | None = None) -> Unit:
     """``hbm``: the A and B loads' HBM shares; ``merged``: the shares of their bytes L2 serves after
     same-address loads merge in the GPC (tmasim.workloads.gemm_l2_merge); ``far``: the extra
-    latency of their L2 hits (L2's far part, tmasim.l2)."""
+    latency of their L2 hits (L2's far part, tmasim.l2). ``k_range``: (first k-tile, k-tiles)
+    of a split tile's share (tmasim.workloads.gemm_split); None: the whole k-loop."""
     bm, bn, bk = config.tile
     (fa, fb), (ma, mb) = hbm, merged
     # A tile wholly past the edge still runs its k-loop, as CUTLASS's kernels do (the scheduler
@@ -256,7 +314,8 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, r
     # that much later, so the slot's release waits for it as the next step's MMAs do (tmasim.operands).
     tail = step.tail + hold if gpu.smem_write_bandwidth is not None else step.tail
     segments = []
-    for first_k, count in _k_segments(config):
+    first, steps = k_range if k_range is not None else (0, config.k_steps)
+    for first_k, count in _k_segments(config, first, steps):
         k_in = min(bk, config.k - first_k)
         a = tuple(_copy(gpu, box, (first_k + off, row * bm), fa, a_parts, a_index, a_mask, ma, far)
                   for off, box in layout.a.boxes)
@@ -267,8 +326,11 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, r
     c_bytes = layout.c.box_bytes
     staging = round(c_bytes / gpu.smem_bandwidth) if gpu.smem_bandwidth != float("inf") else 0
     store = Copy(c_bytes, layout.c.bytes_from_memory((col * bn, row * bm)), 1.0, 0)
+    if first + steps < config.k_steps:  # a split tile's share before its last: its partial goes to the workspace
+        return Unit(-1, tuple(segments), Epilogue(_epilogue_time(config, gpu, setup.pair, 0,
+                                                                 steps * (step.occupancy + hold), last), None))
     return Unit(-1, tuple(segments), Epilogue(_epilogue_time(config, gpu, setup.pair, staging,
-                                                             config.k_steps * (step.occupancy + hold), last), store))
+                                                             steps * (step.occupancy + hold), last), store))
 
 
 def _drains_tmem(gpu: GpuSpec) -> bool:
@@ -289,12 +351,14 @@ def _epilogue_time(config: GemmConfig, gpu: GpuSpec, pair: bool, staging: int, m
     return max(staging, work if last else work - mainloop)
 
 
-def _k_segments(config: GemmConfig) -> list[tuple[int, int]]:
-    """(first k of the segment, steps): all full k-steps, then a partial last one if K % BK."""
+def _k_segments(config: GemmConfig, first: int = 0, count: int | None = None) -> list[tuple[int, int]]:
+    """(first k of the segment, steps) of k-tiles ``first`` .. ``first + count - 1`` (default: all):
+    the full k-steps, then a partial last one if the range ends the k-loop and K % BK."""
     bk, steps = config.tile[2], config.k_steps
-    if config.k % bk == 0:
-        return [(0, steps)]
-    return [(0, steps - 1), ((steps - 1) * bk, 1)] if steps > 1 else [(0, 1)]
+    count = steps - first if count is None else count
+    if config.k % bk == 0 or first + count < steps:
+        return [(first * bk, count)]
+    return [(first * bk, count - 1), ((steps - 1) * bk, 1)] if count > 1 else [((steps - 1) * bk, 1)]
 
 
 def _copy(gpu: GpuSpec, descriptor: TensorDescriptor, coord: tuple[int, int], hbm_fraction: float,

@@ -4,13 +4,13 @@ TMA requests, slot round trip), and the one that binds."""
 from __future__ import annotations
 
 from tmasim.engine.chip import Plan
-from tmasim.engine.program import Segment, UnitProgram
+from tmasim.engine.program import Copy, Fixup, Segment, UnitProgram
 from tmasim.hardware import GpuSpec
 from tmasim.workloads.bound_figures import bound_figures, busiest_sm, transfer_ps
 from tmasim.workloads.gemm_config import GemmConfig
 
 
-def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict[str, object]:
+def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int, consumers: int = 1) -> dict[str, object]:
     """The bounds a GEMM cannot beat, from the plan alone, and the one that binds.
 
     compute: the busiest SM's tensor-core time (wave quantization included; a grid's CTAs as any
@@ -19,6 +19,8 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
     compute; tmasim.operands); hbm and l2: all
     bytes over each link's bandwidth; port: the busiest SM's bytes over its ingest port; tma:
     the busiest SM's row requests at its TMA unit's request rate (over its transfer lanes);
+    a split tile's partials (split-K, stream-K) count on L2, on HBM where they go through it, and
+    their reads on the reading SM's port, each consumer warpgroup its share;
     latency: the busiest slot of any CTA, whose uses follow one another, each at least one
     round trip (see :func:`slot_round_trip`). ``serial_ns`` is the no-overlap time of the
     busiest SM: every step's copy, then its compute, one after another.
@@ -47,6 +49,11 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
                 if unit.epilogue.store is not None:
                     hbm += unit.epilogue.store.memory_bytes
                     l2 += unit.epilogue.store.memory_bytes
+                for part in _workspace_moves(unit.epilogue.fixup):
+                    l2 += consumers * part.memory_bytes
+                    hbm += consumers * part.memory_bytes * part.hbm_fraction
+                if unit.epilogue.fixup is not None and unit.epilogue.fixup.read is not None:
+                    ingest[g] += consumers * unit.epilogue.fixup.read.memory_bytes / gpu.sm_port_bandwidth
     bounds = {
         "compute": busiest_sm(compute, plan),
         "smem": busiest_sm(smem, plan),
@@ -57,6 +64,11 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict
         "latency": latency,
     }
     return bound_figures(bounds, max(serial), config.useful_flops)
+
+
+def _workspace_moves(fixup: Fixup | None) -> tuple[Copy, ...]:
+    """A split tile's partial read and written by one consumer warpgroup (tmasim.workloads.gemm_split)."""
+    return () if fixup is None else tuple(c for c in (fixup.read, fixup.write) if c is not None)
 
 
 class _SegmentFigures:

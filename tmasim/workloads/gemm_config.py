@@ -14,12 +14,15 @@ from tmasim.operands import DEFAULT_SOURCE, SOURCE_NAMES
 
 KIND = "gemm"
 FIELDS = ("kind", "m", "n", "k", "dtype", "out_dtype", "tile", "raster", "group", "launch", "ctas_per_sm",
-          "epilogue_smem", "l2_reuse", "multicast", "operands", "swizzle", "warm_l2")
+          "epilogue_smem", "l2_reuse", "multicast", "operands", "swizzle", "warm_l2", "split_k", "scheduler")
 # The work (tmasim.field_roles): the GEMM's shape and types; the tile, raster, launch, cluster
 # sharing and the rest are how it is done.
 PROBLEM_FIELDS = ("m", "n", "k", "dtype", "out_dtype")
 OUT_DTYPES = ("bf16", "fp16", "fp32", "fp8")  # fp8: e4m3, as CUTLASS's fp8 epilogues store
 RASTERS = ("row", "column", "grouped")
+# How output tiles become CTAs' work (tmasim.workloads.gemm_split): one CTA per tile's whole k-loop,
+# or CUTLASS's stream-K decomposition of the k-iterations over the persistent CTAs.
+SCHEDULERS = ("data-parallel", "stream-k")
 MAX_DIM = 2**32      # a tensor map's largest global dimension
 MAX_UNITS = 10**7    # output tiles: each is a work unit the engine builds and simulates
 OUT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "fp8": 1}
@@ -47,6 +50,8 @@ class GemmConfig:
     operands: str = DEFAULT_SOURCE  # where the MMA reads A from (tmasim.operands); B is always in SMEM
     swizzle: str = "128B"  # the A and B tensor maps' swizzle: how wide one TMA box may be
     warm_l2: bool = False  # A and B already in L2 (a benchmark's warm-up ran first), where they fit
+    split_k: int = 1  # CTAs that share each output tile's k-loop (at most its k-tiles), adding through a workspace
+    scheduler: str = "data-parallel"  # whole tiles per CTA, or CUTLASS's stream-K (tmasim.workloads.gemm_split)
 
     def __post_init__(self) -> None:
         """Checked on every construction, ``dataclasses.replace`` included."""
@@ -75,6 +80,20 @@ class GemmConfig:
         read.boolean("workload.warm_l2", self.warm_l2)
         if self.multicast is not None:
             read.choice("workload.multicast", self.multicast, MULTICAST)
+        read.integer("workload.split_k", self.split_k, minimum=1, maximum=MAX_UNITS)
+        read.choice("workload.scheduler", self.scheduler, SCHEDULERS)
+        if self.split_k > self.k_steps:
+            raise ScenarioError("workload.split_k", self.split_k, f"must be at most the {self.k_steps} k-tiles of "
+                                f"each output tile (K = {self.k} over BK = {self.tile[2]}): each split needs one")
+        if self.split_k > 1 and self.scheduler == "stream-k":
+            raise ScenarioError("workload.split_k", self.split_k, "must be 1 with workload.scheduler = \"stream-k\": "
+                                "stream-K splits the k-iterations itself (CUTLASS runs splits > 1 as split-K)")
+        if self.scheduler == "stream-k" and self.launch != "persistent":
+            raise ScenarioError("workload.scheduler", self.scheduler, "needs workload.launch = \"persistent\": "
+                                "stream-K spreads the k-iterations over the persistent CTAs")
+        if self.units * self.split_k > MAX_UNITS:
+            raise ScenarioError("workload.split_k", self.split_k, f"makes {self.units * self.split_k:,} work units "
+                                f"({self.units:,} tiles x {self.split_k}), over the {MAX_UNITS:,} the engine simulates")
 
     @property
     def tiles_m(self) -> int:
@@ -124,5 +143,7 @@ def parse(raw: Mapping[str, Any]) -> GemmConfig:
         operands=read.choice("workload.operands", raw.get("operands", DEFAULT_SOURCE), SOURCE_NAMES),
         swizzle=read.choice("workload.swizzle", raw.get("swizzle", "128B"), tuple(SWIZZLE_BYTES)),
         warm_l2=read.boolean("workload.warm_l2", raw.get("warm_l2", False)),
+        split_k=read.integer("workload.split_k", raw.get("split_k", 1), minimum=1, maximum=MAX_UNITS),
+        scheduler=read.choice("workload.scheduler", raw.get("scheduler", "data-parallel"), SCHEDULERS),
         **optional,
     )

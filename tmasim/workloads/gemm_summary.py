@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from tmasim import format as fmt
 from tmasim import names
-from tmasim.summary_rows import chip_rows, cluster_rows, share_of_peak, t
+from tmasim.summary_rows import chip_rows, cluster_rows, plural, share_of_peak, t
 from tmasim.workloads.gemm_config import GemmConfig
 
 if TYPE_CHECKING:
@@ -37,7 +37,23 @@ def summary_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tupl
           if stats.get("stages_auto_rule") else []),
         *_with_mma_rows(chip_rows(stats, scenario), stats, scenario),
         *(_cluster_rows(stats, scenario) if "cluster" in stats else []),
+        *([("split tiles", split_text(stats, config))] if "decomposition" in stats else []),
     ]
+
+
+def split_text(stats: Mapping[str, Any], config: GemmConfig) -> str:
+    """Split-K or stream-K: how the k-loops were shared, the workspace, and the fix-ups' cost."""
+    if stats["decomposition"] == "split-K":
+        how = (f"split-K: {config.split_k} CTAs share each of the {stats['tiles']} tiles' {config.k_steps} k-tiles "
+               f"({stats['work_units']} work units)")
+    else:
+        how = (f"stream-K: the {config.k_steps} k-tiles of {stats['stream_k_tiles']} tile(s) spread over "
+               f"{stats['stream_k_units']} CTAs ({plural(stats['stream_k_groups'], 'group')}), "
+               f"{stats['data_parallel_tiles']} data-parallel tile(s) after them")
+    return (f"{how}; workspace {fmt.size(stats['workspace_bytes'])} (fp32 partials of {stats['split_tiles']} tile(s) "
+            f"and their flags), {fmt.amount(stats['workspace_traffic_bytes'])} of partials written and read through "
+            f"L2; consumers waited {t(stats['fixup_wait_ns'], zero='no time')} for peers' partials on average "
+            f"(those of one CTA at most {t(stats['fixup_wait_max_ns'], zero='no time')})")
 
 
 def _box_row(stats: Mapping[str, Any]) -> str:

@@ -33,10 +33,11 @@ from tmasim.engine.pipeline.cluster import (
     self_owner,
 )
 from tmasim.engine.pipeline.stages import StageRing
-from tmasim.engine.program import Copy, Program
+from tmasim.engine.pipeline.workspace import Workspace
+from tmasim.engine.program import Copy, Fixup, Program
 from tmasim.engine.recorder import EPILOGUE, FLIP_EMPTY, WAIT_EMPTY, WAIT_FULL, Recorder
 from tmasim.engine.sm.barrier import Mbarrier
-from tmasim.engine.sm.copy_engine import CopyEngine, Multicast
+from tmasim.engine.sm.copy_engine import WORKSPACE_READ, WORKSPACE_WRITE, CopyEngine, Multicast
 from tmasim.engine.sm.tensor_core import TensorCore
 
 COOPERATIVE, PINGPONG = "cooperative", "pingpong"
@@ -88,6 +89,9 @@ class Cta:
         self.tensor_core = tensor_core
         self.recorder = recorder
         self.multiplicity = 1  # identical SMs this CTA's SM stands for (aggregation)
+        self.workspace: Workspace | None = None  # split tiles' flags (the chip's, where the plan has fix-ups)
+        self.fixup_wait_ps: float = 0  # summed over consumer warpgroups: waits for peers' partials
+        self._fixup_waits: dict[str, tuple[tuple[int, int], int]] = {}  # role: (flag key, count awaited)
         # Cluster: the ranks this CTA multicasts into are, by symmetry, those that multicast into
         # it; each one's consumers must release a slot before its producers refill it.
         self.mask = multicast_mask(program)
@@ -358,7 +362,7 @@ class Cta:
             if last:
                 self._pass_turn()
             if epilogue is not None:
-                yield from self._epilogue(warpgroup, i, epilogue.duration, epilogue.store)
+                yield from self._epilogue(warpgroup, i, epilogue.duration, epilogue.store, epilogue.fixup)
             if last and prog.unit_of(i) + self.sync.consumers <= prog.unit_of(prog.steps - 1):
                 yield from self._await_turn(prog.unit_of(i) + self.sync.consumers)
         self._consumers_left -= 1
@@ -404,8 +408,11 @@ class Cta:
         return live_steps(self.program) if self.steps_may_drop else range(self.program.steps)
 
     def _epilogue(self, warpgroup: int, step: int, duration: int,
-                  store: Copy | None) -> Generator[simpy.Event, object, None]:
-        """Write the tile out: consumer time, then (by one warpgroup) a TMA store of the tile."""
+                  store: Copy | None, fixup: Fixup | None = None) -> Generator[simpy.Event, object, None]:
+        """Write the tile out: a split tile's fix-up, consumer time, then (by one warpgroup) a
+        TMA store of the tile."""
+        if fixup is not None:
+            yield from self._fixup(warpgroup, step, fixup)
         start = self.env.now
         if duration:
             yield self.env.timeout(duration)
@@ -414,6 +421,34 @@ class Cta:
         if store is not None and (warpgroup == 0 or self.sync.mode == PINGPONG):
             self._stores_left += 1
             self.copy_engine.store(store, self._store_done, self.index, self.program.unit_of(step))
+
+    def _fixup(self, warpgroup: int, step: int, fixup: Fixup) -> Generator[simpy.Event, object, None]:
+        """A split tile's reduction, for this warpgroup's share of the accumulator (CUTLASS's
+        ``fixup_helper``): wait until the peers before it in K added theirs, read the partial
+        and add it, write the sum back and add this peer's k-iterations to the flag."""
+        workspace, env, rec = self.workspace, self.env, self.recorder
+        assert workspace is not None, "a fix-up needs the chip's workspace (Plan.fixups)"
+        unit, key = self.program.unit_of(step), (fixup.tile, warpgroup)
+        ready = workspace.reached(key, fixup.wait_for) if fixup.wait_for else None
+        if ready is not None:
+            t0, role = env.now, f"consumer{warpgroup}"
+            self._fixup_waits[role] = (key, fixup.wait_for)
+            yield ready
+            del self._fixup_waits[role]
+            self.fixup_wait_ps += env.now - t0
+            if rec is not None:
+                rec.span(t0, env.now, self.sm, self.index, "consumer", "wait_fixup", unit, -1)
+        for copy, stage, kind in ((fixup.read, WORKSPACE_READ, "workspace_read"),
+                                  (fixup.write, WORKSPACE_WRITE, "workspace_write")):
+            if copy is None:
+                continue
+            t0, landed = env.now, env.event()
+            self.copy_engine.store(copy, lambda _, done=landed: done.succeed(), self.index, unit, stage)
+            yield landed
+            if rec is not None:
+                rec.span(t0, env.now, self.sm, self.index, "consumer", kind, unit, -1, copy.memory_bytes)
+        if fixup.write is not None:
+            workspace.arrive(key, fixup.k_count, fixup.signal)
 
     def _store_done(self, _: float) -> None:
         self._stores_left -= 1
@@ -458,9 +493,11 @@ class Cta:
     def waiting(self) -> list[str]:
         """Who in this CTA is blocked, on what (for deadlock reports); in a cluster, which peers
         it waits for."""
+        fixups = [f"{self.scope}.{role} waits for {self.workspace.describe(key, value)}"  # type: ignore[union-attr]
+                  for role, (key, value) in self._fixup_waits.items()]
         if self.cluster < 0:
             return [f"{self.scope}.{role} waits on {barrier.describe_wait(parity)}"
-                    for role, (barrier, parity, _, _) in self._waiting.items()]
+                    for role, (barrier, parity, _, _) in self._waiting.items()] + fixups
         writers = self._release or [self]
         return [cluster_wait(self, writers, role, barrier, parity)
                 for role, (barrier, parity, _, _) in self._waiting.items()]

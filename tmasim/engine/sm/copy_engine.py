@@ -59,6 +59,11 @@ class Multicast:
             barrier.complete_tx(nbytes, who)
 
 
+# A copy's ``stage`` below 0: not a load into a ring slot. A store of the output tile; or a
+# split tile's partial written to, or read from, its reduction workspace (tmasim.workloads.gemm_split),
+# which pass through L2 like a store and a load, counted apart from both.
+STORE_STAGE, WORKSPACE_WRITE, WORKSPACE_READ = -1, -2, -3
+
 # What a landed copy notifies: a load's mbarrier (complete_tx), the barriers of a multicast, or a
 # store's callback.
 Target = Mbarrier | Multicast | Callable[[float], None]
@@ -78,7 +83,8 @@ class CopyEngine:
     __slots__ = ("env", "name", "sm", "issue", "recorder", "routes", "multiplicity", "max_copies", "max_bytes",
                  "_accept_free", "_transfer_free", "_route_cache", "_pending", "_ready", "_wake_at", "_requests",
                  "in_flight", "bytes_in_flight", "_transferring", "_busy_since", "busy_ps", "bytes", "memory_bytes",
-                 "l2_bytes", "hbm_bytes", "copies", "store_bytes", "latency_noise", "_code", "request_time",
+                 "l2_bytes", "hbm_bytes", "copies", "store_bytes", "workspace_bytes", "workspace_hbm_bytes",
+                 "latency_noise", "_code", "request_time",
                  "request_overhead", "lanes", "latency_per_kib_in_flight")
 
     def __init__(self, env: simpy.Environment, name: str, sm: int, issue: int, recorder: Recorder | None, *,
@@ -119,6 +125,8 @@ class CopyEngine:
         self.l2_bytes = 0.0     # of which L2 served (less where a cluster's same loads coalesce)
         self.hbm_bytes = 0.0    # of which from HBM
         self.store_bytes = 0    # stores written to global memory
+        self.workspace_bytes = 0  # split tiles' partials written to and read from the workspace
+        self.workspace_hbm_bytes = 0.0  # of which through HBM (a workspace larger than L2 holds)
         self.copies = 0
 
     def load(self, copy: Copy, barrier: Mbarrier | Multicast, cta: int, tile: int, stage: int,
@@ -137,12 +145,14 @@ class CopyEngine:
         """:meth:`load`, or where no cap can hold a copy back, what it calls (one call fewer a copy)."""
         return self.load if self.max_copies or self.max_bytes else self._start
 
-    def store(self, copy: Copy, done: Target, cta: int, tile: int) -> None:
-        """Write ``copy``'s bytes from shared memory back to global memory (a TMA store)."""
+    def store(self, copy: Copy, done: Target, cta: int, tile: int, stage: int = STORE_STAGE) -> None:
+        """Write ``copy``'s bytes from shared memory back to global memory (a TMA store); with
+        ``stage`` WORKSPACE_WRITE or WORKSPACE_READ, move a split tile's partial to or from its
+        reduction workspace, calling ``done`` when the bytes landed."""
         if (self.max_copies or self.max_bytes) and self._full(copy):
-            self._pending.append((copy, done, cta, tile, -1))
+            self._pending.append((copy, done, cta, tile, stage))
         else:
-            self._start(copy, done, cta, tile, -1)
+            self._start(copy, done, cta, tile, stage)
 
     def _full(self, copy: Copy) -> bool:
         return bool((self.max_copies and self.in_flight >= self.max_copies)
@@ -156,7 +166,7 @@ class CopyEngine:
         self._accept_free = accepted + self.issue
         if waited is not None:  # records: the producer's wait and this issue, one record
             self.recorder.wait_issue(waited, now, accepted, self.sm, cta, tile, stage, self._code)  # type: ignore[union-attr]
-        elif self.recorder is not None:
+        elif self.recorder is not None and stage >= STORE_STAGE:  # the workspace's moves: the CTA records them
             self.recorder.instant(ISSUE if stage >= 0 else STORE, accepted, self.sm, cta, self._code, tile, stage)
         latency = copy.latency if self.latency_noise is None else self.latency_noise(copy.latency)
         if self.latency_per_kib_in_flight:  # as GpuSpec.in_flight_latency, inlined (a hot path)
@@ -207,7 +217,7 @@ class CopyEngine:
             # The unit passes the copy's requests one after another: the flow is no faster than that.
             cap = copy.memory_bytes / (copy.requests * self.request_time)
         hbm = copy.hbm_fraction * self._hbm_cost(copy) if copy.hbm_fraction else 0.0
-        route = self._route(hbm, stage < 0, ports, copy.l2_fraction)
+        route = self._route(hbm, stage < 0 and stage != WORKSPACE_READ, ports, copy.l2_fraction)
         flow = self.routes.fabric.start_flow(route, copy.memory_bytes, cap=cap)
         flow.done.callbacks.append(lambda _: self._land(copy, done, start, cta, tile, stage))
 
@@ -248,8 +258,11 @@ class CopyEngine:
             self.l2_bytes += copy.memory_bytes * copy.l2_fraction
             self.hbm_bytes += copy.memory_bytes * copy.hbm_fraction
             self.copies += 1
-        else:
+        elif stage == STORE_STAGE:
             self.store_bytes += copy.memory_bytes
+        else:
+            self.workspace_bytes += copy.memory_bytes
+            self.workspace_hbm_bytes += copy.memory_bytes * copy.hbm_fraction
         rec = self.recorder
         if rec is not None and stage >= 0 and not multicast and done.landing_recorded:  # type: ignore[union-attr]
             # The barrier's flip hook records this copy (its transfer span and landed event) with
@@ -266,7 +279,7 @@ class CopyEngine:
             if rec is not None:  # a load: its transfer span and landed event in one record
                 if stage >= 0:
                     rec.copy(start, now, self.sm, cta, tile, stage, copy.memory_bytes, self._code)
-                else:
+                elif stage == STORE_STAGE:
                     rec.spanned(STORE_SPAN, start, now, self.sm, cta, tile, stage, copy.memory_bytes)
                 if multicast:  # one record per receiver: where the bytes went (and from whom)
                     for sm, receiver in done.ctas:  # type: ignore[union-attr]
