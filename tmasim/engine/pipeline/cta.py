@@ -443,7 +443,7 @@ class Cta:
             if copy is None:
                 continue
             t0, landed = env.now, env.event()
-            self.copy_engine.store(copy, lambda _, done=landed: done.succeed(), self.index, unit, stage)
+            self.copy_engine.store(copy, _Succeed(landed), self.index, unit, stage)
             yield landed
             if rec is not None:
                 rec.span(t0, env.now, self.sm, self.index, "consumer", kind, unit, -1, copy.memory_bytes)
@@ -535,3 +535,15 @@ def live_steps(program: Program) -> Iterator[int]:
         yield i
         i += 1
 
+
+
+class _Succeed:
+    """A copy's completion callback that succeeds ``event`` (typed, unlike a default-argument lambda)."""
+
+    __slots__ = ("event",)
+
+    def __init__(self, event: simpy.Event) -> None:
+        self.event = event
+
+    def __call__(self, _: object = None) -> None:
+        self.event.succeed()
