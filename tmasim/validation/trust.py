@@ -22,6 +22,9 @@ def trust_for(scenario: Any) -> str:
     results), or that nothing close to it was validated against a measured pipeline."""
     kind = getattr(scenario.workload, "kind", "")
     units = getattr(scenario.workload, "units", 0)
+    if kind == "attention":
+        w = scenario.workload
+        return attention_line(scenario.gpu.name, {"causal": w.causal, "head_dim": w.head_dim})
     if kind == "gemm" and scenario.gpu.name == "b200" and units > 1:
         w, p = scenario.workload, scenario.pipeline
         line = wholechip_line((w.m, w.n, w.k), (w.tile[0], w.tile[1]), tuple(p.cluster), p.mma_cta_group == 2)
@@ -68,7 +71,31 @@ def trust_for_row(row: Mapping[str, Any]) -> str | None:
     if not row.get("gpu") or not row.get("workload"):
         return None
     units = row.get("tiles")
+    if row.get("workload") == "attention":
+        return attention_line(str(row.get("gpu", "")), row)
     return trust(str(row.get("workload", "")), str(row.get("gpu", "")), int(units) if units == units and units else 0)
+
+
+FA3_SCOPE = {"causal": False, "head_dim": 128}  # what the FlashAttention-3 check measured
+
+
+def attention_line(gpu: str, problem: Mapping[str, Any]) -> str:
+    """The FlashAttention-3 check's figures for a run it covers (H100, non-causal, head dim 128);
+    for any other attention run, that nothing measured covers it, naming the check nearest it.
+    A row that does not say its mask or head dim (a table from an older tmasim) gets the check
+    with its scope in the line."""
+    check = baseline().get("fa3-d128")
+    if gpu != "h100-sxm" or not check:
+        return trust("attention", gpu, 0)
+    figures = (f"mean error {check['mean_error']:.0%}, worst {check['max_error']:.0%}, optimistic at long "
+               "sequences")
+    given = {k: problem.get(k) for k in FA3_SCOPE if problem.get(k) is not None}
+    if all(bool(v) == bool(FA3_SCOPE[k]) if k == "causal" else int(v) == FA3_SCOPE[k] for k, v in given.items()):
+        return f"H100 FlashAttention-3 forward (d128, non-causal, a check of shape): {figures}"
+    what = ", ".join(["causal" if given.get("causal") else "non-causal",
+                      f"head dim {given.get('head_dim', '?')}"])
+    return (f"H100 attention forward ({what}): not validated against a measured pipeline; the nearest check, "
+            f"FlashAttention-3 forward (d128, non-causal, a check of shape), has {figures}")
 
 
 def trust(kind: str, gpu: str, units: int) -> str:
@@ -85,11 +112,6 @@ def trust(kind: str, gpu: str, units: int) -> str:
         if whole:  # a sweep's row: no shape or tile to find the nearest cases by
             return (f"B200 whole-chip GEMMs at 1.3 GHz (2-SM pairs): mean error {whole['all']['mean_error']:.0%} over "
                     f"{whole['all']['points']} runs (tmasim validate public names the nearest cases)")
-    if kind == "attention" and gpu == "h100-sxm":
-        check = baseline().get("fa3-d128")
-        if check:
-            return (f"H100 FlashAttention-3 forward (d128, non-causal, a check of shape): mean error "
-                    f"{check['mean_error']:.0%}, worst {check['max_error']:.0%}, optimistic at long sequences")
     if not BASELINE.exists():  # an installed package: the results ship with the repository
         return ("the validation results are not installed (they ship with the repository: "
                 "validation/public/results/pipelines.json)")
@@ -103,8 +125,11 @@ def trust_line(table_name: str) -> str | None:
     result = baseline().get(table_name)
     if not result:
         return None
+    from tmasim import names
+    from tmasim.validation.pipelines import figure
+
     part = result["all"]
     title = result["title"].split(" (")[0]
-    return (f"{title}: knee (fewest stages within 2% of the best) right on {part['knee_right']} of "
+    return (f"{title}: {names.term('stage answer')} right on {figure(part, 'stage_answer_right')} of "
             f"{part['sweeps']} tiles "
-            f"(within one stage on {part['knee_within_one']}), mean error {part['mean_error']:.0%}")
+            f"(within one stage on {figure(part, 'stage_answer_within_one')}), mean error {part['mean_error']:.0%}")
