@@ -33,9 +33,6 @@ REPO = Path(__file__).resolve().parents[2]
 PUBLIC = REPO / "validation" / "public"
 BASELINE = PUBLIC / "results" / "pipelines.json"
 STAGE_ANSWER_TOLERANCE = names.STAGE_ANSWER_TOLERANCE  # the stage answer: the fewest stages within 2% of the best
-# The figures' keys before the stage answer had its own name (a baseline or --json output written then).
-OLD_KEYS = {"stage_answer_right": "knee_right", "stage_answer_within_one": "knee_within_one",
-            "stage_answers": "knees", "stages_measured": "knee_measured", "stages_predicted": "knee_predicted"}
 SPLIT_SEED = 0
 HOLDOUT = 0.25  # share of the tile configurations held out of any fit
 DTYPES = {"BF16": "bf16", "FP8_E4M3": "fp8"}
@@ -167,11 +164,6 @@ def figures(points: Sequence[Point]) -> dict[str, Any]:
             "stage_answer_within_one": within, "worst": worst, "stage_answers": rows}
 
 
-def figure(figures: dict[str, Any], key: str) -> Any:
-    """One of :func:`figures`' values, from figures written under the new keys or the old ones."""
-    return figures[key] if key in figures or key not in OLD_KEYS else figures[OLD_KEYS[key]]
-
-
 def validate(table: Table, jobs: int = 1, configs: set[str] | None = None, extra: Sequence[str] = ()) -> dict[str, Any]:
     """The table's figures, fitted and held-out parts apart (``configs``: only these sweeps)."""
     points = [p for p in table.points() if configs is None or p.config in configs]
@@ -189,4 +181,4 @@ def validate(table: Table, jobs: int = 1, configs: set[str] | None = None, extra
     return result
 
 
-from tmasim.validation.trust import baseline, trust_for, trust_line  # noqa: E402,F401  (the committed figures)
+from tmasim.validation.trust import OLD_KEYS, baseline, figure, trust_for, trust_line  # noqa: E402,F401

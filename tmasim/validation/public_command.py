@@ -55,7 +55,7 @@ def _write_baseline(pipelines: Any, results: dict[str, Any]) -> None:
 
 def regressions(results: dict[str, Any], baseline: dict[str, Any]) -> list[str]:
     """What got worse than the committed figures: fewer stage answers right, a higher mean error."""
-    from tmasim.validation.pipelines import figure
+    from tmasim.validation.trust import figure
 
     worse = []
     for name, result in results.items():

@@ -10,6 +10,15 @@ from pathlib import Path
 from typing import Any
 
 BASELINE = Path(__file__).resolve().parents[2] / "validation" / "public" / "results" / "pipelines.json"
+# The figures' keys before the stage answer had its own name (a baseline or --json output written then).
+OLD_KEYS = {"stage_answer_right": "knee_right", "stage_answer_within_one": "knee_within_one",
+            "stage_answers": "knees", "stages_measured": "knee_measured", "stages_predicted": "knee_predicted"}
+
+
+def figure(figures: Mapping[str, Any], key: str) -> Any:
+    """One of a table's figures (:func:`tmasim.validation.pipelines.figures`), from figures written
+    under today's keys or the old ones."""
+    return figures[key] if key in figures or key not in OLD_KEYS else figures[OLD_KEYS[key]]
 
 
 def baseline() -> dict[str, Any]:
@@ -126,7 +135,6 @@ def trust_line(table_name: str) -> str | None:
     if not result:
         return None
     from tmasim import names
-    from tmasim.validation.pipelines import figure
 
     part = result["all"]
     title = result["title"].split(" (")[0]
