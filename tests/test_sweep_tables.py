@@ -105,7 +105,7 @@ def test_zip_of_some_fields_runs_and_resumes_from_its_file(tmp_path):
 @pytest.mark.parametrize(("zip_", "message"), [
     (["workload.tiles", "workload.lod"], "--zip: 'workload.lod' is not a --vary field (this sweep varies"),
     (["workload.tiles"], "--zip: 'workload.tiles' names one field; pair two or more"),
-    ("workload.tiles", "run_sweep: zip_='workload.tiles' must be True or False (zip_: or a list"),
+    ("workload.tiles", "run_sweep: zip_='workload.tiles' must be True or False, or a list of the fields to pair"),
 ])
 def test_bad_zip_fields_are_one_line_errors(zip_, message):
     with pytest.raises((ScenarioError, TmasimError)) as caught:

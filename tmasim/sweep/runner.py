@@ -116,7 +116,7 @@ def _check_switches(**switches: object) -> None:
     """``zip_="no"`` must not zip, nor ``allow_large="no"`` lift the limits: True or False only."""
     for name, value in switches.items():
         if not isinstance(value, bool):
-            also = " (zip_: or a list of the fields to pair)" if name == "zip_" else ""
+            also = ", or a list of the fields to pair" if name == "zip_" else ""
             raise TmasimError(f"run_sweep: {name}={str(value)[:40]!r} must be True or False{also}")
 
 
