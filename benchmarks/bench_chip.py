@@ -106,7 +106,7 @@ def main() -> None:
               f"({events} events, {steps} k-steps, aggregated)")
     print("  bounds (what no schedule can beat):")
     for key in (k for k in names.BOUNDS if f"{k}_bound_ns" in agg):
-        flag = "  <- binds" if key == agg["binding"] else ""
+        flag = "  <- binding" if key == names.bound_key(agg["binding"]) else ""
         print(f"    {names.bound(key):<13} {fmt.time_ns(agg[f'{key}_bound_ns']):>10}{flag}")
     print(f"  the run reaches {fmt.percent(agg['efficiency'])} of the binding bound; traffic {traffic(agg)}")
     cluster = simulate(load("gemm-h100-cluster", ["run.records=false"])).stats

@@ -19,6 +19,7 @@ import time
 import checkout  # noqa: F401  (this checkout's tmasim first on sys.path)
 import simpy
 
+from tmasim import names
 from tmasim.engine.chip import Chip
 from tmasim.engine.event_loop import events_made, run_to_end
 from tmasim.errors import ResidencyError
@@ -62,9 +63,9 @@ def main() -> None:
     args = parser.parse_args()
     start = time.perf_counter()
     print(f"single-CTA GEMM mainloop on {args.gpu}, K = {args.k}: steady ns per k-step by stages "
-          f"{STAGES[0]}-{STAGES[-1]}; knee = fewest stages within 1% of the best")
+          f"{STAGES[0]}-{STAGES[-1]}; {names.term('knee')}")
     header = "".join(f"{s:>8}" for s in STAGES)
-    print(f"{'tile':<12}{'dtype':<6}{header}{'knee':>6}  binds (most)  events/k-step")
+    print(f"{'tile':<12}{'dtype':<6}{header}{'knee':>6}  binding (most) events/k-step")
     for tile in TILES:
         for dtype in DTYPES:
             costs: dict[int, float] = {}
@@ -75,7 +76,7 @@ def main() -> None:
                 except ResidencyError:  # does not fit in shared memory: no point
                     break
             best = min(costs.values())
-            knee = next(s for s, c in costs.items() if c <= 1.01 * best)
+            knee = next(s for s, c in costs.items() if c <= (1 + names.KNEE_TOLERANCE) * best)
             events = events_per_k_step(args.gpu, tile, dtype, max(costs), args.k)
             name = "x".join(map(str, tile))
             cells = "".join(f"{costs[s]:8.2f}" if s in costs else f"{'-':>8}" for s in STAGES)

@@ -337,7 +337,7 @@ def test_copies_are_charged_per_row_request_as_gemm_boxes_are():
     # port's 32 KiB at 100 GB/s 0.33 us; the run is then bound by them, 4 boxes a block.
     slow = scenario(gpu={**COSTLY, "tma_request_time": "20 ns"}, batch=1, seqlen_q=1024, head_dim=128)
     stats = simulate(slow).stats
-    assert stats["binding"] == "tma"
+    assert stats["binding"] == "TMA requests"
     assert stats["makespan_ps"] > simulate(wide).stats["makespan_ps"]
     per_sm = max(sum(2 * 256 * 20_000 * count for _, count in unit.runs) + unit.q.requests * 20_000
                  for program in plan_scenario(slow)[0].programs for unit in program.units)

@@ -331,7 +331,7 @@ def test_stream_data_set_in_l2_is_bound_by_l2_and_past_it_by_hbm():
     fits = stream(stages=8, shape=(16384, 8192), box=(128, 64), gpu=gpu, data_set="8 MiB").stats
     spills = stream(stages=8, shape=(16384, 8192), box=(128, 64), gpu=gpu, data_set="50 MiB").stats
     once = stream(stages=8, shape=(16384, 8192), box=(128, 64), gpu=gpu).stats
-    assert fits["hbm_bytes"] == 0 and fits["littles_law_binding"] == "l2"
+    assert fits["hbm_bytes"] == 0 and fits["binding"] == "L2"
     miss = 1 - math.exp(-1)
     assert spills["hbm_bytes"] == pytest.approx(miss * spills["memory_bytes"])
     assert spills["littles_law_bytes_per_s"] == pytest.approx(4e12 / miss)   # HBM / miss share

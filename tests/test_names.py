@@ -52,7 +52,7 @@ def figure_texts(fig) -> str:  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="module")
 def sweep_table():  # type: ignore[no-untyped-def]
     table = run_sweep("gemm-h100", GEMM, ["pipeline.stages=1,2,4"], progress=False)
-    assert set(table["binding"]) >= {"latency", "tma"}, "the sweep must show two bounds"
+    assert set(table["binding"]) >= {"round trip", "TMA requests"}, "the sweep must show two bounds"
     return table
 
 
@@ -88,19 +88,36 @@ def test_every_output_uses_only_the_canonical_names(sweep_table, tmp_path):  # t
     assert not any("SM port/TMA" in text for text in outputs.values())  # two mechanisms, two names
 
 
-def test_json_binding_values_and_bound_keys_are_the_names_keys():
+def test_binding_is_one_field_whose_value_is_the_printed_name_everywhere():
+    """The API's stats, the JSON and the summary say what binds with the same field and words."""
+    printed = {name.text for name in names.BOUNDS.values()}
     for name in ("gemm-h100", "stream-h100", "latency-hidden", "attention-h100-causal"):
         attention = name.startswith("attention")
         smaller = ["workload.batch=1", "workload.heads=2", "workload.kv_heads=2"] if attention else []
-        stats = json.loads(simulate(load(name, ["run.records=false", *smaller])).to_json())
-        for key in ("binding", "littles_law_binding"):
-            if key in stats:
-                assert stats[key] in names.BOUNDS, (name, key, stats[key])
+        scenario = load(name, ["run.records=false", *smaller])
+        result = simulate(scenario)
+        stats = json.loads(result.to_json())
+        assert stats["binding"] == result.stats["binding"] in printed, (name, stats["binding"])
+        assert "littles_law_binding" not in stats, "one field name: binding"
+        assert f"binding: {stats['binding']}" in describe(result.stats, scenario), name
+        assert names.bound(stats["binding"]) == stats["binding"]
         bounds = {k.removesuffix("_bound_ns") for k in stats if k.endswith("_bound_ns") and k != "interval_bound_ns"}
         assert bounds <= set(names.BOUNDS), bounds
+        if bounds:  # the value leads back to its figure's key
+            assert f"{names.bound_key(stats['binding'])}_bound_ns" in stats
+
+
+def test_a_sweep_table_says_binding_in_its_header_rows_and_answer(sweep_table):
+    text = answer.summary(sweep_table)
+    header = text.splitlines()[0].split()
+    assert "binding" in header and "binds" not in header
+    assert any(line.startswith("binding there: ") for line in text.splitlines())
+    assert "what binds" not in text and "bound by" not in text
 
 
 def test_bound_names_read_old_tables():
+    assert names.bound_key("round trip") == "latency" and names.bound_key("TMA requests") == "tma"
+    assert names.bound_key("L2") == "l2" and names.bound_key("latency") == "latency"
     assert names.bound("latency") == "round trip"
     assert names.bound("bytes in flight") == "round trip"  # a stream table written before the keys
     assert names.bound("SM ports") == "SM port" and names.bound("tma") == "TMA requests"
@@ -176,3 +193,46 @@ def test_design_doc_documents_every_name():
         assert f"| `{key}` | {name.text} | {name.meaning} |" in doc
     for name in names.RESOURCES.values():
         assert f"| {name.text} | {name.meaning} |" in doc
+
+
+# ------------------------------------------------------------------- one meaning per answer term
+
+
+def _texts() -> dict[str, str]:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    files = [root / "README.md", root / "validation" / "public" / "README.md", *root.glob("docs/**/*.md"),
+             *root.glob("tmasim/**/*.py"), *root.glob("tmasim/**/*.toml")]
+    return {str(p.relative_to(root)): " ".join(p.read_text(encoding="utf-8").split()) for p in files}
+
+
+def test_every_knee_and_stage_answer_is_stated_by_its_one_rule():
+    """The knee is the cheapest point within 1% of the best; the validation's stage answer the
+    fewest stages within 2%. No text (docs, code, presets) gives either word another tolerance."""
+    knee, stage = names.TERMS["knee"], names.TERMS["stage answer"]
+    assert (names.KNEE_TOLERANCE, names.STAGE_ANSWER_TOLERANCE) == (0.01, 0.02)
+    assert names.term("knee") == "knee (the cheapest point within 1% of the best)"
+    wrong = []
+    for name, text in _texts().items():
+        for m in re.finditer(r"knees?\b[^.;]{0,60}?within (\d+)%", text, re.I):
+            if m.group(1) != "1":
+                wrong.append((name, m.group(0)))
+        for m in re.finditer(r"stage answers?\b[^.;]{0,60}?within (\d+)%", text, re.I):
+            if m.group(1) != "2":
+                wrong.append((name, m.group(0)))
+        for m in re.finditer(r"knee \((the [^)]*)\)", text):  # a definition in words: the rule itself
+            if "within" in m.group(1) and not m.group(1).startswith(knee.rule):
+                wrong.append((name, m.group(0)))
+        for m in re.finditer(r"stage answer \((the [^)]*)\)", text):
+            if "within" in m.group(1) and not m.group(1).startswith(stage.rule):
+                wrong.append((name, m.group(0)))
+    assert wrong == []
+    code = {n: t for n, t in _texts().items() if n.endswith(".py") and n != "tmasim/names.py"}
+    assert not [n for n, t in code.items() if re.search(r"KNEE_TOLERANCE = 0\.|STAGE_ANSWER_TOLERANCE = 0\.", t)]
+
+
+def test_the_glossary_defines_the_answers_terms():
+    text = " ".join(glossary().split())
+    for term in names.TERMS.values():
+        assert f"{term.text} {term.rule}: " in text

@@ -84,7 +84,7 @@ def test_a_smem_bound_k_step_takes_its_mmas_then_its_writes_on_b200() -> None:
     assert interval == pytest.approx(B200.cycles_ps(4 * 128.03) + 49152 / B200.smem_write_bandwidth, abs=2)
     assert B200.smem_write_bandwidth * 1e12 / B200.clock_hz == pytest.approx(500e9 / 1.965e9)
     stats = one_cta((128, 256, 64), 32)
-    assert stats["binding"] == "smem" and stats["smem_bytes_per_k_step"] == 98304
+    assert stats["binding"] == "shared memory" and stats["smem_bytes_per_k_step"] == 98304
     assert gemm.explain(stats).startswith("Shared memory binds: each k-step the MMAs (SS) read 48 KiB")
 
 

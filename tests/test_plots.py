@@ -16,6 +16,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from tmasim import names
 from tmasim.errors import TmasimError
 from tmasim.results import Result
 from tmasim.review import plots
@@ -23,7 +24,7 @@ from tmasim.review.columns import knee, measure
 from tmasim.review.plot_tables import decompose, knee_x
 from tmasim.scenario import load
 from tmasim.simulation import simulate
-from tmasim.sweep import run_sweep
+from tmasim.sweep import answer, run_sweep
 
 REPO = Path(__file__).resolve().parents[1]
 US = 10**6
@@ -199,11 +200,51 @@ def test_heatmap_cells_colorbar_and_best_cell(grid_table):
     assert bar.get_ylabel() == "time to finish (µs)\n(lower is better)"
     best = grid_table.loc[grid_table["makespan_ns"].idxmin()]
     outline = [p for p in ax.patches if p.get_edgecolor()[:3] == pytest.approx((0.839, 0.153, 0.157), abs=0.01)]
-    assert len(outline) == 1
+    assert [p.get_linestyle() for p in outline] == ["solid", "dashed"]  # the answer's best, then its knee
     i = [(128, 128, 64), (128, 256, 64)].index(tuple(best["workload.tile"]))  # a list column: tuples
     j = [2, 3, 4, 5].index(best["pipeline.stages"])
     assert outline[0].get_xy() == pytest.approx((j - 0.47, i - 0.47))
+    found = answer.find(grid_table)
+    ki = [(128, 128, 64), (128, 256, 64)].index(tuple(found.knee["workload.tile"]))
+    kj = [2, 3, 4, 5].index(found.knee["pipeline.stages"])
+    assert outline[1].get_xy() == pytest.approx((kj - 0.40, ki - 0.40))
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["best", names.term("knee")]
     assert ax.get_xlabel() == "pipeline stages" and ax.get_ylabel() == "tile (M×N×K)"
+
+
+def _heat_rows(spec: dict[tuple[int, int], float], x: str, y: str) -> pd.DataFrame:
+    return pd.DataFrame([{x: a, y: b, "makespan_ns": t, "status": "ok", "workload": "gemm",
+                          "smem_per_cta_bytes": 1024 * (a if x == "pipeline.stages" else b)}
+                         for (a, b), t in spec.items()])
+
+
+def _outlined(fig: Figure) -> list[tuple[float, float]]:
+    ax = fig.axes[0]
+    return [tuple(p.get_xy()) for p in ax.patches if p.get_edgecolor()[:3] == pytest.approx((0.839, 0.153, 0.157),
+                                                                                            abs=0.01)]
+
+
+def test_a_heatmap_over_problem_fields_outlines_nothing_as_the_answer_chooses_nothing():
+    """seqlen x batch (or m x n): the answer says nothing is chosen, and the figure outlines no best."""
+    table = _heat_rows({(1024, 1): 5.0, (1024, 2): 9.0, (2048, 1): 8.0, (2048, 2): 15.0},
+                       "workload.m", "workload.n")
+    assert all(not found.fields for found in answer.find_all(table))
+    fig = plots.heatmap(table, "workload.m", "workload.n")
+    assert _outlined(fig) == [] and fig.axes[0].get_legend() is None
+    assert "nothing to choose" in " ".join(fig.axes[0].get_title().split())
+
+
+def test_a_heatmap_over_a_problem_and_a_design_field_outlines_each_problems_answer():
+    """k (the work) x stages (a design choice): one best and one knee per k, as the answer names."""
+    times = {(1, 512): 20.0, (2, 512): 10.0, (4, 512): 9.95, (1, 1024): 40.0, (2, 1024): 30.0, (4, 1024): 20.0}
+    table = _heat_rows(times, "pipeline.stages", "workload.k")
+    fig = plots.heatmap(table, "pipeline.stages", "workload.k")
+    from tmasim.review.plot_tables import answer_cells
+
+    assert answer_cells(table, "pipeline.stages", "workload.k") == {
+        "best": [("4", "512"), ("4", "1024")], "knee": [("2", "512"), ("4", "1024")]}
+    assert sorted(_outlined(fig)) == sorted([(2 - 0.47, 0 - 0.47), (1 - 0.40, 0 - 0.40),  # k = 512: best 4, knee 2
+                                             (2 - 0.47, 1 - 0.47), (2 - 0.40, 1 - 0.40)])  # k = 1024: both 4
 
 
 # --------------------------------------------------------------------------------- Gantt

@@ -56,8 +56,8 @@ def test_report_explains_the_binding_term(page):
 
 
 def test_report_headlines_the_best_and_knee_points_and_draws_the_knee(page):
-    assert ('id="explanation">\n<p>Best point: pipeline.stages = 2, 23 µs; it is also the knee (no cheaper point '
-            "comes within 1% of it).") in page
+    assert ('id="explanation">\n<p>Best point: pipeline.stages = 2, 23 µs; it is also the knee (the cheapest point '
+            "within 1% of the best).") in page
     assert "Timeline of the knee point, also the best (pipeline.stages = 2)" in page
     assert "Timeline of the base scenario" not in page
 

@@ -29,7 +29,8 @@ def one_line_error(capsys: pytest.CaptureFixture[str], argv: list[str], code: in
 @pytest.mark.parametrize(("option", "value"), [("zip_", "no"), ("progress", "no"), ("allow_large", "no"),
                                                ("allow_large", 1), ("zip_", None)])
 def test_run_sweep_switches_take_booleans_only(option, value):
-    with pytest.raises(TmasimError, match=rf"^run_sweep: {option}={str(value)!r} must be True or False$"):
+    also = ", or a list of the fields to pair" if option == "zip_" else ""
+    with pytest.raises(TmasimError, match=rf"^run_sweep: {option}={str(value)!r} must be True or False{also}$"):
         run_sweep("reference", [], ["pipeline.stages=1,2"], **{"progress": False, option: value})
 
 

@@ -299,7 +299,7 @@ def test_sweep_command_writes_the_default_file_and_a_summary(tmp_path, monkeypat
     assert args.handler(args) == 0
     printed = capsys.readouterr()
     assert "3 points (2 ok, 1 invalid, 0 error)" in printed.out
-    assert "first failure, point 0: pipeline.stages: 0 must be >= 1" in printed.out
+    assert "  1 x invalid (point 0): pipeline.stages: 0 must be >= 1" in printed.out
     assert "wrote sweep-reference.parquet" in printed.out and printed.err == ""
     assert pd.read_parquet(tmp_path / "sweep-reference.parquet")["status"].tolist() == ["invalid", "ok", "ok"]
 

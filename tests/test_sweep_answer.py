@@ -79,8 +79,8 @@ def test_sweep_prints_the_answer(tmp_path):
     assert any(line.startswith("best: pipeline.stages = ") for line in lines)
     knee = next(line for line in lines if line.startswith("knee (the cheapest point within 1% of the best): "))
     assert "SMEM per CTA" in knee
-    binds = next(line for line in lines if line.startswith("what binds there: "))
-    assert " binds" in binds
+    binds = next(line for line in lines if line.startswith("binding there: "))
+    assert " bind" in binds.split(": ", 1)[1]  # the explanation names the bound
     step = next(line for line in lines if line.startswith("next step: "))
     assert "slower" not in step and "no faster" not in step, step
 

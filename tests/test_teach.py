@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tmasim import analytic, cli
@@ -281,10 +282,83 @@ def test_quiz_answers_come_from_the_simulator():
     assert quiz.questions(seed=3, count=10) == qs   # same seed, same quiz
     for q in qs[1:]:
         assert q.check(f"{q.answer}") and not q.check(f"{q.answer * 1.1 + 1}")
-    for q in qs[1::5]:   # the two-stage questions: the simulator meets the anchor formula
+
+
+def test_the_quiz_asks_five_kinds_in_rounds_without_repeating_one():
+    from tmasim.teach import quiz
+
+    assert set(quiz.KINDS) == {"tile timing", "latency", "GEMM stages", "bandwidth", "residency"}
+    for seed in (0, 1, 7):
+        kinds = [q.kind for q in quiz.questions(seed, 12)[1:]]
+        assert sorted(kinds[:5]) == sorted(kinds[5:10]) == sorted(quiz.KINDS)  # each round: every kind once
+        assert len(set(kinds[10:])) == 2
+    assert [q.kind for q in quiz.questions(0, 10)[1:]] != [q.kind for q in quiz.questions(1, 10)[1:]]
+
+
+def _drawn(maker: Any, seeds: range = range(4)) -> list[Any]:
+    return [maker(np.random.default_rng(seed)) for seed in seeds]
+
+
+def test_quiz_tile_timing_answers_are_the_anchor_formula():
+    from tmasim.teach import quiz
+
+    for q in _drawn(quiz._pipelined):   # the simulator meets the anchor formula
         n, load, compute = map(int, re.match(r"(\d+) tiles, each copied in (\d+) us and computed in (\d+) us",
                                              q.text).groups())
         assert q.answer == analytic.anchor_time(n, load, compute, 2)
+    for q in _drawn(quiz._serial):
+        n, load, compute = map(int, re.match(r"(\d+) tiles, copy (\d+) us, compute (\d+) us", q.text).groups())
+        assert q.answer == n * (load + compute)
+
+
+def test_quiz_latency_answers_are_simulated_and_never_beat_the_round_trip_bound():
+    from tmasim.teach import quiz
+
+    for q in _drawn(quiz._latency):
+        n, lat, load, compute, stages = map(int, re.match(
+            r"(\d+) tiles; each copy waits (\d+) us of latency before a (\d+) us transfer; compute (\d+) us; "
+            r"(\d+) stage", q.text).groups())
+        assert q.answer == quiz.tiles_run(n, load, compute, stages, lat) / 1e6
+        assert q.answer >= (n - 1) * max(load, compute, (lat + load + compute) / stages) + lat + load + compute - 1e-9
+        if stages == 1:
+            assert q.answer == n * (lat + load + compute)
+
+
+def test_quiz_gemm_stage_answers_are_the_sweeps_knee():
+    from tmasim.sweep import answer, run_sweep
+    from tmasim.teach import quiz
+
+    for q in _drawn(quiz._gemm_stages, range(2)):
+        k, bm, bn, bk = map(int, re.search(r"512 x 512 x (\d+) \(bf16, tile (\d+)x(\d+)x(\d+)\)", q.text).groups())
+        top = int(re.search(r"of 1 to (\d+)\?", q.text).group(1))
+        table = run_sweep("gemm-h100", ["workload.m=512", "workload.n=512", f"workload.k={k}",
+                                        f"workload.tile=[{bm},{bn},{bk}]"],
+                          [f"pipeline.stages={','.join(map(str, range(1, top + 1)))}"], progress=False)
+        assert q.answer == answer.find(table).knee["pipeline.stages"] and q.unit == "stages"
+        assert q.check(f"{int(q.answer)} stages") and not q.check(f"{int(q.answer) + 1}")
+
+
+def test_quiz_bandwidth_answers_are_littles_law_capped_by_hbm():
+    from tmasim.teach import quiz
+
+    for q in _drawn(quiz._bandwidth, range(6)):
+        sms, kib, trip, hbm = re.search(r"(\d+) SMs each keep .*?\(([\d.]+) KiB each\) in flight; a copy's round "
+                                        r"trip is ([\d.]+) ns; HBM carries (\d+) GB/s", q.text).groups()
+        copies = int(re.search(r"keep (\d+) cop", q.text).group(1))
+        little = int(sms) * copies * float(kib) * 1024 / float(trip)  # bytes per ns = GB/s
+        assert q.answer == pytest.approx(min(little, float(hbm)), rel=1e-3) and q.unit == "GB/s"
+        assert q.check(f"{q.answer:.0f} GB/s")
+
+
+def test_quiz_residency_answers_are_the_smallest_limit_by_hand():
+    from tmasim.teach import quiz
+
+    for q in _drawn(quiz._residency, range(8)):
+        text = q.text.replace("plus 0 B of", "plus 0 KiB of")
+        stages, stage, other = map(int, re.search(r"has (\d+) stages of (\d+) KiB plus (\d+) KiB of other",
+                                                   text).groups())
+        per_cta = stages * stage * 1024 + other * 1024 + 16 * stages + 1024   # barriers, the reservation
+        assert q.answer == min(228 * 1024 // per_cta, 2048 // 256, 32) and q.unit == "CTAs"
 
 
 def test_quiz_scores_and_explains(capsys: Any):
@@ -292,11 +366,13 @@ def test_quiz_scores_and_explains(capsys: Any):
 
     qs = quiz.questions(seed=0, count=10)
     answers = ["b"] + [f"{q.answer:.6g}" for q in qs[1:]]
-    answers[2] = "1"
+    wrong = next(i for i, q in enumerate(qs) if q.kind == "residency")
+    answers[wrong] = f"{qs[wrong].answer + 3:g}"
     assert cli.main(["quiz", "--answers", ",".join(answers)]) == 0
     out = capsys.readouterr().out
     assert "Score: 10 / 11" in out
-    assert " 3. wrong: you said 1" in out and "N x (l + c)" in out
+    assert f"{wrong + 1:>2}. wrong: you said {qs[wrong].answer + 3:g} CTAs" in out
+    assert "(the simulator's own residency rule)" in " ".join(out.split())
     assert cli.main(["quiz", "--answers", "b,1"]) == 2
     assert "has 2 answers; the quiz has 11 questions" in capsys.readouterr().err
     assert cli.main(["quiz", "--answers", "c," + ",".join(answers[1:])]) == 0
@@ -344,7 +420,7 @@ def test_interactive_prompt_asks_again_and_stops_at_end_of_input(monkeypatch: py
     out = capsys.readouterr().out
     assert " 1. right: you said b" in out and " 2. wrong: you said (nothing)" in out
     qs = __import__("tmasim.teach.quiz", fromlist=["quiz"]).questions(0, 2)
-    monkeypatch.setattr("builtins.input", replies("x", "b", "16 apples", f"{qs[1].answer * 1000:.9g} ns"))
+    monkeypatch.setattr("builtins.input", replies("x", "b", "16 apples", f"{qs[1].answer:g} {qs[1].unit}"))
     assert cli.main(["quiz", "--count", "2"]) == 0
     out = capsys.readouterr().out
     assert "must be one of the letters a, b, c, d" in out and "'16 apples'" in out   # asked again, not graded

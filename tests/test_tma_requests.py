@@ -80,7 +80,7 @@ def test_the_gemm_port_and_request_bounds_count_bytes_and_requests() -> None:
     t, port = H100.tma_request_time, H100.sm_port_bandwidth
     assert stats["port_bound_ns"] * 1000 == pytest.approx(10 * (16384 + 32768) / port, rel=1e-9)
     assert stats["tma_bound_ns"] * 1000 == pytest.approx(10 * 384 * t, rel=1e-9)
-    assert stats["binding"] == "tma"
+    assert stats["binding"] == "TMA requests"
 
 
 def _hbm_bound_stream(box: list[int], overhead: str) -> float:

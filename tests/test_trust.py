@@ -19,8 +19,9 @@ ONE_CTA = ["workload.m=128", "workload.n=128", "workload.k=4096", "workload.tile
 
 def _mainloop_line() -> str:
     part = baseline()["b200-mainloop"]["all"]
-    return (f"B200 one-CTA mainloop: knee (fewest stages within 2% of the best) right on {part['knee_right']} of "
-            f"{part['sweeps']} tiles (within one stage on {part['knee_within_one']}), mean error "
+    return (f"B200 one-CTA mainloop: stage answer (the fewest stages within 2% of the best) right on "
+            f"{part['stage_answer_right']} of {part['sweeps']} tiles (within one stage on "
+            f"{part['stage_answer_within_one']}), mean error "
             f"{part['mean_error']:.0%}")
 
 
@@ -57,3 +58,28 @@ def test_without_the_committed_results_the_line_says_they_are_missing(monkeypatc
     monkeypatch.setattr(trust, "BASELINE", tmp_path / "pipelines.json")
     line = trust_for_row({"workload": "gemm", "gpu": "b200", "tiles": 1})
     assert line is not None and line.startswith("the validation results are not installed")
+
+
+ATTENTION = ["workload.batch=1", "workload.heads=2", "workload.kv_heads=2", "run.records=false"]
+
+
+def test_each_attention_run_names_the_check_that_applies_to_it() -> None:
+    """The FA3 checks measured non-causal head-dim-128 and head-dim-64 runs: a causal run (or another
+    head dim) is not covered, and its line says so, naming the check nearest it; a covered run quotes
+    its own check."""
+    check = baseline()["fa3-d128"]
+    covered = simulate(load("attention-h100", ATTENTION))
+    assert covered.validated.startswith("H100 FlashAttention-3 forward at 1830 MHz (d128, non-causal, a check of "
+                                        "shape): ")
+    causal = simulate(load("attention-h100-causal", ATTENTION))
+    assert causal.validated.startswith("H100 attention forward (causal, head dim 128): not validated")
+    assert f"mean error {check['mean_error']:.0%}" in causal.validated
+    assert trust_for_row(causal.stats) == causal.validated  # a sweep's row or explain: the same line
+    assert f"  validated        {causal.validated}" in describe(causal.stats, causal.scenario).splitlines()
+    narrow = simulate(load("attention-h100", [*ATTENTION, "workload.head_dim=64"]))
+    assert narrow.validated.startswith("H100 FlashAttention-3 forward at 1830 MHz (d64, non-causal")
+    assert f"mean error {baseline()['fa3-d64']['mean_error']:.0%}" in narrow.validated
+    wide = simulate(load("attention-h100", [*ATTENTION, "workload.head_dim=96", "workload.tile=[128,96]"]))
+    assert "(non-causal, head dim 96): not validated" in wide.validated and "(d128, non-causal" in wide.validated
+    assert trust_for_row({"workload": "attention", "gpu": "h100-sxm", "tiles": 8}).startswith(
+        "H100 FlashAttention-3 forward at 1830 MHz (d128, non-causal")  # an older row: the check, its scope in the line

@@ -121,6 +121,15 @@ class GpuSpec:
         """Dense tensor-core FLOP per picosecond of one SM for ``dtype``."""
         return self.tensor_flops[dtype] / self.sms
 
+    def peak_flops_per_s(self, dtype: str | None, sms_used: int) -> float | None:
+        """The dense tensor-core peak, in FLOP/s, of the SMs a run uses (all of them, or fewer for a
+        run that leaves some idle): what a run's share of peak is taken against. None for a dtype
+        without a rate (or none)."""
+        if dtype is None or dtype not in self.tensor_flops:
+            return None
+        sms = min(sms_used, self.sms) or self.sms
+        return self.tensor_flops[dtype] * 1e12 * sms / self.sms
+
     def clock_text(self) -> str:
         """The clock the run assumed, what it is, and the part's max boost (the summary's line)."""
         what = self.sources.get("clock", "").split(":")[0].split(";")[0].strip()

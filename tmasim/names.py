@@ -2,9 +2,11 @@
 
 Every output that names what binds a run or what a figure counts takes the words from here:
 the CLI summary, ``explain``, the sweep table and its answer, the HTML report, the figures'
-legends and shading, the lessons and the glossary. The JSON keys stay short and stable
-(``binding = "latency"``, ``latency_bound_ns``); :data:`BOUNDS` says what each one is called
-wherever a person reads it.
+legends and shading, the lessons and the glossary. What binds a run is one field, ``binding``, whose value is the
+bound's name as printed (``binding = "round trip"``) in the Python API, the JSON, the tables and
+the text alike; the figures' keys stay short and stable (``latency_bound_ns``), and
+:func:`bound_key` turns a value back into its key (``bound_key("round trip") == "latency"``).
+:data:`BOUNDS` says what each one is called wherever a person reads it.
 
 The one rename to remember: the bound a slot's round trip sets (issue, copy latency, transfer,
 compute and two barrier wake-ups, shared by the S stages) is called **round trip**, never
@@ -71,6 +73,43 @@ TRAFFIC: dict[str, Name] = {
                                          "multicast receiver counted"),
 }
 
+# The answers' terms (a sweep's knee, the validation's stage answer), defined once: every text
+# that names one says what it is with ``rule``, and every computation takes its tolerance here.
+KNEE_TOLERANCE = 0.01
+STAGE_ANSWER_TOLERANCE = 0.02
+
+
+@dataclass(frozen=True)
+class Term:
+    """An answer's term: its name, the rule that picks it (quoted wherever the term is printed)
+    and why it is what it is (the glossary's and the docs' entry)."""
+
+    text: str
+    rule: str
+    why: str
+
+    @property
+    def meaning(self) -> str:
+        return f"{self.rule}: {self.why}"
+
+
+TERMS: dict[str, Term] = {
+    "knee": Term("knee", f"the cheapest point within {KNEE_TOLERANCE:.0%} of the best",
+                 "fewest stages first, then least shared memory per CTA; what a sweep's answer, its "
+                 "figures and the report recommend, because stages and shared memory are what a kernel "
+                 "pays with (residency, room for other buffers)"),
+    "stage answer": Term("stage answer", f"the fewest stages within {STAGE_ANSWER_TOLERANCE:.0%} of the best",
+                         "what the validation compares, measured against predicted, per stage sweep of a "
+                         f"measured table; wider than the knee's {KNEE_TOLERANCE:.0%} so that a measurement's "
+                         "run-to-run noise does not decide it"),
+}
+
+
+def term(key: str) -> str:
+    """A term with its rule, as printed: ``knee (the cheapest point within 1% of the best)``."""
+    return f"{TERMS[key].text} ({TERMS[key].rule})"
+
+
 # Names that were used for the same things before, and must not come back in any output.
 STALE = {
     "slot round trip": "round trip",   # as a bound's name
@@ -91,9 +130,12 @@ _LEGACY = {"HBM": "hbm", "L2": "l2", "SM ports": "port", "SM port": "port", "byt
 
 
 def bound_key(value: object) -> str:
-    """The key of a bound, from a key or a name written by an older table."""
+    """The key of a bound, from its printed name (a run's ``binding``), its key (a table written
+    before ``binding`` held names) or an older name."""
     text = str(value)
-    return text if text in BOUNDS else _LEGACY.get(text, text)
+    if text in BOUNDS:
+        return text
+    return next((key for key, name in BOUNDS.items() if name.text == text), _LEGACY.get(text, text))
 
 
 def bound(value: object) -> str:

@@ -338,6 +338,8 @@ def _common_stats(scenario: Scenario, chip: Chip, res: Residency, makespan: int)
         # the tensor cores' own count, each MMA as planned (padded tiles in full); a workload with a
         # FLOP convention reports its useful count as ``flops`` and the achieved rate from that
         "tensor_core_flops": total("flops", "tensor_core"),
+        # the peak a run's share of peak is taken against (the SMs it uses; tmasim.hardware)
+        "peak_flops_per_s": gpu.peak_flops_per_s(getattr(scenario.workload, "dtype", None), sms_used),
         "tiles_per_s": work / seconds if seconds else None,
         "smem_per_cta_bytes": res.smem_per_cta,
         "ctas_per_sm": res.ctas_per_sm,

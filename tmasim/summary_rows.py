@@ -76,7 +76,8 @@ def share_of_peak(flops_per_s: float, scenario: ScenarioParts, dtype: str, sms_u
     uses (a one-CTA run against one SM's peak), and saying which."""
     gpu = scenario.gpu
     sms = min(sms_used, gpu.sms) or gpu.sms
-    peak = gpu.tensor_flops[dtype] * 1e12 * sms / gpu.sms
+    peak = gpu.peak_flops_per_s(dtype, sms_used)
+    assert peak is not None, dtype
     which = f"all {gpu.sms} SMs" if sms == gpu.sms else f"the {plural(sms, 'SM')} it uses, of {gpu.sms}"
     return f"{fmt.percent(flops_per_s / peak)} of the {fmt.flop_rate(peak)} {dtype} peak of {which}"
 

@@ -21,7 +21,7 @@ from tmasim import names
 if TYPE_CHECKING:
     import pandas as pd
 
-KNEE_TOLERANCE = 0.01  # "more stages stop helping": the first x within 1% of the best
+KNEE_TOLERANCE = names.KNEE_TOLERANCE  # the knee (tmasim.names.TERMS): where more of x stops helping
 _NAMES = {
     "makespan_ns": "time to finish", "bound_ns": "bound", "closed_form_ns": "closed form",
     "serial_ns": "no-overlap time", "achieved_flops_per_s": "achieved throughput",
@@ -29,8 +29,8 @@ _NAMES = {
     "smem_per_cta_bytes": "SMEM per CTA", "ctas_per_sm": "CTAs per SM",
     "consumer_wait_full_ns": "consumer waits (full barriers)",
     "producer_wait_empty_ns": "producer waits (empty barriers)", "interval_bound_ns": "bound per tile",
-    "binding": "what binds", "littles_law_bytes_per_s": "Little's-law bandwidth",
-    "littles_law_binding": "Little's law bound by", "efficiency": "share of the bound reached",
+    "binding": "binding", "littles_law_bytes_per_s": "Little's-law bandwidth",
+    "littles_law_binding": "binding", "efficiency": "share of the bound reached",
     "copy_utilization": "copy engines busy", "compute_utilization": "tensor cores busy",
     "hbm_utilization": "HBM busy", "l2_utilization": "L2 busy", "residency_limit": "residency limited by",
     "ctas": "CTAs", "sms_used": "SMs used", "waves": "units per CTA (persistent) or waves (grid)",
@@ -42,7 +42,9 @@ _NAMES = {
     "useful_flops_per_s": "useful throughput (FLOP convention)", "sm_finish_max_ns": "busiest SM's finish",
     "sm_finish_mean_ns": "mean SM finish",
 }
-_BOUND_COLUMNS = ("binding", "littles_law_binding")  # their values are keys of tmasim.names.BOUNDS
+# Their values are bounds' names (tmasim.names.BOUNDS); littles_law_binding: a stream table written before
+# stream's bound was ``binding`` too.
+_BOUND_COLUMNS = ("binding", "littles_law_binding")
 _ROW_LABELS = {"pipeline.stages": "{} stages", "workload.tile": "tile {}", "workload.box": "box {}",
                "pipeline.consumers": "{} consumers", "run.seed": "seed {}"}
 _FIELDS = {"pipeline.stages": "pipeline stages", "workload.tile": "tile (M×N×K)", "workload.box": "TMA box",
@@ -281,7 +283,8 @@ def reference_curves(rows: pd.DataFrame, y: str) -> list[tuple[Any, str]]:
 
 
 def knee(xs: Sequence[float], ys: Sequence[float], *, higher_is_better: bool) -> int | None:
-    """Index of the first point within 1% of the best: where more of ``x`` stops helping."""
+    """Index of the first point within :data:`KNEE_TOLERANCE` of the best (the knee along ``x``,
+    the cheapest x there): where more of ``x`` stops helping."""
     pairs = [(x, y) for x, y in zip(xs, ys, strict=True) if y is not None and math.isfinite(y)]
     if not pairs:
         return None

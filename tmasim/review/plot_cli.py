@@ -86,19 +86,15 @@ def register_plot(subparsers: Any) -> argparse.ArgumentParser:
 def register_report(subparsers: Any) -> argparse.ArgumentParser:
     report = subparsers.add_parser("report", help="write a self-contained HTML design review of a scenario",
                                    epilog=REPORT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    report.add_argument("scenario", help="a scenario file, or the name of a bundled one")
-    report.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
-                        help="override a field of the scenario, as in `tmasim run`")
-    report.add_argument("--vary", action="append", default=[], metavar="FIELD=V1,V2,...",
-                        help="sweep a field (repeat for a grid), as in `tmasim sweep`")
+    from tmasim.sweep.command import add_sweep_options
+
+    add_sweep_options(report)  # every option of `tmasim sweep`, for the sweep the report runs (--vary)
     report.add_argument("--out", type=Path, required=True, help="folder for index.html, its tables and figures")
-    report.add_argument("--jobs", type=int, default=1, metavar="N", help="worker processes for the sweep")
+    report.add_argument("--sweep-out", type=Path, metavar="FILE",
+                        help="also keep the sweep's table in FILE (.parquet or .csv), resumable as `tmasim sweep "
+                             "--out` (the report's folder holds a copy either way)")
     report.add_argument("--first-tiles", type=tile_count, default=None, metavar="N",
                         help="zoom the Gantt chart to the first N tiles of every CTA (default: automatic)")
-    report.add_argument("--yes", action="store_true",
-                        help="run a sweep of more than 10,000 points or estimated to take over 15 min, and runs past "
-                             "a run's limits (without it, such work is refused with its estimate, as in `tmasim "
-                             "sweep` and `tmasim run`)")
     report.set_defaults(handler=handle_report)
     return report
 
@@ -403,17 +399,33 @@ def default_out(result: LoadedResult, kind: str) -> Path:
 
 
 def handle_report(args: argparse.Namespace) -> int:
+    sweep = SweepOptions(zip_=args.zip, executor=args.executor, scheduler=args.scheduler, search=args.search,
+                         out=args.sweep_out, progress=not args.quiet)
     index = build_report(args.scenario, args.overrides, args.vary, args.out, jobs=args.jobs,
-                         first_tiles=args.first_tiles, yes=args.yes)
+                         first_tiles=args.first_tiles, yes=args.yes, sweep=sweep)
     print(f"wrote {index}", file=sys.stderr)
     return 0
 
 
+@dataclasses.dataclass(frozen=True)
+class SweepOptions:
+    """How a report's sweep runs: the options of ``tmasim sweep`` beyond what varies (see
+    :func:`tmasim.sweep.run_sweep`); ``out`` keeps its table, resumable."""
+
+    zip_: bool | tuple[str, ...] = False
+    executor: str = "local"
+    scheduler: str | None = None
+    search: bool = False
+    out: Path | None = None
+    progress: bool = False
+
+
 def build_report(scenario: str | Path | None, overrides: Sequence[str] = (), vary: Sequence[str] = (),
                  out: str | Path = "report", *, jobs: int = 1, first_tiles: int | None = None,
-                 yes: bool = False) -> Path:
-    """Run what the report shows (the scenario with records on; the sweep if fields vary), then
-    let :func:`tmasim.review.report.write_report` draw ``out/index.html`` from the results.
+                 yes: bool = False, sweep: SweepOptions | None = None) -> Path:
+    """Run what the report shows (the scenario with records on; the sweep if fields vary, as
+    ``sweep`` says), then let :func:`tmasim.review.report.write_report` draw ``out/index.html``
+    from the results.
 
     Under the limits of ``tmasim run`` and ``tmasim sweep`` (points, estimated time and memory),
     checked before anything runs; ``yes`` lifts them, as ``--yes`` does."""
@@ -429,10 +441,11 @@ def build_report(scenario: str | Path | None, overrides: Sequence[str] = (), var
     limits = budget.command_line(yes)
     shown = scenarios.load(scenario, overrides)
     base = scenarios.load(scenario, [*overrides, "run.records=true"])
-    table, chosen = None, None
+    table, chosen, how = None, None, sweep or SweepOptions()
     if vary:  # the sweep's limits and the base run's, both before either runs
         budget.check(run_estimate(base), dataclasses.replace(limits, notify=None))
-        table = run_sweep(scenario, overrides, vary, jobs=jobs, progress=False,
+        table = run_sweep(scenario, overrides, vary, zip_=how.zip_, jobs=jobs, out=how.out, executor=how.executor,
+                          scheduler=how.scheduler, progress=how.progress, search=how.search,
                           max_points=None if yes else MAX_POINTS, max_seconds=None if yes else estimate.LIMIT_SECONDS,
                           allow_large=yes, notify=limits.notify)
     result = simulate(base, record_bandwidth=True, limits=limits)
@@ -444,5 +457,6 @@ def build_report(scenario: str | Path | None, overrides: Sequence[str] = (), var
     written = scenarios.source_text(scenario)
     if written is not None and overrides:
         written = "".join(f"# --set {o}\n" for o in overrides) + "# changes this file, as written:\n" + written
-    return report.write_report(shown, result, table, out, command=report.command_line(scenario, overrides, vary),
+    return report.write_report(shown, result, table, out,
+                               command=report.command_line(scenario, overrides, vary, how.zip_),
                                first_tiles=first_tiles, chosen=chosen, written=written)

@@ -47,10 +47,10 @@ def stage_sweep(table: pd.DataFrame, x: str = "pipeline.stages", y: str = "makes
 
     Top: ``y`` for each value of the other varied fields (one line each, e.g. per tile shape),
     the closed form (◇) and the bound (dashed: a lower bound on time, an upper bound on
-    throughput) where the table has them, and a ring on the first stage count within 1% of the
-    best: past it, more stages stop helping. With one line, the background says which term
-    binds at each x. Rows whose status is not "ok" are marked ✕ on the axis (in the line's
-    colour) with the reason ("does not fit (SMEM)"), never dropped silently.
+    throughput) where the table has them, and a ring on each line's knee (:func:`tmasim.names.term`:
+    the first stage count within 1% of that line's best): past it, more stages stop helping.
+    With one line, the background says which term binds at each x. Rows whose status is not "ok"
+    are marked ✕ on the axis (in the line's colour) with the reason ("does not fit (SMEM)"), never dropped silently.
     Bottom: what the stages cost: shared memory per CTA (left axis) and CTAs per SM (right).
     """
     table = with_status(table)
@@ -121,7 +121,7 @@ def _sweep_line(ax: Axes, rows: pd.DataFrame, x: str, y: str, xmap: dict[Any, fl
     at = None if i is None else f"{value_text(ok[x].iloc[i])} {field_label(x).split(' (')[0]}"
     name = label or "simulated"
     if at is not None and not annotate:
-        name += f"  (within 1% of best from {at})"
+        name += f"  (knee: {at})"
     ax.plot(ok["_x"], ok[y] / divisor, marker="o", color=color, linewidth=2.2, markersize=6, label=name, zorder=3)
     for values, curve in reference_curves(ok, y):
         if curve == "closed form":
@@ -135,13 +135,13 @@ def _sweep_line(ax: Axes, rows: pd.DataFrame, x: str, y: str, xmap: dict[Any, fl
     ax.plot([kx], [ky], marker="o", markersize=17, markerfacecolor="none", markeredgecolor=color,
             markeredgewidth=2.2, zorder=5)
     if annotate:
-        ax.annotate(f"within 1% of best from {at}", (kx, ky), xytext=(14, 18),
+        ax.annotate(f"knee: {at}", (kx, ky), xytext=(14, 18),
                     textcoords="offset points", fontsize=10, color=color, fontweight="bold",
                     arrowprops={"arrowstyle": "-", "color": color, "linewidth": 0.8})
 
 
 def knee_x(table: pd.DataFrame, x: str = "pipeline.stages", y: str = "makespan_ns") -> dict[str, Any]:
-    """Per line of :func:`stage_sweep`, the x it rings: the first within 1% of the best."""
+    """Per line of :func:`stage_sweep`, the x it rings: its knee (along x: the first within 1% of its best)."""
     out = {}
     for label, rows in _series(table, x):
         ok = rows[rows["status"] == "ok"].sort_values(x)
@@ -217,7 +217,7 @@ def _sweep_legend(ax: Axes, table: pd.DataFrame, y: str) -> list[Any]:
         handles.append(Line2D([], [], color=ink, linestyle="none", marker="D", markerfacecolor="none",
                               label="closed form"))
     handles.append(Line2D([], [], color=ink, linestyle="none", marker="o", markersize=13, markerfacecolor="none",
-                          markeredgewidth=2, label="first within 1% of best"))
+                          markeredgewidth=2, label=f"{names.term('knee')[:-1]} of its line)"))
     if (table["status"] != "ok").any():
         handles.append(Line2D([], [], color=ink, linestyle="none", marker="X", markersize=9, label="did not run"))
     return handles
@@ -363,8 +363,10 @@ def _stacked_bar(ax: Axes, i: int, parts: dict[str, float], total: float, diviso
 
 
 def heatmap(table: pd.DataFrame, x: str, y: str, value: str = "makespan_ns", title: str = "") -> Figure:
-    """``value`` over two varied fields, each cell printed; the best cell outlined; cells that
-    did not run hatched with the reason. Lower is better for times, higher for rates."""
+    """``value`` over two varied fields, each cell printed; the points the sweep's answer names
+    (:func:`tmasim.sweep.answer.find_all`) outlined: its best (solid) and its knee (dashed), per
+    problem, and none where no design field varies (nothing to choose); cells that did not run
+    hatched with the reason. Lower is better for times, higher for rates."""
     import numpy as np
 
     table = with_status(table)
@@ -400,7 +402,7 @@ def heatmap(table: pd.DataFrame, x: str, y: str, value: str = "makespan_ns", tit
             bar = fig.colorbar(image, ax=ax)
             bar.set_label(f"{label}\n({better} is better)")
         _heat_labels(ax, grid / divisor, image, failed)
-        _outline_best(ax, grid, better == "higher")
+        chosen = _outline_answer(ax, table, x, y, cols, rows)
         ax.set_xticks(range(len(cols)), [value_text(c) for c in cols])
         ax.set_yticks(range(len(rows)), [value_text(r) for r in rows])
         ax.set_xlabel(field_label(x))
@@ -410,6 +412,8 @@ def heatmap(table: pd.DataFrame, x: str, y: str, value: str = "makespan_ns", tit
         default = f"{scenario_prefix(table)}{what} by {field_label(x)} and {field_label(y)}"
         if flat:
             default += f"\nall points within {fmt.percent(spread)} of each other"
+        if not chosen:
+            default += "\nno design field varies: nothing to choose, no best outlined"
         ax.set_title(wrapped(title or default, fig.get_figwidth()))
     return fig
 
@@ -434,12 +438,42 @@ def _hatched_cell(i: int, j: int) -> Any:
     return Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="none", edgecolor="#BBBBBB", hatch="//", linewidth=0)
 
 
-def _outline_best(ax: Axes, grid: Any, higher_is_better: bool) -> None:
-    import numpy as np
+def answer_cells(table: pd.DataFrame, x: str, y: str) -> dict[str, list[tuple[str, str]]]:
+    """The (x, y) values of the points the sweep's answer names, as printed: ``best`` and ``knee``
+    per problem that has a design field to choose along (none where nothing is chosen)."""
+    from tmasim.sweep import answer
+
+    cells: dict[str, list[tuple[str, str]]] = {"best": [], "knee": []}
+    for found in answer.find_all(table):
+        if found.fields:
+            for kind, row in (("best", found.best), ("knee", found.knee)):
+                cells[kind].append((answer._value(row[x]), answer._value(row[y])))
+    return cells
+
+
+def _outline_answer(ax: Axes, table: pd.DataFrame, x: str, y: str, cols: list[Any], rows: list[Any]) -> bool:
+    """Outline the answer's best (solid) and knee (dashed) cells, with a legend saying so; False
+    when the answer chooses nothing."""
     from matplotlib.patches import Rectangle
 
-    if not np.isfinite(grid).any():
-        return
-    flat = np.nanargmax(grid) if higher_is_better else np.nanargmin(grid)
-    i, j = np.unravel_index(flat, grid.shape)
-    ax.add_patch(Rectangle((j - 0.47, i - 0.47), 0.94, 0.94, fill=False, edgecolor="#D62728", linewidth=2.5))
+    from tmasim.sweep.answer import _value
+
+    where = {(_value(c), _value(r)): (i, j) for i, r in enumerate(rows) for j, c in enumerate(cols)}
+    cells = answer_cells(table, x, y)
+    styles = {"best": ("solid", "best"), "knee": ("dashed", names.term("knee"))}
+    handles = []
+    for kind in ("best", "knee"):
+        style, label = styles[kind]
+        spots = [where[c] for c in dict.fromkeys(cells[kind]) if c in where]
+        inset = 0.47 if kind == "best" else 0.40
+        for i, j in spots:
+            ax.add_patch(Rectangle((j - inset, i - inset), 2 * inset, 2 * inset, fill=False, edgecolor="#D62728",
+                                   linewidth=2.5, linestyle=style))
+        if spots:
+            handles.append(Rectangle((0, 0), 1, 1, fill=False, edgecolor="#D62728", linewidth=2, linestyle=style,
+                                     label=label))
+    if handles:
+        problems = len({c for c in cells["best"]}) > 1
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.18 - 0.04 * problems), fontsize=8.5,
+                  ncol=len(handles), frameon=False, title="per problem" if problems else None, title_fontsize=8.5)
+    return bool(handles)

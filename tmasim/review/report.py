@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import base64
 import contextlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tmasim import format as fmt
+from tmasim import names
 from tmasim.errors import TmasimError
 from tmasim.review.columns import figure_label, figure_text
 from tmasim.validation.trust import trust_for_row
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from tmasim.scenario import Scenario
 
 KEY_FIGURES = ("makespan_ns", "serial_ns", "closed_form_ns", "bound_ns", "interval_bound_ns", "binding",
-               "littles_law_bytes_per_s", "littles_law_binding", "achieved_flops_per_s", "achieved_bytes_per_s",
+               "littles_law_bytes_per_s", "achieved_flops_per_s", "achieved_bytes_per_s",
                "efficiency", "consumer_wait_full_ns", "producer_wait_empty_ns", "copy_utilization",
                "compute_utilization", "l2_bytes", "l2_utilization", "hbm_bytes", "hbm_utilization",
                "smem_per_cta_bytes", "ctas_per_sm",
@@ -117,8 +118,8 @@ def write_report(shown: Scenario, result: Result, table: pd.DataFrame | None, ou
 
 
 def chosen_point(table: pd.DataFrame) -> tuple[str, list[str]] | None:
-    """The sweep point a review looks at: the knee (the cheapest point within 1% of the best,
-    which may be the best itself), as its label and its ``--set`` overrides; None when no point
+    """The sweep point a review looks at: the knee (:func:`tmasim.names.term`; it may be the
+    best itself), as its label and its ``--set`` overrides; None when no point
     ran to a valid time or nothing varies."""
     from tmasim.sweep import answer
 
@@ -155,7 +156,7 @@ def _write_report(page: Page, result: Result, table: pd.DataFrame | None, out: P
             page.verdict += f" No point of the sweep ran ({counts}): the table below says why, point by point."
         page.table, page.table_file = sweep_table(table), "sweep.csv"
         said = explain(result.stats)  # the verdict says it already: not twice
-        page.answer = [line for line in _answer(table) if line != f"what binds there: {said}"]
+        page.answer = [line for line in _answer(table) if line != f"binding there: {said}"]
         headline = _headline(table)
         if headline:
             page.verdict = f"{headline} The base scenario: {page.verdict[0].lower()}{page.verdict[1:]}"
@@ -231,8 +232,8 @@ def _headline(table: pd.DataFrame) -> str:
     best, knee = answer.point_text(found.best, fields), answer.point_text(found.knee, fields)
     text = f"Best point: {best}, {_t(found.best['makespan_ns'])}; "
     if knee == best:
-        return text + "it is also the knee (no cheaper point comes within 1% of it)."
-    return text + f"knee (the cheapest point within 1% of the best): {knee}, {_t(found.knee['makespan_ns'])}."
+        return text + f"it is also the {names.term('knee')}."
+    return text + f"{names.term('knee')}: {knee}, {_t(found.knee['makespan_ns'])}."
 
 
 def _verdict(stats: Mapping[str, Any]) -> str:
@@ -247,12 +248,15 @@ def _trust(stats: Mapping[str, Any]) -> str:
     return f" Validated: {trust}." if trust else ""
 
 
-def command_line(scenario: Any, overrides: Iterable[str], vary: Iterable[str]) -> str:
+def command_line(scenario: Any, overrides: Iterable[str], vary: Iterable[str],
+                 zip_: bool | Sequence[str] = False) -> str:
     """The command that makes this report, as a reader would type it."""
     import shlex
 
     parts = ["tmasim", "report", str(scenario or "reference")]
     parts += [f"--set={o}" for o in overrides] + [f"--vary={v}" for v in vary]
+    if vary and zip_:
+        parts.append("--zip" if zip_ is True else f"--zip={','.join(zip_)}")
     return " ".join(shlex.quote(p) for p in parts)
 
 

@@ -1,7 +1,8 @@
-"""The answer a sweep was run for: the best point, the *knee*, what binds there, and what the
+"""The answer a sweep was run for: the best point, the *knee*, what binds there (its ``binding``), and what the
 next step costs.
 
-The knee is the cheapest point within 1% of the best time: fewest stages first, then least
+The knee is :data:`tmasim.names.TERMS` ``["knee"]``: the cheapest point within
+:data:`~tmasim.names.KNEE_TOLERANCE` (1%) of the best time, fewest stages first, then least
 shared memory per CTA (then the faster). Cheaper matters because stages and shared memory are
 what a kernel pays with: residency (CTAs per SM), room for other buffers, register pressure.
 The next step is the cheapest point that is faster than the knee (one more stage, or the next
@@ -20,6 +21,7 @@ pays with); points that differ only in *noise* (``run.seed``...) are replicates,
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +32,7 @@ from tmasim.validation.trust import trust_for_row
 if TYPE_CHECKING:
     import pandas as pd
 
-KNEE_TOLERANCE = 0.01
+KNEE_TOLERANCE = names.KNEE_TOLERANCE
 TABLE_ROWS = 12
 
 
@@ -184,19 +186,19 @@ def lines(answer: Answer) -> list[str]:
     """The answer for one problem in a few sentences."""
     best, knee, fields = answer.best, answer.knee, answer.fields
     if not fields:   # nothing to choose: the problem's time (the mean over the noise)
-        return [f"time: {_time_text(best)}", *([f"what binds: {_explain(best)}"] if _explain(best) else [])]
+        return [f"time: {_time_text(best)}", *([f"binding: {_explain(best)}"] if _explain(best) else [])]
     out = [f"best: {point_text(best, fields)}: {_time_text(best)}"]
     if answer.spread < KNEE_TOLERANCE:
         out[0] += f" (all {answer.valid} valid points within {fmt.percent(answer.spread)} of each other)"
     same = knee is best or point_text(knee, fields) == point_text(best, fields)
     slower = float(knee["makespan_ns"]) / float(best["makespan_ns"]) - 1
-    out.append(f"knee (the cheapest point within {fmt.percent(KNEE_TOLERANCE)} of the best): "
+    out.append(f"{names.term('knee')}: "
                + ("the best point itself" if same else
                   f"{point_text(knee, fields)}: {fmt.time_ns(knee['makespan_ns'])}, {fmt.percent(slower)} slower")
                + f"; {_resources(knee)}")
     why = _explain(knee)
     if why:
-        out.append(f"what binds there: {why}")
+        out.append(f"binding there: {why}")
     out.append(_next_step(knee, answer.next_step, fields))
     return out
 
@@ -251,17 +253,21 @@ def _next_step(knee: dict[str, Any], step: dict[str, Any] | None, fields: tuple[
 
 
 def table_lines(frame: pd.DataFrame) -> list[str]:
-    """A short table: the varied fields, time, what binds and the resources, best first when long."""
+    """A short table: the varied fields, time, throughput and its share of peak (where the points
+    do tensor-core work), what binds and the resources, best first when long."""
     fields = varied_fields(frame)
+    rates = _has_rate(frame)
     if len(frame) <= TABLE_ROWS:
         rows = frame
     elif "makespan_ns" in frame.columns:
         rows = frame.sort_values("makespan_ns").head(TABLE_ROWS - 2)
     else:  # no point ran: the first ones, each with its status
         rows = frame.head(TABLE_ROWS - 2)
-    header = [*fields, "time", "binds", "SMEM/CTA", "CTAs/SM", "status"]
-    body = [[*(_value(r[f]) for f in fields), _time_cell(r), _binds(r), fmt.size(r.get("smem_per_cta_bytes")),
-             _count(r.get("ctas_per_sm")), str(r.get("status", "ok"))] for r in rows.to_dict("records")]
+    header = [*fields, "time", *(("throughput", "of peak") if rates else ()), "binding", "SMEM/CTA", "CTAs/SM",
+              "status"]
+    body = [[*(_value(r[f]) for f in fields), _time_cell(r), *(_rate_cells(r) if rates else ()), _binds(r),
+             fmt.size(r.get("smem_per_cta_bytes")), _count(r.get("ctas_per_sm")), str(r.get("status", "ok"))]
+            for r in rows.to_dict("records")]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
     text = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
     text += ["  ".join(c.ljust(w) for c, w in zip(b, widths, strict=True)).rstrip() for b in body]
@@ -269,6 +275,28 @@ def table_lines(frame: pd.DataFrame) -> list[str]:
         shown = "the fastest shown" if "makespan_ns" in frame.columns else "the first shown"
         text.append(f"({len(frame) - len(rows)} more points in the file; {shown})")
     return text
+
+
+def rate(row: Mapping[str, Any]) -> float | None:
+    """A point's tensor-core throughput as its summary states it: the useful FLOP/s where the
+    workload counts useful work apart (attention), else the achieved FLOP/s; None where it did none."""
+    for key in ("useful_flops_per_s", "achieved_flops_per_s"):
+        value = row.get(key)
+        if not fmt.missing(value) and value:
+            return float(value)
+    return None
+
+
+def _has_rate(frame: pd.DataFrame) -> bool:
+    return any(rate(r) is not None for r in frame.to_dict("records"))
+
+
+def _rate_cells(row: dict[str, Any]) -> tuple[str, str]:
+    """``737.8 TFLOP/s`` and ``75%`` (of the peak of the SMs it uses, as the run's summary says)."""
+    value, peak = rate(row), row.get("peak_flops_per_s")
+    if value is None or row.get("status", "ok") != "ok":
+        return "-", "-"
+    return fmt.flop_rate(value), "-" if fmt.missing(peak) or not peak else fmt.percent(value / float(peak))
 
 
 def _time_cell(row: dict[str, Any]) -> str:

@@ -15,6 +15,8 @@ EPILOG = """examples:
   tmasim sweep reference --vary pipeline.stages=1,2,3 --vary 'workload.load=1 us,3 us,7 us'
   tmasim sweep jitter --vary run.seed=1,2,3,4 --jobs 2 --out jitter.csv
   tmasim sweep reference --zip --vary workload.tiles=2,3 --vary 'workload.load=["3 us","3 us"],["3 us","3 us","3 us"]'
+  tmasim sweep gemm-h100-cluster --vary 'pipeline.cluster=[1,1],[2,1]' --vary workload.multicast=none,b \
+      --vary pipeline.stages=3,4 --zip pipeline.cluster,workload.multicast
 
 Running the same command again resumes: finished points are read from --out, not recomputed.
 A second sweep on the same --out while one runs is refused (FILE.lock holds the owner's pid)."""
@@ -25,27 +27,41 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``sweep`` to the ``tmasim`` command's subparsers; returns its parser."""
     sweep = subparsers.add_parser("sweep", help="simulate a scenario over a grid of field values, one row per point",
                                   epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sweep.add_argument("scenario", help="a scenario file, or the name of a bundled one")
-    sweep.add_argument("--vary", action="append", default=[], metavar="FIELD=V1,V2,...",
-                       help="a field and its values, split on commas outside [], {} and quotes; repeat for a grid")
-    sweep.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
-                       help="override a field of the base scenario, as in `tmasim run`")
-    sweep.add_argument("--zip", action="store_true", help="pair the i-th values of every --vary instead of a grid")
-    sweep.add_argument("--jobs", type=int, default=1, metavar="N",
-                       help="worker processes, here or in the local Dask cluster (without --scheduler); default 1")
+    add_sweep_options(sweep)
     sweep.add_argument("--out", type=Path, help="result file, .parquet or .csv (default sweep-<name>.parquet)")
-    sweep.add_argument("--executor", choices=("local", "dask"), default="local", help="where points run")
-    sweep.add_argument("--scheduler", metavar="ADDRESS",
-                       help="Dask scheduler address (default: start a local Dask cluster)")
-    sweep.add_argument("--search", action="store_true",
-                       help="per problem, simulate points in order of their lower bound and stop where no point "
-                            "left can change the answer (the same answer; the others are 'pruned' rows)")
-    sweep.add_argument("--quiet", action="store_true", help="no progress bar")
-    sweep.add_argument("--yes", action="store_true",
-                       help=f"run a sweep of more than {BIG_SWEEP:,} points or estimated to take over 15 min, and "
-                            "points past a run's limits (without it, such a sweep is refused with its estimate)")
     sweep.set_defaults(handler=handle)
     return sweep
+
+
+def zip_option(text: str) -> tuple[str, ...]:
+    """``--zip A,B``: the fields to pair (checked against the --vary fields when the sweep is planned)."""
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
+def add_sweep_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a sweep (the scenario, what varies, how and where it runs), for every command
+    that runs one (``sweep``, ``report``): one definition, so they take the same options. The
+    command adds its own ``--out``."""
+    parser.add_argument("scenario", help="a scenario file, or the name of a bundled one")
+    parser.add_argument("--vary", action="append", default=[], metavar="FIELD=V1,V2,...",
+                        help="a field and its values, split on commas outside [], {} and quotes; repeat for a grid")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
+                        help="override a field of the base scenario, as in `tmasim run`")
+    parser.add_argument("--zip", nargs="?", const=True, default=False, type=zip_option, metavar="A,B",
+                        help="pair the i-th values of every --vary instead of a grid; --zip A,B pairs only those "
+                             "fields and crosses the pairs with the other --vary fields")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help="worker processes, here or in the local Dask cluster (without --scheduler); default 1")
+    parser.add_argument("--executor", choices=("local", "dask"), default="local", help="where points run")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="Dask scheduler address (default: start a local Dask cluster)")
+    parser.add_argument("--search", action="store_true",
+                        help="per problem, simulate points in order of their lower bound and stop where no point "
+                             "left can change the answer (the same answer; the others are 'pruned' rows)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--yes", action="store_true",
+                        help=f"run a sweep of more than {BIG_SWEEP:,} points or estimated to take over 15 min, and "
+                             "points past a run's limits (without it, such a sweep is refused with its estimate)")
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -77,6 +93,32 @@ def answer_text(frame: Any) -> str:
     return answer.summary(frame)
 
 
+def failure_reason(error: Any) -> str:
+    """What a failing point's message says with its numbers taken out: points that failed for the
+    same reason (``pipeline.stages: N needs N KiB of shared memory...``) share it."""
+    import re
+
+    return re.sub(r"-?\d+(\.\d+)?", "N", str(error))
+
+
+def failure_lines(frame: Any) -> list[str]:
+    """Every failing point, grouped by reason: how many, which points, and the first one's message."""
+    failed = frame[~frame["status"].isin(["ok", "pruned"])]
+    if not len(failed):
+        return []
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in failed.to_dict("records"):
+        groups.setdefault(failure_reason(row["error"]), []).append(row)
+    lines = [f"  {len(failed)} point{'s' if len(failed) != 1 else ''} did not run, by reason "
+             f"({len(groups)} reason{'s' if len(groups) != 1 else ''}; the first point's message):"]
+    for rows in sorted(groups.values(), key=lambda rows: (-len(rows), rows[0]["point"])):
+        ids = [str(r["point"]) for r in rows]
+        shown = ", ".join(ids[:8]) + (f" and {len(ids) - 8} more" if len(ids) > 8 else "")
+        lines.append(f"    {len(rows)} x {rows[0]['status']} (point{'s' if len(rows) != 1 else ''} {shown}): "
+                     f"{rows[0]['error']}")
+    return lines
+
+
 def summary(frame: Any, seconds: float) -> str:
     """Counts by status, time, and where the table went."""
     info = frame.attrs.get("sweep", {})
@@ -92,10 +134,7 @@ def summary(frame: Any, seconds: float) -> str:
         shown = ", ".join(map(str, skipped[:5])) + (", ..." if len(skipped) > 5 else "")
         lines.append(f"  {len(skipped)} journal line(s) did not parse and were skipped (line {shown}); "
                      "their points ran again")
-    failed = frame[~frame["status"].isin(["ok", "pruned"])]
-    if len(failed):
-        first = failed.iloc[0]
-        lines.append(f"  first failure, point {first['point']}: {first['error']}")
+    lines += failure_lines(frame)
     out = info.get("out")
     lines.append(f"  wrote {out}" if info.get("written") else f"  nothing new: {out} is unchanged")
     return "\n".join(lines)

@@ -16,14 +16,14 @@ from typing import Any
 
 from tmasim.errors import TmasimError
 from tmasim.sweep.points import Outcome
-from tmasim.sweep.spec import Axis, Point, SweepPlan, expand
+from tmasim.sweep.spec import Axis, Point, SweepPlan, expand, zip_json
 
 
 def renumbering(theirs: Mapping[str, Any], plan: SweepPlan) -> dict[int, int] | None:
     """Old point id -> new point id if ``plan`` extends the sweep of fingerprint ``theirs``;
     None if it does not (other fields, another order, a dropped value, grid against pairs)."""
     vary = theirs.get("vary")
-    if not isinstance(vary, list) or theirs.get("zip") != plan.zipped:
+    if not isinstance(vary, list) or theirs.get("zip") != zip_json(plan.zipped):
         return None
     if [field for field, _ in vary] != [axis.field for axis in plan.axes]:
         return None

@@ -25,7 +25,8 @@ Vary = Sequence[str] | Mapping[str, Iterable[Any]]
 MAX_POINTS = 10_000  # points left to run past which a sweep is refused by default (the command line's, without --yes)
 
 
-def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip_: bool = False, jobs: int = 1,
+def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip_: bool | Sequence[str] = False,
+              jobs: int = 1,
               out: str | Path | None = None, executor: str = "local", scheduler: str | None = None,
               progress: bool = True, max_points: int | None = MAX_POINTS,
               max_seconds: float | None = estimate.LIMIT_SECONDS, allow_large: bool = False,
@@ -33,7 +34,9 @@ def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip
     """Simulate every point of a sweep and return its table (one row per point, in point order).
 
     ``base`` is a scenario file, a bundled scenario's name or a raw scenario dict; ``overrides``
-    are ``--set`` strings; ``vary`` is ``["FIELD=V1,V2", ...]`` or ``{FIELD: [V1, V2]}``. With
+    are ``--set`` strings; ``vary`` is ``["FIELD=V1,V2", ...]`` or ``{FIELD: [V1, V2]}``; ``zip_``
+    pairs the i-th values of every axis (True) or of the fields it names (a list), crossed with
+    the others. With
     ``out``, finished points are journalled as they come and written to ``out`` (Parquet, or
     CSV if it ends in ``.csv``) at the end or on interruption; running the same sweep again
     computes only what is missing. ``frame.attrs["sweep"]`` says what produced the table.
@@ -56,7 +59,7 @@ def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip
     without it simulates the points an earlier search pruned.
     """
     _check_options(jobs, executor, scheduler)
-    _check_switches(zip_=zip_, progress=progress, allow_large=allow_large, search=search)
+    _check_switches(progress=progress, allow_large=allow_large, search=search, **_zip_switch(zip_))
     _check_limits(max_points=max_points, max_seconds=max_seconds)
     plan = plan_sweep(base, overrides, vary, zip_, max_points=_grid_limit(out, max_points))
     task = Task(plan.base_raw, plan.base_dir, allow_large=allow_large)
@@ -102,11 +105,19 @@ def _grid_limit(out: str | Path | None, max_points: int | None) -> int | None:
         return max_points
 
 
+def _zip_switch(zip_: object) -> dict[str, object]:
+    """``zip_`` as a switch to check: True/False, or (checked here) a list or tuple of field names."""
+    if isinstance(zip_, (list, tuple)) and all(isinstance(name, str) for name in zip_):
+        return {}
+    return {"zip_": zip_}
+
+
 def _check_switches(**switches: object) -> None:
     """``zip_="no"`` must not zip, nor ``allow_large="no"`` lift the limits: True or False only."""
     for name, value in switches.items():
         if not isinstance(value, bool):
-            raise TmasimError(f"run_sweep: {name}={str(value)[:40]!r} must be True or False")
+            also = ", or a list of the fields to pair" if name == "zip_" else ""
+            raise TmasimError(f"run_sweep: {name}={str(value)[:40]!r} must be True or False{also}")
 
 
 def _check_limits(**limits: object) -> None:

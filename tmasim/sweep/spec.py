@@ -39,6 +39,11 @@ class Point:
     values: tuple[tuple[str, Any], ...]
 
 
+# How a sweep pairs its axes: False, a grid; True, every axis paired (``--zip``); field names,
+# those axes paired and the pairs crossed with the rest (``--zip A,B``).
+Zip = bool | tuple[str, ...]
+
+
 @dataclass(frozen=True)
 class SweepPlan:
     """A checked sweep: the base scenario as raw TOML data, its axes and every point, in order."""
@@ -47,7 +52,7 @@ class SweepPlan:
     base_raw: dict[str, Any]
     base_dir: Path | None
     axes: tuple[Axis, ...]
-    zipped: bool
+    zipped: Zip
     points: tuple[Point, ...]
 
     @property
@@ -57,7 +62,12 @@ class SweepPlan:
     def fingerprint(self) -> dict[str, Any]:
         """What makes two sweeps the same sweep (a result file can only resume its own)."""
         return {"scenario": self.base_raw, "vary": [[a.field, list(a.values)] for a in self.axes],
-                "zip": self.zipped}
+                "zip": zip_json(self.zipped)}
+
+
+def zip_json(zipped: Zip) -> bool | list[str]:
+    """How a result file's metadata writes ``zipped``: True/False as before, or the paired fields."""
+    return zipped if isinstance(zipped, bool) else list(zipped)
 
 
 MAX_GRID = 10_000_000  # points a sweep can hold at all (its plan, its table), --yes or not
@@ -65,13 +75,15 @@ EARLY = 100_000  # past this many points, a grid over max_points is refused befo
 
 
 def plan_sweep(base: str | Path | Mapping[str, Any] | None, overrides: Iterable[str],
-               vary: Sequence[str] | Mapping[str, Iterable[Any]], zipped: bool = False, *,
+               vary: Sequence[str] | Mapping[str, Iterable[Any]], zipped: bool | Sequence[str] = False, *,
                max_points: int | None = None) -> SweepPlan:
     """Read the base, parse the axes, expand the points and check that the sweep can run. The
     point count is checked from the axes' lengths before the grid is built: over ``max_points``
     (when given, for a grid of over :data:`EARLY` points: a smaller one is built and refused with
-    its time estimate) or :data:`MAX_GRID`, it is refused without a point made."""
+    its time estimate) or :data:`MAX_GRID`, it is refused without a point made. ``zipped``: False
+    (a grid), True (every axis paired) or the fields to pair, crossed with the others."""
     axes = parse_axes(vary, zipped)
+    zipped = zip_fields(zipped, axes)
     check_point_count(axes, zipped, max_points)
     points = expand(axes, zipped)
     source, raw, base_dir = read_base(base)
@@ -99,7 +111,30 @@ def scenario_name(source: str, raw: Mapping[str, Any]) -> str:
     return "unnamed" if source == IN_MEMORY else Path(source).stem
 
 
-def parse_axes(vary: Sequence[str] | Mapping[str, Iterable[Any]], zipped: bool = False) -> tuple[Axis, ...]:
+def zip_fields(zipped: bool | Sequence[str], axes: Sequence[Axis]) -> Zip:
+    """``zipped`` checked against the axes: True, False, or the paired fields in the axes' order.
+    Naming every varied field is ``--zip`` alone (True); a field that does not vary, or fewer
+    than two, is refused."""
+    if isinstance(zipped, bool):
+        return zipped
+    fields = [axis.field for axis in axes]
+    names = list(dict.fromkeys(zipped))
+    for name in names:
+        if name not in fields:
+            raise ScenarioError("--zip", name, f"is not a --vary field (this sweep varies {', '.join(fields)})")
+    if len(names) < 2:
+        raise ScenarioError("--zip", ",".join(names),
+                            "names one field; pair two or more (or --zip alone: every --vary)")
+    return True if len(names) == len(fields) else tuple(f for f in fields if f in names)
+
+
+def _paired(axes: Sequence[Axis], zipped: Zip) -> list[Axis]:
+    """The axes ``zipped`` pairs (all for True, none for False)."""
+    return [a for a in axes if zipped is True or (not isinstance(zipped, bool) and a.field in zipped)]
+
+
+def parse_axes(vary: Sequence[str] | Mapping[str, Iterable[Any]],
+               zipped: bool | Sequence[str] = False) -> tuple[Axis, ...]:
     """``["FIELD=V1,V2", ...]`` (command line) or ``{FIELD: [V1, V2]}`` (Python) as axes. A value
     given twice in one axis is refused (it would run one point twice); zipped, the same holds
     for the points (an axis may repeat a value that another axis's values tell apart)."""
@@ -116,12 +151,11 @@ def parse_axes(vary: Sequence[str] | Mapping[str, Iterable[Any]], zipped: bool =
         if axis.field in seen:
             raise ScenarioError(f"--vary {axis.field}", "", "is given twice; list all its values in one --vary")
         seen.add(axis.field)
-    if zipped:
-        lengths = {len(a.values) for a in axes}
-        if len(lengths) == 1:
-            _refuse_duplicates("+".join(a.field for a in axes), list(zip(*(a.values for a in axes), strict=True)))
-    else:
-        for axis in axes:
+    paired = _paired(axes, zip_fields(zipped, axes))
+    if paired and len({len(a.values) for a in paired}) == 1:
+        _refuse_duplicates("+".join(a.field for a in paired), list(zip(*(a.values for a in paired), strict=True)))
+    for axis in axes:
+        if all(axis.field != a.field for a in paired):
             _refuse_duplicates(axis.field, axis.values)
     return axes
 
@@ -227,13 +261,14 @@ def _non_empty(pieces: list[str], text: str, where: str) -> list[str]:
     return pieces
 
 
-def point_count(axes: Sequence[Axis], zipped: bool) -> int:
+def point_count(axes: Sequence[Axis], zipped: Zip) -> int:
     """The number of points ``expand`` would make, from the axes' lengths alone."""
-    lengths = [len(axis.values) for axis in axes]
-    return min(lengths) if zipped else math.prod(lengths)
+    paired = {a.field for a in _paired(axes, zipped)}
+    pairs = [min(len(a.values) for a in axes if a.field in paired)] if paired else []
+    return math.prod([*pairs, *(len(a.values) for a in axes if a.field not in paired)])
 
 
-def check_point_count(axes: Sequence[Axis], zipped: bool, max_points: int | None) -> None:
+def check_point_count(axes: Sequence[Axis], zipped: Zip, max_points: int | None) -> None:
     from tmasim.errors import ResourceError
 
     count = point_count(axes, zipped)
@@ -246,18 +281,34 @@ def check_point_count(axes: Sequence[Axis], zipped: bool, max_points: int | None
                             "run them")
 
 
-def expand(axes: Sequence[Axis], zipped: bool) -> tuple[Point, ...]:
-    """Grid order: the first axis changes slowest (as nested loops). ``zipped`` pairs the i-th values."""
+def expand(axes: Sequence[Axis], zipped: Zip) -> tuple[Point, ...]:
+    """Grid order: the first axis changes slowest (as nested loops). ``zipped`` pairs the i-th
+    values of its axes (every axis for True), which then act as one axis, where the first of them
+    stands, crossed with the others."""
     names = [axis.field for axis in axes]
-    if zipped:
-        lengths = {axis.field: len(axis.values) for axis in axes}
-        if len(set(lengths.values())) > 1:
-            shown = ", ".join(f"{name} has {n}" for name, n in lengths.items())
-            raise TmasimError(f"--zip: every --vary needs the same number of values ({shown})")
-        combos: Iterable[tuple[Any, ...]] = zip(*(axis.values for axis in axes), strict=True)
-    else:
-        combos = itertools.product(*(axis.values for axis in axes))
-    return tuple(Point(i, tuple(zip(names, combo, strict=True))) for i, combo in enumerate(combos))
+    paired = _paired(axes, zipped)
+    lengths = {axis.field: len(axis.values) for axis in paired}
+    if len(set(lengths.values())) > 1:
+        shown = ", ".join(f"{name} has {n}" for name, n in lengths.items())
+        every = "every --vary" if zipped is True else "every field it pairs"
+        raise TmasimError(f"--zip: {every} needs the same number of values ({shown})")
+    if isinstance(zipped, bool):  # a grid, or every axis paired: the combos as they come
+        combos: Iterable[tuple[Any, ...]] = (zip(*(axis.values for axis in axes), strict=True) if zipped
+                                             else itertools.product(*(axis.values for axis in axes)))
+        return tuple(Point(i, tuple(zip(names, combo, strict=True))) for i, combo in enumerate(combos))
+    together = {a.field for a in paired}
+    loops: list[list[tuple[tuple[str, Any], ...]]] = []
+    for axis in axes:
+        if axis.field not in together:
+            loops.append([((axis.field, v),) for v in axis.values])
+        elif axis.field == paired[0].field:
+            loops.append([tuple(zip([a.field for a in paired], combo, strict=True))
+                          for combo in zip(*(a.values for a in paired), strict=True)])
+    points = []
+    for i, combo in enumerate(itertools.product(*loops)):
+        values = dict(pair for group in combo for pair in group)
+        points.append(Point(i, tuple((name, values[name]) for name in names)))
+    return tuple(points)
 
 
 def point_raw(base_raw: Mapping[str, Any], point: Point) -> dict[str, Any]:

@@ -320,11 +320,16 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _zip_text(zipped: Any) -> str:
+    if isinstance(zipped, list):
+        return f"pairs {', '.join(map(str, zipped))} (--zip {','.join(map(str, zipped))})"
+    return "pairs values (--zip)" if zipped else "is a grid"
+
+
 def _difference(key: str, theirs: Any, ours: Any) -> str:
     """The first thing that differs, in words: which field, or which axes."""
     if key == "zip":
-        kind = {True: "pairs values (--zip)", False: "is a grid"}
-        return f"the file {kind[bool(theirs)]}, this run {kind[bool(ours)]}"
+        return f"the file {_zip_text(theirs)}, this run {_zip_text(ours)}"
     if key == "vary":
         return (f"the file has {_vary_text(theirs)}; this run has {_vary_text(ours)}; a sweep that keeps every "
                 "value the file has and adds more extends it")

@@ -20,7 +20,7 @@ def attention_story(result: Result) -> list[str]:
     stats, scenario = result.stats, result.scenario
     makespan = stats["makespan_ps"]
     bounds = [(name, stats[f"{key}_bound_ns"] * 1000) for key, name in BOUND_NAMES]
-    binding = dict(BOUND_NAMES)[stats["binding"]]
+    binding = names.bound(stats["binding"])
     bound = stats["bound_ns"] * 1000
     p = scenario.pipeline
     mode = "in ping-pong" if p.consumer_mode == "pingpong" and p.consumers == 2 else "cooperative (in lockstep)"

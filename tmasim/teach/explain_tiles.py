@@ -110,7 +110,7 @@ _WHY = {
 
 def _cadence_text(stats: dict[str, Any], scale: int, unit: str) -> str:
     terms = {k: stats[f"{k}_term_ns"] * 1000 for k in ("copy", "compute", "issue", "latency")}
-    binding = stats["binding"]
+    binding = names.bound_key(stats["binding"])
     term = {k: names.bound(k) + (" / S" if k == "latency" else "") for k in terms}
     shown = ", ".join(f"{term[k]} {num(v, scale)}" for k, v in terms.items() if v or k != "issue")
     text = (f"Cadence: the steady-state interval per tile is at least max({', '.join(term.values())}) "
@@ -131,7 +131,7 @@ def _stall_text(stats: dict[str, Any], scale: int, unit: str) -> str:
     text = (f"Stalls: {who} waited {num(full, scale)} {unit} on full barriers{mean} (its slot's copy "
             f"had not landed yet) and the producer {num(empty, scale)} {unit} on empty barriers (every "
             "slot was still taken: filling or in use). ")
-    binding = stats["binding"]
+    binding = names.bound_key(stats["binding"])
     if stats["stages"] == 1:
         text += "With one slot both sides wait in turn: that is the missing overlap."
     elif binding == "compute":
@@ -159,7 +159,7 @@ def halved(spec: Any) -> Any:
 def tiles_what_ifs(result: Result, base_dir: Path | None) -> list[str]:
     scenario, stats = result.scenario, result.stats
     w, stages = scenario.workload, stats["stages"]
-    base, binding = stats["makespan_ps"], stats["binding"]
+    base, binding = stats["makespan_ps"], names.bound(stats["binding"])
     plans: list[tuple[str, dict[str, Any], str]] = [
         (f"{ordinal(stages + 1)} stage", {"pipeline.stages": stages + 1},
          f"{binding} binds, not the number of slots" if stages > 1 else "")]

@@ -96,7 +96,9 @@ def glossary() -> str:
                 ("Bounds: what can bind a run, as run, explain, sweep, report and figures name them:",
                  {name.text: name.meaning for name in names.BOUNDS.values()}),
                 ("Traffic: what each byte count of a run counts:",
-                 {name.text: name.meaning for name in names.TRAFFIC.values()}))
+                 {name.text: name.meaning for name in names.TRAFFIC.values()}),
+                ("Answers: what a sweep's answer and the validation pick:",
+                 {term.text: term.meaning for term in names.TERMS.values()}))
     width = max(len(term) for _, terms in sections for term in terms)
     lines: list[str] = []
     for title, terms in sections:

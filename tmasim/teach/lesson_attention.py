@@ -24,8 +24,8 @@ def softmax(lab: Lab) -> Outcome:
     blocks = one.steps
     wg, both, wg64 = one.block(0), pair.block(0), half.block(0)
     g, m = wg.qk.occupancy + wg.pv.occupancy, (wg.softmax + wg.correction).time   # one warpgroup's 64 rows
-    pair_gemms, pair_softmax = both.qk.occupancy + both.pv.occupancy, (both.softmax + both.correction).time
-    serial = pair_gemms + pair_softmax
+    g2, m2 = both.qk.occupancy + both.pv.occupancy, (both.softmax + both.correction).time  # both, 128 rows at once
+    serial = g2 + m2
     lead = wg.softmax.lead + wg.correction.lead  # the row max: no shared unit, under the other's exponentials
     alternating = max(2 * g, 2 * m - lead, g + m)
     g64, work64 = wg64.qk.occupancy + wg64.pv.occupancy, wg64.softmax + wg64.correction
@@ -43,9 +43,9 @@ def softmax(lab: Lab) -> Outcome:
            "exponentials beside the FP32 sums, the conversion of P and the rescale of O): "
            f"the softmax is {m / g:.0%} of its GEMMs, because an SM does 16 exponentials a clock against about "
            "4000 FLOP of MMA. In lockstep both warpgroups run the same phase at once, so the tensor cores wait "
-           f"out every softmax: a block costs the pair's GEMMs, {format_time(pair_gemms)}, plus the pair's softmax, "
-           f"{format_time(pair_softmax)} (one row max of {format_time(both.softmax.lead)}, the two warpgroups' "
-           f"side by side, then both warpgroups' exponentials on the shared units): {format_time(serial)}, and the "
+           "out every softmax: a block costs both warpgroups' GEMMs, issued together "
+           f"({format_time(g2)}), then both softmaxes, run together ({format_time(m2)}): {format_time(g2)} + "
+           f"{format_time(m2)} = {format_time(serial)}, and the "
            f"tensor cores are busy {lockstep.stats['compute_utilization']:.0%} of the time. In ping-pong a "
            "named barrier makes the warpgroups take turns on the tensor cores, so one's softmax runs under the "
            f"other's GEMMs: a block costs max(2 x {format_time(g)}, 2 x {format_time(m)} - {format_time(lead)}, "

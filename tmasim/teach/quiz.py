@@ -1,8 +1,12 @@
 """``tmasim quiz``: check your understanding. One conceptual question, then numeric ones.
 
-The numeric questions are drawn from a seeded random generator (``--seed``); their answers are
-computed by simulating each question's scenario here, never read from a table, and each
-explanation shows the closed form or bound with the question's numbers beside the simulated one.
+The numeric questions are of five kinds (:data:`KINDS`): tile timing, latency hiding, GEMM stage
+counts, bandwidth (Little's law) and residency. They are asked in rounds of one question of each
+kind, in an order the seed draws, so no kind repeats within a round; ten questions are two
+rounds. Each is drawn from a seeded random generator (``--seed``); its answer is computed by the
+program here (a simulation of the question's scenario, or the residency rule the simulator
+itself applies), never read from a table, and each explanation shows the closed form or bound
+with the question's numbers beside the program's.
 Answers are read as ``learn --predict`` reads predictions (:mod:`tmasim.teach.answers`: a time
 with or without its unit, a percentage with or without ``%``), with the same tolerance; an
 answer that is not one (``16 apples``) is a one-line error that asks again, not a wrong answer.
@@ -10,6 +14,7 @@ answer that is not one (``16 apples``) is a one-line error that asks again, not 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +36,7 @@ class Question:
     why: str
     unit: str = ""
     choices: tuple[str, ...] = ()
+    kind: str = ""               # which of KINDS it is (the conceptual question: none)
 
     def read(self, given: str, where: str = "answer") -> str:
         """How ``given`` was read (``b``, ``23 µs``, ``62.5%``); a ScenarioError if it is not an
@@ -133,13 +139,115 @@ def _ratio(rng: np.random.Generator) -> Question:
                     f"max(l, c) / (l + c) = {100 * max(ld, c) / (ld + c):.3g}% as N grows (simulated).", "%")
 
 
-GENERATORS: tuple[Callable[[np.random.Generator], Question], ...] = (_pipelined, _serial, _saving, _latency, _ratio)
+def gemm_time(tile: tuple[int, int, int], k: int, stages: int) -> float | None:
+    """Simulate a small bf16 GEMM on the H100 preset (512 x 512 x k); its time in ns, None where
+    the stages do not fit in shared memory."""
+    from tmasim.errors import ResidencyError
+    from tmasim.scenario import load
+    from tmasim.simulation import simulate
+
+    overrides = ["workload.m=512", "workload.n=512", f"workload.k={k}", f"workload.tile=[{','.join(map(str, tile))}]",
+                 f"pipeline.stages={stages}", "run.records=false"]
+    try:
+        return float(simulate(load("gemm-h100", overrides)).stats["makespan_ns"])
+    except ResidencyError:
+        return None
+
+
+def _gemm_stages(rng: np.random.Generator) -> Question:
+    from tmasim.names import KNEE_TOLERANCE, term
+
+    tile = ((128, 128, 64), (128, 256, 64), (128, 64, 64), (64, 128, 64))[int(rng.integers(4))]
+    k = int(rng.choice([1024, 2048, 4096]))
+    times = {s: t for s in range(1, 7) if (t := gemm_time(tile, k, s)) is not None}
+    best = min(times.values())
+    knee = min(s for s, t in times.items() if t <= best * (1 + KNEE_TOLERANCE))
+    shown = ", ".join(f"{s}: {t / 1000:.4g}" for s, t in times.items())
+    name = "x".join(map(str, tile))
+    return Question(f"gemm-h100 at 512 x 512 x {k} (bf16, tile {name}): a slot's round trip (copy latency, "
+                    "transfer, MMA, release) is several k-steps long, so more stages hide it until another bound "
+                    f"takes over. How many stages does the {term('knee')} take, of 1 to {max(times)}?",
+                    float(knee),
+                    f"Simulated times (us) by stages: {shown}. The best is {best / 1000:.4g} us; the fewest stages "
+                    f"within {KNEE_TOLERANCE:.0%} of it: {knee}. Past the knee the round trip no longer binds, "
+                    "and more stages only cost shared memory.", "stages", kind="GEMM stages")
+
+
+def _bandwidth(rng: np.random.Generator) -> Question:
+    from tmasim.names import bound_key
+    from tmasim.scenario import load
+    from tmasim.simulation import simulate
+
+    box = ([32, 64], [64, 64], [128, 64])[int(rng.integers(3))]
+    stages = int(rng.integers(1, 5))
+    scenario = load("stream-h100", [f"workload.box=[{box[0]},{box[1]}]", f"pipeline.stages={stages}"])
+    s = simulate(scenario).stats
+    sms, flight, trip = int(s["sms_used"]), float(s["bytes_in_flight_per_sm"]), float(s["round_trip_ns"])
+    little, answer = sms * flight / trip, float(s["littles_law_bytes_per_s"]) / 1e9
+    hbm = scenario.gpu.hbm_bandwidth * 1e3
+    limit = ("bytes in flight over the round trip bind" if bound_key(s["binding"]) == "latency"
+             else f"{s['binding']} binds: the links carry less than that")
+    copies = "1 copy" if stages == 1 else f"{stages} copies"
+    return Question(f"stream-h100: {sms} SMs each keep {copies} of {box[0]} x {box[1]} bf16 "
+                    f"({flight / stages / 1024:g} KiB each) in flight; a copy's round trip is {trip:.4g} ns; HBM "
+                    f"carries {hbm:.0f} GB/s. What bandwidth can the SMs reach at most (GB/s)?", answer,
+                    f"Little's law: bytes in flight / round trip = {sms} x {flight / 1024:g} KiB / {trip:.4g} ns = "
+                    f"{little:.4g} GB/s, capped by the links (HBM {hbm:.0f} GB/s): {answer:.4g} GB/s; {limit}. "
+                    f"The simulated run achieves {float(s['achieved_bytes_per_s']) / 1e9:.4g} GB/s.", "GB/s",
+                    kind="bandwidth")
+
+
+def _residency(rng: np.random.Generator) -> Question:
+    from tmasim import format as fmt
+    from tmasim.hardware import load_gpu
+    from tmasim.residency import BARRIER_BYTES, residency
+
+    gpu = load_gpu("h100-sxm")
+    stage = int(rng.choice([4, 8, 12, 16, 24])) * 1024
+    stages = int(rng.integers(2, 7))
+    other = int(rng.choice([0, 8, 16])) * 1024
+    while stages * stage + other > gpu.smem_per_cta - 1024:  # a ring that fits one CTA
+        stages -= 1
+    res = residency(gpu, stage_bytes=stage, stages=stages, other_smem=other)
+    per_cta = res.smem_per_cta + gpu.smem_reserved_per_cta
+    return Question(f"On an H100 ({fmt.size(gpu.smem_per_sm)} of shared memory per SM, "
+                    f"{fmt.size(gpu.smem_reserved_per_cta)} reserved per CTA), a CTA has {stages} stages of "
+                    f"{fmt.size(stage)} plus {fmt.size(other)} of other buffers and two {BARRIER_BYTES}-byte "
+                    "barriers per stage, one producer and one consumer warpgroup. How many CTAs fit on one SM?",
+                    float(res.ctas_per_sm),
+                    f"Shared memory: {fmt.size(gpu.smem_per_sm)} / ({stages} x {fmt.size(stage)} + {fmt.size(other)} "
+                    f"+ {2 * stages * BARRIER_BYTES} B + {fmt.size(gpu.smem_reserved_per_cta)}) = "
+                    f"{gpu.smem_per_sm / per_cta:.3g}, so {gpu.smem_per_sm // per_cta}; threads: "
+                    f"{gpu.max_threads_per_sm} / {res.threads_per_cta} = "
+                    f"{gpu.max_threads_per_sm // res.threads_per_cta}"
+                    f"; at most {gpu.max_ctas_per_sm} CTAs. The smallest, {res.ctas_per_sm}, limited by "
+                    f"{res.limited_by} (the simulator's own residency rule).", "CTAs", kind="residency")
+
+
+# The kinds of numeric question, each with its generators (tile timing has several forms).
+KINDS: dict[str, tuple[Callable[[np.random.Generator], Question], ...]] = {
+    "tile timing": (_pipelined, _serial, _saving, _ratio),
+    "latency": (_latency,),
+    "GEMM stages": (_gemm_stages,),
+    "bandwidth": (_bandwidth,),
+    "residency": (_residency,),
+}
 
 
 def questions(seed: int = 0, count: int = 10) -> list[Question]:
-    """The conceptual question, then ``count`` numeric ones from the seed's random stream."""
+    """The conceptual question, then ``count`` numeric ones from the seed's random stream: in
+    rounds of one question of each kind, in an order the seed draws (no kind twice in a round)."""
     rng = np.random.default_rng(np.random.SeedSequence(seed))
-    return [CONCEPT] + [GENERATORS[i % len(GENERATORS)](rng) for i in range(count)]
+    kinds = list(KINDS)
+    order: list[str] = []
+    while len(order) < count:
+        order += [kinds[i] for i in rng.permutation(len(kinds))]
+    out = [CONCEPT]
+    for kind in order[:count]:
+        makers = KINDS[kind]
+        question = makers[int(rng.integers(len(makers)))](rng)
+        out.append(dataclasses.replace(question, kind=kind))
+    return out
 
 
 def show(number: int, question: Question) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 from tmasim.errors import TmasimError
 
-RATCHET_KEYS = ("knee_right", "knee_within_one")
+RATCHET_KEYS = ("stage_answer_right", "stage_answer_within_one")
 WHOLECHIP_KEYS = ("best_right", "cluster_right")  # the whole-chip table's figures that may only grow
 
 
@@ -54,7 +54,9 @@ def _write_baseline(pipelines: Any, results: dict[str, Any]) -> None:
 
 
 def regressions(results: dict[str, Any], baseline: dict[str, Any]) -> list[str]:
-    """What got worse than the committed figures: fewer knees right, a higher mean error."""
+    """What got worse than the committed figures: fewer stage answers right, a higher mean error."""
+    from tmasim.validation.trust import figure
+
     worse = []
     for name, result in results.items():
         if "split" not in result:  # a check of shape: its mean error only
@@ -67,7 +69,8 @@ def regressions(results: dict[str, Any], baseline: dict[str, Any]) -> list[str]:
             if not new or not old:
                 continue
             keys = WHOLECHIP_KEYS if result.get("kind") == "wholechip" else RATCHET_KEYS
-            worse += [f"{name} {part}: {key} {new[key]} < {old[key]}" for key in keys if new[key] < old[key]]
+            worse += [f"{name} {part}: {key} {figure(new, key)} < {figure(old, key)}" for key in keys
+                      if figure(new, key) < figure(old, key)]
             if new["mean_error"] > old["mean_error"] + 5e-4:
                 worse.append(f"{name} {part}: mean error {new['mean_error']:.2%} > {old['mean_error']:.2%}")
     return worse
@@ -84,20 +87,24 @@ def shape_text(result: dict[str, Any]) -> str:
 
 
 def text(result: dict[str, Any]) -> str:
-    lines = [f"{result['title']}  [{result['source']}]", f"  split: {result['split']}"]
+    from tmasim import names
+
+    lines = [f"{result['title']}  [{result['source']}]", f"  split: {result['split']}",
+             f"  {names.term('stage answer')}, measured / predicted, per stage sweep"]
     for part in ("fitted", "held_out", "all"):
         f = result.get(part)
         if f:
             name = part.replace("_", "-")
             lines.append(f"  {name:9s} {f['points']:4d} points, {f['sweeps']:3d} stage sweeps: "
                          f"mean error {f['mean_error']:.1%} (worst {f['max_error']:.1%}); "
-                         f"knee right {f['knee_right']} of "
-                         f"{f['sweeps']}, within one stage {f['knee_within_one']} of {f['sweeps']}")
-    lines.append("  worst sweeps (knee measured / predicted, worst point's error):")
+                         f"stage answer right {f['stage_answer_right']} of "
+                         f"{f['sweeps']}, within one stage {f['stage_answer_within_one']} of {f['sweeps']}")
+    lines.append("  worst sweeps (stage answer measured / predicted, worst point's error):")
     for w in result["all"]["worst"]:
-        lines.append(f"    {w['config']:18s} knee {w['knee_measured']} / {w['knee_predicted']}, {w['worst_error']:.1%}")
-    missed = [k for k in result["all"]["knees"] if k["knee_measured"] != k["knee_predicted"]]
+        lines.append(f"    {w['config']:18s} stages {w['stages_measured']} / {w['stages_predicted']}, "
+                     f"{w['worst_error']:.1%}")
+    missed = [k for k in result["all"]["stage_answers"] if k["stages_measured"] != k["stages_predicted"]]
     if missed:
-        lines.append("  knees missed: " + ", ".join(f"{k['config']} ({k['knee_measured']} / {k['knee_predicted']})"
-                                               for k in missed))
+        lines.append("  stage answers missed: " + ", ".join(
+            f"{k['config']} ({k['stages_measured']} / {k['stages_predicted']})" for k in missed))
     return "\n".join(lines)

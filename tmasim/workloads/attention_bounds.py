@@ -126,6 +126,7 @@ def stats(config: AttentionConfig, scenario: ScenarioParts, plan: Plan, res: Res
     extra["o_staged_over"] = plan.info.get("o_over") or None
     extra["units_max_blocks"] = plan.info.get("max_blocks")
     extra["units_mean_blocks"] = plan.info.get("mean_blocks")
+    extra["causal"], extra["head_dim"] = config.causal, config.head_dim  # which validated check applies
     return extra
 
 
@@ -138,7 +139,7 @@ def summary_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tupl
     used = int(stats.get("sms_used") or scenario.gpu.sms)
     rate = stats["useful_flops_per_s"]
     bounds = ", ".join(f"{name} {t(stats[f'{key}_bound_ns'], zero='none')}" for key, name in BOUND_NAMES)
-    binding = dict(BOUND_NAMES).get(stats["binding"], stats["binding"])
+    binding = names.bound(stats["binding"])
     p = scenario.pipeline
     mode = f"{p.consumers} ping-pong" if p.consumer_mode == "pingpong" and p.consumers >= 2 else \
         f"{p.consumers} cooperative (lockstep)" if p.consumers >= 2 else "1"
@@ -190,7 +191,7 @@ def explain(stats: Mapping[str, Any]) -> str:
     from tmasim.summary_rows import t
 
     s = stats
-    binding = s["binding"]
+    binding = names.bound_key(s["binding"])
     compute, vector = t(s["compute_bound_ns"]), t(s["exponentials_bound_ns"])
     if binding == "compute":
         return (f"Compute binds: the busiest SM needs {compute} of tensor-core time for both GEMMs, more than its "

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tmasim import names
+
 if TYPE_CHECKING:
     from tmasim.engine.chip import Plan
     from tmasim.engine.program import Copy
@@ -50,13 +52,14 @@ def transfer_ps(gpu: GpuSpec, copy: Copy) -> float:
 
 
 def bound_figures(bounds: Mapping[str, float], serial_ps: float, flops: float) -> dict[str, Any]:
-    """Summary keys from bounds in ps: binding, ``<name>_bound_ns``, bound_ns, the bound's FLOP/s."""
+    """Summary keys from bounds in ps: binding (the bound's name, tmasim.names), ``<key>_bound_ns``,
+    bound_ns, the bound's FLOP/s."""
     binding = max(bounds, key=lambda k: bounds[k])
     return {
         "serial_ns": serial_ps / 1000,
         "closed_form_ns": None,
         "flops": flops,
-        "binding": binding,
+        "binding": names.bound(binding),
         **{f"{name}_bound_ns": value / 1000 for name, value in bounds.items()},
         "bound_ns": bounds[binding] / 1000,
         "bound_flops_per_s": flops / bounds[binding] * 1e12 if bounds[binding] else None,

@@ -25,7 +25,7 @@ def summary_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tupl
     assert isinstance(config, GemmConfig)
     rate = stats["achieved_flops_per_s"]
     bounds = ", ".join(f"{name} {t(stats[f'{key}_bound_ns'], zero='none')}" for key, name in BOUND_NAMES)
-    binding = dict(BOUND_NAMES).get(stats["binding"], stats["binding"])
+    binding = names.bound(stats["binding"])
     return [
         ("predicted time", f"{t(stats['makespan_ns'])}   ({fmt.flop_rate(rate)}, "
                            f"{share_of_peak(rate, scenario, config.dtype, stats['sms_used'])})"),
@@ -146,7 +146,7 @@ def _cluster_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tup
 def explain(stats: Mapping[str, Any]) -> str:
     """The bound that binds, in one sentence a reviewer can repeat."""
     s = stats
-    binding, compute = s["binding"], t(s["compute_bound_ns"])
+    binding, compute = names.bound_key(s["binding"]), t(s["compute_bound_ns"])
     if binding == "compute":
         others = ", ".join(f"{name} {t(s[f'{key}_bound_ns'], zero='none')}" for key, name in BOUND_NAMES[1:])
         return (f"Compute binds: the busiest SM needs {compute} of tensor-core time, more than any memory path "

@@ -252,7 +252,7 @@ def littles_law(config: StreamConfig, gpu: GpuSpec, stages: int, ctas_per_sm: in
     }
     binding = min(limits, key=lambda k: limits[k])
     return {"bytes_in_flight_per_sm": in_flight, "round_trip_ns": round_trip / 1000,
-            "littles_law_bytes_per_s": limits[binding] * PS_PER_S, "littles_law_binding": binding}
+            "littles_law_bytes_per_s": limits[binding] * PS_PER_S, "binding": names.bound(binding)}
 
 
 # ------------------------------------------------------------------------------ presentation
@@ -262,8 +262,8 @@ def summary_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tupl
     return [
         ("predicted time", t(stats["makespan_ns"])),
         ("achieved bandwidth", f"{fmt.rate(stats['achieved_bytes_per_s'])}   (Little's law: "
-                               f"{fmt.rate(stats['littles_law_bytes_per_s'])}, bound by "
-                               f"{names.bound(stats['littles_law_binding'])})"),
+                               f"{fmt.rate(stats['littles_law_bytes_per_s'])}, binding: "
+                               f"{names.bound(stats['binding'])})"),
         ("bytes in flight", f"{fmt.size(stats['bytes_in_flight_per_sm'])} per SM; a slot's round trip "
                             f"{t(stats['slot_round_trip_ns'])} (unloaded: {t(stats['round_trip_ns'])})"),
         *chip_rows(stats, scenario),
@@ -276,12 +276,12 @@ def explain(stats: Mapping[str, Any]) -> str:
     sms, in_flight, trip = int(s["sms_used"]), float(s["bytes_in_flight_per_sm"]), float(s["round_trip_ns"])
     offered = sms * in_flight / (trip * 1e-9)
     achieved = f" (the run achieves {fmt.rate(s['achieved_bytes_per_s'])})" if s.get("achieved_bytes_per_s") else ""
-    binding = names.bound(s["littles_law_binding"])
+    binding = names.bound(s["binding"])
     flight = f"{sms} SMs x {fmt.size(in_flight)} in flight over a {t(trip)} round trip"
     if binding == names.bound("latency"):
         return (f"Little's law binds: {flight} move at most {fmt.rate(offered)}, less than the memory links "
                 f"supply; more stages or bigger boxes would help{achieved}.")
-    if s["littles_law_binding"] == "tma":
+    if names.bound_key(s["binding"]) == "tma":
         return (f"The {binding} bind: {flight} could move {fmt.rate(offered)}, but the SMs' TMA units pass "
                 f"requests for only {fmt.rate(s['littles_law_bytes_per_s'])} of boxes this shape; wider rows "
                 f"(up to 128 B) would help{achieved}.")

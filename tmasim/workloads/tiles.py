@@ -184,7 +184,7 @@ def stats(config: TilesConfig, scenario: ScenarioParts, plan: Plan, res: Residen
         "maxplus_ns": None if recurrence is None else recurrence / 1000,
         "speedup": serial / makespan if makespan else None,
         "interval_bound_ns": bound.interval / 1000,
-        "binding": bound.binding,
+        "binding": names.bound(bound.binding),
         **{f"{term}_term_ns": value / 1000 for term, value in bound.terms.items()},
     }
 
@@ -221,7 +221,7 @@ def explain(stats: Mapping[str, Any]) -> str:
     """The binding term of the steady-state bound, in one sentence a reviewer can repeat."""
     s = stats
     copy, compute, interval = t(s["copy_term_ns"]), t(s["compute_term_ns"]), t(s["interval_bound_ns"])
-    binding, stages = s["binding"], int(s["stages"])
+    binding, stages = names.bound_key(s["binding"]), int(s["stages"])
     if binding == "compute":
         return (f"The tensor core binds: each tile computes in {compute} and loads in {copy} (means), so the "
                 f"pipeline delivers at best one tile every {interval}, a bound more stages cannot lower.")
