@@ -294,13 +294,16 @@ def _from_raw(raw: Mapping[str, Any], where: str) -> GpuSpec:
             sources[key] = str(entry.get("source", ""))
             entry = entry["value"]
         values[key] = entry
+    named = "clock"  # the field the run's clock came from
     if values["clock"] == POWER_LIMITED:
+        named = "power_limited_clock"
         if values.get("power_limited_clock") is None:
             raise ScenarioError(f"{where}.clock", POWER_LIMITED, "needs a preset that states power_limited_clock "
                                 "(this one has no measurement of it): give a frequency, e.g. 1.6 GHz")
         values["clock"] = values["power_limited_clock"]
         sources["clock"] = f"power-limited: {sources.get('power_limited_clock', '')}"
-    clock_hz = read.quantity(f"{where}.clock", values["clock"], "frequency")
+    clock_hz = read.quantity(f"{where}.{named}", values["clock"], "frequency")
+    _check(f"{where}.{named}", "frequency", clock_hz)  # before any value in cycles is converted at it
     parsed = {key: _parse(f"{where}.{key}", kind, values[key], clock_hz) for key, (kind, _) in _FIELDS.items()
               if key in values and values[key] is not None}
     parsed["clock_hz"] = parsed.pop("clock")
@@ -327,7 +330,7 @@ MIN_BANDWIDTH = 1e-12  # bytes per ps: 1 B/s; slower, one byte would take longer
 def _check(name: str, kind: str, value: Any) -> None:
     """A parsed value (engine units) within the rules of its kind."""
     if kind == "text":
-        read.text(name, value)
+        _text(name, value)
     elif kind == "int":
         low, high = _INT_LIMITS[name.rpartition(".")[2]]
         read.integer(name, value, minimum=low, maximum=high)
@@ -367,9 +370,14 @@ def _check_gpcs(where: str, parsed: Mapping[str, Any]) -> None:
                             f"must be at least max_cluster_size = {parsed['max_cluster_size']}")
 
 
+def _text(name: str, value: Any) -> str:
+    """A preset's name is one line (it titles summaries); its description may have several."""
+    return read.name(name, value) if name.rpartition(".")[2] == "name" else read.text(name, value)
+
+
 def _parse(name: str, kind: str, value: Any, clock_hz: float) -> Any:
     if kind == "text":
-        return read.text(name, value)
+        return _text(name, value)
     if kind == "int":
         low, high = _INT_LIMITS[name.rpartition(".")[2]]
         return read.integer(name, value, minimum=low, maximum=high)

@@ -220,7 +220,7 @@ def staged_folder(out: Path, option: str = "--out") -> Iterator[Path]:
     out = Path(out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        stage = Path(tempfile.mkdtemp(prefix=stage_prefix(out.name), dir=out.parent))
     except OSError as err:
         raise write_error(option, out, err) from None
     try:
@@ -232,6 +232,15 @@ def staged_folder(out: Path, option: str = "--out") -> Iterator[Path]:
         raise WriteError(err.option, _final(err.path, stage, out), err.cause) from None
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def stage_prefix(name: str) -> str:
+    """``.NAME.`` for a hidden folder beside ``NAME`` (mkdtemp adds 8 characters); a name too long
+    for that, one of up to 255 bytes, is replaced by a digest so the folder can still be made."""
+    prefix = f".{name}."
+    if len(os.fsencode(prefix)) + 8 <= _NAME_MAX:
+        return prefix
+    return f".{hashlib.sha256(os.fsencode(name)).hexdigest()[:16]}."
 
 
 def staged_paths(paths: list[Path], stage: Path, out: Path) -> list[Path]:

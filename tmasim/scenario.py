@@ -48,10 +48,8 @@ class Scenario:
     origin: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        read.text("name", self.name)
+        read.name("name", self.name)
         read.text("description", self.description)
-        _printable("name", self.name, "")
-        _printable("description", self.description, "\n\t")
         for name, kind in (("gpu", GpuSpec), ("pipeline", Pipeline), ("run", RunOptions)):
             if not isinstance(getattr(self, name), kind):
                 _unchecked(name, getattr(self, name))
@@ -88,15 +86,6 @@ def require_scenario(value: Any, caller: str) -> Scenario:
 def _unchecked(name: str, value: Any) -> None:
     raise ScenarioError(name, type(value).__name__, "is not a checked configuration (build it with "
                         "tmasim.load_scenario or tmasim's configuration dataclasses)")
-
-
-def _printable(field: str, text: str, allowed: str) -> None:
-    """A name is printed in summaries, titles and file headers: a control character (a terminal
-    escape, a bell) would act rather than show, so it is refused, shown escaped."""
-    bad = next((c for c in text if not c.isprintable() and c not in allowed), None)
-    if bad is not None:
-        raise ScenarioError(field, text, f"must not contain control characters (it has {bad!r} at position "
-                                         f"{text.index(bad)})")
 
 
 def load(source: str | Path | None = None, overrides: Iterable[str] | Mapping[str, Any] = ()) -> Scenario:
@@ -246,7 +235,7 @@ def from_dict(raw: Mapping[str, Any], base_dir: Path | None = None) -> Scenario:
     if pipeline.stages_auto:
         pipeline = dataclasses.replace(pipeline, stages=auto_stage_count(workload, gpu, pipeline))
     return Scenario(
-        name=read.text("name", raw.get("name", "unnamed")),
+        name=read.name("name", raw.get("name", "unnamed")),
         description=read.text("description", raw.get("description", "")),
         gpu=gpu,
         workload=workload,

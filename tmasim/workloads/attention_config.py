@@ -202,6 +202,6 @@ def parse(raw: Mapping[str, Any]) -> AttentionConfig:
                               for key in ("batch", "heads", "seqlen_q", "head_dim")}
     values.update({key: raw[key] for key in FIELDS[1:] if key in raw and key not in values and key != "tile"})
     if "softmax_scale" in values and isinstance(values["softmax_scale"], int) \
-            and not isinstance(values["softmax_scale"], bool):
-        values["softmax_scale"] = float(values["softmax_scale"])
+            and not isinstance(values["softmax_scale"], bool) and abs(values["softmax_scale"]) <= 1000:
+        values["softmax_scale"] = float(values["softmax_scale"])  # a larger one is refused as it is
     return AttentionConfig(tile=(tile_raw[0], tile_raw[1]), **values)
