@@ -43,6 +43,7 @@ def check_target(option: str, path: Path) -> None:
     its target and renamed onto it, which would replace a device (``/dev/null``), a FIFO, a
     socket or a symbolic link itself rather than write through it: those are refused, a link
     with its target named so the user can ask for that path instead."""
+    check_unlocked(option, path)
     try:
         mode = os.lstat(path).st_mode
     except (FileNotFoundError, NotADirectoryError):
@@ -57,6 +58,38 @@ def check_target(option: str, path: Path) -> None:
     kind = _kind(mode)
     hint = "; give a file name" if kind == "a directory" else "; tmasim writes only regular files (or new paths)"
     raise TmasimError(f"{option}: {_shown(path)} is {kind}, not a regular file{hint}")
+
+
+def check_unlocked(option: str, path: Path) -> None:
+    """A path a running sweep writes (its ``PATH.lock`` held, see :mod:`tmasim.sweep.lock`) is
+    not written by anything else: the sweep's final save would replace it, or fail on it."""
+    owner = sweep_holding(Path(path))
+    if owner is not None:
+        raise TmasimError(f"{option}: {_shown(path)} is being written by another sweep ({owner}, lock "
+                          f"{Path(path).name}.lock); wait for it to finish or choose another path")
+
+
+def sweep_holding(path: Path) -> str | None:
+    """``pid N`` of another process holding ``PATH.lock``; None when no one (or this process) does."""
+    import fcntl
+
+    try:
+        fd = os.open(path.with_name(path.name + ".lock"), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        text = os.pread(fd, 32, 0).decode("ascii", errors="replace").strip()
+        if text == str(os.getpid()):
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # released when fd closes
+        except OSError:
+            return f"pid {text}" if text.isdigit() else "pid unknown"
+        return None
+    finally:
+        os.close(fd)
 
 
 def _kind(mode: int) -> str:
@@ -80,6 +113,7 @@ def check_folder(option: str, path: Path, *, what: str = "", files: tuple[str, .
     ``files``, the names to be written in it, must each be new or a regular file."""
     name = _shown(path)
     check_name(option, path)
+    check_unlocked(option, path)
     for file in files:
         check_target(option, path / file)
     try:
@@ -270,6 +304,7 @@ def _move_in(stage: Path, out: Path) -> None:
 def check_moves(moves: list[Path], stage: Path, out: Path, option: str = "--out") -> None:
     """Every file about to be renamed into ``out`` lands on a regular file or a new name: checked
     for all before the first rename, so a FIFO or link in the way leaves ``out`` as it was."""
+    check_unlocked(option, out)
     for path in moves:
         if not path.is_dir():
             check_target(option, out / path.relative_to(stage))
