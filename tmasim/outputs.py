@@ -244,22 +244,25 @@ def write_text(path: str | Path, text: str, option: str = "--out") -> Path:
 
 
 @contextlib.contextmanager
-def staged_folder(out: Path, option: str = "--out") -> Iterator[Path]:
+def staged_folder(out: Path, option: str = "--out", owned: tuple[str, ...] = ()) -> Iterator[Path]:
     """A hidden folder beside ``out`` to write a set of files into, moved into place when the
     block ends: a new ``out`` is renamed in whole; into an existing one each file is renamed in
-    (renames take no space). A failure leaves ``out`` as it was and names the file it was writing."""
+    (renames take no space), then each ``owned`` file (one this command writes) that this time
+    did not write is removed, so an earlier run's ``bandwidth.csv`` is never taken for this
+    run's. A failure leaves ``out`` as it was and names the file it was writing."""
     import shutil
     import tempfile
 
     out = Path(out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_stages(out)
         stage = Path(tempfile.mkdtemp(prefix=stage_prefix(out.name), dir=out.parent))
     except OSError as err:
         raise write_error(option, out, err) from None
     try:
         yield stage
-        _move_in(stage, out)
+        _move_in(stage, out, owned)
     except OSError as err:
         raise write_error(option, _final(err.filename, stage, out), err) from None
     except WriteError as err:  # a file inside, named as it would have been in ``out``
@@ -268,13 +271,38 @@ def staged_folder(out: Path, option: str = "--out") -> Iterator[Path]:
         shutil.rmtree(stage, ignore_errors=True)
 
 
-def stage_prefix(name: str) -> str:
-    """``.NAME.`` for a hidden folder beside ``NAME`` (mkdtemp adds 8 characters); a name too long
-    for that, one of up to 255 bytes, is replaced by a digest so the folder can still be made."""
-    prefix = f".{name}."
-    if len(os.fsencode(prefix)) + 8 <= _NAME_MAX:
-        return prefix
-    return f".{hashlib.sha256(os.fsencode(name)).hexdigest()[:16]}."
+def stage_prefix(name: str, pid: int | None = None) -> str:
+    """``.NAME.PID.`` for a hidden folder beside ``NAME`` (mkdtemp adds 8 characters), the pid
+    telling a later run whether its writer still runs; a name too long for that, one of up to 255
+    bytes, is replaced by a digest so the folder can still be made."""
+    pid = os.getpid() if pid is None else pid
+    if len(os.fsencode(f".{name}.{pid}.")) + 8 <= _NAME_MAX:
+        return f".{name}.{pid}."
+    return f".{hashlib.sha256(os.fsencode(name)).hexdigest()[:16]}.{pid}."
+
+
+def remove_stale_stages(out: Path) -> None:
+    """A run killed while writing leaves its hidden folder (``.NAME.PID.XXXXXXXX``) beside ``out``:
+    removed here when process PID no longer runs."""
+    import shutil
+
+    out = Path(out)
+    folder = out.parent if str(out.parent) else Path(".")
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        pid = _stage_pid(entry.name, out.name)
+        if pid is not None and not _running(pid) and entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _stage_pid(entry: str, name: str) -> int | None:
+    match = re.fullmatch(r"\.(.+)\.(\d+)\.[a-z0-9_]{8}", entry, re.DOTALL)
+    if match is None or stage_prefix(name, int(match.group(2))) != entry[:-8]:
+        return None
+    return int(match.group(2))
 
 
 def staged_paths(paths: list[Path], stage: Path, out: Path) -> list[Path]:
@@ -282,7 +310,7 @@ def staged_paths(paths: list[Path], stage: Path, out: Path) -> list[Path]:
     return [out / Path(p).relative_to(stage) for p in paths]
 
 
-def _move_in(stage: Path, out: Path) -> None:
+def _move_in(stage: Path, out: Path, owned: tuple[str, ...] = ()) -> None:
     if not any(stage.iterdir()):
         return  # nothing was written: no folder made either
     if not out.exists():
@@ -293,12 +321,16 @@ def _move_in(stage: Path, out: Path) -> None:
         return
     moves = sorted(stage.rglob("*"), key=lambda p: len(p.parts))
     check_moves(moves, stage, out)
+    stale = [name for name in owned if not (stage / name).exists()]
     for path in moves:
         target = out / path.relative_to(stage)
         if path.is_dir():
             target.mkdir(exist_ok=True)
         else:
             os.replace(path, target)
+    for name in stale:  # an earlier run's file this run did not write (its records, its bandwidth)
+        if os.path.isfile(out / name) and not os.path.islink(out / name):
+            os.unlink(out / name)
 
 
 def check_moves(moves: list[Path], stage: Path, out: Path, option: str = "--out") -> None:

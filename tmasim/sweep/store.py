@@ -109,7 +109,12 @@ class SweepStore:
                               "(compressed tables are not written)")
 
     def load_finished(self) -> dict[int, Outcome]:
-        """Points finished by earlier runs of this same sweep (FILE, then the journal)."""
+        """Points finished by earlier runs of this same sweep (FILE, then the journal); the
+        temporary files of a save that was killed are removed first (their writer is gone)."""
+        from tmasim.outputs import remove_stale_temporaries
+
+        for path in (self.out, self.sidecar, self.pending):
+            remove_stale_temporaries(path)
         finished: dict[int, Outcome] = {}
         extended = False
         if self.csv:
