@@ -83,6 +83,8 @@ class GpuSpec:
 
     def __post_init__(self) -> None:
         """Every value within its rules, on every construction (``dataclasses.replace`` included)."""
+        if not isinstance(self.gpc_sms, tuple):
+            raise ScenarioError("gpu.gpc_sms", self.gpc_sms, "must be a list of whole numbers (SMs per GPC)")
         for key, (kind, _) in _FIELDS.items():
             attr = "clock_hz" if key == "clock" else key
             value = getattr(self, attr)
@@ -94,8 +96,6 @@ class GpuSpec:
                                 "a CTA cannot use more shared memory than its SM has")
         if self.mma is not None and not isinstance(self.mma, MmaSpec):
             raise ScenarioError("gpu.mma", self.mma, "must be an MMA instruction table (tmasim.mma.MmaSpec)")
-        if not isinstance(self.gpc_sms, tuple):
-            raise ScenarioError("gpu.gpc_sms", self.gpc_sms, "must be a list of whole numbers (SMs per GPC)")
         _check_gpcs("gpu", {"sms": self.sms, "gpc_sms": self.gpc_sms, "max_cluster_size": self.max_cluster_size,
                             "max_cluster_size_opt_in": self.max_cluster_size_opt_in})
 

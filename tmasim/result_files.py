@@ -32,6 +32,26 @@ def json_value(text: str | bytes) -> Any:
         raise ValueError("it nests arrays or objects deeper than any file tmasim writes") from None
 
 
+def json_text(value: Any, **options: Any) -> str:
+    """JSON that every reader takes: a NaN is ``null``, an infinity the string ``"inf"`` (or
+    ``"-inf"``), never the ``NaN``/``Infinity`` that Python alone writes; ``options`` go to
+    ``json.dumps`` (``default``, ``indent``)."""
+    return json.dumps(_finite(value), allow_nan=False, **options)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) or (hasattr(value, "item") and getattr(value, "ndim", 1) == 0):
+        number = value.item() if hasattr(value, "item") else value
+        if isinstance(number, float) and not math.isfinite(number):
+            return None if math.isnan(number) else ("inf" if number > 0 else "-inf")
+        return number
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
 def sweep_metadata(data: Any) -> dict[str, Any]:
     """A sweep's metadata (FILE.meta.json, or the Parquet file's): the fields a resume compares,
     each of its type."""

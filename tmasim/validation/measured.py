@@ -104,7 +104,8 @@ def read_provenance(path: Path) -> Provenance:
     try:
         meta = json_value(meta_path.read_text())
     except (OSError, ValueError) as err:
-        raise ScenarioError("MEASURED", str(meta_path), f"cannot be read ({' '.join(str(err).split())[:120]})") from None
+        why = " ".join(str(err).split())[:120]
+        raise ScenarioError("MEASURED", str(meta_path), f"cannot be read ({why})") from None
     probe = meta.get("probe") if isinstance(meta, dict) else None
     source = probe.get("metadata", meta) if isinstance(probe, dict) else meta
     if not isinstance(source, dict):

@@ -51,7 +51,7 @@ class AttentionConfig:
             read.integer("workload.seqlen_kv", self.seqlen_kv, minimum=1, maximum=MAX_SEQLEN)
         for name in ("head_dim", "head_dim_v"):
             value = getattr(self, name)
-            if value is not None:  # a whole number first: 128.0 == 128 would pass the list and break the plan
+            if value is not None or name == "head_dim":  # a whole number first: 128.0 == 128 would pass the list
                 read.integer(f"workload.{name}", value)
             if value is not None and value not in HEAD_DIMS:
                 raise ScenarioError(f"workload.{name}", value, f"must be one of {', '.join(map(str, HEAD_DIMS))}")
