@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from tmasim import cutlass_names
+from tmasim import cutlass_names, scenario_raw
 from tmasim import fields as read
 from tmasim.drift import Drift
 from tmasim.errors import ScenarioError
@@ -46,6 +46,9 @@ class Scenario:
     # The file as written, before --set overrides ({} when built from data): what the header
     # compares against, so that it never repeats what an override made untrue.
     origin: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # The parts ``raw`` was read into: a part edited since (dataclasses.replace) is written back
+    # into ``raw`` on construction (tmasim.scenario_raw), so result files and what-ifs see it.
+    raw_parts: tuple[Any, ...] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         read.name("name", self.name)
@@ -61,6 +64,14 @@ class Scenario:
         check = getattr(WORKLOADS.get(self.workload.kind), "check", None)  # optional for a new workload
         if check is not None:
             check(self.workload, self)
+        self._keep_raw_true()
+
+    def _keep_raw_true(self) -> None:
+        now = scenario_raw.parts(self)
+        before = self.raw_parts
+        if self.raw and before is not None and not _same_parts(before, now):
+            object.__setattr__(self, "raw", scenario_raw.updated(self.raw, before, self, from_dict))
+        object.__setattr__(self, "raw_parts", now)
 
     def validate(self) -> None:
         """Check every part again (``simulate`` calls this): one rule, wherever a scenario came from."""
@@ -72,6 +83,10 @@ class Scenario:
     def to_dict(self) -> dict[str, Any]:
         """The scenario as TOML-shaped data (after overrides): what result files carry."""
         return copy.deepcopy(dict(self.raw))
+
+
+def _same_parts(before: tuple[Any, ...], now: tuple[Any, ...]) -> bool:
+    return all(type(a) is type(b) and a == b for a, b in zip(before, now, strict=True))
 
 
 def require_scenario(value: Any, caller: str) -> Scenario:
@@ -145,12 +160,15 @@ def bundled_text(name: str) -> str:
     ``cutlass:NAME`` a CUTLASS kernel's (tmasim.cutlass_names)."""
     if cutlass_names.is_name(name):
         return cutlass_names.toml_text(name)
-    resource = resources.files("tmasim").joinpath("scenarios", f"{name}.toml")
-    if not resource.is_file():
-        names = bundled_names()
-        raise ScenarioError("scenario", name, f"is not a bundled scenario{did_you_mean(name, names)} "
-                                              f"(bundled: {', '.join(names)})")
-    return resource.read_text(encoding="utf-8")
+    resource = _bundled(name)
+    if resource is not None:
+        return str(resource.read_text(encoding="utf-8"))
+    if read.is_file(name):  # a scenario file of one's own: printed once it loads as one (never any other file)
+        load(name)
+        return Path(name).read_text(encoding="utf-8")
+    names = bundled_names()
+    raise ScenarioError("scenario", name, f"is not a bundled scenario{did_you_mean(name, names)} "
+                                          f"(bundled: {', '.join(names)})")
 
 
 def bundled_names() -> list[str]:
