@@ -100,9 +100,11 @@ def _kind(mode: int) -> str:
 
 def check_suffix(option: str, path: Path, supported: tuple[str, ...]) -> None:
     """A compression the name asks for that is not written here is refused, naming the
-    supported endings (a ``.xz`` trace would otherwise be plain JSON under a lying name)."""
+    supported endings (a ``.xz`` trace would otherwise be plain JSON under a lying name);
+    ``.gz`` too unless one of ``supported`` ends in it."""
     suffix = Path(path).suffix.lower()
-    if suffix in UNSUPPORTED_COMPRESSION:
+    gzip_written = any(s.endswith(".gz") for s in supported)
+    if suffix in UNSUPPORTED_COMPRESSION or (suffix == ".gz" and not gzip_written):
         raise TmasimError(f"{option}: {_shown(path)} asks for {suffix} compression, which tmasim does not write; "
                           f"use {' or '.join(supported)}")
 

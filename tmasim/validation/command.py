@@ -166,13 +166,14 @@ def handle_validate(args: argparse.Namespace) -> int:
 
 
 def handle_cutlass_profiler(args: argparse.Namespace) -> int:
-    from tmasim.outputs import check_file
+    from tmasim.outputs import check_file, check_suffix
     from tmasim.validation import cutlass_profiler as profiler
 
     if args.profiler_csv is None:
         raise TmasimError("validate cutlass-profiler: give the profiler's CSV: tmasim validate cutlass-profiler "
                           "FILE.csv [--gpu PRESET] [--set gpu.clock=...] [--out JOINED.csv]")
     if args.out is not None:
+        check_suffix("--out", args.out, (".csv",))
         check_file("--out", args.out)  # before any simulation
     rows, notes = profiler.read(args.profiler_csv)
     done = []
