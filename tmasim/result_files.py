@@ -146,6 +146,11 @@ def _number(value: Any, pd: Any) -> Any:
         value = value.item()
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return math.nan
+    if isinstance(value, str):  # a CSV column with one text cell is read as text throughout
+        try:
+            return float(value)
+        except ValueError:
+            return value
     return value
 
 
