@@ -83,6 +83,15 @@ def test_a_run_folder_named_with_255_bytes_is_written(tmp_path, capsys):
     assert [p.name for p in tmp_path.iterdir()] == [out.name]  # no staging folder left
 
 
+def test_calibrate_checks_its_journals_name_before_the_fit(tmp_path, capsys):
+    (tmp_path / "t.csv").write_text("stages,total_ns\n1,32000\n2,23000\n")
+    refused(capsys, ["calibrate", str(tmp_path / "t.csv"), "--scenario", "reference", "--set",
+                     'gpu={preset="ideal", tma_issue="10 ns"}', "--map", "stages=pipeline.stages",
+                     "--measure", "total_ns", "--fit", "tma_issue", "--out", str(tmp_path / ("w" * 245 + ".toml"))],
+            "a name of 250 bytes is too long: calibrate's journal beside it", "would be 263 bytes")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]
+
+
 # --------------------------------------------------------------------------- damaged results
 
 

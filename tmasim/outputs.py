@@ -66,7 +66,7 @@ def check_unlocked(option: str, path: Path) -> None:
     owner = sweep_holding(Path(path))
     if owner is not None:
         raise TmasimError(f"{option}: {_shown(path)} is being written by another sweep ({owner}, lock "
-                          f"{Path(path).name}.lock); wait for it to finish or choose another path")
+                          f"{Path(path).name}.lock); wait for it to finish or choose another {option}")
 
 
 def sweep_holding(path: Path) -> str | None:
