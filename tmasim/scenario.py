@@ -89,6 +89,13 @@ def _same_parts(before: tuple[Any, ...], now: tuple[Any, ...]) -> bool:
     return all(type(a) is type(b) and a == b for a, b in zip(before, now, strict=True))
 
 
+def require_switches(caller: str, **switches: Any) -> None:
+    """Each switch True or False, nothing else: ``allow_large="no"`` must not lift the limits."""
+    for name, value in switches.items():
+        if not isinstance(value, bool):
+            raise TypeError(f"{caller}(): {name}={value!r:.40} must be True or False")
+
+
 def require_scenario(value: Any, caller: str) -> Scenario:
     """``value`` itself if it is a Scenario; a clear TypeError (with the way to make one) if not."""
     if isinstance(value, Scenario):
