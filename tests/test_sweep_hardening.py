@@ -153,18 +153,36 @@ def test_two_sweeps_on_one_out_one_refuses_and_every_point_lands_once(tmp_path):
 
 
 def test_a_journal_line_that_does_not_parse_is_reported_and_skipped(tmp_path, capsys):
+    """A line that is not JSON is what a kill leaves: skipped, its point run again."""
     out = tmp_path / "s.parquet"
     proc = subprocess.run([sys.executable, "-c", KILLED_AFTER_TWO, str(out), *STAGES], cwd=REPO, timeout=120)
     assert proc.returncode == 9
     journal = tmp_path / "s.parquet.partial.jsonl"
     lines = journal.read_text().splitlines()
-    lines[1] = lines[1][:20] + "garbage"  # damage point 0's line
-    lines.insert(2, '{"point": 1, "seed": 0, "status": "ok", "error": null, "stats": 5}')  # parses, not an outcome
+    lines[1] = lines[1][:20]  # point 0's line, cut short
+    lines.insert(2, lines[2][:35] + "garbage")
     journal.write_text("\n".join(lines) + "\n")
     assert main(["sweep", "reference", "--vary", *STAGES, "--out", str(out), "--quiet"]) == 0
     printed = capsys.readouterr().out
     assert "2 journal line(s) did not parse and were skipped (line 2, 3); their points ran again" in printed
     assert pd.read_parquet(out)["point"].tolist() == [0, 1, 2]
+
+
+def test_a_journal_line_that_parses_but_is_no_outcome_is_refused_with_its_line(tmp_path):
+    """JSON that is not an outcome tmasim writes is damage, not a kill: never folded in, the file
+    and line named, the journal kept."""
+    out = tmp_path / "s.parquet"
+    proc = subprocess.run([sys.executable, "-c", KILLED_AFTER_TWO, str(out), *STAGES], cwd=REPO, timeout=120)
+    assert proc.returncode == 9
+    journal = tmp_path / "s.parquet.partial.jsonl"
+    lines = journal.read_text().splitlines()
+    lines.insert(2, '{"point": 2, "seed": 0, "status": "ok", "error": null, "stats": 5}')
+    journal.write_text("\n".join(lines) + "\n")
+    before = journal.read_text()
+    with pytest.raises(TmasimError, match=r"s.parquet.partial.jsonl' is damaged at line 3 \(its stats are 5, not an "
+                                          r"object\); remove that line"):
+        sweep(STAGES, out=out)
+    assert journal.read_text() == before and not out.exists()
 
 
 def test_a_journal_that_is_not_one_is_refused_and_kept(tmp_path):

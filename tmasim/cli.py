@@ -165,8 +165,9 @@ def _write_trace(result: Any, path: Path) -> None:
 def _write_outputs(result: Any, out: Path) -> None:
     """Into a hidden folder beside ``out``, moved into place whole: a full disk leaves no part."""
     from tmasim.outputs import staged_folder, staged_paths
+    from tmasim.results import RUN_FILES
 
-    with staged_folder(out) as stage:
+    with staged_folder(out, owned=RUN_FILES) as stage:
         written = staged_paths(_write_tables_and_chart(result, stage), stage, out)
     print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
 

@@ -41,10 +41,27 @@ def boolean(field: str, value: Any) -> bool:
     return value
 
 
-def text(field: str, value: Any) -> str:
+MAX_NAME = 200  # characters of a name: it titles summaries, figures and report pages
+
+
+def text(field: str, value: Any, *, allowed: str = "\n\t", max_length: int | None = None) -> str:
+    """A string that prints as itself: a control character (a terminal escape, a bell, a NUL, a
+    carriage return) would act rather than show, so it is refused, shown escaped; ``allowed``
+    lists the ones a longer text may hold (new lines and tabs in a description)."""
     if not isinstance(value, str):
         raise ScenarioError(field, value, "must be a string")
+    bad = next((c for c in value if not c.isprintable() and c not in allowed), None)
+    if bad is not None:
+        raise ScenarioError(field, value, f"must not contain control characters (it has {bad!r} at position "
+                                          f"{value.index(bad)})")
+    if max_length is not None and len(value) > max_length:
+        raise ScenarioError(field, value, f"is {len(value):,} characters long; a name has at most {max_length}")
     return value
+
+
+def name(field: str, value: Any) -> str:
+    """A name (a scenario's, a GPU's): one printable line of at most :data:`MAX_NAME` characters."""
+    return text(field, value, allowed="", max_length=MAX_NAME)
 
 
 def choice(field: str, value: Any, options: tuple[str, ...]) -> str:

@@ -49,6 +49,14 @@ def printable(text: str, unicode: bool | None = None) -> bool:
     return True
 
 
+def escaped(text: str) -> str:
+    """``text`` with each control character written as its escape (``\\x1b``): a value from a
+    file or a ``--vary`` is shown, never acted on by the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def micro(unicode: bool | None = None) -> str:
     """``µ``, or ``u`` where it cannot be printed."""
     return "µ" if printable("µ", unicode) else "u"

@@ -93,6 +93,8 @@ class GpuSpec:
 
     def __post_init__(self) -> None:
         """Every value within its rules, on every construction (``dataclasses.replace`` included)."""
+        if not isinstance(self.gpc_sms, tuple):
+            raise ScenarioError("gpu.gpc_sms", self.gpc_sms, "must be a list of whole numbers (SMs per GPC)")
         for key, (kind, _) in _FIELDS.items():
             attr = "clock_hz" if key == "clock" else key
             value = getattr(self, attr)
@@ -107,8 +109,6 @@ class GpuSpec:
                                 f"must be one of {', '.join(CONVERT_PIPES)} (the pipe F2FP.PACK_AB runs on)")
         if self.mma is not None and not isinstance(self.mma, MmaSpec):
             raise ScenarioError("gpu.mma", self.mma, "must be an MMA instruction table (tmasim.mma.MmaSpec)")
-        if not isinstance(self.gpc_sms, tuple):
-            raise ScenarioError("gpu.gpc_sms", self.gpc_sms, "must be a list of whole numbers (SMs per GPC)")
         _check_gpcs("gpu", {"sms": self.sms, "gpc_sms": self.gpc_sms, "max_cluster_size": self.max_cluster_size,
                             "max_cluster_size_opt_in": self.max_cluster_size_opt_in})
 
@@ -334,13 +334,16 @@ def _from_raw(raw: Mapping[str, Any], where: str) -> GpuSpec:
             sources[key] = str(entry.get("source", ""))
             entry = entry["value"]
         values[key] = entry
+    named = "clock"  # the field the run's clock came from
     if values["clock"] == POWER_LIMITED:
+        named = "power_limited_clock"
         if values.get("power_limited_clock") is None:
             raise ScenarioError(f"{where}.clock", POWER_LIMITED, "needs a preset that states power_limited_clock "
                                 "(this one has no measurement of it): give a frequency, e.g. 1.6 GHz")
         values["clock"] = values["power_limited_clock"]
         sources["clock"] = f"power-limited: {sources.get('power_limited_clock', '')}"
-    clock_hz = read.quantity(f"{where}.clock", values["clock"], "frequency")
+    clock_hz = read.quantity(f"{where}.{named}", values["clock"], "frequency")
+    _check(f"{where}.{named}", "frequency", clock_hz)  # before any value in cycles is converted at it
     parsed = {key: _parse(f"{where}.{key}", kind, values[key], clock_hz) for key, (kind, _) in _FIELDS.items()
               if key in values and values[key] is not None}
     parsed["clock_hz"] = parsed.pop("clock")
@@ -368,7 +371,7 @@ MIN_BANDWIDTH = 1e-12  # bytes per ps: 1 B/s; slower, one byte would take longer
 def _check(name: str, kind: str, value: Any) -> None:
     """A parsed value (engine units) within the rules of its kind."""
     if kind == "text":
-        read.text(name, value)
+        _text(name, value)
     elif kind == "int":
         low, high = _INT_LIMITS[name.rpartition(".")[2]]
         read.integer(name, value, minimum=low, maximum=high)
@@ -408,9 +411,14 @@ def _check_gpcs(where: str, parsed: Mapping[str, Any]) -> None:
                             f"must be at least max_cluster_size = {parsed['max_cluster_size']}")
 
 
+def _text(name: str, value: Any) -> str:
+    """A preset's name is one line (it titles summaries); its description may have several."""
+    return read.name(name, value) if name.rpartition(".")[2] == "name" else read.text(name, value)
+
+
 def _parse(name: str, kind: str, value: Any, clock_hz: float) -> Any:
     if kind == "text":
-        return read.text(name, value)
+        return _text(name, value)
     if kind == "int":
         low, high = _INT_LIMITS[name.rpartition(".")[2]]
         return read.integer(name, value, minimum=low, maximum=high)

@@ -43,6 +43,7 @@ def check_target(option: str, path: Path) -> None:
     its target and renamed onto it, which would replace a device (``/dev/null``), a FIFO, a
     socket or a symbolic link itself rather than write through it: those are refused, a link
     with its target named so the user can ask for that path instead."""
+    check_unlocked(option, path)
     try:
         mode = os.lstat(path).st_mode
     except (FileNotFoundError, NotADirectoryError):
@@ -59,6 +60,38 @@ def check_target(option: str, path: Path) -> None:
     raise TmasimError(f"{option}: {_shown(path)} is {kind}, not a regular file{hint}")
 
 
+def check_unlocked(option: str, path: Path) -> None:
+    """A path a running sweep writes (its ``PATH.lock`` held, see :mod:`tmasim.sweep.lock`) is
+    not written by anything else: the sweep's final save would replace it, or fail on it."""
+    owner = sweep_holding(Path(path))
+    if owner is not None:
+        raise TmasimError(f"{option}: {_shown(path)} is being written by another sweep ({owner}, lock "
+                          f"{Path(path).name}.lock); wait for it to finish or choose another {option}")
+
+
+def sweep_holding(path: Path) -> str | None:
+    """``pid N`` of another process holding ``PATH.lock``; None when no one (or this process) does."""
+    import fcntl
+
+    try:
+        fd = os.open(path.with_name(path.name + ".lock"), os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        text = os.pread(fd, 32, 0).decode("ascii", errors="replace").strip()
+        if text == str(os.getpid()):
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # released when fd closes
+        except OSError:
+            return f"pid {text}" if text.isdigit() else "pid unknown"
+        return None
+    finally:
+        os.close(fd)
+
+
 def _kind(mode: int) -> str:
     kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
              (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
@@ -67,9 +100,11 @@ def _kind(mode: int) -> str:
 
 def check_suffix(option: str, path: Path, supported: tuple[str, ...]) -> None:
     """A compression the name asks for that is not written here is refused, naming the
-    supported endings (a ``.xz`` trace would otherwise be plain JSON under a lying name)."""
+    supported endings (a ``.xz`` trace would otherwise be plain JSON under a lying name);
+    ``.gz`` too unless one of ``supported`` ends in it."""
     suffix = Path(path).suffix.lower()
-    if suffix in UNSUPPORTED_COMPRESSION:
+    gzip_written = any(s.endswith(".gz") for s in supported)
+    if suffix in UNSUPPORTED_COMPRESSION or (suffix == ".gz" and not gzip_written):
         raise TmasimError(f"{option}: {_shown(path)} asks for {suffix} compression, which tmasim does not write; "
                           f"use {' or '.join(supported)}")
 
@@ -80,6 +115,7 @@ def check_folder(option: str, path: Path, *, what: str = "", files: tuple[str, .
     ``files``, the names to be written in it, must each be new or a regular file."""
     name = _shown(path)
     check_name(option, path)
+    check_unlocked(option, path)
     for file in files:
         check_target(option, path / file)
     try:
@@ -210,22 +246,25 @@ def write_text(path: str | Path, text: str, option: str = "--out") -> Path:
 
 
 @contextlib.contextmanager
-def staged_folder(out: Path, option: str = "--out") -> Iterator[Path]:
+def staged_folder(out: Path, option: str = "--out", owned: tuple[str, ...] = ()) -> Iterator[Path]:
     """A hidden folder beside ``out`` to write a set of files into, moved into place when the
     block ends: a new ``out`` is renamed in whole; into an existing one each file is renamed in
-    (renames take no space). A failure leaves ``out`` as it was and names the file it was writing."""
+    (renames take no space), then each ``owned`` file (one this command writes) that this time
+    did not write is removed, so an earlier run's ``bandwidth.csv`` is never taken for this
+    run's. A failure leaves ``out`` as it was and names the file it was writing."""
     import shutil
     import tempfile
 
     out = Path(out)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        remove_stale_stages(out)
+        stage = Path(tempfile.mkdtemp(prefix=stage_prefix(out.name), dir=out.parent))
     except OSError as err:
         raise write_error(option, out, err) from None
     try:
         yield stage
-        _move_in(stage, out)
+        _move_in(stage, out, owned)
     except OSError as err:
         raise write_error(option, _final(err.filename, stage, out), err) from None
     except WriteError as err:  # a file inside, named as it would have been in ``out``
@@ -234,12 +273,46 @@ def staged_folder(out: Path, option: str = "--out") -> Iterator[Path]:
         shutil.rmtree(stage, ignore_errors=True)
 
 
+def stage_prefix(name: str, pid: int | None = None) -> str:
+    """``.NAME.PID.`` for a hidden folder beside ``NAME`` (mkdtemp adds 8 characters), the pid
+    telling a later run whether its writer still runs; a name too long for that, one of up to 255
+    bytes, is replaced by a digest so the folder can still be made."""
+    pid = os.getpid() if pid is None else pid
+    if len(os.fsencode(f".{name}.{pid}.")) + 8 <= _NAME_MAX:
+        return f".{name}.{pid}."
+    return f".{hashlib.sha256(os.fsencode(name)).hexdigest()[:16]}.{pid}."
+
+
+def remove_stale_stages(out: Path) -> None:
+    """A run killed while writing leaves its hidden folder (``.NAME.PID.XXXXXXXX``) beside ``out``:
+    removed here when process PID no longer runs."""
+    import shutil
+
+    out = Path(out)
+    folder = out.parent if str(out.parent) else Path(".")
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        pid = _stage_pid(entry.name, out.name)
+        if pid is not None and not _running(pid) and entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _stage_pid(entry: str, name: str) -> int | None:
+    match = re.fullmatch(r"\.(.+)\.(\d+)\.[a-z0-9_]{8}", entry, re.DOTALL)
+    if match is None or stage_prefix(name, int(match.group(2))) != entry[:-8]:
+        return None
+    return int(match.group(2))
+
+
 def staged_paths(paths: list[Path], stage: Path, out: Path) -> list[Path]:
     """Where files written under ``stage`` end up once moved into ``out``."""
     return [out / Path(p).relative_to(stage) for p in paths]
 
 
-def _move_in(stage: Path, out: Path) -> None:
+def _move_in(stage: Path, out: Path, owned: tuple[str, ...] = ()) -> None:
     if not any(stage.iterdir()):
         return  # nothing was written: no folder made either
     if not out.exists():
@@ -250,17 +323,22 @@ def _move_in(stage: Path, out: Path) -> None:
         return
     moves = sorted(stage.rglob("*"), key=lambda p: len(p.parts))
     check_moves(moves, stage, out)
+    stale = [name for name in owned if not (stage / name).exists()]
     for path in moves:
         target = out / path.relative_to(stage)
         if path.is_dir():
             target.mkdir(exist_ok=True)
         else:
             os.replace(path, target)
+    for name in stale:  # an earlier run's file this run did not write (its records, its bandwidth)
+        if os.path.isfile(out / name) and not os.path.islink(out / name):
+            os.unlink(out / name)
 
 
 def check_moves(moves: list[Path], stage: Path, out: Path, option: str = "--out") -> None:
     """Every file about to be renamed into ``out`` lands on a regular file or a new name: checked
     for all before the first rename, so a FIFO or link in the way leaves ``out`` as it was."""
+    check_unlocked(option, out)
     for path in moves:
         if not path.is_dir():
             check_target(option, out / path.relative_to(stage))

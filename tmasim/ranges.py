@@ -120,13 +120,34 @@ def _segment(segment: Segment, gpu: Any, field: str, checked: set[Copy]) -> None
         raise ScenarioError(field, _shown(field, gpu), f"makes a step of {segment.flops:.4g} FLOP take "
                             f"{segment.compute} ps, under the engine's 1 ps: must give a step at least 1 ps")
     # Shared memory first: operand reads at its bandwidth can stretch the MMA too.
-    _within("gpu.smem_bandwidth", gpu, getattr(segment, "hold", 0), "one step's shared-memory time")
-    _within(field, gpu, segment.compute, "one step's compute")
-    _within(field, gpu, segment.tail, "one step's MMA completion")
+    _within(_smem_field(gpu), gpu, getattr(segment, "hold", 0), "one step's shared-memory time")
+    _within(_mma_field(field, gpu), gpu, segment.compute, "one step's compute")
+    _within(_mma_field(field, gpu), gpu, segment.tail, "one step's MMA completion")
     for copy in segment.copies:
         if copy not in checked:
             checked.add(copy)
             _copy(copy, gpu)
+
+
+def _smem_field(gpu: Any) -> str:
+    """The field behind a step's shared-memory time past 1 s: the TMA's writes take
+    ``smem_write_bandwidth`` where the preset gives one, the reads ``smem_bandwidth``; a step's
+    bytes on the two are within a small factor, so the narrower of the two is the one to blame."""
+    write = getattr(gpu, "smem_write_bandwidth", None)
+    return "gpu.smem_write_bandwidth" if write is not None and write < gpu.smem_bandwidth else "gpu.smem_bandwidth"
+
+
+SMEM_BOUND_BYTES_PER_CYCLE = 1.0  # far under any SM's (about 128): an MMA's II then follows from its reads
+
+
+def _mma_field(field: str, gpu: Any) -> str:
+    """An MMA of the table streams its operands from shared memory no faster than its bandwidth:
+    an MMA past 1 s at a shared memory of under a byte per cycle is that bandwidth's doing, not
+    the clock's."""
+    if field != "gpu.clock":
+        return field
+    per_cycle = gpu.smem_bandwidth * 1e12 / gpu.clock_hz
+    return "gpu.smem_bandwidth" if per_cycle < SMEM_BOUND_BYTES_PER_CYCLE else field
 
 
 def _epilogue(epilogue: Epilogue, gpu: Any) -> None:

@@ -7,7 +7,6 @@ that produced it.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -93,7 +92,9 @@ class Result:
     def to_json(self) -> str:
         """The stats as one JSON object, ``valid`` and ``invalid_reason`` first."""
         first = {k: self.stats[k] for k in ("valid", "invalid_reason") if k in self.stats}
-        return json.dumps({**first, **self.stats}, default=_jsonable)
+        from tmasim.result_files import json_text
+
+        return json_text({**first, **self.stats}, default=_jsonable)
 
     def save(self, out_dir: Path) -> list[Path]:
         """Write summary, spans, events (and races, if any) as CSV beside scenario.json."""
@@ -101,8 +102,10 @@ class Result:
 
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
+        from tmasim.result_files import json_text
+
         written = [write_text(out_dir / "scenario.json",
-                              json.dumps(self.scenario.to_dict(), indent=2, default=_jsonable) + "\n")]
+                              json_text(self.scenario.to_dict(), indent=2, default=_jsonable) + "\n")]
         tables = {"summary": self.summary, "spans": self.spans, "events": self.events}
         if self.link_loads:
             tables["bandwidth"] = self.bandwidth

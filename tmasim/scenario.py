@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from tmasim import cutlass_names
+from tmasim import cutlass_names, scenario_raw
 from tmasim import fields as read
 from tmasim.drift import Drift
 from tmasim.errors import ScenarioError
@@ -46,12 +46,13 @@ class Scenario:
     # The file as written, before --set overrides ({} when built from data): what the header
     # compares against, so that it never repeats what an override made untrue.
     origin: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # The parts ``raw`` was read into: a part edited since (dataclasses.replace) is written back
+    # into ``raw`` on construction (tmasim.scenario_raw), so result files and what-ifs see it.
+    raw_parts: tuple[Any, ...] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        read.text("name", self.name)
+        read.name("name", self.name)
         read.text("description", self.description)
-        _printable("name", self.name, "")
-        _printable("description", self.description, "\n\t")
         for name, kind in (("gpu", GpuSpec), ("pipeline", Pipeline), ("run", RunOptions)):
             if not isinstance(getattr(self, name), kind):
                 _unchecked(name, getattr(self, name))
@@ -63,6 +64,14 @@ class Scenario:
         check = getattr(WORKLOADS.get(self.workload.kind), "check", None)  # optional for a new workload
         if check is not None:
             check(self.workload, self)
+        self._keep_raw_true()
+
+    def _keep_raw_true(self) -> None:
+        now = scenario_raw.parts(self)
+        before = self.raw_parts
+        if self.raw and before is not None and not _same_parts(before, now):
+            object.__setattr__(self, "raw", scenario_raw.updated(self.raw, before, self, from_dict))
+        object.__setattr__(self, "raw_parts", now)
 
     def validate(self) -> None:
         """Check every part again (``simulate`` calls this): one rule, wherever a scenario came from."""
@@ -74,6 +83,17 @@ class Scenario:
     def to_dict(self) -> dict[str, Any]:
         """The scenario as TOML-shaped data (after overrides): what result files carry."""
         return copy.deepcopy(dict(self.raw))
+
+
+def _same_parts(before: tuple[Any, ...], now: tuple[Any, ...]) -> bool:
+    return all(type(a) is type(b) and a == b for a, b in zip(before, now, strict=True))
+
+
+def require_switches(caller: str, **switches: Any) -> None:
+    """Each switch True or False, nothing else: ``allow_large="no"`` must not lift the limits."""
+    for name, value in switches.items():
+        if not isinstance(value, bool):
+            raise TypeError(f"{caller}(): {name}={value!r:.40} must be True or False")
 
 
 def require_scenario(value: Any, caller: str) -> Scenario:
@@ -88,15 +108,6 @@ def require_scenario(value: Any, caller: str) -> Scenario:
 def _unchecked(name: str, value: Any) -> None:
     raise ScenarioError(name, type(value).__name__, "is not a checked configuration (build it with "
                         "tmasim.load_scenario or tmasim's configuration dataclasses)")
-
-
-def _printable(field: str, text: str, allowed: str) -> None:
-    """A name is printed in summaries, titles and file headers: a control character (a terminal
-    escape, a bell) would act rather than show, so it is refused, shown escaped."""
-    bad = next((c for c in text if not c.isprintable() and c not in allowed), None)
-    if bad is not None:
-        raise ScenarioError(field, text, f"must not contain control characters (it has {bad!r} at position "
-                                         f"{text.index(bad)})")
 
 
 def load(source: str | Path | None = None, overrides: Iterable[str] | Mapping[str, Any] = ()) -> Scenario:
@@ -156,12 +167,15 @@ def bundled_text(name: str) -> str:
     ``cutlass:NAME`` a CUTLASS kernel's (tmasim.cutlass_names)."""
     if cutlass_names.is_name(name):
         return cutlass_names.toml_text(name)
-    resource = resources.files("tmasim").joinpath("scenarios", f"{name}.toml")
-    if not resource.is_file():
-        names = bundled_names()
-        raise ScenarioError("scenario", name, f"is not a bundled scenario{did_you_mean(name, names)} "
-                                              f"(bundled: {', '.join(names)})")
-    return resource.read_text(encoding="utf-8")
+    resource = _bundled(name)
+    if resource is not None:
+        return str(resource.read_text(encoding="utf-8"))
+    if read.is_file(name):  # a scenario file of one's own: printed once it loads as one (never any other file)
+        load(name)
+        return Path(name).read_text(encoding="utf-8")
+    names = bundled_names()
+    raise ScenarioError("scenario", name, f"is not a bundled scenario{did_you_mean(name, names)} "
+                                          f"(bundled: {', '.join(names)})")
 
 
 def bundled_names() -> list[str]:
@@ -246,7 +260,7 @@ def from_dict(raw: Mapping[str, Any], base_dir: Path | None = None) -> Scenario:
     if pipeline.stages_auto:
         pipeline = dataclasses.replace(pipeline, stages=auto_stage_count(workload, gpu, pipeline))
     return Scenario(
-        name=read.text("name", raw.get("name", "unnamed")),
+        name=read.name("name", raw.get("name", "unnamed")),
         description=read.text("description", raw.get("description", "")),
         gpu=gpu,
         workload=workload,

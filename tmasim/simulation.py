@@ -23,7 +23,7 @@ from tmasim.engine.recorder import Recorder
 from tmasim.errors import BarrierError, DeadlockError, ModelError, ScenarioError
 from tmasim.residency import Residency
 from tmasim.results import Result
-from tmasim.scenario import Scenario, require_scenario
+from tmasim.scenario import Scenario, require_scenario, require_switches
 from tmasim.units import PS_PER_S
 from tmasim.workloads import workload_of
 
@@ -36,6 +36,7 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False, allow_large:
     a :class:`~tmasim.errors.ResourceError` before it starts, unless ``allow_large``; ``limits``
     (the command line's) also says where to note a large run."""
     require_scenario(scenario, "simulate")
+    require_switches("simulate", record_bandwidth=record_bandwidth, allow_large=allow_large)
     scenario.validate()
     limits = limits if limits is not None else budget.DEFAULT
     if allow_large:

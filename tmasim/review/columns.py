@@ -99,10 +99,10 @@ def read_csv(path: Path) -> pd.DataFrame:
 
 def _rows_written(meta: Path, key: str) -> int | None:
     """The row count a metadata file beside a table records (None where there is none)."""
-    import json
+    from tmasim.result_files import json_value
 
     try:
-        value = json.loads(meta.read_text(encoding="utf-8")).get(key)
+        value = json_value(meta.read_text(encoding="utf-8")).get(key)
     except (OSError, ValueError, AttributeError):
         return None
     return value if isinstance(value, int) and not isinstance(value, bool) else None

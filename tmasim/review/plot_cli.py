@@ -184,10 +184,12 @@ def load_result(path: Path) -> LoadedResult:
             raise TmasimError(f"RESULT: {str(path)!r} is a folder without summary.csv; give a `tmasim run --out` "
                               "folder or a sweep file")
         try:
-            return LoadedResult(path, False, read_csv(summary), _optional_csv(path / "spans.csv"),
-                                _optional_csv(path / "events.csv"), _optional_csv(path / "bandwidth.csv"))
+            loaded = LoadedResult(path, False, read_csv(summary), _optional_csv(path / "spans.csv"),
+                                  _optional_csv(path / "events.csv"), _optional_csv(path / "bandwidth.csv"))
         except (OSError, ValueError) as err:
             raise TmasimError(f"RESULT: {str(path)!r} cannot be read ({' '.join(str(err).split())})") from None
+        _check_run_tables(loaded)
+        return loaded
     if not path.exists():
         raise TmasimError(f"RESULT: {str(path)!r} does not exist")
     suffix = path.suffix.lower()
@@ -202,12 +204,31 @@ def load_result(path: Path) -> LoadedResult:
             table[column] = table[column].map(lambda v: tuple(v.tolist()) if getattr(v, "ndim", 0) > 0 else v)
     if "status" not in table.columns:
         raise TmasimError(f"RESULT: {str(path)!r} is not a tmasim sweep table (no status column)")
+    _check_table(table, path, sweep=True)
     if not (table["status"] == "ok").any():
         counts = ", ".join(f"{n} {status}" for status, n in table["status"].value_counts().items()) or "no points"
         raise TmasimError(f"RESULT: no point of {str(path)!r} ran ({counts}); there is nothing to plot")
     if "makespan_ns" not in table.columns:
         raise TmasimError(f"RESULT: {str(path)!r} is not a tmasim sweep table (no makespan_ns column)")
     return LoadedResult(path, True, table)
+
+
+def _check_run_tables(result: LoadedResult) -> None:
+    """Each table of a run folder, row by row: a damaged one is refused with its file and line."""
+    tables = {"summary.csv": result.table, "spans.csv": result.spans, "events.csv": result.events,
+              "bandwidth.csv": result.bandwidth}
+    for name, frame in tables.items():
+        if frame is not None:
+            _check_table(frame, result.path / name, sweep=False)
+
+
+def _check_table(frame: pd.DataFrame, path: Path, *, sweep: bool) -> None:
+    from tmasim.result_files import check_table
+
+    try:
+        check_table(frame, path, sweep=sweep)
+    except ValueError as err:
+        raise TmasimError(f"RESULT: {str(path)!r} is damaged at {err}; tmasim draws nothing from it") from None
 
 
 def _optional_csv(path: Path) -> pd.DataFrame | None:
@@ -219,6 +240,8 @@ def _optional_csv(path: Path) -> pd.DataFrame | None:
         return pd.read_csv(path)
     except pd.errors.EmptyDataError:
         return None
+    except (pd.errors.ParserError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path.name}: {err}") from None
 
 
 def kinds_for(result: LoadedResult) -> list[str]:

@@ -54,16 +54,26 @@ def save(fig: Figure, path: Path, *, svg: bool = False) -> list[Path]:
     written = [path]
     try:
         literal_where_unparsable(fig)
-        with replacing(path) as tmp:
+        with replacing(path) as tmp, plt.rc_context(SAME_BYTES):
             dpi: Any = "figure" if path.suffix.lower() == ".svg" else 150
-            fig.savefig(tmp, format=path.suffix[1:].lower() or None, dpi=dpi)
+            kind = path.suffix[1:].lower() or "png"
+            fig.savefig(tmp, format=kind, dpi=dpi, metadata=_metadata(kind))
         if svg and path.suffix.lower() != ".svg":
-            with replacing(path.with_suffix(".svg")) as tmp:
-                fig.savefig(tmp, format="svg")
+            with replacing(path.with_suffix(".svg")) as tmp, plt.rc_context(SAME_BYTES):
+                fig.savefig(tmp, format="svg", metadata=_metadata("svg"))
             written.append(path.with_suffix(".svg"))
     finally:
         plt.close(fig)
     return written
+
+
+# The same figure gives the same bytes, run to run: SVG element ids from a fixed salt (else a
+# random one), and no date in the file.
+SAME_BYTES = {"svg.hashsalt": "tmasim"}
+
+
+def _metadata(kind: str) -> dict[str, Any]:
+    return {"Date": None} if kind == "svg" else {}
 
 
 def literal_where_unparsable(fig: Figure) -> None:

@@ -179,11 +179,12 @@ def _staging(out: Path) -> Iterator[Path]:
     import shutil
     import tempfile
 
-    from tmasim.outputs import check_moves
+    from tmasim.outputs import check_moves, remove_stale_stages, stage_prefix
 
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        remove_stale_stages(out)
+        stage = Path(tempfile.mkdtemp(prefix=stage_prefix(out.name), dir=out.parent))
     except OSError as err:
         raise TmasimError(f"--out: cannot write in {str(out.parent)!r} ({err.strerror or err})") from None
     try:

@@ -498,9 +498,9 @@ def write_chrome_trace(result: Result, path: str | Path, *, counters: pd.DataFra
 
     path = Path(path)
     with replacing(path, "--trace") as tmp:
-        if path.name.endswith(".gz"):
-            with gzip.open(tmp, "wt", encoding="utf-8") as stream:
-                stream.write(text)
+        if path.name.endswith(".gz"):  # no time and no temporary name in the header: the same bytes every run
+            with tmp.open("wb") as raw, gzip.GzipFile(filename=path.name, mode="wb", fileobj=raw, mtime=0) as stream:
+                stream.write(text.encode("utf-8"))
         else:
             tmp.write_text(text, encoding="utf-8")
     return path

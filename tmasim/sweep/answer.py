@@ -163,7 +163,7 @@ def _value(value: Any) -> str:
         return "[" + ", ".join(_value(v) for v in value) + "]"
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
-    return str(value)
+    return fmt.escaped(str(value))
 
 
 def _explain(row: dict[str, Any]) -> str:

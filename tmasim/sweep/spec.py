@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tmasim import fields as read
 from tmasim import scenario as scenarios
 from tmasim.errors import ScenarioError, TmasimError
 
@@ -88,8 +89,7 @@ def plan_sweep(base: str | Path | Mapping[str, Any] | None, overrides: Iterable[
     points = expand(axes, zipped)
     source, raw, base_dir = read_base(base)
     raw = scenarios.apply_overrides(raw, overrides)
-    # A sweep never keeps per-event records: one summary row per point is the whole output.
-    scenarios.set_field(raw, "run.records", False)
+    records_off(raw)
     plan = SweepPlan(source, raw, base_dir, axes, zipped, points)
     check_some_point_builds(plan)
     return plan
@@ -316,8 +316,17 @@ def point_raw(base_raw: Mapping[str, Any], point: Point) -> dict[str, Any]:
     raw = copy.deepcopy(dict(base_raw))
     for name, value in point.values:
         scenarios.set_field(raw, name, value)
-    scenarios.set_field(raw, "run.records", False)
+    records_off(raw)
     return raw
+
+
+def records_off(raw: dict[str, Any]) -> None:
+    """A sweep never keeps per-event records (one summary row per point is the whole output); a
+    ``run.records`` given anyway is checked as ``tmasim run`` checks it (true or false), then off."""
+    run = raw.get("run")
+    if isinstance(run, Mapping) and "records" in run:
+        read.boolean("run.records", run["records"])
+    scenarios.set_field(raw, "run.records", False)
 
 
 def check_some_point_builds(plan: SweepPlan) -> None:

@@ -24,6 +24,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from tmasim import result_files
 from tmasim.errors import TmasimError
 from tmasim.outputs import replacing
 from tmasim.scenario import parse_value
@@ -108,7 +109,12 @@ class SweepStore:
                               "(compressed tables are not written)")
 
     def load_finished(self) -> dict[int, Outcome]:
-        """Points finished by earlier runs of this same sweep (FILE, then the journal)."""
+        """Points finished by earlier runs of this same sweep (FILE, then the journal); the
+        temporary files of a save that was killed are removed first (their writer is gone)."""
+        from tmasim.outputs import remove_stale_temporaries
+
+        for path in (self.out, self.sidecar, self.pending):
+            remove_stale_temporaries(path)
         finished: dict[int, Outcome] = {}
         extended = False
         if self.csv:
@@ -172,7 +178,7 @@ class SweepStore:
         if not self.pending.exists():
             return
         try:
-            digest = json.loads(self.pending.read_text(encoding="utf-8")).get("csv_sha256")
+            digest = result_files.json_value(self.pending.read_text(encoding="utf-8")).get("csv_sha256")
             if self.out.exists() and digest == _sha256(self.out):
                 os.replace(self.pending, self.sidecar)
             else:
@@ -189,13 +195,13 @@ class SweepStore:
     def _read_metadata(self) -> dict[str, Any]:
         try:
             if self.csv:
-                return dict(json.loads(self.sidecar.read_text(encoding="utf-8")))
+                return result_files.sweep_metadata(result_files.json_value(self.sidecar.read_text(encoding="utf-8")))
             import pyarrow.parquet as pq
 
             raw = (pq.read_schema(self.out).metadata or {}).get(METADATA_KEY.encode())
             if raw is None:
                 raise ValueError("no tmasim metadata")
-            return dict(json.loads(raw))
+            return result_files.sweep_metadata(result_files.json_value(raw))
         except (OSError, ValueError, TypeError) as err:
             where = self.sidecar if self.csv else self.out
             raise TmasimError(f"--out: {str(self.out)!r} exists but is not a tmasim sweep result "
@@ -208,33 +214,48 @@ class SweepStore:
 
         try:
             frame = read_csv(self.out) if self.csv else pd.read_parquet(self.out)
+            result_files.check_table(frame, self.out, sweep=True)
             return table.outcomes_from_frame(frame, self.plan)
         except (OSError, ValueError, KeyError) as err:
             raise TmasimError(f"--out: {str(self.out)!r} cannot be read back ({err}); "
                               "choose another --out or remove it") from None
 
     def _read_journal(self) -> dict[int, Outcome]:
-        """Lines that do not parse (one torn by a kill, or damaged) are skipped and counted in
-        ``skipped_lines``: those points simply run again. A journal whose first line is not a
+        """A line that is not JSON (one a kill cut short) is skipped and counted in ``skipped_lines``:
+        its point simply runs again. A line that is JSON but not an outcome tmasim writes (an ok
+        point without a time, a wrong type, nesting too deep) is damage, not a kill: refused with
+        the journal and the line named, never folded in. A journal whose first line is not a
         tmasim header is refused, never deleted; one with nothing but a torn header is removed."""
         data = self.journal_path.read_bytes()
         lines = data.decode("utf-8", errors="replace").splitlines()
         parsed = [_json_or_none(line) for line in lines]
-        if not any(parsed) and _torn_header(data):  # killed while writing the header: nothing had finished
+        if all(p is None or p is _TORN for p in parsed) and _torn_header(data):  # killed writing the header
             self.journal_path.unlink()
             return {}
-        if not parsed or parsed[0] is None or "fingerprint" not in parsed[0]:
+        header = parsed[0] if parsed else None
+        if not isinstance(header, dict) or not isinstance(header.get("fingerprint"), dict):
             raise TmasimError(f"--out: {str(self.journal_path)!r} is not a tmasim sweep journal (its first line "
                               "is not a tmasim header); move it away or remove it")
-        mapping = self._check_same_sweep(parsed[0]["fingerprint"], str(self.journal_path))
+        try:
+            fingerprint = result_files.sweep_metadata(header["fingerprint"])
+        except ValueError as err:
+            raise TmasimError(f"--out: the journal {str(self.journal_path)!r} is damaged at line 1, its header "
+                              f"({err}); move it away or remove it") from None
+        mapping = self._check_same_sweep(fingerprint, str(self.journal_path))
         self._journal_extended = mapping is not None
         outcomes: dict[int, Outcome] = {}
         for number, record in enumerate(parsed[1:], start=2):
-            outcome = _outcome_or_none(record)
-            if outcome is None:
-                if lines[number - 1].strip():
-                    self.skipped_lines.append(number)
+            if record is _TORN:  # a line a kill cut short: its point runs again
+                self.skipped_lines.append(number)
                 continue
+            if record is None:
+                continue
+            problem = record.reason if isinstance(record, _Damaged) else result_files.journal_problem(record)
+            outcome = _outcome_or_none(record) if problem is None else None
+            if outcome is None:
+                raise TmasimError(f"--out: the journal {str(self.journal_path)!r} is damaged at line {number} "
+                                  f"({problem or 'not a point outcome'}); remove that line, and its point runs "
+                                  "again") from None
             outcomes[outcome.point] = outcome
         return renumbered(outcomes, mapping)
 
@@ -366,12 +387,27 @@ def _normalized(data: Any) -> Any:
     return json.loads(json.dumps(data, default=_jsonable))
 
 
+_TORN = object()  # a journal line that is not JSON: cut short by a kill
+
+
 def _json_or_none(line: str) -> Any:
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError:
+    """A journal line parsed: None for a blank one, ``_TORN`` for one that is not JSON (a kill cut
+    it short), else what it holds, to be checked (too deep to read: a damaged line, shown as such)."""
+    if not line.strip():
         return None
-    return record if isinstance(record, dict) else None
+    try:
+        return result_files.json_value(line)
+    except json.JSONDecodeError:
+        return _TORN
+    except ValueError as err:
+        return _Damaged(str(err))
+
+
+class _Damaged:
+    """A journal line that is JSON but cannot be read (nested too deep): why."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
 
 
 def _outcome_or_none(record: Any) -> Outcome | None:

@@ -6,6 +6,7 @@ Imports nothing heavy at module level (``tmasim --help`` registers these subcomm
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -166,13 +167,14 @@ def handle_validate(args: argparse.Namespace) -> int:
 
 
 def handle_cutlass_profiler(args: argparse.Namespace) -> int:
-    from tmasim.outputs import check_file
+    from tmasim.outputs import check_file, check_suffix
     from tmasim.validation import cutlass_profiler as profiler
 
     if args.profiler_csv is None:
         raise TmasimError("validate cutlass-profiler: give the profiler's CSV: tmasim validate cutlass-profiler "
                           "FILE.csv [--gpu PRESET] [--set gpu.clock=...] [--out JOINED.csv]")
     if args.out is not None:
+        check_suffix("--out", args.out, (".csv",))
         check_file("--out", args.out)  # before any simulation
     rows, notes = profiler.read(args.profiler_csv)
     done = []
@@ -200,6 +202,11 @@ def handle_calibrate(args: argparse.Namespace) -> int:
     check_file("--out", args.out)  # before the fit, not after it
     fit = [name.strip() for name in args.fit.split(",") if name.strip()]
     journal = args.out.with_name(f"{args.out.stem}.simulations.jsonl")
+    longer = len(os.fsencode(journal.name))
+    if longer > 255:  # found before the fit, not when the journal is opened
+        raise TmasimError(f"--out: a name of {len(os.fsencode(args.out.name))} bytes is too long: calibrate's "
+                          f"journal beside it, STEM.simulations.jsonl, would be {longer} bytes, over the 255 a file "
+                          "system takes")
     result = calibrate(args.measured, fit, options_from(args), holdout=args.holdout, seed=args.seed,
                        max_evals=args.max_evals, jobs=args.jobs, journal=journal,
                        say=None if args.quiet else stderr_say)

@@ -11,7 +11,6 @@ percentage error (MAPE) averages its absolute value over the points that could b
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 import textwrap
 from collections.abc import Sequence
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tmasim.errors import TmasimError
+from tmasim.result_files import json_text
 from tmasim.sweep.points import OK, Outcome
 from tmasim.validation import figures, timeline
 from tmasim.validation.mapping import Override, stat_unit
@@ -99,7 +99,7 @@ class Validation:
         written = [out / "validation.csv", out / "validation.json"]
         with replacing(written[0]) as tmp:
             self.table.to_csv(tmp, index=False)
-        write_text(written[1], json.dumps(self.metadata(), indent=2, default=str) + "\n")
+        write_text(written[1], json_text(self.metadata(), indent=2, default=str) + "\n")
         written += save_figure(self.scatter(), out / "predicted_vs_measured.png")
         if self.timeline is not None:
             with replacing(out / "timeline.csv") as tmp:

@@ -9,13 +9,13 @@ other table may carry one (``{"device": {"name": ...}, "date_utc": ...}``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tmasim.errors import ScenarioError, TmasimError
+from tmasim.result_files import json_value
 from tmasim.validation.mapping import BACKEND_COLUMNS, TMA_VARIANTS
 
 if TYPE_CHECKING:
@@ -58,6 +58,10 @@ def read_table(path: str | Path) -> pd.DataFrame:
         frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
     except Exception as err:  # pandas raises many kinds: say which file and why, in one line
         raise ScenarioError("MEASURED", str(path), f"cannot be read as a table ({type(err).__name__}: {err})") from None
+    repeated = _repeated_column(frame, path)
+    if repeated is not None:
+        raise ScenarioError("MEASURED", str(path), f"names column {repeated!r} twice in its header: which one is "
+                            "meant cannot be told (rename one)")
     written = rows_written(path)
     if written is not None and len(frame) < written:
         raise ScenarioError("MEASURED", str(path), f"has {len(frame)} rows where meta.json beside it says {written} "
@@ -65,11 +69,27 @@ def read_table(path: str | Path) -> pd.DataFrame:
     return frame
 
 
+def _repeated_column(frame: pd.DataFrame, path: Path) -> str | None:
+    """A header naming a column twice (pandas renames the second ``x.1``, Parquet keeps both)."""
+    import csv
+    import gzip
+
+    names = [str(c) for c in frame.columns]
+    if path.suffix != ".parquet":
+        try:
+            with (gzip.open if path.suffix == ".gz" else open)(path, "rt", newline="", errors="replace") as handle:
+                names = next(csv.reader(handle), names)
+        except (OSError, csv.Error, EOFError):
+            pass
+    seen: set[str] = set()
+    return next((n for n in names if n in seen or seen.add(n)), None)
+
+
 def rows_written(path: Path) -> int | None:
     """The rows the backend wrote to ``path`` (``meta.json``'s ``rows``, by file name, a ``.gz``
     copy counting as its CSV), or None where nothing says."""
     try:
-        rows = json.loads((path.parent / "meta.json").read_text()).get("rows", {})
+        rows = json_value((path.parent / "meta.json").read_text()).get("rows", {})
         value = rows.get(path.name.removesuffix(".gz"))
     except (OSError, ValueError, AttributeError):
         return None
@@ -82,14 +102,26 @@ def read_provenance(path: Path) -> Provenance:
     if not meta_path.is_file():
         return Provenance()
     try:
-        meta = json.loads(meta_path.read_text())
-    except (OSError, ValueError):
-        return Provenance()
-    source = meta.get("probe", {}).get("metadata", meta) if isinstance(meta.get("probe"), dict) else meta
+        meta = json_value(meta_path.read_text())
+    except (OSError, ValueError) as err:
+        why = " ".join(str(err).split())[:120]
+        raise ScenarioError("MEASURED", str(meta_path), f"cannot be read ({why})") from None
+    probe = meta.get("probe") if isinstance(meta, dict) else None
+    source = probe.get("metadata", meta) if isinstance(probe, dict) else meta
+    if not isinstance(source, dict):
+        raise ScenarioError("MEASURED", str(meta_path), "holds no JSON object (expected {\"device\": {\"name\": ...}, "
+                            "\"date_utc\": ...})")
     device = source.get("device", {})
     name = device.get("name") if isinstance(device, dict) else device
-    return Provenance(str(name) if name else None, source.get("date_utc") or source.get("date"),
-                      bool(source.get("simulator", False)))
+    date = source.get("date_utc") or source.get("date")
+    return Provenance(_text(name), _text(date), source.get("simulator", False) is True)
+
+
+def _text(value: object) -> str | None:
+    """A name or date as one printable line (None where the file gives none or not a string)."""
+    from tmasim import format as fmt
+
+    return fmt.escaped(" ".join(value.split()))[:200] if isinstance(value, str) and value.strip() else None
 
 
 def is_backend_table(frame: pd.DataFrame) -> bool:
@@ -145,6 +177,22 @@ def _usable_backend_rows(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
         notes.append(f"left out {int(other.sum())} run(s) of {names}: not a TMA pipeline, which is what tmasim models")
         frame = frame[~other]
     return frame, notes
+
+
+def unusable_note(frame: pd.DataFrame, measure: str) -> str | None:
+    """Rows whose measured value is no time or rate (empty, text, NaN, infinite, zero, negative)
+    are left out of the comparison: this says how many and why (None: every row is usable)."""
+    import numpy as np
+    import pandas as pd
+
+    values = pd.to_numeric(frame[measure], errors="coerce")
+    kinds = {"empty": frame[measure].isna(), "not a number": values.isna() & frame[measure].notna(),
+             "infinite": np.isinf(values), "zero": values == 0, "negative": values < 0}
+    counts = {kind: int(mask.sum()) for kind, mask in kinds.items() if mask.any()}
+    if not counts:
+        return None
+    shown = ", ".join(f"{n} {kind}" for kind, n in counts.items())
+    return f"left out {sum(counts.values())} row(s) whose {measure} is not a finite number above zero ({shown})"
 
 
 def group_points(frame: pd.DataFrame, keys: Sequence[str], measure: str, factor: float) -> pd.DataFrame:

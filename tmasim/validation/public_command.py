@@ -29,7 +29,9 @@ def handle(args: argparse.Namespace) -> int:
                               "(leave out --ci-subset)")
         _write_baseline(pipelines, results)
     if args.json:
-        print(json.dumps(results, indent=1))
+        from tmasim.result_files import json_text
+
+        print(json_text(results, indent=1))
     else:
         print("\n\n".join(wholechip.text(r) if r.get("kind") == "wholechip" else text(r) if "split" in r
                            else shape_text(r) for r in results.values()))

@@ -97,11 +97,15 @@ class Study:
 def prepare(path: str | Path, options: Options) -> Study:
     """Read the table, build the base scenario and the mapping, check that some point builds."""
     maps = tuple(parse_map(text) for text in options.maps)
+    _check_maps_distinct(maps)
     table = tables.load(path, backend=options.backend, where=options.where)
     for m in maps:
         tables.check_column(table.frame, m.column, table.path, f"--map {m.column}")
     measure, unit = _measure(options.measure, table)
     tables.check_column(table.frame, measure, table.path, f"--measure {measure}")
+    note = tables.unusable_note(table.frame, measure)
+    if note is not None:
+        table = replace(table, notes=(*table.notes, note))
     factor = conversion(measure, unit, options.predict)
     keys = _keys(table, maps)
     points = tables.group_points(table.frame, keys, measure, factor)
@@ -110,6 +114,18 @@ def prepare(path: str | Path, options: Options) -> Study:
     study = Study(table, points, keys, base_raw, base_dir, maps, backend, measure, unit, options.predict, options)
     check_some_point_builds(study)
     return study
+
+
+def _check_maps_distinct(maps: Sequence[ColumnMap]) -> None:
+    """A column maps onto one field, and a field is set from one column: a second --map naming
+    either would be silently overruled (or collide in the result table)."""
+    for attr, what in (("column", "column"), ("field", "field")):
+        seen: dict[str, ColumnMap] = {}
+        for m in maps:
+            first = seen.setdefault(getattr(m, attr), m)
+            if first is not m:
+                raise ScenarioError(f"--map {m.text()}", getattr(m, attr), f"is mapped twice (also --map "
+                                    f"{first.text()}); give each {what} one --map")
 
 
 def _measure(text: str | None, table: tables.MeasuredTable) -> tuple[str, str | None]:

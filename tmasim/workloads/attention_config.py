@@ -53,7 +53,7 @@ class AttentionConfig:
             read.integer("workload.seqlen_kv", self.seqlen_kv, minimum=1, maximum=MAX_SEQLEN)
         for name in ("head_dim", "head_dim_v"):
             value = getattr(self, name)
-            if value is not None:  # a whole number first: 128.0 == 128 would pass the list and break the plan
+            if value is not None or name == "head_dim":  # a whole number first: 128.0 == 128 would pass the list
                 read.integer(f"workload.{name}", value)
             if value is not None and value not in HEAD_DIMS:
                 raise ScenarioError(f"workload.{name}", value, f"must be one of {', '.join(map(str, HEAD_DIMS))}")
@@ -222,6 +222,6 @@ def parse(raw: Mapping[str, Any]) -> AttentionConfig:
             and not isinstance(values["exp_emulated"], bool):
         values["exp_emulated"] = float(values["exp_emulated"])
     if "softmax_scale" in values and isinstance(values["softmax_scale"], int) \
-            and not isinstance(values["softmax_scale"], bool):
-        values["softmax_scale"] = float(values["softmax_scale"])
+            and not isinstance(values["softmax_scale"], bool) and abs(values["softmax_scale"]) <= 1000:
+        values["softmax_scale"] = float(values["softmax_scale"])  # a larger one is refused as it is
     return AttentionConfig(tile=(tile_raw[0], tile_raw[1]), **values)
