@@ -95,9 +95,9 @@ def _parser() -> argparse.ArgumentParser:
     from tmasim import sweep, validation
 
     sweep.register(sub)
-    from tmasim import tune
+    from tmasim import tuning
 
-    tune.register(sub)
+    tuning.register(sub)
     validation.register(sub)
     from tmasim.review import plot_cli
 

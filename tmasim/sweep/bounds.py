@@ -6,7 +6,7 @@ milliseconds a GEMM point, so a space of thousands is bounded in the worker proc
 quick bound (:func:`tmasim.simulation.quick_lower_bound_ns`, never above the other and a tenth
 of its cost), then the tight one only for points that come near the answer (:mod:`tmasim.sweep.search`). A point whose scenario does not build
 (a value out of range, a CTA that does not fit) has no bound but the reason: a sweep simulates it
-(an ``invalid`` row), a tune leaves it out of its space (:mod:`tmasim.tune.space`).
+(an ``invalid`` row), a tune leaves it out of its space (:mod:`tmasim.tuning.space`).
 """
 
 from __future__ import annotations

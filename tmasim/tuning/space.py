@@ -17,7 +17,7 @@ The problem (shape, dtype, GPU) stays as the scenario has it; the design fields 
 
 A candidate that breaks a rule (a stage count that does not fit, an accumulator over the
 registers, a cluster that does not fit a GPC, BM not shared by the warpgroups) is left out of
-the space and counted, with its reason (:mod:`tmasim.tune.search`).
+the space and counted, with its reason (:mod:`tmasim.tuning.run`).
 """
 
 from __future__ import annotations

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tmasim.tune.command import register
+from tmasim.tuning.command import register
 
 if TYPE_CHECKING:
-    from tmasim.tune.run import TuneResult, tune
+    from tmasim.tuning.run import TuneResult, tune
 
 __all__ = ["TuneResult", "register", "tune"]
 
 
 def __getattr__(name: str) -> Any:
     if name in ("tune", "TuneResult"):
-        from tmasim.tune import run
+        from tmasim.tuning import run
 
         return getattr(run, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

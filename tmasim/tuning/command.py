@@ -39,7 +39,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
 def handle(args: argparse.Namespace) -> int:
     from tmasim import budget
     from tmasim.sweep import estimate
-    from tmasim.tune.run import tune
+    from tmasim.tuning.run import tune
 
     result = tune(args.scenario, args.overrides, jobs=args.jobs, out=args.out, progress=not args.quiet,
                   allow_large=args.yes, max_seconds=None if args.yes else estimate.LIMIT_SECONDS,

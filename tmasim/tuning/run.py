@@ -1,6 +1,6 @@
 """``tune``: a scenario's whole design space, searched as ``sweep --search`` searches a grid.
 
-Every candidate of :func:`tmasim.tune.space.design_space` is bounded (its plan's proven lower
+Every candidate of :func:`tmasim.tuning.space.design_space` is bounded (its plan's proven lower
 bound, :mod:`tmasim.sweep.bounds`, on the ``jobs`` workers); one that breaks a rule is left out
 and counted by the field its error names. The valid ones make one zipped sweep, simulated lowest
 bound first until the next bound exceeds the best time x (1 + the knee tolerance)
@@ -24,7 +24,7 @@ from tmasim.sweep import answer, estimate
 from tmasim.sweep.bounds import bounds
 from tmasim.sweep.points import Task
 from tmasim.sweep.spec import IN_MEMORY, Axis, SweepPlan, expand, read_base
-from tmasim.tune.space import Space, design_space
+from tmasim.tuning.space import Space, design_space
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -86,7 +86,7 @@ def tune(scenario: str | Path | Mapping[str, Any] | Scenario | None, overrides: 
          jobs: int = 1, out: str | Path | None = None, progress: bool = False, allow_large: bool = False,
          max_seconds: float | None = estimate.LIMIT_SECONDS,
          notify: Callable[[str], None] | None = None) -> TuneResult:
-    """Search ``scenario``'s design space (:mod:`tmasim.tune.space`) for its best design.
+    """Search ``scenario``'s design space (:mod:`tmasim.tuning.space`) for its best design.
 
     ``scenario`` is a bundled scenario's name, a file, raw scenario data or a :class:`Scenario`;
     ``overrides`` are ``--set`` strings applied first (the problem: ``workload.m=4096``...).
