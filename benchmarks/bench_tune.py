@@ -23,6 +23,7 @@ from bench_sweep import VARY
 
 import tmasim
 from tmasim.sweep import answer, run_sweep
+from tmasim.tuning.run import TuneResult
 
 
 def cpu_seconds() -> float:
@@ -30,7 +31,7 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def timed_tune(name: str, jobs: int) -> tmasim.tuning.run.TuneResult:  # type: ignore[name-defined]
+def timed_tune(name: str, jobs: int) -> TuneResult:
     cpu, start = cpu_seconds(), time.perf_counter()
     result = tmasim.tune(name, jobs=jobs)
     wall, used = time.perf_counter() - start, cpu_seconds() - cpu
@@ -39,7 +40,8 @@ def timed_tune(name: str, jobs: int) -> tmasim.tuning.run.TuneResult:  # type: i
           f"({sum(result.left_out.values()):,} left out); {result.simulated} simulated; "
           f"{wall:.1f} s wall, {used:.1f} CPU s (--jobs {jobs})")
     if best is not None:
-        print(f"  best: {answer.point_text(best, answer.find(result.frame).fields)}: {best['makespan_ns'] / 1e3:.2f} us")
+        fields = answer.find(result.frame).fields
+        print(f"  best: {answer.point_text(best, fields)}: {best['makespan_ns'] / 1e3:.2f} us")
     return result
 
 

@@ -4,7 +4,8 @@ A bound is built from the point's plan (:func:`tmasim.simulation.lower_bound_ns`
 milliseconds a GEMM point, so a space of thousands is bounded in the worker processes a sweep's
 ``--jobs`` gives (local ones; with Dask, in this process). A search first takes every point's
 quick bound (:func:`tmasim.simulation.quick_lower_bound_ns`, never above the other and a tenth
-of its cost), then the tight one only for points that come near the answer (:mod:`tmasim.sweep.search`). A point whose scenario does not build
+of its cost), then the tight one only for points that come near the answer
+(:mod:`tmasim.sweep.search`). A point whose scenario does not build
 (a value out of range, a CTA that does not fit) has no bound but the reason: a sweep simulates it
 (an ``invalid`` row), a tune leaves it out of its space (:mod:`tmasim.tuning.space`).
 """

@@ -24,7 +24,7 @@ from tmasim.sweep import answer, estimate
 from tmasim.sweep.bounds import bounds
 from tmasim.sweep.points import Task
 from tmasim.sweep.spec import IN_MEMORY, Axis, SweepPlan, expand, read_base
-from tmasim.tuning.space import Space, design_space
+from tmasim.tuning.space import design_space
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -30,6 +30,8 @@ from typing import Any
 from tmasim.descriptor import ELEMENT_BYTES
 from tmasim.errors import TmasimError
 from tmasim.scenario import Scenario
+from tmasim.workloads.attention_config import AttentionConfig
+from tmasim.workloads.gemm_config import GemmConfig
 
 MIN_STAGES = 2  # one stage overlaps nothing: never a design a search should spend a simulation on
 ROW_BYTES = 128  # a k-step's row of A and B: one 128-byte swizzle atom
@@ -57,6 +59,7 @@ class Space:
 def design_space(base: Scenario) -> Space:
     """Every candidate design of ``base``'s problem on its GPU (valid or not: see the module)."""
     kind = base.workload.kind
+    fields: tuple[str, ...]
     if kind == "gemm":
         fields = ("workload.tile", "pipeline.stages", "pipeline.cluster", "workload.multicast",
                   "pipeline.mma_cta_group", "workload.raster")
@@ -71,6 +74,7 @@ def design_space(base: Scenario) -> Space:
 
 def _gemm(base: Scenario) -> Iterator[tuple[Any, ...]]:
     gpu, w = base.gpu, base.workload
+    assert isinstance(w, GemmConfig)
     element = ELEMENT_BYTES.get(w.dtype, 2)
     bk = ROW_BYTES // element
     instruction = gpu.mma.instruction if gpu.mma is not None else None
@@ -101,6 +105,7 @@ def multicasts(along_m: int, along_n: int) -> tuple[str, ...]:
 
 def _attention(base: Scenario) -> Iterator[tuple[Any, ...]]:
     gpu, w = base.gpu, base.workload
+    assert isinstance(w, AttentionConfig)
     element = ELEMENT_BYTES.get(w.dtype, 2)
     for bm, bn in itertools.product(ATTENTION_BM, ATTENTION_BN):
         block_bytes = bn * (w.head_dim + w.d_v) * element  # one K and one V block
