@@ -56,7 +56,7 @@ def test_scenarios_name_prints_a_file_that_runs(tmp_path):
 
 def test_package_all_is_the_public_api():
     errors = {"TmasimError", "ScenarioError", "ResourceError", "ModelError"}  # what a caller catches
-    assert set(tmasim.__all__) == {"simulate", "load_scenario", "run_sweep", "__version__"} | errors
+    assert set(tmasim.__all__) == {"simulate", "load_scenario", "run_sweep", "tune", "__version__"} | errors
     assert all(hasattr(tmasim, name) for name in tmasim.__all__)
 
 

@@ -5,8 +5,9 @@
     >>> result.stats["makespan_ns"]
     23000.0
 
-The public API is ``simulate``, ``load_scenario`` and ``run_sweep`` (a sweep over field values,
-one tidy table out); everything else lives in the subpackages. Heavy modules load on first use.
+The public API is ``simulate``, ``load_scenario``, ``run_sweep`` (a sweep over field values,
+one tidy table out) and ``tune`` (a scenario's whole design space searched for its best design);
+everything else lives in the subpackages. Heavy modules load on first use.
 """
 
 import typing as _typing
