@@ -56,7 +56,7 @@ def test_scenarios_name_prints_a_file_that_runs(tmp_path):
 
 def test_package_all_is_the_public_api():
     errors = {"TmasimError", "ScenarioError", "ResourceError", "ModelError"}  # what a caller catches
-    assert set(tmasim.__all__) == {"simulate", "load_scenario", "run_sweep", "__version__"} | errors
+    assert set(tmasim.__all__) == {"simulate", "load_scenario", "run_sweep", "tune", "__version__"} | errors
     assert all(hasattr(tmasim, name) for name in tmasim.__all__)
 
 
@@ -64,7 +64,7 @@ def test_the_package_namespace_has_no_typing_names():
     public = {name for name in vars(tmasim) if not name.startswith("_")}
     submodules = {m.name for m in pkgutil.iter_modules(tmasim.__path__)}
     errors = {"TmasimError", "ScenarioError", "ResourceError", "ModelError"}
-    assert public <= {"simulate", "load_scenario", "run_sweep"} | errors | submodules
+    assert public <= {"simulate", "load_scenario", "run_sweep", "tune"} | errors | submodules
     frame = tmasim.run_sweep("reference", vary=["pipeline.stages=1,2"], progress=False)
     assert frame["makespan_ns"].tolist() == [32000.0, 23000.0]
 

@@ -62,7 +62,8 @@ def test_pruned_points_are_bounded_above_the_tolerance_by_the_bound_a_run_report
     for row in _pruned(found).to_dict("records"):
         ran = full.loc[row["point"]]
         key = tuple(row[f] for f in problems)
-        assert row["bound_ns"] == pytest.approx(ran["bound_ns"], rel=1e-12)  # the plan's bound is the run's
+        # the run's own bound, or the quick one a search orders by before it needs that (never above it)
+        assert row["bound_ns"] <= ran["bound_ns"] * (1 + 1e-12)
         assert row["bound_ns"] > best[key] * (1 + answer.KNEE_TOLERANCE)
         assert row["bound_ns"] * 1000 <= ran["makespan_ps"] + 1
 

@@ -5,8 +5,9 @@
     >>> result.stats["makespan_ns"]
     23000.0
 
-The public API is ``simulate``, ``load_scenario`` and ``run_sweep`` (a sweep over field values,
-one tidy table out); everything else lives in the subpackages. Heavy modules load on first use.
+The public API is ``simulate``, ``load_scenario``, ``run_sweep`` (a sweep over field values,
+one tidy table out) and ``tune`` (a scenario's whole design space searched for its best design);
+everything else lives in the subpackages. Heavy modules load on first use.
 """
 
 import typing as _typing
@@ -16,7 +17,7 @@ from tmasim.version import __version__
 
 # The errors a caller may catch: a bad scenario (ScenarioError), a run past the limits
 # (ResourceError), a model that deadlocks or misuses a barrier (ModelError); all TmasimError.
-__all__ = ["simulate", "load_scenario", "run_sweep", "__version__", "TmasimError", "ScenarioError",
+__all__ = ["simulate", "load_scenario", "run_sweep", "tune", "__version__", "TmasimError", "ScenarioError",
            "ResourceError", "ModelError"]
 
 if _typing.TYPE_CHECKING:
@@ -27,6 +28,7 @@ if _typing.TYPE_CHECKING:
 
     from tmasim.results import Result
     from tmasim.scenario import Scenario
+    from tmasim.tuning.run import TuneResult
 
 
 def simulate(scenario: "Scenario", *, allow_large: bool = False) -> "Result":
@@ -51,3 +53,12 @@ def run_sweep(base: object, overrides: "Iterable[str]" = (), vary: object = (), 
     from tmasim.sweep.runner import run_sweep as _run_sweep
 
     return _run_sweep(base, overrides, vary, **options)  # type: ignore[arg-type]
+
+
+def tune(scenario: object, overrides: "Iterable[str]" = (), **options: object) -> "TuneResult":
+    """Search a GEMM or attention scenario's whole design space for its best design:
+    :func:`tmasim.tuning.run.tune` (options ``jobs``, ``out``, ``progress``, ``allow_large``); the
+    result's ``best``, ``knee``, ``top()``, ``frame`` and ``text()`` say what it found."""
+    from tmasim.tuning.run import tune as _tune
+
+    return _tune(scenario, overrides, **options)  # type: ignore[arg-type]

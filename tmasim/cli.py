@@ -95,6 +95,9 @@ def _parser() -> argparse.ArgumentParser:
     from tmasim import sweep, validation
 
     sweep.register(sub)
+    from tmasim import tuning
+
+    tuning.register(sub)
     validation.register(sub)
     from tmasim.review import plot_cli
 

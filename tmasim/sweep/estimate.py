@@ -64,17 +64,37 @@ def _point_cost(plan: SweepPlan, point: Point) -> tuple[float, str]:
     return cost.seconds, cost.obstacle
 
 
+def check_count(todo: Sequence[Point], max_points: int | None) -> None:
+    """Refuse more than ``max_points`` points left to run, before anything is worked out for them."""
+    if max_points is not None and len(todo) > max_points:
+        raise ResourceError(f"sweep: {len(todo):,} points to run, over {max_points:,}; add --yes (or pass "
+                            "max_points=None from Python) to run them")
+
+
 def check(plan: SweepPlan, todo: Sequence[Point], jobs: int, *, max_points: int | None, max_seconds: float | None,
-          notify: Callable[[str], None] | None) -> float | None:
+          notify: Callable[[str], None] | None, expected: Sequence[Point] | None = None) -> float | None:
     """Refuse a sweep over the limits; note a long one; say nothing about a short one. Returns
     the estimated seconds a point (the sample's mean; None with nothing to run), which sizes
-    the chunks the workers take (:func:`tmasim.sweep.executors.chunked`)."""
+    the chunks the workers take (:func:`tmasim.sweep.executors.chunked`).
+
+    A search passes the points it ``expected`` to simulate (:func:`tmasim.sweep.search.expected`,
+    from their bounds): the estimate is theirs, sampled among them, not the whole grid's; the
+    others cost nothing more (their bounds are already known)."""
     if not todo:
         return None
-    seconds, sampled, slow = _sample(plan, todo, jobs)
-    what = (f"sweep: {len(todo):,} points to run", f"{budget.about(seconds)} with --jobs {jobs} (from the plans "
-            f"of {sampled} of them{slow})")
-    if max_points is not None and len(todo) > max_points:
+    if expected is not None:
+        if not expected:
+            return None
+        seconds, sampled, slow = _sample(plan, expected, jobs)
+        what = (f"sweep --search: {len(expected):,} of {len(todo):,} points expected to be simulated (by their "
+                f"bounds)", f"{budget.about(seconds)} with --jobs {jobs} (from the plans of {sampled} of them{slow})")
+        count = len(expected)
+    else:
+        seconds, sampled, slow = _sample(plan, todo, jobs)
+        what = (f"sweep: {len(todo):,} points to run", f"{budget.about(seconds)} with --jobs {jobs} (from the plans "
+                f"of {sampled} of them{slow})")
+        count = len(todo)
+    if max_points is not None and count > max_points:
         raise ResourceError(f"{what[0]}, over {max_points:,}: {what[1]}; add --yes (or pass max_points=None from "
                             "Python) to run them")
     if max_seconds is not None and seconds >= max_seconds:
@@ -82,4 +102,4 @@ def check(plan: SweepPlan, todo: Sequence[Point], jobs: int, *, max_points: int 
                             "pass max_seconds=None from Python) to run them (finished points are kept if you stop it)")
     if seconds >= NOTE_SECONDS and notify is not None:
         notify(f"tmasim: note: a long {what[0]}, {what[1]}")
-    return seconds * jobs / len(todo)
+    return seconds * jobs / count

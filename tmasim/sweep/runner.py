@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from tmasim import scenario as scenarios
 from tmasim.errors import TmasimError
-from tmasim.sweep import estimate, lock, search, table
+from tmasim.sweep import estimate, lock, table
+from tmasim.sweep import search as searching
 from tmasim.sweep.executors import EXECUTORS, pool, started
 from tmasim.sweep.points import PRUNED, Outcome, Task
 from tmasim.sweep.spec import Point, SweepPlan, plan_sweep, read_base, scenario_name
@@ -62,6 +63,18 @@ def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip
     _check_switches(progress=progress, allow_large=allow_large, search=search, **_zip_switch(zip_))
     _check_limits(max_points=max_points, max_seconds=max_seconds)
     plan = plan_sweep(base, overrides, vary, zip_, max_points=_grid_limit(out, max_points))
+    return execute(plan, jobs=jobs, out=out, executor=executor, scheduler=scheduler, progress=progress,
+                   max_points=max_points, max_seconds=max_seconds, allow_large=allow_large, notify=notify,
+                   search=search)
+
+
+def execute(plan: SweepPlan, *, jobs: int = 1, out: str | Path | None = None, executor: str = "local",
+            scheduler: str | None = None, progress: bool = True, max_points: int | None = MAX_POINTS,
+            max_seconds: float | None = estimate.LIMIT_SECONDS, allow_large: bool = False,
+            notify: Callable[[str], None] | None = None, search: bool = False,
+            known_bounds: Mapping[int, float | None] | None = None) -> pd.DataFrame:
+    """Run a checked sweep plan as :func:`run_sweep` does (its options checked by the caller).
+    ``known_bounds`` (a search: point id -> bound in ns) spares working out bounds already known."""
     task = Task(plan.base_raw, plan.base_dir, allow_large=allow_large)
     store = SweepStore(Path(out), plan) if out is not None else None
     if store is not None:
@@ -73,13 +86,20 @@ def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip
         resumed = len(finished)
         journalled = store is not None and store.journal_path.exists()
         todo = [point for point in plan.points if point.id not in finished]
+        found = None
+        if search and todo:
+            estimate.check_count(todo, max_points)
+            found = _search_problems(plan, task, todo, finished, jobs, executor, known_bounds)
         point_seconds = estimate.check(plan, todo, jobs, max_points=max_points, max_seconds=max_seconds,
-                                       notify=notify)
+                                       notify=notify, expected=searching.expected(found) if found is not None else None)
         written = False
         try:
-            run = _search_points if search else _run_points
-            run(plan, task, todo, finished, store, jobs=jobs, executor=executor, scheduler=scheduler,
-                progress=progress, point_seconds=point_seconds)
+            if found is not None:
+                _search_points(plan, task, found, finished, store, jobs=jobs, executor=executor,
+                               scheduler=scheduler, progress=progress)
+            else:
+                _run_points(plan, task, todo, finished, store, jobs=jobs, executor=executor, scheduler=scheduler,
+                            progress=progress, point_seconds=point_seconds)
         finally:
             if store is not None:
                 written = _save_if_changed(store, finished, changed=journalled or len(finished) > resumed)
@@ -88,6 +108,26 @@ def run_sweep(base: Base, overrides: Iterable[str] = (), vary: Vary = (), *, zip
                             "written": written, "search": search,
                             "journal_lines_skipped": list(store.skipped_lines) if store is not None else []}
     return frame
+
+
+def _search_problems(plan: SweepPlan, task: Task, todo: Sequence[Point], finished: Mapping[int, Outcome],
+                     jobs: int, executor: str, known: Mapping[int, float | None] | None) -> list[searching.Problem]:
+    """The search's problems, their units ordered by bound: every point's quick bound (those not
+    ``known``) worked out first, then the tight bounds of the points expected to run, both on
+    ``jobs`` local workers (:mod:`tmasim.sweep.bounds`); any other point's tight bound is worked
+    out here when the search reaches it."""
+    from tmasim.sweep import bounds as bounding
+
+    quick = dict(known or {})
+    missing = [point for point in todo if point.id not in quick]
+    quick.update((i, b.ns) for i, b in bounding.bounds(task, missing, jobs=jobs, executor=executor,
+                                                       quick=True).items())
+    found = searching.problems(plan, todo, finished, lambda point: quick.get(point.id),
+                               tighten=lambda point: bounding.bound_of(task, point).ns)
+    ahead = searching.expected(found)
+    tight = bounding.bounds(task, ahead, jobs=jobs, executor=executor)
+    searching.tighten_known(found, {i: b.ns for i, b in tight.items()})
+    return found
 
 
 def _grid_limit(out: str | Path | None, max_points: int | None) -> int | None:
@@ -156,13 +196,10 @@ def _run_points(plan: SweepPlan, task: Task, todo: Sequence[Point], finished: di
             bar.update(len(outcomes))
 
 
-def _search_points(plan: SweepPlan, task: Task, todo: Sequence[Point], finished: dict[int, Outcome],
-                   store: SweepStore | None, *, jobs: int, executor: str, scheduler: str | None, progress: bool,
-                   point_seconds: float | None = None) -> None:
+def _search_points(plan: SweepPlan, task: Task, found: list[searching.Problem], finished: dict[int, Outcome],
+                   store: SweepStore | None, *, jobs: int, executor: str, scheduler: str | None,
+                   progress: bool) -> None:
     """As :func:`_run_points`, but lowest bound first, up to where no point can change the answer."""
-    if not todo:
-        return
-    found = search.problems(plan, todo, finished, lambda point: search.point_bound(task, point))
     with contextlib.ExitStack() as stack:
         journal = stack.enter_context(store.journal()) if store is not None else None
         workers = stack.enter_context(pool(task, jobs=jobs, executor=executor, scheduler=scheduler))
@@ -174,8 +211,8 @@ def _search_points(plan: SweepPlan, task: Task, todo: Sequence[Point], finished:
             finished.update((outcome.point, outcome) for outcome in outcomes)
             bar.update(len(outcomes))
 
-        search.run(found, workers, jobs, finished, done)
-        rest = search.pruned(found, task)
+        searching.run(found, workers, jobs, finished, done)
+        rest = searching.pruned(found, task)
         if rest:
             done(rest)
 

@@ -22,14 +22,12 @@ problem field of any workload splits them), which only ever simulates more.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tmasim import field_roles
-from tmasim.errors import ModelError, TmasimError
-from tmasim.scenario import from_dict
-from tmasim.simulation import lower_bound_ns
 from tmasim.sweep.answer import KNEE_TOLERANCE, _value
 from tmasim.sweep.executors import Pool
 from tmasim.sweep.points import OK, PRUNED, Outcome, Task, raw_seed
@@ -37,6 +35,10 @@ from tmasim.sweep.spec import Point, SweepPlan, point_raw
 from tmasim.workloads import WORKLOADS
 
 SLACK_NS = 0.001  # a bound is a float of picoseconds: one ps of rounding (tests/test_true_figures.py)
+# What a search expects its best time to be, before it simulates anything: the problem's lowest
+# bound over this, the median ratio of the tightest bound to the simulated time on the 192-point
+# GEMM design sweep (benchmarks/bench_search.py; 62-98% over its points). See :func:`expected`.
+BOUND_EFFICIENCY = 0.89
 
 
 @dataclass
@@ -46,6 +48,7 @@ class Unit:
     points: list[Point]  # every point of the unit
     todo: list[Point]  # those not finished yet
     bounds: dict[int, float | None] = field(default_factory=dict)  # point id -> its bound (ns)
+    exact: bool = True  # False: ``bounds`` are quick ones, to be tightened before the unit runs
 
     @property
     def bound_ns(self) -> float:
@@ -62,18 +65,38 @@ class Problem:
     units: list[Unit]
     best_ns: float = math.inf
     next: int = 0
+    tighten: Callable[[Point], float | None] | None = None  # the tight bound of a point the quick one ordered
 
     def head(self) -> Unit | None:
-        """The next unit, if its bound leaves it a chance to change the answer."""
-        if self.next >= len(self.units):
-            return None
-        unit = self.units[self.next]
-        return unit if unit.bound_ns - SLACK_NS <= self.best_ns * (1 + KNEE_TOLERANCE) else None
+        """The next unit, if its bound leaves it a chance to change the answer. A unit ordered by
+        quick bounds gets its tight ones first, and goes back in its place by them (a quick bound
+        is never above the tight one, so no unit behind it could have come first)."""
+        while self.next < len(self.units):
+            unit = self.units[self.next]
+            if unit.bound_ns - SLACK_NS > self.best_ns * (1 + KNEE_TOLERANCE):
+                return None
+            if unit.exact or self.tighten is None:
+                return unit
+            self.refine(unit, self.tighten)
+            del self.units[self.next]
+            bisect.insort(self.units, unit, lo=self.next, key=lambda u: u.bound_ns)
+        return None
+
+    @staticmethod
+    def refine(unit: Unit, tighten: Callable[[Point], float | None]) -> None:
+        unit.bounds = {p.id: _tighter(unit.bounds.get(p.id), tighten(p)) for p in unit.todo}
+        unit.exact = True
 
     def record(self, unit: Unit, finished: Mapping[int, Outcome]) -> None:
         time = unit_time(unit, finished)
         if time is not None:
             self.best_ns = min(self.best_ns, time)
+
+
+def _tighter(quick: float | None, tight: float | None) -> float | None:
+    """The larger of two lower bounds (either may be missing)."""
+    known = [b for b in (quick, tight) if b is not None]
+    return max(known) if known else None
 
 
 def unit_time(unit: Unit, finished: Mapping[int, Outcome]) -> float | None:
@@ -110,8 +133,11 @@ def grouping(plan: SweepPlan) -> tuple[list[int], list[int]]:
 
 
 def problems(plan: SweepPlan, todo: Sequence[Point], finished: Mapping[int, Outcome],
-             bound: Callable[[Point], float | None]) -> list[Problem]:
-    """The sweep's problems with their units left to run (bounded by ``bound``), lowest first."""
+             bound: Callable[[Point], float | None],
+             tighten: Callable[[Point], float | None] | None = None) -> list[Problem]:
+    """The sweep's problems with their units left to run (bounded by ``bound``), lowest first.
+    With ``tighten``, ``bound`` gives quick bounds and ``tighten`` the tight ones, worked out
+    only for the units that come near the answer (:meth:`Problem.head`)."""
     problem_axes, noise_axes = grouping(plan)
     waiting = {p.id for p in todo}
     grouped: dict[tuple[str, ...], dict[tuple[str, ...], list[Point]]] = {}
@@ -122,9 +148,9 @@ def problems(plan: SweepPlan, todo: Sequence[Point], finished: Mapping[int, Outc
         grouped.setdefault(key, {}).setdefault(design, []).append(point)
     found = []
     for units in grouped.values():
-        problem = Problem([])
+        problem = Problem([], tighten=tighten)
         for points in units.values():
-            unit = Unit(points, _todo(points, waiting, finished))
+            unit = Unit(points, _todo(points, waiting, finished), exact=tighten is None)
             if unit.todo:
                 unit.bounds = {p.id: bound(p) for p in unit.todo}
                 problem.units.append(unit)
@@ -143,12 +169,32 @@ def _todo(points: list[Point], waiting: set[int], finished: Mapping[int, Outcome
     return [p for p in points if p.id in waiting or getattr(finished.get(p.id), "status", None) == PRUNED]
 
 
-def point_bound(task: Task, point: Point) -> float | None:
-    """The point's proven lower bound (ns), or None (no bound, or no scenario: it is simulated)."""
-    try:
-        return lower_bound_ns(from_dict(point_raw(task.base_raw, point), task.base_dir))
-    except (TmasimError, ModelError, ArithmeticError, TypeError, ValueError):
-        return None
+def tighten_known(found: Sequence[Problem], tight: Mapping[int, float | None]) -> None:
+    """Give the units whose tight bounds are already worked out (``tight``, by point id) those
+    bounds, and order each problem's units again."""
+    for problem in found:
+        for unit in problem.units[problem.next:]:
+            if not unit.exact and all(p.id in tight for p in unit.todo):
+                Problem.refine(unit, lambda point: tight[point.id])
+        problem.units[problem.next:] = sorted(problem.units[problem.next:], key=lambda u: u.bound_ns)
+
+
+def expected(found: Sequence[Problem]) -> list[Point]:
+    """The points a search expects to simulate, for its estimate (:mod:`tmasim.sweep.estimate`):
+    per problem, every unit whose bound is at most the expected best time x (1 + the knee
+    tolerance), the expected best being the problem's lowest bound / :data:`BOUND_EFFICIENCY` (or
+    the best time already known, if lower); and every unit with no bound. The units whose bound
+    is within the tolerance of the lowest bound itself are certain to run; the rule adds the
+    others the typical gap between bound and time lets through."""
+    points: list[Point] = []
+    for problem in found:
+        bounds = [unit.bound_ns for unit in problem.units[problem.next:]]
+        finite = [b for b in bounds if b > -math.inf]
+        guess = min(min(finite, default=math.inf) / BOUND_EFFICIENCY, problem.best_ns)
+        limit = guess * (1 + KNEE_TOLERANCE) + SLACK_NS
+        points += [p for unit, b in zip(problem.units[problem.next:], bounds, strict=True) if b <= limit
+                   for p in unit.todo]
+    return points
 
 
 def run(found: list[Problem], workers: Pool, jobs: int, finished: dict[int, Outcome],

@@ -82,7 +82,11 @@ def _repeated_column(frame: pd.DataFrame, path: Path) -> str | None:
         except (OSError, csv.Error, EOFError):
             pass
     seen: set[str] = set()
-    return next((n for n in names if n in seen or seen.add(n)), None)
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
 
 
 def rows_written(path: Path) -> int | None:
