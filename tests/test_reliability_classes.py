@@ -156,7 +156,7 @@ DEEP = "[" * 100_000 + "]" * 100_000
     ("[1, 2]", "it holds a list, not a JSON object"),
     ('{"scenario": 3, "vary": [], "zip": false}', "its 'scenario' is 3, not an object"),
     ('{"scenario": {}, "vary": [["pipeline.stages", 3]], "zip": false}', "its 'vary' is a list, not a list of"),
-    ('{"scenario": {}, "vary": [], "zip": "no"}', "its 'zip' is 'no', not true or false"),
+    ('{"scenario": {}, "vary": [], "zip": "no"}', "its 'zip' is 'no', not true, false or a list of the zipped fields"),
     (DEEP, "nests arrays or objects deeper than any file tmasim writes"),
 ])
 def test_sweep_metadata_of_the_wrong_shape_is_refused(sweeps, tmp_path, capsys, metadata, said):

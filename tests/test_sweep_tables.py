@@ -157,3 +157,14 @@ def test_report_runs_its_sweep_with_zip_and_keeps_its_table(tmp_path):
     assert len(kept) == 2 and kept["workload.tiles"].tolist() == [2, 3]
     assert "tmasim report reference --vary=workload.tiles=2,3" in index.read_text(encoding="utf-8")
     assert "--zip" in index.read_text(encoding="utf-8")  # the command that makes it, as typed
+
+
+# ------------------------------------------------------------------ the validated column
+
+
+def test_each_ok_row_carries_the_summarys_validated_line():
+    table = run_sweep("gemm-b200", SMALL, ["pipeline.stages=2,3"], progress=False)
+    for row in table.to_dict("records"):
+        scenario = load("gemm-b200", [*SMALL, f"pipeline.stages={row['pipeline.stages']}"])
+        assert row["validated"] == simulate(scenario).validated
+        assert row["validated"].startswith("B200 whole-chip GEMMs")

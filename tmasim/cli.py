@@ -192,7 +192,7 @@ def _write_tables_and_chart(result: Any, out: Path) -> list[Path]:
         title = f"{stats['scenario']}: {took[0]} with {plural(stats['stages'], 'stage')}{took[1]} on {stats['gpu']}"
         gantt = plots.gantt(result.spans, result.events, title=title, tiles=plots.suggested_tiles(result.spans),
                             note=plots.representatives_note(stats))
-        written += plots.save(gantt, out / "gantt.png")
+        written += plots.save(gantt, out / "gantt.png", trust=result.validated)
     return written
 
 

@@ -60,7 +60,8 @@ def sweep_metadata(data: Any) -> dict[str, Any]:
     rules: tuple[tuple[str, Any, str], ...] = (
         ("scenario", lambda v: isinstance(v, Mapping), "an object (the base scenario)"),
         ("vary", _is_axes, "a list of [field, [values]] pairs"),
-        ("zip", lambda v: isinstance(v, bool), "true or false"),
+        ("zip", lambda v: isinstance(v, bool) or (isinstance(v, list) and all(isinstance(f, str) for f in v)),
+         "true, false or a list of the zipped fields"),
     )
     for key, rule, what in rules:
         if key in data and not rule(data[key]):

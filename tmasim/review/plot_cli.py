@@ -134,7 +134,7 @@ def handle_plot(args: argparse.Namespace) -> int:
     from tmasim.review import plots
 
     try:
-        written = plots.save(fig, out, svg=args.svg)
+        written = plots.save(fig, out, svg=args.svg, trust=table_trust(result.table))
     except OSError as err:
         raise TmasimError(f"--out: cannot write {str(out)!r} ({err.strerror or err})") from None
     print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
@@ -287,6 +287,19 @@ def check_kind(kind: str, result: LoadedResult) -> None:
     if kind == "bandwidth" and (result.bandwidth is None or result.bandwidth.empty):
         raise TmasimError(f"--kind bandwidth: {str(result.path)!r} has no bandwidth.csv (written by `tmasim run "
                           "--out` for gemm and stream workloads, whose copies share L2, HBM and SM ports)")
+
+
+def table_trust(table: pd.DataFrame) -> str | None:
+    """The trust line of a result read back: its rows' ``validated`` lines (one per distinct line,
+    joined), or, for a table written before that column, what the rows' workload and preset give."""
+    from tmasim.validation.trust import trust_for_row
+
+    rows = table[table["status"] == "ok"] if "status" in table.columns else table
+    if "validated" in rows.columns:
+        lines = [str(v) for v in rows["validated"].dropna().unique()]
+    else:
+        lines = list(dict.fromkeys(line for line in (trust_for_row(r) for r in rows.to_dict("records")) if line))
+    return "; ".join(lines) or None
 
 
 def build_figure(args: argparse.Namespace, result: LoadedResult) -> Figure:

@@ -37,10 +37,13 @@ __all__ = ["COLORS", "SERIES", "STYLE", "bandwidth", "binned_mean", "cta_keys", 
            "stall_breakdown", "step_noun", "styled", "suggested_tiles", "time_unit"]
 
 
-def save(fig: Figure, path: Path, *, svg: bool = False) -> list[Path]:
+def save(fig: Figure, path: Path, *, svg: bool = False, trust: str | None = None) -> list[Path]:
     """Write ``path`` (PNG; SVG only if it ends in .svg) and, if asked, an SVG beside it; closes
-    the figure."""
+    the figure. ``trust``: the run's ``validated`` line (tmasim.validation.trust), printed small
+    under the figure so it travels with it."""
     plt = pyplot()
+    if trust:
+        footnote(fig, trust)
     path = Path(path)
     if not path.suffix:  # what matplotlib would write: say so
         path = path.with_name(path.name + ".png")
@@ -65,6 +68,16 @@ def save(fig: Figure, path: Path, *, svg: bool = False) -> list[Path]:
     finally:
         plt.close(fig)
     return written
+
+
+def footnote(fig: Figure, trust: str) -> None:
+    """The trust line in small grey print at the bottom of ``fig``, wrapped to its width (as the
+    figure-wide x label, so the constrained layout keeps room for it)."""
+    import textwrap
+
+    width = max(60, int(fig.get_figwidth() * 17))  # characters of 6-point text across the figure
+    text = textwrap.fill(f"validated: {trust}", width)
+    fig.supxlabel(text, fontsize=6, color="0.35", x=0.01, ha="left")
 
 
 # The same figure gives the same bytes, run to run: SVG element ids from a fixed salt (else a

@@ -150,7 +150,7 @@ def _write_report(page: Page, result: Result, table: pd.DataFrame | None, out: P
     if table is not None:
         table.to_csv(out / "sweep.csv", index=False)
         if (table["status"] == "ok").any():
-            page.figures += _sweep_figures(table, out)
+            page.figures += _sweep_figures(table, out, result.validated)
         else:
             counts = ", ".join(f"{n} {status}" for status, n in table["status"].value_counts().items())
             page.verdict += f" No point of the sweep ran ({counts}): the table below says why, point by point."
@@ -162,7 +162,7 @@ def _write_report(page: Page, result: Result, table: pd.DataFrame | None, out: P
             page.verdict = f"{headline} The base scenario: {page.verdict[0].lower()}{page.verdict[1:]}"
     else:
         page.figures.append(("Where the time went", "The run's makespan cut into the layers of its bounds.",
-                             _save(_stalls(result.summary), out, "stalls")))
+                             _save(_stalls(result.summary), out, "stalls", result.validated)))
         every = summary_rows(result.stats, every=True)
         page.table = Table([], [[k, v] for k, v in every], [True] * len(every), "summary")
         page.table_file = "summary.csv"
@@ -261,10 +261,10 @@ def command_line(scenario: Any, overrides: Iterable[str], vary: Iterable[str],
     return " ".join(shlex.quote(p) for p in parts)
 
 
-def _save(fig: Figure, out: Path, name: str) -> Path:
+def _save(fig: Figure, out: Path, name: str, trust: str | None = None) -> Path:
     from tmasim.review import plots
 
-    return plots.save(fig, out / "figures" / f"{name}.png")[0]
+    return plots.save(fig, out / "figures" / f"{name}.png", trust=trust)[0]
 
 
 def _stalls(table: pd.DataFrame) -> Figure:
@@ -273,8 +273,9 @@ def _stalls(table: pd.DataFrame) -> Figure:
     return plots.stall_breakdown(table)
 
 
-def _sweep_figures(table: pd.DataFrame, out: Path) -> list[tuple[str, str, Path]]:
-    """The sweep against its main field, where the time went per point, and a heatmap for two fields."""
+def _sweep_figures(table: pd.DataFrame, out: Path, trust: str | None = None) -> list[tuple[str, str, Path]]:
+    """The sweep against its main field, where the time went per point, and a heatmap for two fields;
+    each with ``trust``, the base scenario's validated line."""
     from tmasim.review import plots
     from tmasim.review.columns import varied_fields
 
@@ -282,14 +283,14 @@ def _sweep_figures(table: pd.DataFrame, out: Path) -> list[tuple[str, str, Path]
     x = "pipeline.stages" if "pipeline.stages" in fields else fields[0]
     figures = [("Sweep", f"Time to finish against {x}: simulated (solid), bound (dashed), and where more stops "
                          "helping (ring); below, what each point costs in shared memory and residency.",
-                _save(plots.stage_sweep(table, x=x), out, "sweep"))]
+                _save(plots.stage_sweep(table, x=x), out, "sweep", trust))]
     if len(fields) >= 2:
         y = next(f for f in fields if f != x)
         figures.append(("Sweep", f"Time to finish over {x} and {y}; the best point outlined.",
-                        _save(plots.heatmap(table, x, y), out, "heatmap")))
+                        _save(plots.heatmap(table, x, y), out, "heatmap", trust)))
     figures.append(("Where the time went", "Each point's makespan cut into the layers of its bounds: compute, "
                                            "the binding memory or latency term, and what no bound explains.",
-                    _save(_stalls(table), out, "stalls")))
+                    _save(_stalls(table), out, "stalls", trust)))
     return figures
 
 
@@ -312,13 +313,13 @@ def _timeline_figures(result: Result, out: Path, first_tiles: int | None,
     figures = [(section, f"Gantt chart{zoom}: copies, compute, barrier waits and phase "
                                                  "flips.", _save(plots.gantt(spans, events, title, tiles=tiles,
                                                                                   note=plots.representatives_note(stats)),
-                                                                 out, "gantt")),
+                                                                 out, "gantt", result.validated)),
                (section, "Shared-memory slots in use: copies in flight against landed data.",
-                _save(plots.slot_occupancy(spans, scenario=stats["scenario"]), out, "slots"))]
+                _save(plots.slot_occupancy(spans, scenario=stats["scenario"]), out, "slots", result.validated))]
     if not result.bandwidth.empty:
         figures.append((section, "Bandwidth of each shared link against its capacity.",
                         _save(plots.bandwidth(result.bandwidth, title=f"{stats['scenario']}: bandwidth"), out,
-                              "bandwidth")))
+                              "bandwidth", result.validated)))
     return figures
 
 

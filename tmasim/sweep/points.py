@@ -81,7 +81,8 @@ def evaluate(task: Task, point: Point) -> Outcome:
         seed = raw_seed(raw)
         scenario = from_dict(raw, task.base_dir)
         seed = scenario.run.seed
-        stats = (simulate(scenario, allow_large=True) if task.allow_large else simulate(scenario)).stats
+        result = simulate(scenario, allow_large=True) if task.allow_large else simulate(scenario)
+        stats = result.stats
         if not stats.get("valid", True):  # broken barriers: never recorded as a time
             return Outcome(point.id, seed, INVALID, str(stats["invalid_reason"]))
     except ModelError as err:
@@ -94,6 +95,8 @@ def evaluate(task: Task, point: Point) -> Outcome:
     wide = next((k for k, v in plain.items() if isinstance(v, int) and not -2**63 <= v < 2**63), None)
     if wide is not None:  # what no table column can hold: never an ok row (tmasim.ranges keeps runs from it)
         return Outcome(point.id, seed, ERROR, f"{wide} = {plain[wide]:.3g} leaves the engine's 64-bit range")
+    # the summary's trust line, per row: what the validation says of runs like this one
+    plain["validated"] = result.validated
     return Outcome(point.id, seed, OK, None, plain)
 
 

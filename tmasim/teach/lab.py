@@ -54,7 +54,9 @@ class Lab:
 
             plt.close(fig)
             return []
-        return plots.save(fig, self.out / name)
+        from tmasim.validation.trust import trust_for
+
+        return plots.save(fig, self.out / name, trust=trust_for(self.scenario()))
 
 
 def format_time(ps: float, digits: int = 4) -> str:
