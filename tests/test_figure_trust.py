@@ -54,3 +54,19 @@ def test_run_report_and_plot_figures_carry_the_runs_line(tmp_path: Path, saved: 
     assert main(["report", "gemm-b200", *small, "--vary", "pipeline.stages=2,3", "--out",
                  str(tmp_path / "report")]) == 0
     assert saved and all(trust == line for trust in saved)
+
+
+def test_coinciding_ctas_per_sm_lines_are_dodged_so_none_hides_another() -> None:
+    import matplotlib.pyplot as plt
+
+    from tmasim.sweep import run_sweep
+
+    table = run_sweep("gemm-h100", ["workload.m=512", "workload.n=512", "workload.k=256"],
+                      ["pipeline.stages=2,3", "workload.tile=[128,128,64],[128,256,64]"], progress=False)
+    fig = plots.stage_sweep(table, x="pipeline.stages")
+    triangles = [line for ax in fig.axes for line in ax.get_lines() if line.get_marker() == "^"]
+    assert len(triangles) == 2
+    first, second = (list(line.get_xdata()) for line in triangles)
+    assert [list(line.get_ydata()) for line in triangles][0] == [list(line.get_ydata()) for line in triangles][1]
+    assert all(a < b for a, b in zip(first, second, strict=True))  # same heights, side by side
+    plt.close(fig)

@@ -231,13 +231,18 @@ def _residency_panel(ax: Axes, groups: Sequence[tuple[str, pd.DataFrame]], x: st
     right = ax.twinx()
     right.spines["right"].set_visible(True)
     top = 1.0
-    for label, rows in groups:
+    # CTAs per SM are small whole numbers, so lines often coincide: each line's triangles are
+    # dodged sideways (a tenth of the closest x spacing apart) so that none hides another.
+    positions = sorted(set(xmap.values()))
+    spacing = min((b - a for a, b in zip(positions, positions[1:], strict=False)), default=1.0)
+    for i, (label, rows) in enumerate(groups):
         ok = rows[rows["status"] == "ok"].assign(_x=lambda f: f[x].map(xmap)).sort_values("_x")
         color = colors[label]
         if "smem_per_cta_bytes" in ok:
             ax.plot(ok["_x"], ok["smem_per_cta_bytes"] / 1024, marker="s", color=color, linewidth=1.8, markersize=5)
         if "ctas_per_sm" in ok and ok["ctas_per_sm"].notna().any():
-            right.plot(ok["_x"], ok["ctas_per_sm"], linestyle=":", marker="^", color=color, linewidth=1.8,
+            dodge = (i - (len(groups) - 1) / 2) * 0.1 * spacing
+            right.plot(ok["_x"] + dodge, ok["ctas_per_sm"], linestyle=":", marker="^", color=color, linewidth=1.8,
                        markersize=6)
             top = max(top, float(ok["ctas_per_sm"].max()))
     ax.set_ylabel("SMEM per CTA\n(KiB, ■ solid)", fontsize=10)
