@@ -159,7 +159,7 @@ def test_the_command_prints_the_space_what_ran_the_five_best_and_the_answer(tmp_
     assert lines[1].startswith("  design space: 2,160 points, ") and "left out by the rules" in lines[1]
     assert lines[2].startswith("  simulated ") and "pruned by their lower bounds" in lines[2]
     assert lines[3] == "the 5 best:"
-    assert "binds" in lines[4] and len([x for x in lines[5:10] if x.strip().endswith("ok")]) == 5
+    assert "binding" in lines[4] and len([x for x in lines[5:10] if x.strip().endswith("ok")]) == 5
     assert any(x.startswith("best: workload.tile = ") for x in lines)
     assert any(x.startswith("knee (the cheapest point within 1% of the best)") for x in lines)
     assert lines[-1] == "  wrote t.parquet"

@@ -8,15 +8,15 @@ import simpy
 from tmasim.engine.sm.vector_units import VectorUnits
 
 
-def _finish_times(jobs: list[tuple[int, int, int]]) -> list[float]:
-    """Run ``(arrival, exp_ps, fp32_ps)`` jobs on one SM's units; when each finishes."""
+def _finish_times(jobs: list[tuple[int, ...]]) -> list[float]:
+    """Run ``(arrival, xu_ps, fma_ps[, alu_ps, issue_ps])`` jobs on one SM's units; when each finishes."""
     env = simpy.Environment()
     units = VectorUnits(env, "sm0.vector")
     ends: list[float] = [-1.0] * len(jobs)
 
-    def job(i: int, arrival: int, exp_ps: int, fp32_ps: int):  # type: ignore[no-untyped-def]
+    def job(i: int, arrival: int, *parts: int):  # type: ignore[no-untyped-def]
         yield env.timeout(arrival)
-        yield units.run(exp_ps, fp32_ps)
+        yield units.run((*parts, 0, 0, 0)[:4])
         ends[i] = env.now
 
     for i, spec in enumerate(jobs):
@@ -67,3 +67,10 @@ def test_a_finish_between_picoseconds_rounds_up():
     picosecond clocks end A and B at 3, and C, which got 2/3 ps of work by then, at 4. The
     error is under 1 ps an event; it never makes a job end early."""
     assert _finish_times([(0, 1, 0), (0, 1, 0), (1, 1, 0)]) == [3, 3, 4]
+
+
+def test_the_alu_and_issue_pipes_are_shared_apart_from_the_others():
+    """Four pipes side by side: a job ends with its slowest part; jobs meet only on a pipe they share."""
+    assert _finish_times([(0, 100, 0, 250, 30)]) == [250]
+    # two jobs on the issue slots only: they share them; a third on the ALU runs beside both
+    assert _finish_times([(0, 0, 0, 0, 100), (0, 0, 0, 0, 100), (0, 0, 0, 150, 0)]) == [200, 200, 150]
