@@ -36,8 +36,9 @@ def attention_story(result: Result) -> list[str]:
     lines += ["", paragraph(
         f"{binding[0].upper()}{binding[1:]} {names.binds(binding)}: {fmt.time(bound, 4)}, and the run reaches "
         f"{bound / makespan:.0%} of that bound. The tensor cores are busy {stats['compute_utilization']:.0%} of "
-        f"the time; the softmax needs {fmt.time(stats['exponentials_bound_ns'] * 1000, 4)} on the exponential and "
-        f"FP32 units of the busiest SM, {stats['exponentials_bound_ns'] / stats['compute_bound_ns']:.0%} of its "
+        f"the time; the softmax needs {fmt.time(stats['exponentials_bound_ns'] * 1000, 4)} on the busiest vector "
+        f"pipe (exponentials, FP32, ALU or issue slots) of the busiest SM, "
+        f"{stats['exponentials_bound_ns'] / stats['compute_bound_ns']:.0%} of its "
         "tensor-core time, so it costs nothing only while it runs under another warpgroup's GEMMs.")]
     return lines
 
