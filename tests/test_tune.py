@@ -97,13 +97,13 @@ def test_invalid_candidates_are_left_out_and_counted_by_the_field_that_refuses_t
 
 @pytest.fixture(scope="module")
 def small_space():
-    """A small slice of the space (two tiles, every stage count, cluster and raster), searched by
+    """A small slice of the space (two tiles, every stage count and cluster, one raster), searched by
     tune's machinery and simulated point by point."""
     from tmasim.tuning import run as tuning
 
     base = load_scenario("gemm-h100", SMALL)
     space = spaces.design_space(base)
-    keep = [p for p in space.points if p[0] in ([128, 128, 64], [64, 128, 64]) and p[5] != "column"]
+    keep = [p for p in space.points if p[0] in ([128, 128, 64], [64, 128, 64]) and p[5] == "row"]
     return spaces.Space(space.kind, space.fields, tuple(keep)), tuning
 
 
