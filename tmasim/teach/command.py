@@ -21,6 +21,9 @@ def register(sub: Any) -> None:
                          help=SET_HELP)
     explain.add_argument("--no-what-if", dest="what_ifs", action="store_false",
                          help="skip the what-ifs (each one is another simulation)")
+    explain.add_argument("--yes", action="store_true",
+                         help="run the scenario and its what-ifs even if one is estimated to take long or much "
+                              "memory (a large one is noted before it starts)")
     explain.set_defaults(handler=_explain)
     register_learn(sub)
     register_animate(sub)
@@ -28,12 +31,14 @@ def register(sub: Any) -> None:
 
 
 def _explain(args: argparse.Namespace) -> int:
+    from tmasim import budget
     from tmasim import scenario as scenarios
     from tmasim.teach.explain import explain
 
     raw, base_dir = scenarios.read_raw(args.scenario)
     scenario = scenarios.from_dict(scenarios.apply_overrides(raw, args.overrides), base_dir)
-    text = explain(scenario, base_dir=base_dir, what_ifs=args.what_ifs, overrides=args.overrides)
+    limits = budget.command_line(args.yes, what="explain")
+    text = explain(scenario, base_dir=base_dir, what_ifs=args.what_ifs, overrides=args.overrides, limits=limits)
     print(text)
     return 3 if text.startswith("INVALID: this run cannot finish") else 0
 

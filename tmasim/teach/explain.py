@@ -8,9 +8,10 @@ INVALID on its first line, and its time is never presented as a result.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tmasim.errors import ModelError
 from tmasim.results import Result
@@ -21,6 +22,9 @@ from tmasim.teach.explain_chip import chip_story, chip_what_ifs
 from tmasim.teach.explain_tiles import tiles_story, tiles_what_ifs
 from tmasim.teach.prose import bullet, paragraph
 from tmasim.validation.trust import trust_for_row
+
+if TYPE_CHECKING:
+    from tmasim.budget import Limits
 
 
 def validity(stats: dict[str, Any]) -> tuple[bool, str | None]:
@@ -35,17 +39,23 @@ def validity(stats: dict[str, Any]) -> tuple[bool, str | None]:
 
 
 def explain(scenario: Scenario, *, base_dir: Path | None = None, what_ifs: bool = True,
-            overrides: Sequence[str] = ()) -> str:
+            overrides: Sequence[str] = (), limits: Limits | None = None) -> str:
     """The narrative for one scenario: simulate it, then explain the run (or why it cannot run).
     ``overrides`` (the --set settings) are named under the header, since the description does
-    not know them."""
+    not know them. ``limits``: the budget the run and each what-if run under (a what-if past it
+    says so in its line instead of running)."""
     from tmasim.simulation import simulate
+    from tmasim.teach.what_if import LIMITS
 
     try:
-        result = simulate(scenario)
+        result = simulate(scenario, limits=limits)
     except ModelError as err:
         return explain_failure(scenario, err)
-    text = explain_result(result, base_dir=base_dir, what_ifs=what_ifs)
+    token = LIMITS.set(dataclasses.replace(limits, what="what-if") if limits is not None else None)
+    try:
+        text = explain_result(result, base_dir=base_dir, what_ifs=what_ifs)
+    finally:
+        LIMITS.reset(token)
     if overrides and not text.startswith("INVALID"):
         header, rest = text.split("\n\n", 1)
         text = f"{header}\n{paragraph('with --set ' + ', --set '.join(overrides))}\n\n{rest}"

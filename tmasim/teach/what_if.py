@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import copy
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tmasim import format as fmt
 from tmasim import scenario as scenarios
-from tmasim.errors import ModelError, ScenarioError
+from tmasim.errors import ModelError, ResourceError, ScenarioError
 from tmasim.scenario import Scenario
+
+if TYPE_CHECKING:
+    from tmasim.budget import Limits
+
+# The limits every what-if runs under (``tmasim explain --yes`` lifts them; a large one is noted
+# before it starts): set by the caller around the what-ifs, the package's defaults otherwise.
+LIMITS: ContextVar[Limits | None] = ContextVar("what_if_limits", default=None)
 
 
 @dataclass(frozen=True)
@@ -37,8 +45,8 @@ def run_what_if(scenario: Scenario, label: str, changes: dict[str, Any],
 
     try:
         changed = variant(scenario, {**changes, "run.records": False}, base_dir)
-        result = simulate(changed)
-    except (ScenarioError, ModelError) as err:
+        result = simulate(changed, limits=LIMITS.get())
+    except (ScenarioError, ModelError, ResourceError) as err:
         return WhatIf(label, changes, None, str(err))
     return WhatIf(label, changes, result.makespan_ps)
 
