@@ -160,7 +160,7 @@ def test_summary_and_explain_say_what_the_split_cost(capsys):  # type: ignore[no
     assert "stream-K: the 256 k-tiles of 112 tile(s) spread over 444 CTAs (1 group), 0 data-parallel" in row
     assert "workspace 1.751 MiB (fp32 partials of 112 tile(s) and their flags)" in row and "consumers waited" in row
     assert "of split tiles' partials" in out
-    assert main(["explain", DECODE, "--set", "workload.split_k=2"]) == 0
+    assert main(["explain", DECODE, "--set", "workload.split_k=2", "--no-what-if"]) == 0
     out = capsys.readouterr().out
     assert "Split-K: 224 work units share the k-loops of 112 output tiles, so 148 SMs get work" in out
 

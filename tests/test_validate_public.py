@@ -2,8 +2,6 @@
 on them may improve (and the new baseline be committed), never silently worsen."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -94,10 +92,18 @@ def test_bf16_and_fp8_tiles_of_the_same_rows_plateau_alike_where_the_table_does(
     assert pairs >= 6
 
 
-def test_cli_prints_each_table_and_json():
-    out = subprocess.run([sys.executable, "-m", "tmasim", "validate", "public", "--json", "--ci-subset", "--jobs", "2"],
-                         capture_output=True, text=True, check=True).stdout
-    data = json.loads(out)
+def test_cli_prints_each_table_and_json(results, monkeypatch, capsys):
+    """The command end to end, its tables' figures taken from the module's run of them (the same
+    calls the command makes: computing them twice would double the file's time)."""
+    from tmasim.cli import main
+
+    monkeypatch.setattr(pipelines, "validate", lambda table, jobs=1: results[table.name])
+    monkeypatch.setattr(wholechip, "validate", lambda jobs=1, ci_only=False: {
+        name: result for name, result in results.items() if name == ("b200-wholechip-ci" if ci_only else "")})
+    monkeypatch.setattr(pipelines, "shape_checks", lambda: {
+        name: result for name, result in results.items() if name.startswith("fa")})
+    assert main(["validate", "public", "--json", "--ci-subset", "--jobs", "2"]) == 0
+    data = json.loads(capsys.readouterr().out)
     assert data["b200-mainloop"]["all"]["sweeps"] == 46
     assert data["b200-wholechip-ci"]["all"]["points"] == 288 and "b200-wholechip" not in data
     text = wholechip.text(data["b200-wholechip-ci"])
