@@ -9,7 +9,7 @@ import hashlib
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -212,18 +212,33 @@ def temporary_name(name: str, pid: int) -> str:
 def remove_stale_temporaries(path: Path) -> None:
     """A save killed before its rename leaves ``.tmp-PID-NAME`` beside ``path``: removed here when
     process PID no longer runs (a live one may still be writing it)."""
+    for entry in _dead_leftovers(path, _temporary_pid):
+        if entry.is_file(follow_symlinks=False):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+
+
+def _temporary_pid(entry: str, name: str) -> int | None:
+    match = _TEMPORARY.match(entry)
+    if match is None or entry != temporary_name(name, int(match.group(1))):
+        return None
+    return int(match.group(1))
+
+
+def _dead_leftovers(path: Path, pid_of: Callable[[str, str], int | None]) -> list[os.DirEntry[str]]:
+    """The entries beside ``path`` that ``pid_of`` reads as left by a process that no longer runs."""
+    path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     try:
         entries = list(os.scandir(folder))
     except OSError:
-        return
+        return []
+    found = []
     for entry in entries:
-        match = _TEMPORARY.match(entry.name)
-        if match is None or entry.name != temporary_name(path.name, int(match.group(1))):
-            continue
-        if not _running(int(match.group(1))) and entry.is_file(follow_symlinks=False):
-            with contextlib.suppress(OSError):
-                os.unlink(entry.path)
+        pid = pid_of(entry.name, path.name)
+        if pid is not None and not _running(pid):
+            found.append(entry)
+    return found
 
 
 def _running(pid: int) -> bool:
@@ -288,15 +303,8 @@ def remove_stale_stages(out: Path) -> None:
     removed here when process PID no longer runs."""
     import shutil
 
-    out = Path(out)
-    folder = out.parent if str(out.parent) else Path(".")
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return
-    for entry in entries:
-        pid = _stage_pid(entry.name, out.name)
-        if pid is not None and not _running(pid) and entry.is_dir(follow_symlinks=False):
+    for entry in _dead_leftovers(out, _stage_pid):
+        if entry.is_dir(follow_symlinks=False):
             shutil.rmtree(entry.path, ignore_errors=True)
 
 

@@ -4,6 +4,7 @@ the review side (summary, reports) can quote it without reaching the engine."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,8 +23,19 @@ def figure(figures: Mapping[str, Any], key: str) -> Any:
 
 
 def baseline() -> dict[str, Any]:
-    """The committed figures (``validation/public/results/pipelines.json``), or {} before any."""
-    return json.loads(BASELINE.read_text()) if BASELINE.exists() else {}
+    """The committed figures (``validation/public/results/pipelines.json``), or {} before any.
+    Read once per version of the file (every summary and every sweep row asks for it); every
+    caller only reads it, and must not change it (the next caller gets the same object)."""
+    try:
+        stamp = BASELINE.stat().st_mtime_ns
+    except OSError:
+        return {}
+    return _read_baseline(stamp)
+
+
+@functools.lru_cache(maxsize=2)
+def _read_baseline(stamp: int) -> dict[str, Any]:
+    return json.loads(BASELINE.read_text())
 
 
 def trust_for(scenario: Any) -> str:
