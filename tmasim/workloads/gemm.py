@@ -377,8 +377,26 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, r
     if first + steps < config.k_steps:  # a split tile's share before its last: its partial goes to the workspace
         return Unit(-1, tuple(segments), Epilogue(_epilogue_time(config, gpu, setup.pair, 0,
                                                                  steps * (step.occupancy + hold), last), None))
+    parts, interval = _store_parts(config, gpu, setup.pair, store)
     return Unit(-1, tuple(segments), Epilogue(_epilogue_time(config, gpu, setup.pair, staging,
-                                                             steps * (step.occupancy + hold), last), store))
+                                                             steps * (step.occupancy + hold), last), store,
+                                              store_parts=parts, store_interval=interval))
+
+
+def _store_parts(config: GemmConfig, gpu: GpuSpec, pair: bool, store: Copy) -> tuple[tuple[Copy, ...], int]:
+    """A Tensor Memory accumulator's store, one TMA store per C sub-tile as the epilogue warps
+    drain it (CuTeDSL ``dense_gemm_persistent``: each sub-tile goes TMEM -> registers -> a C
+    buffer in shared memory -> ``cp.async.bulk.tensor`` store, the next sub-tile's drain beside it),
+    ``gpu.epilogue_subtile_time`` apart; () where the tile is stored in one piece."""
+    if not _drains_tmem(gpu):
+        return (), 0
+    tile_m, tile_n = blackwell_epilogue_tile(config, pair)
+    count = -(-config.tile[0] // tile_m) * -(-config.tile[1] // tile_n)
+    if count <= 1:
+        return (), 0
+    parts = tuple(store._replace(smem_bytes=_part(store.smem_bytes, n, count),
+                                 memory_bytes=_part(store.memory_bytes, n, count)) for n in range(count))
+    return parts, gpu.epilogue_subtile_time
 
 
 def _drains_tmem(gpu: GpuSpec) -> bool:

@@ -34,7 +34,7 @@ from tmasim.engine.pipeline.cluster import (
 )
 from tmasim.engine.pipeline.stages import StageRing
 from tmasim.engine.pipeline.workspace import Workspace
-from tmasim.engine.program import Copy, Fixup, Program
+from tmasim.engine.program import Copy, Epilogue, Fixup, Program
 from tmasim.engine.recorder import EPILOGUE, FLIP_EMPTY, WAIT_EMPTY, WAIT_FULL, Recorder
 from tmasim.engine.sm.barrier import Mbarrier
 from tmasim.engine.sm.copy_engine import WORKSPACE_READ, WORKSPACE_WRITE, CopyEngine, Multicast
@@ -205,7 +205,7 @@ class Cta:
             i = prog.last_step(unit)
             epilogue = prog.epilogue(i)
             assert epilogue is not None
-            yield from self._epilogue(warpgroup, i, epilogue.duration, epilogue.store)
+            yield from self._epilogue(warpgroup, i, epilogue)
         self._consumers_left -= 1
         self._maybe_finish()
 
@@ -362,7 +362,7 @@ class Cta:
             if last:
                 self._pass_turn()
             if epilogue is not None:
-                yield from self._epilogue(warpgroup, i, epilogue.duration, epilogue.store, epilogue.fixup)
+                yield from self._epilogue(warpgroup, i, epilogue)
             if last and prog.unit_of(i) + self.sync.consumers <= prog.unit_of(prog.steps - 1):
                 yield from self._await_turn(prog.unit_of(i) + self.sync.consumers)
         self._consumers_left -= 1
@@ -407,20 +407,31 @@ class Cta:
         length is fixed at the start; ``live_steps`` reads it anew, at a cost per step)."""
         return live_steps(self.program) if self.steps_may_drop else range(self.program.steps)
 
-    def _epilogue(self, warpgroup: int, step: int, duration: int,
-                  store: Copy | None, fixup: Fixup | None = None) -> Generator[simpy.Event, object, None]:
+    def _epilogue(self, warpgroup: int, step: int, epilogue: Epilogue) -> Generator[simpy.Event, object, None]:
         """Write the tile out: a split tile's fix-up, consumer time, then (by one warpgroup) a
-        TMA store of the tile."""
-        if fixup is not None:
-            yield from self._fixup(warpgroup, step, fixup)
-        start = self.env.now
+        TMA store of the tile, or of each C sub-tile as it is drained (``Epilogue.store_parts``)."""
+        if epilogue.fixup is not None:
+            yield from self._fixup(warpgroup, step, epilogue.fixup)
+        start, duration, store = self.env.now, epilogue.duration, epilogue.store
+        unit = self.program.unit_of(step)
+        stores = store is not None and (warpgroup == 0 or self.sync.mode == PINGPONG)
+        if stores and epilogue.store_parts:  # each sub-tile goes out as it is drained, from now on
+            self._stores_left += len(epilogue.store_parts)
+            for n, part in enumerate(epilogue.store_parts):
+                self.env.timeout((n + 1) * epilogue.store_interval).callbacks.append(self._store_later(part, unit))
         if duration:
             yield self.env.timeout(duration)
         if self.recorder is not None:
-            self.recorder.spanned(EPILOGUE, start, self.env.now, self.sm, self.index, self.program.unit_of(step), -1)
-        if store is not None and (warpgroup == 0 or self.sync.mode == PINGPONG):
+            self.recorder.spanned(EPILOGUE, start, self.env.now, self.sm, self.index, unit, -1)
+        if stores and not epilogue.store_parts:
+            assert store is not None
             self._stores_left += 1
-            self.copy_engine.store(store, self._store_done, self.index, self.program.unit_of(step))
+            self.copy_engine.store(store, self._store_done, self.index, unit)
+
+    def _store_later(self, copy: Copy, tile: int) -> Callable[[simpy.Event], None]:
+        """A callback that issues one C sub-tile's store (its free variables are the ones the
+        fast-forward's state describes: engine/fast_forward/state.py)."""
+        return lambda _: self.copy_engine.store(copy, self._store_done, self.index, tile)
 
     def _fixup(self, warpgroup: int, step: int, fixup: Fixup) -> Generator[simpy.Event, object, None]:
         """A split tile's reduction, for this warpgroup's share of the accumulator (CUTLASS's

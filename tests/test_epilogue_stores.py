@@ -1,0 +1,48 @@
+"""A Tensor Memory accumulator's epilogue stores C one sub-tile at a time, as the epilogue warps
+drain it (CuTeDSL dense_gemm_persistent), not as one copy that holds the TMA unit."""
+
+from __future__ import annotations
+
+from tmasim import scenario as scenarios
+from tmasim.simulation import simulate
+from tmasim.workloads.gemm import plan
+from tmasim.workloads.gemm_stages import blackwell_epilogue_tile
+
+SETS = ["workload.m=512", "workload.n=512", "workload.k=512", "workload.dtype=fp16", "workload.out_dtype=fp16",
+        "workload.tile=[128,256,64]", "pipeline.mma_cta_group=2", "pipeline.cluster=[2,1]", "pipeline.consumers=1",
+        "pipeline.stages=auto"]
+
+
+def test_a_tile_is_stored_in_its_sub_tiles_with_every_byte_once():
+    scenario = scenarios.load("gemm-b200", SETS)
+    config = scenario.workload
+    built, _ = plan(config, scenario)
+    epilogue = built.programs[0].units[0].epilogue
+    tile_m, tile_n = blackwell_epilogue_tile(config, True)
+    assert (tile_m, tile_n) == (128, 32)  # 128 x 256 fp16 C: eight 128 x 32 sub-tiles
+    assert len(epilogue.store_parts) == 8
+    assert sum(p.smem_bytes for p in epilogue.store_parts) == epilogue.store.smem_bytes == 128 * 256 * 2
+    assert sum(p.memory_bytes for p in epilogue.store_parts) == epilogue.store.memory_bytes
+    assert epilogue.store_interval == scenario.gpu.epilogue_subtile_time > 0
+
+
+def test_the_sub_tiles_go_out_one_drain_apart():
+    scenario = scenarios.load("gemm-b200", [*SETS, "run.records=true"])
+    result = simulate(scenario)
+    events = result.events
+    first = events[(events["kind"] == "store") & (events["sm"] == 0)]
+    first = first[first["cta"] == first["cta"].min()]
+    first = first[first["tile"] == first["tile"].min()]
+    times = sorted(int(t) for t in first["time_ps"])
+    assert len(times) == 8
+    gaps = {b - a for a, b in zip(times, times[1:], strict=False)}
+    # each store is issued when its sub-tile is drained: one sub-tile's time apart, unless the TMA
+    # unit was still taking an earlier request (then later, never sooner)
+    assert min(gaps) >= scenario.gpu.epilogue_subtile_time
+
+
+def test_without_a_drain_time_the_tile_goes_out_in_one_store():
+    scenario = scenarios.load("gemm-b200", [*SETS, "gpu.epilogue_subtile_time=0 ns"])
+    built, _ = plan(scenario.workload, scenario)
+    epilogue = built.programs[0].units[0].epilogue
+    assert epilogue.store_parts == () and epilogue.store is not None
