@@ -98,14 +98,16 @@ def slot_round_trip(gpu: GpuSpec, seg: Segment) -> float:
     bytes in flight) and transfer at
     the SM port's rate or the TMA unit's request rate, whichever is slower (one after another),
     the full barrier's wake-up, the compute, and the
-    empty barrier's wake-up before the producer may refill the slot."""
+    empty barrier's wake-up before the producer may refill the slot; with multicast, at least
+    the shared slices' landing, a peer's use and its remote arrival before that wake-up."""
     # A copy's latency grows with the bytes its SM has in flight, at least its own.
-    timed = [(c.latency + gpu.in_flight_latency(c.smem_bytes), transfer_ps(gpu, c), c.multicast) for c in seg.copies]
+    timed = [(float(c.latency + gpu.in_flight_latency(c.smem_bytes)), transfer_ps(gpu, c), c.multicast)
+             for c in seg.copies]
     use = gpu.barrier_wake + seg.compute + seg.tail
     # A multicast slot is refilled once the peers it feeds released it too, each a remote arrival
     # after its own use, which starts once this CTA's slices landed there (a peer's other copies
     # may land sooner than this CTA's: an edge tile's smaller box).
-    shared = [(t, x) for t, x, mask in timed if mask]
+    shared: list[tuple[float, float]] = [(t, x) for t, x, mask in timed if mask]
     remote = _landing(shared) + use + gpu.cluster_arrive_latency if shared else 0.0
     return gpu.tma_issue + max(_landing([(t, x) for t, x, _ in timed]) + use, remote) + gpu.barrier_wake
 
