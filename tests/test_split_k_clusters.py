@@ -184,3 +184,18 @@ def test_the_quick_bound_of_a_split_run_is_below_its_bound():
                                                                                "pipeline.cluster=[1, 2]"]):
         scenario = load("gemm-b200-decode", ["workload.n=2048", *extra])
         assert quick_lower_bound_ns(scenario) <= lower_bound_ns(scenario) * (1 + 1e-12)
+
+
+def test_summary_and_explain_count_the_clusters(capsys):  # type: ignore[no-untyped-def]
+    from tmasim.cli import main
+
+    args = ["gemm-h100", "--set", "workload.m=256", "--set", "workload.n=4096", "--set", "workload.k=8192",
+            "--set", "workload.scheduler=stream-k", "--set", "pipeline.cluster=[2, 1]"]
+    assert main(["run", *args]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.strip().startswith("split tiles"))
+    assert "spread over 132 CTAs (in 66 clusters of 2x1, one k-range per cluster; 1 group)" in row
+    assert "148 work units, 132 CTAs on 132 SMs, persistent, up to 2 units per CTA" in out
+    assert main(["explain", *args, "--no-what-if"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "(the CTAs of each 2x1 cluster take the same k-range of their own tiles)" in out
