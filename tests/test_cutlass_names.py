@@ -119,6 +119,17 @@ def test_a_stream_k_name_runs_the_stream_k_scheduler():
 
     stats = simulate(scenario).stats
     assert stats["decomposition"] == "stream-K" and stats["sms_used"] == 132
-    with pytest.raises(ScenarioError, match="pipeline.cluster: \\[2, 1\\] must be \\[1, 1\\]"):  # not modelled
-        from tmasim.simulation import simulate as run
-        run(load(f"cutlass:{SM90.replace('align8_', 'align8_stream_k_')}"))
+
+
+def test_a_stream_k_name_with_a_2x1_cluster_runs_stream_k_per_cluster():
+    """The cluster in the name stays: each cluster's CTAs share one k-range (tmasim.workloads.gemm_split)."""
+    from tmasim.simulation import simulate
+
+    name = SM90.replace("align8_", "align8_stream_k_")
+    scenario = load(f"cutlass:{name}", ["workload.m=256", "workload.n=4096", "workload.k=8192"])
+    assert scenario.pipeline.cluster == (2, 1) and scenario.workload.scheduler == "stream-k"
+    stats = simulate(scenario).stats
+    assert stats["decomposition"] == "stream-K" and stats["cluster"] == "2x1" and stats["sms_used"] == 132
+    assert stats["stream_k_units"] == 132 and stats["stream_k_tiles"] == 2 * 16
+    plain = simulate(load(f"cutlass:{SM90}", ["workload.m=256", "workload.n=4096", "workload.k=8192"])).stats
+    assert stats["makespan_ps"] < plain["makespan_ps"] and plain["sms_used"] == 32

@@ -471,3 +471,16 @@ def test_plot_without_kind_lists_the_kinds_where_none_is_natural(files, tmp_path
     code, text = plot_command(str(tmp_path / "three.csv"))
     assert code == 2 and "\n" not in text
     assert "varies 3 fields" in text and "give --kind stage-sweep or stalls or heatmap" in text
+
+
+def test_gantt_draws_a_split_tiles_reduction():
+    """Split-K: the partials' workspace reads and writes with the copies, a peer's wait for the
+    partials before it with the consumer's waits, both in the legend, in either layout."""
+    split = simulate(load("gemm-h100", ["workload.m=256", "workload.n=512", "workload.k=1024", "workload.split_k=3",
+                                        "run.records=true"]))
+    wanted = {"split tile's partial: workspace read / write", "wait: peers' partials (split tile)"}
+    assert {"workspace_read", "workspace_write", "wait_fixup"} <= set(split.spans["kind"])
+    for layout in ("chip", "cta"):
+        one = split.spans if layout == "chip" else split.spans[split.spans["cta"] == 8]  # a final peer: it waits
+        ax = plots.gantt(one, split.events, layout=layout).axes[0]
+        assert wanted <= {t.get_text() for t in ax.get_legend().get_texts()}, layout

@@ -172,7 +172,6 @@ def test_summary_and_explain_say_what_the_split_cost(capsys):  # type: ignore[no
     (["workload.split_k=2", "workload.scheduler=stream-k"], "workload.split_k", "must be 1 with"),
     (["workload.scheduler=stream-k", "workload.launch=grid"], "workload.scheduler", "persistent"),
     (["workload.scheduler=streamK"], "workload.scheduler", "must be one of"),
-    (["workload.split_k=2", "pipeline.cluster=[2, 1]"], "pipeline.cluster", "one CTA per cluster"),
     (["workload.split_k=2", "pipeline.consumer_mode=pingpong"], "pipeline.consumer_mode", "ping-pong"),
 ])
 def test_bad_split_settings_are_one_line_errors(overrides, field, rule, capsys):  # type: ignore[no-untyped-def]
@@ -183,12 +182,3 @@ def test_bad_split_settings_are_one_line_errors(overrides, field, rule, capsys):
     assert main(args) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and field in lines[0]
-
-
-def test_a_two_sm_pair_is_refused():
-    with pytest.raises(ScenarioError, match="pipeline.cluster"):  # a pair needs a 2x1 cluster: named first
-        simulate(load("gemm-b200-2sm", ["workload.m=256", "workload.n=512", "workload.k=1024",
-                                        "workload.split_k=2", "run.records=false"]))
-    config = load(DECODE, ["workload.split_k=2"]).workload
-    with pytest.raises(ScenarioError, match="pipeline.mma_cta_group: 2 must be 1"):
-        gemm_split.check(config, (1, 1), 2, 2, "cooperative")  # type: ignore[arg-type]

@@ -20,19 +20,30 @@ def gemms(draw):  # type: ignore[no-untyped-def]
                          f"workload.launch={draw(LAUNCH)}", f"pipeline.stages={draw(st.integers(1, 4))}"]
 
 
+# the multicasts each cluster shape allows (tmasim.cluster.check_multicast)
+MULTICASTS = {"[1, 1]": ["none"], "[2, 1]": ["none", "b"], "[1, 2]": ["none", "a"],
+              "[2, 2]": ["none", "a", "b", "both"]}
+
+
 @st.composite
 def split_gemms(draw):  # type: ignore[no-untyped-def]
-    """Split-K (either launch) and stream-K (persistent), on the H100 and the B200, small enough
-    that stream-K finds a partial wave and split tiles wait on each other."""
+    """Split-K (either launch) and stream-K (persistent), on the H100 and the B200, with clusters
+    and their multicasts, and with the B200's 2-SM pairs; small enough that stream-K finds a
+    partial wave and split tiles wait on each other."""
     dims = [draw(st.integers(1, 6)) * 64 + draw(st.sampled_from([0, 8, 40])) for _ in range(2)]
     k = draw(st.integers(1, 40)) * 64 + draw(st.sampled_from([0, 8]))
     split = draw(st.sampled_from(["workload.scheduler=stream-k", "split_k"]))
     if split == "split_k":
         split = f"workload.split_k={draw(st.integers(2, min(6, -(-k // 64))))}" if k > 64 else "workload.split_k=1"
     launch = "persistent" if "stream-k" in split else draw(LAUNCH)
-    return draw(st.sampled_from(["gemm-h100", "gemm-b200"])), [
-        f"workload.m={dims[0]}", f"workload.n={dims[1]}", f"workload.k={k}", split, f"workload.launch={launch}",
-        f"pipeline.stages={draw(st.integers(1, 4))}"]
+    name = draw(st.sampled_from(["gemm-h100", "gemm-b200", "gemm-b200-2sm"]))
+    if name == "gemm-b200-2sm":  # pairs along M: the multicast the shape allows by default
+        shape = [f"pipeline.cluster={draw(st.sampled_from(['[2, 1]', '[4, 1]', '[2, 2]']))}"]
+    else:
+        cluster = draw(st.sampled_from(sorted(MULTICASTS)))
+        shape = [f"pipeline.cluster={cluster}", f"workload.multicast={draw(st.sampled_from(MULTICASTS[cluster]))}"]
+    return name, [f"workload.m={dims[0]}", f"workload.n={dims[1]}", f"workload.k={k}", split,
+                  f"workload.launch={launch}", f"pipeline.stages={draw(st.integers(1, 4))}", *shape]
 
 
 @st.composite
@@ -133,3 +144,13 @@ def test_no_split_run_beats_its_own_lower_bound(case):  # type: ignore[no-untype
     stats = simulate(load(name, [*overrides, "run.records=false"])).stats
     assert stats["bound_ns"] * 1000 <= stats["makespan_ps"] + 1, (overrides, stats["binding"], stats["bound_ns"])
     assert stats["achieved_flops_per_s"] <= stats["bound_flops_per_s"] * (1 + 1e-6)
+
+
+def test_a_multicast_slot_round_trip_counts_the_remote_release_only_after_the_shared_slices():
+    """An edge tile's CTA lands its smaller B box sooner, so its release reaches the peer that
+    multicast A to it while that peer still waits for its own B: the remote arrival is on the
+    peer's path only after the shared slices landed, not after every copy of the peer's."""
+    stats = simulate(load("gemm-h100", ["workload.m=64", "workload.n=384", "workload.k=384", "pipeline.stages=1",
+                                        "pipeline.cluster=[1, 2]", "workload.multicast=a", "run.records=false"])).stats
+    assert stats["binding"] == "round trip"
+    assert stats["bound_ns"] * 1000 <= stats["makespan_ps"] < 1.1 * stats["bound_ns"] * 1000

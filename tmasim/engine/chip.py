@@ -186,10 +186,7 @@ class Chip:
         else:
             width = slots
             classes = [[q] for q in range(slots)]
-            self.aggregation_note = ("off: several CTAs per SM share SMs across clusters" if not (exclusive or blocks)
-                                     else "off: the grid's clusters differ before its last wave" if not exact
-                                     else "off: SM drift (drifting SMs are not identical)" if self.drift.on
-                                     else "off (run.aggregate = false)")
+            self.aggregation_note = _aggregation_off(plan, exclusive or bool(blocks), exact, self.drift.on)
         # each class's representative: its first block's slots, in launch order
         chosen = sorted((q, len(members)) for members in classes for q in range(members[0], slots, width))
         self.cluster_classes = len(classes)
@@ -256,6 +253,15 @@ def static_sms(plan: Plan) -> list[int] | None:
         return [g % plan.sms for g in range(len(plan.programs))]
     size, slots = plan.cluster, plan.cluster_slots
     return [(((g // size) % slots) * size + g % size) % plan.sms for g in range(len(plan.programs))]
+
+
+def _aggregation_off(plan: Plan, placeable: bool, exact: bool, drift: bool) -> str:
+    """Why a clustered run simulates every cluster slot."""
+    return ("off: split tiles' peers wait on each other's partials" if plan.fixups
+            else "off: several CTAs per SM share SMs across clusters" if not placeable
+            else "off: the grid's clusters differ before its last wave" if not exact
+            else "off: SM drift (drifting SMs are not identical)" if drift
+            else "off (run.aggregate = false)")
 
 
 def _round_robin(plan: Plan) -> list[list[tuple[int, CtaProgram]]]:

@@ -155,6 +155,7 @@ def _cta_gantt(spans: pd.DataFrame, events: pd.DataFrame, title: str,
         _bars(ax, one[(lane == "tma") & (kind == "transfer")], 0, 0.76, COLORS["transfer"], scale, labels=label,
               dense=dense)
         _bars(ax, one[kind == "store"], 0, 0.76, COLORS["store"], scale, hatch="..", dense=dense)
+        _bars(ax, one[kind.isin(WORKSPACE)], 0, 0.76, COLORS["workspace"], scale, hatch="//", dense=dense)
         for k, s in enumerate(stages, start=1):
             slot = one[(lane == "slot") & (one["stage"] == s)]
             _bars(ax, slot[slot["kind"] == "use"], k, 0.76, COLORS["use"], scale, labels=label, dense=dense)
@@ -165,6 +166,7 @@ def _cta_gantt(spans: pd.DataFrame, events: pd.DataFrame, title: str,
         _bars(ax, one[kind == "compute"], base, 0.76, COLORS["compute"], scale, labels=label, dense=dense)
         _bars(ax, one[kind == "epilogue"], base, 0.76, COLORS["epilogue"], scale, dense=dense)
         _bars(ax, one[kind == "wait_full"], base + 1, 0.76, COLORS["wait_full"], scale, dense=dense)
+        _bars(ax, one[kind == "wait_fixup"], base + 1, 0.76, COLORS["wait_fixup"], scale, dense=dense)
         _bars(ax, one[kind == "wait_empty"], base + 2, 0.76, COLORS["wait_empty"], scale, dense=dense)
         marks = _mark_events(ax, events, stages, scale)
         marks += _mark_stuck(ax, one, events, stages, scale)
@@ -180,7 +182,7 @@ def _cta_gantt(spans: pd.DataFrame, events: pd.DataFrame, title: str,
             ({"transfer"}, "transfer", "copy transfer"), ({"fill"}, "fill", "copy in flight (slot filling)"),
             ({"use", "compute"}, "use", "compute (slot in use)"), ({"wait_full"}, "wait_full", "wait: full barrier"),
             ({"wait_empty"}, "wait_empty", "wait: empty barrier"),
-            ({"epilogue", "store"}, "epilogue", "epilogue / TMA store")) if drawn & kinds]
+            ({"epilogue", "store"}, "epilogue", "epilogue / TMA store"), *_SPLIT_LEGEND) if drawn & kinds]
         legend += marks
         ax.legend(handles=legend, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / len(rows)),
                   ncols=min(len(legend), 4), fontsize=9.5, frameon=False)
@@ -258,6 +260,12 @@ def _mark_stuck(ax: Axes, one: pd.DataFrame, events: pd.DataFrame, stages: Seque
                              label="slot computed, never released (empty barrier never flipped)"))
     return handles
 
+
+# A split tile's reduction (split-K, stream-K; tmasim.workloads.gemm_split): its partial's moves,
+# drawn with the copies, and a peer's wait for the partials before it, with the consumer's waits.
+WORKSPACE = ("workspace_read", "workspace_write")
+_SPLIT_LEGEND = (({"workspace_read", "workspace_write"}, "workspace", "split tile's partial: workspace read / write"),
+                 ({"wait_fixup"}, "wait_fixup", "wait: peers' partials (split tile)"))
 
 # Bands of one CTA row in the chip layout: (offset from the row centre, height).
 _BANDS = {"copies": (-0.28, 0.2), "compute": (-0.06, 0.2), "wait_full": (0.13, 0.13), "wait_empty": (0.29, 0.13)}
@@ -340,6 +348,8 @@ def _cta_row(ax: Axes, part: pd.DataFrame, row: int, scale: float) -> None:
     kind = part["kind"]
     for kinds, band, color, hatch in ((("transfer",), "copies", COLORS["transfer"], None),
                                       (("store",), "copies", COLORS["store"], ".."),
+                                      (WORKSPACE, "copies", COLORS["workspace"], "//"),
+                                      (("wait_fixup",), "wait_full", COLORS["wait_fixup"], None),
                                       (("compute",), "compute", COLORS["compute"], None),
                                       (("epilogue",), "compute", COLORS["epilogue"], None),
                                       (("wait_full",), "wait_full", COLORS["wait_full"], None),
@@ -389,6 +399,7 @@ def _chip_legend(spans: pd.DataFrame, events: pd.DataFrame) -> list[Any]:
         if kind in drawn]
     if drawn & {"epilogue", "store"}:
         handles.append(Patch(color=COLORS["epilogue"], label="epilogue / TMA store"))
+    handles += [Patch(color=COLORS[color], label=text) for kinds, color, text in _SPLIT_LEGEND if drawn & kinds]
     kinds = set(events["kind"]) if not events.empty else set()
     if "flip_full" in kinds:
         handles.append(Line2D([], [], marker="v", linestyle="none", color=COLORS["flip"], label="full barrier flips"))

@@ -25,6 +25,8 @@ COLORS = {
     "race": "#C44E52",
     "capacity": "#555555",
     "remote": "#937860",
+    "workspace": "#CCB974",  # a split tile's partial read from or written to its workspace
+    "wait_fixup": "#DA8BC3",  # a split tile's peer waiting for the partials before it in K
 }
 # Colour-blind-safe series colours (seaborn "deep"), in the order lines are drawn.
 SERIES = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974",

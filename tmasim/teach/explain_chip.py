@@ -133,6 +133,8 @@ def _split_story(stats: dict[str, Any]) -> str:
         how = (f"Stream-K: the k-iterations of {stats['stream_k_tiles']} output tile(s) are spread evenly over "
                f"{stats['stream_k_units']} CTAs and {stats['data_parallel_tiles']} tile(s) run whole, so "
                f"{stats['sms_used']} SMs get work")
+    if "cluster" in stats:  # CUTLASS decides each unit's k-range per cluster
+        how += f" (the CTAs of each {stats['cluster']} cluster take the same k-range of their own tiles)"
     return (f"{how}. The price is the fix-up: each split tile's partial sums (fp32) go to a "
             f"{fmt.size(stats['workspace_bytes'])} workspace and back, {fmt.amount(stats['workspace_traffic_bytes'])} "
             f"through L2, and a CTA that adds to a tile waits for the peers before it in K: consumers waited "

@@ -95,7 +95,7 @@ def _place(config: GemmConfig, scenario: ScenarioParts) -> _Placed:
         raise ScenarioError("workload.dtype", config.dtype, f"has no tensor-core rate on {gpu.name} "
                             f"(gpu.tensor_flops gives {', '.join(gpu.tensor_flops) or 'none'})")
     cluster, mma_cta_group = p.cluster, p.mma_cta_group
-    gemm_split.check(config, cluster, mma_cta_group, consumers, mode)
+    gemm_split.check(config, consumers, mode)
     setup = ClusterSetup.of(config, cluster, mma_cta_group)
     layout = GemmLayout.of(config)
     step = mma_step(config, gpu, consumers, mode, setup.pair)
@@ -120,7 +120,7 @@ def _place(config: GemmConfig, scenario: ScenarioParts) -> _Placed:
 
 
 def plan(config: GemmConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
-    gpu, stages, cluster = scenario.gpu, scenario.pipeline.stages, scenario.pipeline.cluster
+    gpu, stages = scenario.gpu, scenario.pipeline.stages
     placed = _place(config, scenario)
     setup, layout, step, res, placement = placed.setup, placed.layout, placed.step, placed.res, placed.placement
     size, coords, slots, concurrent, b_stage = (placement.size, placed.coords, placed.slots, placed.concurrent,
@@ -132,8 +132,7 @@ def plan(config: GemmConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
     merged = merge_factors(gpu, setup, placement, coords, concurrent, stages * (layout.a.stage_bytes + b_stage),
                            (config.tiles_m, config.tiles_n))
     if gemm_split.is_split(config):
-        split = _split_plan(config, scenario, layout, step, coords, (fractions, merged), far, res,
-                            (placement.clusters, gpu.sms - placement.idle_sms))
+        split = _split_plan(config, scenario, placed, (fractions, merged), far)
         if split is not None:
             return split, res
     cache: dict[tuple[object, ...], Unit] = {}
@@ -152,47 +151,43 @@ def plan(config: GemmConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
     else:
         programs = [UnitProgram([unit]) for unit in units]
     sms = min(gpu.sms - placement.idle_sms, len(programs))
-    info = _cluster_info(setup, placement, slots, gpu) if size > 1 else {}
-    if setup.pair:
-        info["mma_cta_group"] = 2
-    if len(units) > config.units:  # the cluster grid rounded up (tmasim.workloads.gemm_layout.cluster_grid)
-        info.update(tiles_past_edge=len(units) - config.units,
-                    tile_grid=f"{config.tiles_m}x{config.tiles_n}", launched_tile_grid="x".join(
-                        str(g * c) for g, c in zip(cluster_grid(config, cluster), cluster, strict=True)))
+    info = _placement_info(config, placed, slots, gpu)
     return Plan(programs, config.launch == "persistent", res.ctas_per_sm, sms, flow=True, units=len(units),
                 cluster=size, cluster_slots=slots, info=info), res
 
 
-def _split_plan(config: GemmConfig, scenario: ScenarioParts, layout: GemmLayout, step: MmaStep,
-                coords: list[tuple[int, int]], shares: tuple[list[tuple[float, float]], list[tuple[float, float]]],
-                far: int, res: Residency, room: tuple[int, int]) -> Plan | None:
+def _split_plan(config: GemmConfig, scenario: ScenarioParts, placed: _Placed,
+                shares: tuple[list[tuple[float, float]], list[tuple[float, float]]], far: int) -> Plan | None:
     """Split-K or stream-K (tmasim.workloads.gemm_split): each CTA's share of its tiles' k-loops,
-    the split tiles' fix-ups after them. ``room``: CTAs resident at once, SMs that may run them.
-    None where stream-K leaves every tile data-parallel (the plain plan is then the same)."""
+    the split tiles' fix-ups after them. The units and k-ranges are decided per cluster (its
+    block of tiles, its resident slots) and each CTA of a cluster takes its own tile of the
+    block, as CUTLASS's stream-K scheduler does. None where stream-K leaves every tile
+    data-parallel (the plain plan is then the same)."""
     gpu, consumers, persistent = scenario.gpu, scenario.pipeline.consumers, config.launch == "persistent"
-    resident, usable = room
+    setup, placement, coords, step, res = placed.setup, placed.placement, placed.coords, placed.step, placed.res
+    size, clusters = placement.size, len(placed.coords) // placement.size
+    found: gemm_split.Decomposition | None
     if config.split_k > 1:
-        split = gemm_split.split_k(len(coords), config.k_steps, config.split_k, resident if persistent else None)
+        found = gemm_split.split_k(clusters, config.k_steps, config.split_k, placement.clusters if persistent else None)
     else:
-        along = config.tiles_n if config.raster == "row" else config.tiles_m
-        found = gemm_split.stream_k(len(coords), config.k_steps, resident, along)
-        if found is None:
-            return None
-        split = found
+        gm, gn = cluster_grid(config, scenario.pipeline.cluster)  # calculate_groups: clusters along the raster
+        found = gemm_split.stream_k(clusters, config.k_steps, placement.clusters, gn if config.raster == "row" else gm)
+    if found is None:
+        return None
+    split = gemm_split.for_clusters(found, size)
     workspace = gemm_split.workspace_bytes(config, split.split_tiles, consumers)
-    setup = ClusterSetup.of(config, (1, 1), 1)
     fractions, merged = shares
     cache: dict[tuple[object, ...], Unit] = {}
     programs, index, fixups = [], 0, False
-    for works in split.ctas:
-        units = []
+    for g, works in enumerate(split.ctas):  # CTA g is rank g mod size of its cluster
+        rank, units = g % size, []
         for position, work in enumerate(works):
             (row, col), last = coords[work.tile], _drains_tmem(gpu) and position == len(works) - 1
             final = work.k_first + work.k_count == config.k_steps
             key = (_edge(row, config.tiles_m), _edge(col, config.tiles_n), fractions[work.tile], merged[work.tile],
-                   work.k_first, work.k_count, final, last)
+                   work.k_first, work.k_count, final, last, rank, _partner_rows(config, setup, row, rank))
             if key not in cache:
-                cache[key] = _unit(config, layout, gpu, step, row, col, fractions[work.tile], setup, 0,
+                cache[key] = _unit(config, placed.layout, gpu, step, row, col, fractions[work.tile], setup, rank,
                                    merged[work.tile], far, last, (work.k_first, work.k_count))
             base = cache[key]
             fix = gemm_split.fixup(config, gpu, work, consumers, workspace)
@@ -202,13 +197,17 @@ def _split_plan(config: GemmConfig, scenario: ScenarioParts, layout: GemmLayout,
             units.append(Unit(index, base.segments, epilogue))
             index += 1
         programs.append(UnitProgram(units))
-    info = {"decomposition": split.mode, "split_tiles": split.split_tiles, "workspace_bytes": workspace,
-            "work_units": index}
+    # persistent: every launched cluster is resident; a grid: the resident slots take the clusters in turn
+    slots = len(programs) // size if persistent else min(placement.clusters, len(programs) // size)
+    info = {**_placement_info(config, placed, slots, gpu), "decomposition": split.mode,
+            "split_tiles": split.split_tiles, "workspace_bytes": workspace, "work_units": index}
+    if persistent:  # the most tiles (or parts of tiles) one CTA walks
+        info["waves"] = max(len(works) for works in split.ctas)
     if split.mode == "stream-K":
         info.update(stream_k_tiles=split.sk_tiles, stream_k_units=split.sk_units, stream_k_groups=split.groups,
                     data_parallel_tiles=len(coords) - split.sk_tiles)
-    return Plan(programs, persistent, res.ctas_per_sm, min(usable, len(programs)), flow=True, units=index,
-                info=info, fixups=fixups)
+    return Plan(programs, persistent, res.ctas_per_sm, min(gpu.sms - placement.idle_sms, len(programs)), flow=True,
+                units=index, cluster=size, cluster_slots=slots if size > 1 else 0, info=info, fixups=fixups)
 
 
 def _epilogue_smem(config: GemmConfig, chosen: AutoStages | None) -> int:
@@ -225,6 +224,19 @@ def _far_latency(gpu: GpuSpec, layout: GemmLayout) -> int:
     past it, a wave's own re-reads hit near."""
     operands = layout.a.tensor_bytes + layout.b.tensor_bytes
     return l2.far_latency(gpu, operands) if operands <= l2.holds(gpu) else 0
+
+
+def _placement_info(config: GemmConfig, placed: _Placed, slots: int, gpu: GpuSpec) -> dict[str, object]:
+    """The clusters' placement, the 2-SM MMA, and the CTA tiles a rounded-up cluster grid adds."""
+    setup, placement, launched = placed.setup, placed.placement, len(placed.coords)
+    info = _cluster_info(setup, placement, slots, gpu) if placement.size > 1 else {}
+    if setup.pair:
+        info["mma_cta_group"] = 2
+    if launched > config.units:  # the cluster grid rounded up (tmasim.workloads.gemm_layout.cluster_grid)
+        info.update(tiles_past_edge=launched - config.units, tile_grid=f"{config.tiles_m}x{config.tiles_n}",
+                    launched_tile_grid="x".join(str(g * c) for g, c in zip(cluster_grid(config, setup.shape),
+                                                                            setup.shape, strict=True)))
+    return info
 
 
 def _cluster_info(setup: ClusterSetup, placement: ClusterPlacement, slots: int, gpu: GpuSpec) -> dict[str, object]:
@@ -271,7 +283,11 @@ def quick_lower_bound_ns(config: GemmConfig, scenario: ScenarioParts) -> float:
     """A lower bound never above :func:`lower_bound_ns`, at a fraction of its cost: the bounds of
     the first CTA's own work alone (its tensor-core, shared-memory, SM-port, TMA-request and slot
     times; the busiest SM carries at least as much), its copies with no HBM miss and no far L2
-    hit (each only adds latency and bytes). Every rule the plan checks is checked (one-line errors)."""
+    hit (each only adds latency and bytes). Every rule the plan checks is checked (one-line errors).
+    A split run's CTAs take parts of tiles, less than the first CTA's whole tiles: its bound is
+    :func:`lower_bound_ns` itself."""
+    if gemm_split.is_split(config):
+        return lower_bound_ns(config, scenario)
     gpu, placed = scenario.gpu, _place(config, scenario)
     step, setup = placed.step, placed.setup
     persistent = config.launch == "persistent"

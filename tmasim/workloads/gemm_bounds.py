@@ -98,13 +98,23 @@ def slot_round_trip(gpu: GpuSpec, seg: Segment) -> float:
     bytes in flight) and transfer at
     the SM port's rate or the TMA unit's request rate, whichever is slower (one after another),
     the full barrier's wake-up, the compute, and the
-    empty barrier's wake-up before the producer may refill the slot."""
-    transfer = [transfer_ps(gpu, c) for c in seg.copies]
+    empty barrier's wake-up before the producer may refill the slot; with multicast, at least
+    the shared slices' landing, a peer's use and its remote arrival before that wake-up."""
     # A copy's latency grows with the bytes its SM has in flight, at least its own.
-    latency = [c.latency + gpu.in_flight_latency(c.smem_bytes) for c in seg.copies]
-    landing = max(min(latency) + sum(transfer), max(t + x for t, x in zip(latency, transfer, strict=True)))
-    remote = gpu.cluster_arrive_latency if any(c.multicast for c in seg.copies) else 0
-    return gpu.tma_issue + landing + gpu.barrier_wake + seg.compute + seg.tail + remote + gpu.barrier_wake
+    timed = [(float(c.latency + gpu.in_flight_latency(c.smem_bytes)), transfer_ps(gpu, c), c.multicast)
+             for c in seg.copies]
+    use = gpu.barrier_wake + seg.compute + seg.tail
+    # A multicast slot is refilled once the peers it feeds released it too, each a remote arrival
+    # after its own use, which starts once this CTA's slices landed there (a peer's other copies
+    # may land sooner than this CTA's: an edge tile's smaller box).
+    shared: list[tuple[float, float]] = [(t, x) for t, x, mask in timed if mask]
+    remote = _landing(shared) + use + gpu.cluster_arrive_latency if shared else 0.0
+    return gpu.tma_issue + max(_landing([(t, x) for t, x, _ in timed]) + use, remote) + gpu.barrier_wake
+
+
+def _landing(copies: list[tuple[float, float]]) -> float:
+    """When the last of a step's copies (latency, transfer) has landed: they share the SM's port."""
+    return max(min(t for t, _ in copies) + sum(x for _, x in copies), max(t + x for t, x in copies))
 
 
 def _busiest_slot(program: UnitProgram, gpu: GpuSpec, stages: int, figures: _SegmentFigures) -> float:

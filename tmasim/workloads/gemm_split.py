@@ -1,8 +1,30 @@
 """Split-K and stream-K: output tiles whose k-loop is shared by several CTAs, reduced through a
 global workspace. The rules are those of CUTLASS 3.x's ``PersistentTileSchedulerSm90StreamK``
 (``include/cutlass/gemm/kernel/sm90_tile_scheduler_stream_k.hpp`` and its parameters,
-``PersistentTileSchedulerSm90StreamKParams`` in ``tile_scheduler_params.h``), with one CTA per
-cluster and its default ``ReductionMode::Deterministic``.
+``PersistentTileSchedulerSm90StreamKParams`` in ``tile_scheduler_params.h``; on Blackwell
+``PersistentTileSchedulerSm100StreamK``, ``sm100_tile_scheduler_stream_k.hpp``, which runs the same
+rules), with its default ``ReductionMode::Deterministic``.
+
+**Clusters** (``pipeline.cluster = [CX, CY]``): the scheduler decides each unit and its k-range
+per cluster. It rounds the tile grid up to whole clusters (``set_params_basic``,
+``select_decomposition_mode``), counts stream-K tiles and units in whole clusters
+(``get_num_sk_tiles``: ``sk_tiles / cluster_size * cluster_size``; ``get_num_sk_units``:
+``min_sized_sk_units / cluster_size * cluster_size``; ``ctas_per_wave_in_full_clusters``) and
+gives the CTAs of a cluster the same k-range of their own tiles
+(``get_current_work_iter_start_possible_update_work_tile_k_remaining``: "we divide up the
+linearized stream-K units into clusters and share the same K offsets for work within clusters";
+``update_output_tile_id_and_work_tile_k``: the tile ID in clusters, times ``cluster_size``, plus
+the CTA's offset in its cluster). So every rule below holds with "tile" read as a cluster's
+block of CX x CY tiles, "CTA" as a cluster and "unit" as a cluster's unit (``calculate_groups``
+takes at most the clusters along the raster's direction, ``problem_blocks_m / cluster_shape.m()``);
+each CTA of the cluster then takes tile ``t x CX·CY + rank`` of the block (tmasim.workloads.gemm_layout
+.tile_coords), with its own fix-up: the workspace and its flags are per CTA tile
+(``get_reduction_workspace_size(sk_tiles, ...)``, ``sk_tiles`` in CTA tiles). The figures this
+module reports count CTAs and CTA tiles, as CUTLASS's do. With the 2-SM MMA (Blackwell's CTA
+pairs, ``sm100_tile_scheduler_stream_k.hpp``: ``get_tiled_cta_shape_mnl`` with the MMA's
+``AtomThrShape``, the workspace per CTA tile ``shape_div(tile_shape, atom_thr_shape)``) a pair
+lies in one cluster, so both its CTAs share the k-range the leader's MMA computes; each CTA
+reduces its own BM x BN half of the pair's tile.
 
 **Split-K** (``workload.split_k = S``; CUTLASS's ``DecompositionMode::SplitK``, ``splits = S``,
 ``set_params_basic``): each output tile's K k-tiles (BK wide) are split into S ranges, the first
@@ -52,8 +74,11 @@ shared memory; on Blackwell its accumulator still drains from Tensor Memory.
 Not modelled: ``DecompositionMode::Heuristic`` (CUTLASS's default, which may run a
 ``_stream_k`` kernel as data-parallel or split-K), the separate-reduction mode (disabled in
 CUTLASS: ``should_perform_separate_reduction`` returns false), ``ReductionMode::Nondeterministic``,
-clusters of more than one CTA, the 2-SM MMA and ping-pong consumers (CUTLASS's ping-pong kernel
-does not support the stream-K scheduler). The split tiles' L2 reuse is the tile's own
+Blackwell's dynamic (CLC) hand-out of the units (they go in the static order above,
+``to_linear_idx``), and ping-pong consumers (CUTLASS's ping-pong kernel does not support the
+stream-K scheduler: ``static_assert`` in ``sm90_gemm_tma_warpspecialized_pingpong.hpp``). A grid
+launch of split-K with clusters is tmasim's: CUTLASS 3.x splits only in its persistent
+stream-K scheduler. The split tiles' L2 reuse is the tile's own
 (tmasim.workloads.gemm_layout.hbm_fractions), whichever CTA runs which of its k-ranges.
 """
 
@@ -93,30 +118,28 @@ class Decomposition:
     sk_tiles: int = 0
     sk_units: int = 0
     groups: int = 0
+    cluster: int = 1  # CTAs per cluster: the counts above are CTAs and CTA tiles (see for_clusters)
 
 
 def is_split(config: GemmConfig) -> bool:
     return config.split_k > 1 or config.scheduler == "stream-k"
 
 
-def check(config: GemmConfig, cluster: tuple[int, int], mma_cta_group: int, consumers: int, mode: str) -> None:
+def check(config: GemmConfig, consumers: int, mode: str) -> None:
     """What split-K and stream-K are not modelled with: a one-line error naming the field."""
     if not is_split(config):
         return
     what = f"workload.split_k = {config.split_k}" if config.split_k > 1 else "workload.scheduler = \"stream-k\""
-    if cluster != (1, 1):
-        raise ScenarioError("pipeline.cluster", list(cluster), f"must be [1, 1] with {what}: split tiles are modelled "
-                            "for one CTA per cluster")
-    if mma_cta_group != 1:
-        raise ScenarioError("pipeline.mma_cta_group", mma_cta_group, f"must be 1 with {what}: split tiles are not "
-                            "modelled for the 2-SM MMA")
     if mode == "pingpong" and consumers > 1:
         raise ScenarioError("pipeline.consumer_mode", mode, f"must be \"cooperative\" with {what}: CUTLASS's ping-pong "
                             "kernel does not support the stream-K scheduler (which runs its split-K too)")
 
 
 def split_k(tiles: int, k_tiles: int, splits: int, ctas: int | None) -> Decomposition:
-    """``ctas``: the persistent CTAs (``None``: a grid, one CTA per work unit)."""
+    """``ctas``: the persistent CTAs (``None``: a grid, one CTA per work unit). With clusters,
+    tiles and CTAs are clusters' (:func:`for_clusters`): ``set_params_basic`` counts
+    ``divmod_clusters_mnl_`` in clusters, and unit ``L``'s split is ``L / cluster_size`` divided
+    by it."""
     per, big = divmod(k_tiles, splits)
     work = []
     for linear in range(tiles * splits):
@@ -127,7 +150,10 @@ def split_k(tiles: int, k_tiles: int, splits: int, ctas: int | None) -> Decompos
 
 def stream_k(tiles: int, k_tiles: int, ctas: int, tiles_along_raster: int) -> Decomposition | None:
     """CUTLASS's stream-K over ``ctas`` persistent CTAs; ``None`` where it makes every tile
-    data-parallel (no partial wave, or too few k-iterations to split)."""
+    data-parallel (no partial wave, or too few k-iterations to split). With clusters, tiles,
+    CTAs and ``tiles_along_raster`` are clusters' (:func:`for_clusters`): CUTLASS's counts in
+    CTAs are those in clusters times the cluster size (``min_sized_sk_units`` in clusters is
+    ``K x sk_cluster_tiles / 8``, rounded down)."""
     full, waves = tiles // ctas, -(-tiles // ctas)
     if full == waves or k_tiles <= MIN_ITERS:
         return None
@@ -143,9 +169,11 @@ def stream_k(tiles: int, k_tiles: int, ctas: int, tiles_along_raster: int) -> De
 
 
 def _groups(groups: int, sk_tiles: int, sk_units: int, k_tiles: int) -> int:
-    """``calculate_groups`` (one CTA per cluster): the most groups, from ``groups`` down, that
-    divide the units and the tiles evenly without leaving a unit under 8 k-iterations; else the
-    most that divide the units; else 1."""
+    """``calculate_groups``: the most groups, from ``groups`` down, that divide the units and the
+    tiles evenly without leaving a unit under 8 k-iterations; else the most that divide the units;
+    else 1. In clusters (CUTLASS divides ``sk_cluster_units`` and ``sk_cluster_tiles``; its
+    k-iterations per unit, ``(sk_cluster_tiles / g) x cluster_size x K / (sk_units / g)``, are
+    the same count wherever g divides the cluster units, the only case the test decides)."""
     def too_small(g: int) -> bool:
         return sk_units // g == 0 or (sk_tiles // g) * k_tiles // (sk_units // g) < MIN_ITERS
 
@@ -192,6 +220,19 @@ def _align(at: int, k_tiles: int) -> int:
     if within > k_tiles - MIN_ITERS:
         return at + k_tiles - within
     return at
+
+
+def for_clusters(decomposition: Decomposition, size: int) -> Decomposition:
+    """The CTAs' work from their clusters' (the decomposition above, with tiles and CTAs counted in
+    clusters): each CTA of a cluster takes the same k-range of its own tile of the cluster's block,
+    tile ``t x size + rank`` (``update_output_tile_id_and_work_tile_k``). The counts become CTAs
+    and CTA tiles, as CUTLASS's ``sk_tiles_`` and ``sk_units_`` are (multiples of the cluster size)."""
+    if size == 1:
+        return decomposition
+    ctas = [[Work(w.tile * size + rank, w.k_first, w.k_count) for w in works]
+            for works in decomposition.ctas for rank in range(size)]
+    d = decomposition
+    return Decomposition(d.mode, ctas, d.split_tiles * size, d.sk_tiles * size, d.sk_units * size, d.groups, size)
 
 
 def _deal(work: list[Work], ctas: int | None) -> list[list[Work]]:

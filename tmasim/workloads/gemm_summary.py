@@ -45,15 +45,24 @@ def split_text(stats: Mapping[str, Any], config: GemmConfig) -> str:
     """Split-K or stream-K: how the k-loops were shared, the workspace, and the fix-ups' cost."""
     if stats["decomposition"] == "split-K":
         how = (f"split-K: {config.split_k} CTAs share each of the {stats['tiles']} tiles' {config.k_steps} k-tiles "
-               f"({stats['work_units']} work units)")
+               f"({stats['work_units']} work units{_in_clusters(stats, stats['work_units'], ', ')})")
     else:
         how = (f"stream-K: the {config.k_steps} k-tiles of {stats['stream_k_tiles']} tile(s) spread over "
-               f"{stats['stream_k_units']} CTAs ({plural(stats['stream_k_groups'], 'group')}), "
-               f"{stats['data_parallel_tiles']} data-parallel tile(s) after them")
+               f"{stats['stream_k_units']} CTAs ({_in_clusters(stats, stats['stream_k_units'], '', '; ')}"
+               f"{plural(stats['stream_k_groups'], 'group')}), {stats['data_parallel_tiles']} data-parallel tile(s) "
+               "after them")
     return (f"{how}; workspace {fmt.size(stats['workspace_bytes'])} (fp32 partials of {stats['split_tiles']} tile(s) "
             f"and their flags), {fmt.amount(stats['workspace_traffic_bytes'])} of partials written and read through "
             f"L2; consumers waited {t(stats['fixup_wait_ns'], zero='no time')} for peers' partials on average "
             f"(those of one CTA at most {t(stats['fixup_wait_max_ns'], zero='no time')})")
+
+
+def _in_clusters(stats: Mapping[str, Any], ctas: int, before: str, after: str = "") -> str:
+    """With clusters, ``ctas`` in clusters (each takes one k-range for all its CTAs); else nothing."""
+    if "cluster" not in stats:
+        return ""
+    cx, cy = map(int, str(stats["cluster"]).split("x"))
+    return f"{before}in {ctas // (cx * cy)} clusters of {stats['cluster']}, one k-range per cluster{after}"
 
 
 def _box_row(stats: Mapping[str, Any]) -> str:

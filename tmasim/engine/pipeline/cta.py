@@ -187,7 +187,7 @@ class Cta:
 
     def _follower_epilogues(self, warpgroup: int) -> Generator[simpy.Event, object, None]:
         """A pair follower's consumers run no MMA: they wait for each accumulator half, then
-        write it out."""
+        write it out (a split tile's half through its own fix-up first)."""
         assert self.leader is not None
         prog, turns = self.program, self.sync.mode != COOPERATIVE and self.sync.consumers > 1
         # By unit, not by step: the wait stays put when fast-forward drops steps before it.
