@@ -76,7 +76,7 @@ def test_report_answers_first(page):
     answer = re.search(r'<ul class="answer">(.*?)</ul>', page, re.S).group(1)
     assert "<li>best: pipeline.stages = 2: 23 µs</li>" in answer
     assert "knee (the cheapest point within 1% of the best): the best point itself" in answer
-    assert "next step: none: no point of this sweep is faster than the knee (the best is reached)" in answer
+    assert "next step: none: the knee is the best point; no further step is worth its cost" in answer
 
 
 def test_report_escapes_what_the_scenario_says(tmp_path):
