@@ -131,7 +131,7 @@ def stats(name: str, *overrides: str) -> dict:
 def test_explain_latency_bound_tiles_says_how_many_stages_hide_it():
     assert explain(stats("latency-hidden", "pipeline.stages=2")) == (
         "The round trip binds: one slot cycles in 8.5 µs (copy latency, load, compute and barrier overheads), "
-        "so 2 stage(s) deliver at best one tile every 4.25 µs; about 6 stages would hide it.")
+        "so 2 stages deliver at best one tile every 4.25 µs; about 6 stages would hide it.")
 
 
 def test_explain_copy_bound_tiles():

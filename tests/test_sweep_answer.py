@@ -210,3 +210,26 @@ def test_the_design_doc_lists_every_field_role():
     doc = (REPO / "docs" / "design.md").read_text(encoding="utf-8")
     for field, role in roles.table():
         assert f"| `{field}` | {role} |" in doc, field
+
+
+def test_counts_read_back_from_a_table_print_as_counts(tmp_path):
+    """A column with a missing value (an invalid point) comes back from Parquet as floats: the
+    answer's sentence still says "2 stages x 1 CTA per SM", never "2.0 stages"."""
+    from tmasim import format as fmt
+    from tmasim.scenario import load
+    from tmasim.simulation import simulate
+    from tmasim.summary_rows import plural
+
+    assert plural(2.0, "stage") == "2 stages" and plural(1.0, "CTA") == "1 CTA" and plural(3, "class") == "3 classes"
+    assert fmt.as_written({"a": 2.0, "b": 2.5, "c": float("nan"), "d": "x"})["a"] == 2
+    assert fmt.whole(2.5) == 2.5 and isinstance(fmt.whole(2.0), int)
+    small = load("gemm-h100", ["workload.m=256", "workload.n=256", "workload.k=4096", "pipeline.stages=2"])
+    stats = simulate(small).stats
+    assert stats["binding"] == "round trip"  # it binds: its sentence counts stages and CTAs
+    ok = {**stats, "point": 0, "pipeline.stages": 2, "status": "ok", "workload": "gemm"}
+    bad = {"point": 1, "pipeline.stages": 9, "status": "invalid", "workload": "gemm"}
+    pd.DataFrame([ok, bad]).to_parquet(tmp_path / "s.parquet")
+    back = pd.read_parquet(tmp_path / "s.parquet")
+    assert back["stages"].dtype == float
+    there = next(line for line in answer.answer_lines(back) if line.startswith("binding there: "))
+    assert "with 2 stages x 1 CTA per SM in flight" in there and ".0 " not in there, there

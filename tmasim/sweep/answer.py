@@ -180,7 +180,7 @@ def _explain(row: dict[str, Any]) -> str:
 
     workload = WORKLOADS.get(str(row.get("workload")))
     try:
-        return workload.explain(row) if workload is not None else ""
+        return workload.explain(fmt.as_written(row)) if workload is not None else ""
     except (KeyError, TypeError, ValueError):  # a table from an older tmasim without every figure
         return ""
 
