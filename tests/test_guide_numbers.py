@@ -9,13 +9,19 @@ marker naming where they come from, its parts separated by ``;``::
     ... 2.449 against 2.455 ms, 0.2% faster. <!-- numbers: tmasim run X; 0.2 = 100 * (1 - 2.449 / 2.455) -->
     ... at the preset's 1.83 GHz, 3% below ... <!-- numbers: given 1.83, 3 -->
 
-- ``tmasim ...``: a command whose output (stdout and stderr) holds numbers of the block.
+- ``tmasim ...`` (or ``python -m tmasim.MODULE ...``): a command whose output (stdout and
+  stderr) holds numbers of the block.
 - ``N = EXPR``: the quoted number N is arithmetic on printed ones (a share, a ratio, a
   difference): EXPR's numbers other than 1 and 100 must be printed by the block's commands, and N
   must be EXPR rounded to N's digits (an input may instead be given, below).
+- ``shown``: the numbers of the page's ``text`` blocks (what the page shows commands and
+  examples print, checked as printed by tests/test_readme_commands.py and, for the Triton
+  example, tests/test_triton_prune.py).
 - ``baseline``: the validation's committed figures (``tmasim validate public``'s, kept in
   validation/public/results/pipelines.json, which tests/test_validate_public.py holds against
   fresh runs), as tmasim prints them: a share as a percentage with 0 or 1 decimal, a count whole.
+- ``checked by TEST: N, M``: these numbers are checked by TEST, a test of this module (where
+  the program prints them only after minutes of work, as a run's estimate before it runs).
 - ``given N, M``: these numbers are inputs (a preset's or a datasheet's value, a count the reader
   chose), not results; ``given`` alone says so of every number of the block.
 
@@ -38,7 +44,6 @@ import functools
 import os
 import re
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
@@ -60,7 +65,7 @@ QUOTED = re.compile(rf"(?<![\w.])(\d[\d,]*\.\d+|\d[\d,]*)(?={THEN}\s?{UNIT}(?![\
                     r"|(?<![\w.,])(\d[\d,]*\.\d+)(?![\w.])")
 NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
 CELL = re.compile(r"^\s*(\d[\d,]*(?:\.\d+)?)\s*$")
-SIMULATED = re.compile(r"\d\s?(?:µs|ns|ms|TFLOP/s|PFLOP/s|TB/s|GB/s|%)")
+SIMULATED = re.compile(r"\d\s?(?:µs|ns|ms|s|min|TFLOP/s|PFLOP/s|TB/s|GB/s|%|GiB|GB|MB|MiB|KiB|×)(?![\w])")
 
 
 def blocks(text: str) -> list[tuple[int, str]]:
@@ -106,10 +111,14 @@ def parts(block: str) -> tuple[list[str], dict[str, str], set[str] | None]:
     commands, derived, given = [], {}, set()
     for mark in MARK.finditer(block):
         for part in (p.strip() for p in mark.group(1).split(";") if p.strip()):
-            if part.startswith("tmasim ") or part == "baseline":
+            if part.startswith(("tmasim ", "python -m tmasim")) or part in ("baseline", "shown"):
                 commands.append(part)
             elif part == "given":
                 return commands, derived, None
+            elif part.startswith("checked by "):
+                test, _, numbers = part.removeprefix("checked by ").partition(":")
+                assert callable(globals().get(test.strip())) and test.strip().startswith("test_"), part
+                given |= {n.strip() for n in numbers.split(",")}
             elif part.startswith("given "):
                 given |= {n.strip() for n in part[len("given "):].split(",")}
             elif "=" in part:
@@ -146,17 +155,43 @@ def baseline_numbers() -> frozenset[str]:
 
 
 @functools.cache
+def page_shown(page: str) -> frozenset[str]:
+    """The numbers in a page's ``text`` blocks."""
+    text = (REPO / page).read_text(encoding="utf-8")
+    return _numbers("\n".join(re.findall(r"^```text\n(.*?)^```", text, re.S | re.M)))
+
+
+@functools.cache
 def output(command: str) -> frozenset[str]:
-    """The numbers a tmasim command prints (stdout and stderr), run from the repository's root."""
+    """The numbers a tmasim command prints (stdout and stderr), run in this process from the
+    repository's root (as ``tmasim`` would run it, without starting an interpreter each time)."""
     if command == "baseline":
         return baseline_numbers()
+    if command.startswith("shown "):
+        return page_shown(command.removeprefix("shown "))
+    import contextlib
+    import importlib
+    import io
+
     words = shlex.split(command)
-    assert words[0] == "tmasim", command
-    env = {**os.environ, "PYTHONPATH": str(REPO), "MPLBACKEND": "Agg"}
-    done = subprocess.run([sys.executable, "-m", "tmasim", *words[1:]], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, f"{command}: {done.stderr}"
-    return _numbers(done.stdout + "\n" + done.stderr)
+    if words[0] == "tmasim":
+        from tmasim.cli import main
+        argv = words[1:]
+    else:
+        assert words[:2] == ["python", "-m"] and words[2].startswith("tmasim."), command
+        main, argv = importlib.import_module(words[2]).main, words[3:]
+    out, err = io.StringIO(), io.StringIO()
+    here = os.getcwd()
+    try:
+        os.chdir(REPO)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(argv)
+    except SystemExit as exit_:
+        code = exit_.code
+    finally:
+        os.chdir(here)
+    assert code in (0, None), f"{command}: exit {code}: {err.getvalue()[-2000:]}"
+    return _numbers(out.getvalue() + "\n" + err.getvalue())
 
 
 def _numbers(text: str) -> frozenset[str]:
@@ -173,12 +208,14 @@ def shown(command: str) -> frozenset[str]:
 
 
 def printed_by(commands: list[str], needed: set[str]) -> frozenset[str]:
-    """The numbers the commands print, from what the docs show where that holds every number
-    needed, else from running them."""
+    """The numbers the commands print: what the docs show, then the output of the commands the
+    docs do not show, then (only where numbers are still missing) of the shown ones."""
     seen = frozenset().union(*(shown(c) for c in commands)) if commands else frozenset()
-    if needed <= seen:
-        return seen
-    return seen.union(*(output(c) for c in commands))
+    for c in sorted(commands, key=lambda c: bool(shown(c))):
+        if needed <= seen:
+            break
+        seen |= output(c)
+    return seen
 
 
 def _plain(number: str) -> str:
@@ -201,9 +238,11 @@ def derives(number: str, expression: str, printed: frozenset[str],
     return None
 
 
-def problems(block: str) -> list[str]:
-    """What in a marked block is not the program's: numbers neither printed, derived nor given."""
+def problems(block: str, page: str = "") -> list[str]:
+    """What in a marked block of ``page`` is not the program's: numbers neither printed, derived
+    nor given."""
     commands, derived, given = parts(block)
+    commands = [f"shown {page}" if c == "shown" else c for c in commands]
     if given is None:
         return []
     quoted = quoted_numbers(block)
@@ -230,7 +269,7 @@ CASES = _cases()
 
 @pytest.mark.parametrize(("page", "line", "block"), CASES, ids=[f"{p}:{n}" for p, n, _ in CASES])
 def test_each_quoted_number_is_printed_by_its_command(page: str, line: int, block: str):
-    assert problems(block) == [], f"{page}:{line}"
+    assert problems(block, page) == [], f"{page}:{line}"
 
 
 @pytest.mark.parametrize("page", CHECKED)
@@ -277,3 +316,21 @@ def test_the_old_lesson_6_row_would_fail():
     block = "15.0 on 66, 16.5 on 100, 21.4 on 132"
     assert [n for n in quoted_numbers(block) if n not in printed] == ["15.0", "16.5", "21.4"]
     assert {"13.69", "16.28", "21.28"} <= printed
+
+
+def test_the_estimates_the_sweeps_guide_quotes():
+    """What a run of 10,000,000 reference tiles is estimated at, as docs/guides/sweeps-and-reports.md
+    quotes it (the estimate is made before the run; the run itself takes seconds and gigabytes)."""
+    from tmasim.scenario import load
+    from tmasim.simulation import estimate
+
+    page = " ".join((DOCS / "guides" / "sweeps-and-reports.md").read_text(encoding="utf-8").split())
+    tiles = "workload.tiles=10000000"
+    skip, full, lean = (estimate(load("reference", [tiles, *more])).text() for more in
+                        ([], ["run.fast_forward=false"], ["run.records=false"]))
+    assert skip.startswith("about 6 s and 1.545 GiB of memory") and "9,999,990 of them skipped" in skip
+    assert full.startswith("about 1.6 min and 1.545 GiB")
+    assert lean.startswith("about 3 s and 56.01 MiB")
+    for quoted in ("estimated at about 6 s and 1.545 GiB", "(9,999,990 of the ring steps skipped",
+                   "with `run.fast_forward=false` at about 1.6 min", "the interpreter's 56 MiB"):
+        assert quoted in page, quoted
