@@ -77,3 +77,17 @@ def test_every_committed_figure_is_saved_with_its_trust_line():
     source = (REPO / "plots" / "make_readme_figures.py").read_text(encoding="utf-8")
     saves = re.findall(r"plots\.save\(([^\n]*)\)", source)
     assert len(saves) >= 9 and all("trust=" in call for call in saves), saves
+
+
+def test_the_achieved_bandwidth_says_which_link():
+    """A stream's achieved bandwidth is the bytes its TMA loads brought into the SMs per second:
+    the summary row and the figures' axis say so."""
+    from tmasim.review.columns import figure_label
+    from tmasim.scenario import load
+    from tmasim.simulation import simulate
+    from tmasim.workloads import stream
+
+    scenario = load("stream-h100", ["workload.shape=[1024, 1024]"])
+    rows = dict(stream.summary_rows(simulate(scenario).stats, scenario))
+    assert " into the SMs   (TMA loads; Little's law: " in rows["achieved bandwidth"]
+    assert figure_label("achieved_bytes_per_s").startswith("achieved bandwidth into the SMs")
