@@ -91,3 +91,19 @@ def test_the_achieved_bandwidth_says_which_link():
     rows = dict(stream.summary_rows(simulate(scenario).stats, scenario))
     assert " into the SMs   (TMA loads; Little's law: " in rows["achieved bandwidth"]
     assert figure_label("achieved_bytes_per_s").startswith("achieved bandwidth into the SMs")
+
+
+def test_an_aggregated_attention_gantt_says_which_sm_its_one_cta_is():
+    """The attention Gantt draws one CTA lane by lane: its title names the SM and says the CTA
+    stands for its class, not that "each row" does."""
+    from tmasim.scenario import load
+    from tmasim.simulation import simulate
+
+    result = simulate(load("attention-h100", ["workload.batch=1", "workload.heads=4", "workload.seqlen_q=1024",
+                                              "run.records=true"]))
+    note = plots.representatives_note(result.stats)
+    assert note.startswith("each row stands for a class of identical SMs")
+    fig = plots.gantt(result.spans, result.events, "attention", note=note)
+    title = fig._suptitle.get_text() if fig._suptitle is not None else fig.axes[0].get_title()
+    assert "of one CTA (SM 0):" in title and "the CTA drawn (SM 0) stands for its class of identical SMs" in title
+    assert "each row stands for" not in title
