@@ -22,6 +22,9 @@ marker naming where they come from, its parts separated by ``;``::
   fresh runs), as tmasim prints them: a share as a percentage with 0 or 1 decimal, a count whole.
 - ``checked by TEST: N, M``: these numbers are checked by TEST, a test of this module (where
   the program prints them only after minutes of work, as a run's estimate before it runs).
+- ``benchmark PATH: N, M``: these numbers are what a script under benchmarks/ measured (times
+  on the development machine, ratios over a grid of runs): too slow or too machine-bound for the
+  suite; the script must exist, and rerunning it is how they are checked.
 - ``given N, M``: these numbers are inputs (a preset's or a datasheet's value, a count the reader
   chose), not results; ``given`` alone says so of every number of the block.
 
@@ -115,6 +118,10 @@ def parts(block: str) -> tuple[list[str], dict[str, str], set[str] | None]:
                 commands.append(part)
             elif part == "given":
                 return commands, derived, None
+            elif part.startswith("benchmark "):
+                script, _, numbers = part.removeprefix("benchmark ").partition(":")
+                assert (REPO / script.strip()).is_file() and script.strip().startswith("benchmarks/"), part
+                given |= {n.strip() for n in numbers.split(",")}
             elif part.startswith("checked by "):
                 test, _, numbers = part.removeprefix("checked by ").partition(":")
                 assert callable(globals().get(test.strip())) and test.strip().startswith("test_"), part
@@ -295,6 +302,9 @@ def test_derived_and_given_numbers_are_checked_as_such():
     assert parts("x <!-- numbers: tmasim a; 3 = 1 + 2; given 1.83, 7 -->") == (["tmasim a"], {"3": "1 + 2"},
                                                                                   {"1.83", "7"})
     assert parts("x <!-- numbers: given -->")[2] is None
+    assert parts("x <!-- numbers: benchmark benchmarks/bench_search.py: 20.7 -->")[2] == {"20.7"}
+    with pytest.raises(AssertionError):
+        parts("x <!-- numbers: benchmark benchmarks/no_such_bench.py: 20.7 -->")
     assert problems("1.83 GHz and 7 % and 9 % <!-- numbers: given 1.83, 7 -->") == [
         "9: printed by none of []"]
 
@@ -334,3 +344,13 @@ def test_the_estimates_the_sweeps_guide_quotes():
     for quoted in ("estimated at about 6 s and 1.545 GiB", "(9,999,990 of the ring steps skipped",
                    "with `run.fast_forward=false` at about 1.6 min", "the interpreter's 56 MiB"):
         assert quoted in page, quoted
+
+
+def test_a_stale_derived_number_would_fail():
+    """The tiles guide once said the padded run took 40 ns more; the runs it shows differ by 420 ns
+    (and the padded one is the faster)."""
+    runs = ("tmasim run gemm-b200-2sm --set workload.m=192 --set 'workload.tile=[64,64,64]'; "
+            "tmasim run gemm-b200-2sm --set workload.m=256 --set 'workload.tile=[64,64,64]'")
+    stale = f"about its time (here 40 ns more) <!-- numbers: {runs}; 40 = 1000 * (67.74 - 67.32); given 1000 -->"
+    assert problems(stale, "docs/guides/tiles-and-clusters.md") == [
+        "40 = 1000 * (67.74 - 67.32): the expression is 420.00"]
