@@ -4,7 +4,8 @@
     PYTHONPATH=. python plots/make_readme_figures.py   # from a checkout, without installing
 
 Each figure comes from a bundled scenario, shrunk where needed so the whole script stays under
-a minute; the titles say what ran. Look at every PNG after changing a figure function.
+a minute; the titles say what ran, and each carries its run's or sweep's validated line in small
+print. Look at every PNG after changing a figure function.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from pathlib import Path
 
 from tmasim import format as fmt
 from tmasim.review import plots
+from tmasim.review.plot_cli import table_trust
 from tmasim.scenario import load
 from tmasim.simulation import simulate
 from tmasim.sweep import run_sweep
+from tmasim.validation.trust import trust_for_row
 
 HERE = Path(__file__).resolve().parent
 # A chip small enough to draw CTA by CTA: 4096 x 4096 x 512 in 128 x 128 x 64 tiles, 3 stages,
@@ -29,20 +32,21 @@ def reference_gantt() -> Path:
     result = simulate(load("reference"))
     title = (f"Reference: 4 tiles, load 3 µs, compute 5 µs, 2 stages: {fmt.time(result.makespan_ps, unicode=True)} "
              f"(serial {fmt.time_ns(result.stats['serial_ns'], unicode=True)})")
-    return plots.save(plots.gantt(result.spans, result.events, title=title), HERE / "reference-gantt.png")[0]
+    fig = plots.gantt(result.spans, result.events, title=title)
+    return plots.save(fig, HERE / "reference-gantt.png", trust=trust_for_row(result.stats))[0]
 
 
 def latency_hidden_stages() -> Path:
     """The teaching sweep: the round trip binds until about 6 stages hide it, then compute does."""
     table = run_sweep("latency-hidden", [], ["pipeline.stages=1,2,3,4,5,6,7,8,9,10"], progress=False)
     fig = plots.stage_sweep(table, title="latency-hidden: 32 tiles, 6 µs copy latency, load 1 µs, compute 1.5 µs")
-    return plots.save(fig, HERE / "latency-hidden-stages.png")[0]
+    return plots.save(fig, HERE / "latency-hidden-stages.png", trust=table_trust(table))[0]
 
 
 def latency_hidden_stalls() -> Path:
     table = run_sweep("latency-hidden", [], ["pipeline.stages=1,2,4,6,8"], progress=False)
     fig = plots.stall_breakdown(table, title="latency-hidden: where the time went, by number of stages")
-    return plots.save(fig, HERE / "latency-hidden-stalls.png")[0]
+    return plots.save(fig, HERE / "latency-hidden-stalls.png", trust=table_trust(table))[0]
 
 
 def gemm_stages() -> Path:
@@ -50,7 +54,7 @@ def gemm_stages() -> Path:
     table = run_sweep("gemm-h100", [], ["pipeline.stages=2,3,4,5,6", "workload.tile=[128,128,64],[128,256,64]"],
                       progress=False)
     fig = plots.stage_sweep(table, title="gemm-h100: 8192³ bf16 GEMM on H100 SXM, two tile shapes")
-    return plots.save(fig, HERE / "gemm-stages.png")[0]
+    return plots.save(fig, HERE / "gemm-stages.png", trust=table_trust(table))[0]
 
 
 def stream_stages() -> Path:
@@ -59,14 +63,14 @@ def stream_stages() -> Path:
                       ["pipeline.stages=1,2,3,4,6,8", "workload.box=[32,64],[64,64],[128,64]"], progress=False)
     fig = plots.stage_sweep(table, y="achieved_bytes_per_s",
                             title="stream-h100: bandwidth against stages, per TMA box (32 MiB streamed)")
-    return plots.save(fig, HERE / "stream-stages.png")[0]
+    return plots.save(fig, HERE / "stream-stages.png", trust=table_trust(table))[0]
 
 
 def gemm_chip_gantt() -> Path:
     result = simulate(load("gemm-h100", GEMM_CHIP))
     title = f"gemm-h100, 4096×4096×512 in 128×128×64 tiles, 3 stages: {result.stats['ctas']} CTAs, two per SM"
     fig = plots.gantt(result.spans, result.events, title=title, tiles=10, max_ctas=4)
-    return plots.save(fig, HERE / "gemm-chip-gantt.png")[0]
+    return plots.save(fig, HERE / "gemm-chip-gantt.png", trust=trust_for_row(result.stats))[0]
 
 
 def gemm_cluster_gantt() -> Path:
@@ -75,7 +79,7 @@ def gemm_cluster_gantt() -> Path:
                                                  "workload.multicast=both"]))
     title = "gemm-h100-cluster with 2×2 clusters multicasting A and B: the first cluster's 4 CTAs (first 8 k-steps)"
     fig = plots.gantt(result.spans, result.events, title=title, tiles=8, max_ctas=4)
-    return plots.save(fig, HERE / "gemm-cluster-gantt.png")[0]
+    return plots.save(fig, HERE / "gemm-cluster-gantt.png", trust=trust_for_row(result.stats))[0]
 
 
 def stream_bandwidth() -> Path:
@@ -83,7 +87,8 @@ def stream_bandwidth() -> Path:
                       record_bandwidth=True)
     title = ("stream-h100 with 2 stages of 8 KiB: HBM at capacity in bursts, idle between them\n"
              "(too few bytes in flight to keep it busy; each SM's port far from its capacity)")
-    return plots.save(plots.bandwidth(result.bandwidth, title=title), HERE / "stream-bandwidth.png")[0]
+    fig = plots.bandwidth(result.bandwidth, title=title)
+    return plots.save(fig, HERE / "stream-bandwidth.png", trust=trust_for_row(result.stats))[0]
 
 
 def attention_gantt() -> Path:
@@ -91,7 +96,7 @@ def attention_gantt() -> Path:
     result = simulate(load("attention-h100", ["run.records=true", "workload.batch=1", "workload.heads=1"]))
     title = ("attention-h100 (one head of it): ping-pong, each warpgroup's softmax under the other's GEMMs")
     fig = plots.gantt(result.spans, result.events, title=title, tiles=8)
-    return plots.save(fig, HERE / "attention-gantt.png")[0]
+    return plots.save(fig, HERE / "attention-gantt.png", trust=trust_for_row(result.stats))[0]
 
 
 FIGURES: tuple[Callable[[], Path], ...] = (reference_gantt, latency_hidden_stages, latency_hidden_stalls,

@@ -7,6 +7,7 @@ TMASIM_HYPOTHESIS_RANDOM=1 to explore new ones (what a developer does before a c
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 from hypothesis import settings
@@ -24,3 +25,13 @@ def reference() -> Result:
     from tmasim.scenario import load
 
     return simulate(load())
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Close every matplotlib figure a test left open (a figure a test builds and never saves
+    stays in pyplot's registry, and the registry warns past 20)."""
+    yield
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:
+        pyplot.close("all")

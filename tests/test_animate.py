@@ -150,4 +150,4 @@ def test_a_finished_run_holds_no_slot(reference):
 def test_the_html_player_is_titled_by_the_scenario(reference, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(anim, "TARGET_FRAMES", 4)
     page = anim.animate(reference, tmp_path / "x.html").read_text(encoding="utf-8")
-    assert "<title>tmasim animate: reference: 2 stage(s), 23 µs</title>" in page
+    assert "<title>tmasim animate: reference: 2 stages, 23 µs</title>" in page

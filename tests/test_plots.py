@@ -135,7 +135,7 @@ def test_knee_is_the_first_point_within_one_percent_of_the_best(ys, higher, expe
     ("makespan_ns", [23_000.0], (1e3, "time to finish (µs)")),
     ("makespan_ns", [1.8e6], (1e3, "time to finish (µs)")),  # 1800 µs: a unit changes at 2 of the next
     ("makespan_ns", [2.5e6], (1e6, "time to finish (ms)")),
-    ("achieved_bytes_per_s", [3.2e12], (1e12, "achieved bandwidth (TB/s)")),
+    ("achieved_bytes_per_s", [3.2e12], (1e12, "achieved bandwidth into the SMs (TB/s)")),
     ("smem_per_cta_bytes", [32_800], (1024, "SMEM per CTA (KiB)")),
     ("compute_utilization", [0.87], (0.01, "tensor cores busy (%)")),
 ])

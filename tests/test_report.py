@@ -76,7 +76,7 @@ def test_report_answers_first(page):
     answer = re.search(r'<ul class="answer">(.*?)</ul>', page, re.S).group(1)
     assert "<li>best: pipeline.stages = 2: 23 µs</li>" in answer
     assert "knee (the cheapest point within 1% of the best): the best point itself" in answer
-    assert "next step: none: no point of this sweep is faster than the knee (the best is reached)" in answer
+    assert "next step: none: the knee is the best point; no further step is worth its cost" in answer
 
 
 def test_report_escapes_what_the_scenario_says(tmp_path):
@@ -131,7 +131,7 @@ def stats(name: str, *overrides: str) -> dict:
 def test_explain_latency_bound_tiles_says_how_many_stages_hide_it():
     assert explain(stats("latency-hidden", "pipeline.stages=2")) == (
         "The round trip binds: one slot cycles in 8.5 µs (copy latency, load, compute and barrier overheads), "
-        "so 2 stage(s) deliver at best one tile every 4.25 µs; about 6 stages would hide it.")
+        "so 2 stages deliver at best one tile every 4.25 µs; about 6 stages would hide it.")
 
 
 def test_explain_copy_bound_tiles():

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 PS_PER_S = 10**12
@@ -69,6 +70,21 @@ def arrow(unicode: bool | None = None) -> str:
 
 def missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def whole(value: Any) -> Any:
+    """A whole-valued float as the int it was: a count read back from a table column that also
+    holds missing values (Parquet, CSV and pandas store such a column as floats) prints as
+    ``2``, not ``2.0``. Anything else is returned as it is."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def as_written(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A table row with every whole-valued float back to an int (:func:`whole`), so that a
+    sentence made from it reads as the run's own summary does (``2 stages``, ``1 CTA``)."""
+    return {key: whole(value) for key, value in row.items()}
 
 
 def scaled(value: float, kind: str, digits: int = DIGITS) -> tuple[str, str]:

@@ -18,7 +18,9 @@ def t(value_ns: Any, digits: int = fmt.DIGITS, zero: str | None = None) -> str:
     return fmt.time_ns(value_ns, digits, zero=zero)
 
 
-def plural(count: int, noun: str) -> str:
+def plural(count: int | float, noun: str) -> str:
+    """``1 stage``, ``4 stages``; a count read back from a table as a float prints as an int."""
+    count = fmt.whole(count)
     return f"{count} {noun}" if count == 1 else f"{count} {noun}{'es' if noun.endswith('s') else 's'}"
 
 

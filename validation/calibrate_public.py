@@ -112,13 +112,14 @@ def sharing_check(out: Path) -> None:
     plt = _pyplot()
     fig, (ax, by_box) = plt.subplots(1, 2, figsize=(12.5, 4.8), layout="constrained")
     _sharing_by_box(by_box, table)
-    for mode, marker in (("implicit_l2_intra", "o"), ("explicit_mcast", "s"), ("implicit_l2_cross", "^"),
-                         ("no_sharing", "D")):
+    modes = (("implicit_l2_intra", "o"), ("explicit_mcast", "s"), ("implicit_l2_cross", "^"), ("no_sharing", "D"))
+    for k, (mode, marker) in enumerate(modes):
         rows = table[table["mode_name"] == mode]
         line = ax.plot(rows["group"], rows["measured"], marker, alpha=0.35, label=f"measured, {mode} (every tile)")
         model = rows.groupby("group")["predicted"].mean()
-        ax.plot(model.index, model.values, marker + "--", color=line[0].get_color(), mfc="none", ms=10,
-                label=f"tmasim, {mode} (mean over tiles)")
+        # earlier series larger: where two modes read L2 alike (once a tile), each still shows around the next
+        ax.plot(model.index, model.values, marker + "--", color=line[0].get_color(), mfc="none",
+                ms=10 + 3 * (len(modes) - 1 - k), mew=1.4, label=f"tmasim, {mode} (mean over tiles)")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
     ax.set_xlabel("CTAs wanting each tile (cluster size, or sharing group in launch order)")
@@ -146,17 +147,19 @@ def _sharing_by_box(ax, table) -> None:  # noqa: ANN001 (an Axes, a DataFrame)
     cases = (("implicit_l2_cross", 32, "#2CA02C"), ("implicit_l2_cross", 16, "#9467BD"),
              ("implicit_l2_cross", 8, "#8C564B"), ("implicit_l2_intra", 4, "#1F77B4"),
              ("implicit_l2_intra", 2, "#17BECF"))
-    for mode, group, color in cases:
+    for k, (mode, group, color) in enumerate(cases):
         rows = table[(table["mode_name"] == mode) & (table["group"] == group)].sort_values("tile_bytes")
         kib = rows["tile_bytes"] / 1024
         held = rows["split"] == "holdout"
-        name = "cluster" if mode == "implicit_l2_intra" else "neighbours"
-        ax.scatter(kib[~held], rows["measured"][~held], color=color, s=18, label=f"{group} {name}: measured (fitted)")
+        name = f"clusters of {group}" if mode == "implicit_l2_intra" else f"groups of {group} neighbours"
+        ax.scatter(kib[~held], rows["measured"][~held], color=color, s=18, zorder=3, label=f"{name}: measured (fitted)")
         if held.any():
-            ax.scatter(kib[held], rows["measured"][held], facecolors="white", edgecolors=color, s=18,
-                       label=f"{group} {name}: measured (held out)")
+            ax.scatter(kib[held], rows["measured"][held], facecolors="white", edgecolors=color, s=18, zorder=3,
+                       label=f"{name}: measured (held out)")
         model = rows.groupby("tile_bytes")["predicted"].mean()
-        ax.plot(model.index / 1024, model.values, "-", color=color, lw=1.2, label=f"{group} {name}: tmasim")
+        # earlier lines wider: clusters of 4 and of 2 both read about once for small boxes
+        ax.plot(model.index / 1024, model.values, "-", color=color, lw=1.2 + 0.6 * (len(cases) - 1 - k),
+                zorder=1, label=f"{name}: tmasim")  # under the measured points
     ax.set_xlabel("box (tile) bytes, KiB (4 boxes in flight per CTA)")
     ax.set_ylabel("L2 reads for the SMs per shared tile (x one CTA's)")
     ax.set_title("by box size: bigger boxes, more bytes in flight, fewer merges", fontsize=9)

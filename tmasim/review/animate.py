@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from tmasim import format as fmt
 from tmasim.errors import TmasimError
+from tmasim.summary_rows import plural
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -215,7 +216,8 @@ def frames_of(result: Result, title: str | None = None, target: int = TARGET_FRA
 def _title(result: Result) -> str:
     stats = result.stats
     first = "" if stats.get("ctas", 1) == 1 else " (first CTA)"
-    return f"{stats['scenario']}: {stats['stages']} stage(s){first}, {fmt.time(stats['makespan_ps'], 4, unicode=True)}"
+    return (f"{stats['scenario']}: {plural(stats['stages'], 'stage')}{first}, "
+            f"{fmt.time(stats['makespan_ps'], 4, unicode=True)}")
 
 
 def _ffmpeg(fps: int) -> Any:

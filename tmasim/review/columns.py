@@ -25,7 +25,7 @@ KNEE_TOLERANCE = names.KNEE_TOLERANCE  # the knee (tmasim.names.TERMS): where mo
 _NAMES = {
     "makespan_ns": "time to finish", "bound_ns": "bound", "closed_form_ns": "closed form",
     "serial_ns": "no-overlap time", "achieved_flops_per_s": "achieved throughput",
-    "achieved_bytes_per_s": "achieved bandwidth", "tiles_per_s": "tile throughput",
+    "achieved_bytes_per_s": "achieved bandwidth into the SMs", "tiles_per_s": "tile throughput",
     "smem_per_cta_bytes": "SMEM per CTA", "ctas_per_sm": "CTAs per SM",
     "consumer_wait_full_ns": "consumer waits (full barriers)",
     "producer_wait_empty_ns": "producer waits (empty barriers)", "interval_bound_ns": "bound per tile",

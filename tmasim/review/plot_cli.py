@@ -371,10 +371,11 @@ def _timeline(args: argparse.Namespace, result: LoadedResult) -> Figure:
 
 def _run_title(summary: pd.DataFrame) -> str:
     from tmasim import format as fmt
+    from tmasim.summary_rows import plural
 
     row = summary.iloc[0]
     return (f"{row.get('scenario', 'run')}: {fmt.time_ns(row['makespan_ns'], unicode=True)} "
-            f"with {row.get('stages', '?')} stage(s) on {row.get('gpu', '?')}")
+            f"with {plural(row['stages'], 'stage') if 'stages' in row else '? stages'} on {row.get('gpu', '?')}")
 
 
 def _window(args: argparse.Namespace) -> tuple[float, float] | None:

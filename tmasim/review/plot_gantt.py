@@ -65,7 +65,15 @@ def _attention(spans: pd.DataFrame, title: str, window: tuple[float, float] | No
     window = window if window is not None else attention_window(spans, blocks or 6)
     start, stop = fmt.time(window[0], unicode=True, zero="0"), fmt.time(window[1], unicode=True)
     zoom = f"zoomed to {which}{start} to {stop} of {fmt.time(float(spans['end_ps'].max()), unicode=True)}"
+    keys = cta_keys(spans)
+    if keys:  # one CTA is drawn, lane by lane: say which, and what it stands for
+        sm = keys[0][0]
+        note = note.replace(f"{ROWS_STAND_FOR} (", f"the CTA drawn (SM {sm}) stands for its class of identical SMs\n(")
+        zoom = zoom.replace("of one CTA:", f"of one CTA (SM {sm}):")
     return attention_gantt(spans, "\n".join(t for t in (title, zoom, note) if t), window)
+
+
+ROWS_STAND_FOR = "each row stands for a class of identical SMs"
 
 
 def representatives_note(stats: Mapping[str, Any]) -> str:
@@ -73,7 +81,7 @@ def representatives_note(stats: Mapping[str, Any]) -> str:
     classes, sms = int(stats.get("sm_classes") or 0), int(stats.get("sms_used") or 0)
     if not classes or classes >= sms:
         return ""
-    return (f"each row stands for a class of identical SMs ({sms} SMs simulated as {classes}; "
+    return (f"{ROWS_STAND_FOR} ({sms} SMs simulated as {classes}; "
             "run.aggregate = false draws them all)")
 
 

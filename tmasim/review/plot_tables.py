@@ -62,8 +62,10 @@ def stage_sweep(table: pd.DataFrame, x: str = "pipeline.stages", y: str = "makes
                                           layout="constrained")
         divisor, ylabel = measure(y, table.loc[table["status"] == "ok", y])
         colors = dict(zip([label for label, _ in groups], SERIES, strict=False))
-        for label, rows in groups:
-            _sweep_line(top, rows, x, y, xmap, divisor, colors[label], label, annotate=len(groups) == 1)
+        for k, (label, rows) in enumerate(groups):
+            # earlier lines wider, so where lines meet (a plateau) each still shows under the next
+            _sweep_line(top, rows, x, y, xmap, divisor, colors[label], label, annotate=len(groups) == 1,
+                        under=len(groups) - 1 - k)
         _mark_failures(top, table, x, xmap, groups, colors)
         if len(groups) == 1:
             _binding_background(top, groups[0][1], x, xmap)
@@ -110,9 +112,10 @@ def _x_axis(ax: Axes, values: pd.Series, x: str, xmap: dict[Any, float]) -> None
 
 
 def _sweep_line(ax: Axes, rows: pd.DataFrame, x: str, y: str, xmap: dict[Any, float], divisor: float, color: str,
-                label: str, *, annotate: bool) -> None:
+                label: str, *, annotate: bool, under: int = 0) -> None:
     """The simulated line, its closed form and bound, and a ring on its knee (named in the
-    legend, or next to the ring when it is the only line)."""
+    legend, or next to the ring when it is the only line); ``under``: how many lines are drawn
+    over it, each making it wider so that it shows around them where they coincide."""
     ok = rows[rows["status"] == "ok"]
     ok = ok.assign(_x=ok[x].map(xmap)).sort_values("_x")
     if ok.empty:
@@ -122,7 +125,8 @@ def _sweep_line(ax: Axes, rows: pd.DataFrame, x: str, y: str, xmap: dict[Any, fl
     name = label or "simulated"
     if at is not None and not annotate:
         name += f"  (knee: {at})"
-    ax.plot(ok["_x"], ok[y] / divisor, marker="o", color=color, linewidth=2.2, markersize=6, label=name, zorder=3)
+    ax.plot(ok["_x"], ok[y] / divisor, marker="o", color=color, linewidth=2.2 + 1.6 * under, markersize=6 + 2 * under,
+            label=name, zorder=3)
     for values, curve in reference_curves(ok, y):
         if curve == "closed form":
             ax.plot(ok["_x"], values / divisor, linestyle="none", marker="D", markersize=9, markerfacecolor="none",
@@ -479,6 +483,7 @@ def _outline_answer(ax: Axes, table: pd.DataFrame, x: str, y: str, cols: list[An
                                      label=label))
     if handles:
         problems = len({c for c in cells["best"]}) > 1
+        # one entry a row: the knee's label (its rule) is wider than a heat map of two columns
         ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.18 - 0.04 * problems), fontsize=8.5,
-                  ncol=len(handles), frameon=False, title="per problem" if problems else None, title_fontsize=8.5)
+                  ncol=1, frameon=False, title="per problem" if problems else None, title_fontsize=8.5)
     return bool(handles)

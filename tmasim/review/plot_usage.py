@@ -148,21 +148,46 @@ def _rate_unit(frame: pd.DataFrame) -> tuple[float, str]:
 
 def _shared_panel(ax: Axes, bw: pd.DataFrame, names: Sequence[str], end: float, scale: float, bins: int) -> None:
     divisor, rate = _rate_unit(bw[bw["link"].isin(names)])
+    links = {name: bw[bw["link"] == name] for name in names}
+    equal = len(names) == 2 and coincide(*(links[n]["time_ps"] for n in names), *(links[n]["gbytes_per_s"]
+                                                                                  for n in names))
     for k, name in enumerate(names):
-        link = bw[bw["link"] == name]
-        # L2 drawn wider: a stream reads everything from HBM, and L2's line would hide under it.
-        _load_line(ax, link["time_ps"], link["gbytes_per_s"], end, scale, divisor, SERIES[k], name, bins,
-                   width=2.6 if name == "L2" else 1.6)
+        link = links[name]
+        # L2 drawn wide and first: a stream reads everything from HBM, and L2's line runs under HBM's.
+        label = f"{name} (wide: under {names[1]} where equal)" if equal and k == 0 else name
+        _load_line(ax, link["time_ps"], link["gbytes_per_s"], end, scale, divisor, SERIES[k], label, bins,
+                   width=WIDE if k == 0 and len(names) == 2 else 1.6)
         _capacity(ax, link, divisor, SERIES[k], f"{name} capacity")
     ax.set_title("shared links: L2 and HBM", fontsize=11, loc="left")
     ax.set_ylabel(f"bandwidth ({rate})")
 
 
+WIDE = 4.5  # the line drawn first where two may coincide: it shows on both sides of the one on top
+
+
+def coincide(t1: Any, t2: Any, v1: Any, v2: Any) -> bool:
+    """Whether two step functions (change times, values) are equal, within 0.5% of their peak,
+    at some change point where either is above zero: where one line would hide the other."""
+    import numpy as np
+
+    t1, t2, v1, v2 = (np.asarray(a, float) for a in (t1, t2, v1, v2))
+    if not len(t1) or not len(t2):
+        return False
+    grid = np.union1d(t1, t2)
+    a = v1[np.clip(np.searchsorted(t1, grid, side="right") - 1, 0, None)]
+    b = v2[np.clip(np.searchsorted(t2, grid, side="right") - 1, 0, None)]
+    live = (a > 0) | (b > 0)
+    peak = max(float(np.max(np.abs(a))), float(np.max(np.abs(b))), 1e-30)
+    return bool(np.any(live & (np.abs(a - b) <= 0.005 * peak)))
+
+
 def _ports_panel(ax: Axes, ports: pd.DataFrame, end: float, scale: float, bins: int) -> None:
     divisor, rate = _rate_unit(ports)
     times, mean, top = port_summary(ports)
-    _load_line(ax, times, top, end, scale, divisor, SERIES[3], "busiest SM port", bins, fill=False)
-    _load_line(ax, times, mean, end, scale, divisor, SERIES[2], "mean over SM ports", bins)
+    equal = coincide(times, times, mean, top)
+    label = "mean over SM ports" + ("\n(wide: under the busiest where equal)" if equal else "")
+    _load_line(ax, times, mean, end, scale, divisor, SERIES[2], label, bins, width=WIDE)
+    _load_line(ax, times, top, end, scale, divisor, SERIES[3], "busiest SM port", bins, fill=False, width=1.6)
     _capacity(ax, ports, divisor, SERIES[3], "SM port capacity")
     ax.set_title(f"SM ingest ports ({ports['link'].nunique()} simulated SMs)", fontsize=11, loc="left")
     ax.set_ylabel(f"bandwidth per SM ({rate})")

@@ -21,6 +21,7 @@ from tmasim import format as fmt
 from tmasim import names
 from tmasim.errors import TmasimError
 from tmasim.review.columns import figure_label, figure_text
+from tmasim.summary_rows import plural
 from tmasim.validation.trust import trust_for_row
 
 if TYPE_CHECKING:
@@ -306,7 +307,7 @@ def _timeline_figures(result: Result, out: Path, first_tiles: int | None,
     zoom = f" (zoomed to the first {tiles} {noun} of each CTA; the run has {per_cta})" if tiles else ""
     stats = result.stats
     took = "INVALID RUN (races)" if stats.get("valid") is False else _t(stats["makespan_ns"])
-    title = f"{stats['scenario']}: {took} with {stats['stages']} stage(s) on {stats['gpu']}"
+    title = f"{stats['scenario']}: {took} with {plural(stats['stages'], 'stage')} on {stats['gpu']}"
     if label != "the base scenario":
         title = f"{stats['scenario']}, {label.removeprefix('the ')}: {took} on {stats['gpu']}"
     section = f"Timeline of {label}"

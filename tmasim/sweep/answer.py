@@ -5,9 +5,12 @@ The knee is :data:`tmasim.names.TERMS` ``["knee"]``: the cheapest point within
 :data:`~tmasim.names.KNEE_TOLERANCE` (1%) of the best time, fewest stages first, then least
 shared memory per CTA (then the faster). Cheaper matters because stages and shared memory are
 what a kernel pays with: residency (CTAs per SM), room for other buffers, register pressure.
-The next step is the cheapest point that is faster than the knee (one more stage, or the next
-bigger tile): what it would buy and what it would cost. A point that costs more and is no faster
-is never proposed; where none is faster, the answer says the best is reached. Only points that
+The next step is the cheapest point beyond the knee (one more stage, or the next bigger tile)
+whose gain over the knee exceeds the knee's tolerance: what it would buy and what it would cost.
+A step that gains less is noise against the rule that chose the knee, so it is never proposed:
+the answer says the best is reached within the tolerance at the knee instead. (Since the knee is
+itself within the tolerance of the best, no point of the same problem can gain more than that
+over it; the rule is what keeps the answer from chasing fractions of a percent.) Only points that
 ran and are valid count; a run whose barriers were broken (races: reads before data landed) has
 no time to compare, and a point a search pruned (``--search``, :mod:`tmasim.sweep.search`) has
 only a lower bound, above the best × (1 + tolerance).
@@ -137,10 +140,16 @@ def _answer(records: list[dict[str, Any]], design: tuple[str, ...], problem: tup
     by_cost = sorted(records, key=_cost)
     knee = next(r for r in by_cost if float(r["makespan_ns"]) <= limit)
     knee_time = float(knee["makespan_ns"])
-    later = [r for r in by_cost[by_cost.index(knee) + 1:] if float(r["makespan_ns"]) < knee_time] if design else []
+    later = [r for r in by_cost[by_cost.index(knee) + 1:] if worth_a_step(knee_time, float(r["makespan_ns"]))]
     fastest, slowest = float(best["makespan_ns"]), max(floor, *(float(r["makespan_ns"]) for r in records))
-    return Answer(best, knee, later[0] if later else None, design,
+    return Answer(best, knee, later[0] if later and design else None, design,
                   (slowest - fastest) / fastest if fastest else 0.0, len(records), problem, noise)
+
+
+def worth_a_step(knee_ns: float, step_ns: float, tolerance: float = KNEE_TOLERANCE) -> bool:
+    """Whether a step from the knee's time to ``step_ns`` gains more than the knee's tolerance
+    (the share of the knee's time it saves): the rule for offering it as the next step."""
+    return knee_ns > 0 and step_ns < knee_ns * (1 - tolerance)
 
 
 def varied_fields(frame: pd.DataFrame) -> list[str]:
@@ -171,7 +180,7 @@ def _explain(row: dict[str, Any]) -> str:
 
     workload = WORKLOADS.get(str(row.get("workload")))
     try:
-        return workload.explain(row) if workload is not None else ""
+        return workload.explain(fmt.as_written(row)) if workload is not None else ""
     except (KeyError, TypeError, ValueError):  # a table from an older tmasim without every figure
         return ""
 
@@ -199,7 +208,7 @@ def lines(answer: Answer) -> list[str]:
     why = _explain(knee)
     if why:
         out.append(f"binding there: {why}")
-    out.append(_next_step(knee, answer.next_step, fields))
+    out.append(_next_step(knee, answer.next_step, fields, same))
     return out
 
 
@@ -238,12 +247,14 @@ def _time_text(row: dict[str, Any]) -> str:
     return text
 
 
-def _next_step(knee: dict[str, Any], step: dict[str, Any] | None, fields: tuple[str, ...]) -> str:
+def _next_step(knee: dict[str, Any], step: dict[str, Any] | None, fields: tuple[str, ...],
+               knee_is_best: bool = False) -> str:
     if step is None:
-        return "next step: none: no point of this sweep is faster than the knee (the best is reached)"
+        where = "the knee is the best point" if knee_is_best else \
+            f"the best is within {KNEE_TOLERANCE:.0%} at the knee"
+        return f"next step: none: {where}; no further step is worth its cost"
     gain = 1 - float(step["makespan_ns"]) / float(knee["makespan_ns"])
-    change = (f"{fmt.percent(gain)} faster" if gain > 0 else "no faster" if gain == 0
-              else f"{fmt.percent(-gain)} slower")
+    change = f"{fmt.percent(gain)} faster"  # more than the tolerance: worth_a_step
     extra = float(step.get("smem_per_cta_bytes") or 0) - float(knee.get("smem_per_cta_bytes") or 0)
     cost = f"{'+' if extra >= 0 else '-'}{fmt.size(abs(extra))} SMEM per CTA"
     before, after = _whole(knee.get("ctas_per_sm")), _whole(step.get("ctas_per_sm"))

@@ -9,8 +9,8 @@ the problem stops: its other points are ``pruned`` rows that carry their ``bound
 Why the answer is the full sweep's (:mod:`tmasim.sweep.answer`): a pruned point's time is at
 least its bound, above best × (1 + tol), where best is the least simulated time, which is
 the problem's best time over every point. So a pruned point is not the best; nor the knee (its
-cheapest point within best × (1 + tol)); nor the next step (a point faster than the knee, whose
-time is at most best × (1 + tol)). The best can only fall as more points finish, so a point
+cheapest point within best × (1 + tol)); nor the next step (a point more than tol faster than
+the knee, whose time is at most best × (1 + tol)). The best can only fall as more points finish, so a point
 pruned against an earlier best is pruned against the final one too.
 
 Points that differ only in noise fields (replicates, whose mean time the answer compares) are

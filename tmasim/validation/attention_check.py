@@ -38,7 +38,7 @@ def read_table(path: Path = TABLE) -> list[dict[str, Any]]:
     return rows
 
 
-def scenario_for(row: dict[str, Any]):
+def scenario_for(row: dict[str, Any], changes: list[str] | None = None):
     """The bundled FA3 scenario with the row's problem (fp16, its batch, heads, seqlen, head dim)
     at the source's clock (:data:`CLOCK`), the tile and the number of consumer warpgroups FA3
     picks for it (:func:`~tmasim.workloads.attention_config.fa3_tile`), the rest (2 stages,
@@ -49,25 +49,38 @@ def scenario_for(row: dict[str, Any]):
     overrides = {"name": f"fa3-d{row['head_dim']}-s{row['seqlen']}", "gpu.clock": CLOCK, "workload.dtype": "fp16",
                  "workload.batch": row["batch"], "workload.heads": row["heads"], "workload.seqlen_q": row["seqlen"],
                  "workload.head_dim": row["head_dim"], "workload.causal": row["causal"]}
-    return from_dict(apply_overrides(raw, overrides), base)
+    return from_dict(apply_overrides(apply_overrides(raw, overrides), changes or []), base)
 
 
-def fa3_rows(path: Path = TABLE) -> list[dict[str, Any]]:
+def fa3_rows(path: Path = TABLE, changes: list[str] | None = None) -> list[dict[str, Any]]:
     """Per measured row: ``name``, ``measured`` and ``predicted`` (TFLOP/s) and ``error``
-    (predicted / measured - 1)."""
+    (predicted / measured - 1); ``changes``: ``FIELD=VALUE`` settings for every row (a what-if)."""
     out = []
     for row in read_table(path):
-        scenario = scenario_for(row)
+        scenario = scenario_for(row, changes)
         predicted = simulate(scenario).stats["achieved_flops_per_s"] / 1e12
         out.append({"name": scenario.name, "measured": row["tflops"], "predicted": predicted,
                     "error": predicted / row["tflops"] - 1})
     return out
 
 
-def main() -> None:
-    for row in [r for path in TABLES.values() for r in fa3_rows(path)]:
-        print(f"{row['name']:<20} measured {row['measured']:6.1f}  predicted {row['predicted']:6.1f} TFLOP/s  "
-              f"error {100 * row['error']:+6.1f}%")
+def main(argv: list[str] | None = None) -> None:
+    """``python -m tmasim.validation.attention_check [--head-dim D] [--set FIELD=VALUE ...]``: each
+    row, measured against predicted, and the mean and worst error per head dim; ``--set`` studies a
+    what-if (``--set gpu.convert_per_clock=16``) on every row."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tmasim.validation.attention_check")
+    parser.add_argument("--head-dim", type=int, choices=sorted(TABLES), action="append")
+    parser.add_argument("--set", dest="changes", action="append", default=[], metavar="FIELD=VALUE")
+    args = parser.parse_args(argv)
+    for head_dim in args.head_dim or sorted(TABLES, reverse=True):
+        rows = fa3_rows(TABLES[head_dim], args.changes)
+        for row in rows:
+            print(f"{row['name']:<20} measured {row['measured']:6.1f}  predicted {row['predicted']:6.1f} TFLOP/s  "
+                  f"error {100 * row['error']:+6.1f}%")
+        errors = [abs(r["error"]) for r in rows]
+        print(f"head dim {head_dim}: mean error {sum(errors) / len(errors):.1%} (worst {max(errors):.1%})")
 
 
 if __name__ == "__main__":

@@ -173,7 +173,8 @@ def explain(stats: Mapping[str, Any]) -> str:
                 f"operands' row requests (one per row of at most 128 B), more than its {compute} of tensor-core "
                 "time; fewer rows per k-step (multicast slices in a cluster) or more reuse per row (bigger tiles) "
                 "would help.")
-    return (f"The round trip binds: with {s['stages']} stages x {s['ctas_per_sm']} CTA(s) per SM in flight, "
+    return (f"The round trip binds: with {plural(s['stages'], 'stage')} x {plural(s['ctas_per_sm'], 'CTA')} per SM "
+            "in flight, "
             f"the round trips of the busiest SM's busiest slot add up to at least {t(s['latency_bound_ns'])}, "
             f"more than its {compute} of compute; more stages, if shared memory allows, would hide it.")
 

@@ -261,7 +261,7 @@ def littles_law(config: StreamConfig, gpu: GpuSpec, stages: int, ctas_per_sm: in
 def summary_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tuple[str, str]]:
     return [
         ("predicted time", t(stats["makespan_ns"])),
-        ("achieved bandwidth", f"{fmt.rate(stats['achieved_bytes_per_s'])}   (Little's law: "
+        ("achieved bandwidth", f"{fmt.rate(stats['achieved_bytes_per_s'])} into the SMs   (TMA loads; Little's law: "
                                f"{fmt.rate(stats['littles_law_bytes_per_s'])}, binding: "
                                f"{names.bound(stats['binding'])})"),
         ("bytes in flight", f"{fmt.size(stats['bytes_in_flight_per_sm'])} per SM; a slot's round trip "

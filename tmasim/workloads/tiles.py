@@ -24,7 +24,7 @@ from tmasim.engine.program import Repeat, TimedProgram
 from tmasim.errors import ScenarioError
 from tmasim.fields import Distribution, TimeSpec
 from tmasim.residency import Residency, residency
-from tmasim.summary_rows import t
+from tmasim.summary_rows import plural, t
 
 if TYPE_CHECKING:
     from tmasim.scenario_parts import ScenarioParts
@@ -236,5 +236,6 @@ def explain(stats: Mapping[str, Any]) -> str:
     needed = math.ceil(round_trip / max(float(s["copy_term_ns"]), float(s["compute_term_ns"]),
                                         float(s.get("issue_term_ns") or 0.0), 1e-9) - 1e-9)
     return (f"The round trip binds: one slot cycles in {t(round_trip)} (copy latency, load, compute and "
-            f"barrier overheads), so {stages} stage(s) deliver at best one tile every {interval}; about "
+            f"barrier overheads), so {plural(stages, 'stage')} deliver{'s' if stages == 1 else ''} at best one tile "
+            f"every {interval}; about "
             f"{needed} stages would hide it.")
