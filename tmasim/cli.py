@@ -116,7 +116,7 @@ def _run(args: argparse.Namespace) -> int:
 
     scenario = scenarios.load(args.scenario, args.overrides)
     frames = args.out is not None or args.trace is not None
-    limits = budget.command_line(args.yes, extra_record_bytes=budget.FRAME_BYTES_PER_RECORD if frames else 0)
+    limits = budget.command_line(args.yes, **budget.after_run(out=args.out is not None, trace=args.trace is not None))
     if args.out is not None:
         from tmasim.results import RUN_FILES
 
