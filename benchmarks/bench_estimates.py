@@ -13,10 +13,19 @@ that peak above :data:`MEMORY_FLOOR`). Cases marked "estimate only" are too larg
 run here: the script checks that their estimate is over the refusal line and quick to make
 (under :data:`QUICK_SECONDS`), and says whether it came before the plan was built.
 
-    python benchmarks/bench_estimates.py [--only WORD] [--json FILE]
+A second grid, :data:`COMMANDS`, runs the commands around ``run`` whole (``tmasim.cli.main`` in a
+fresh child with ``--yes``, in a temporary folder): ``run --trace`` and ``--out`` at the sizes that
+were misjudged (10^6 tiles traced, 2*10^6 written), runs with records, ``report`` and ``plot`` of
+300,000 tiles, an animation, a sweep of 10,000 tiny points, one over a million-entry per-tile list,
+and a drifting cluster run. Compared: the estimate each command checks before its work (the last of
+each kind, summed: a report's run and its sweep) against the command's CPU seconds and peak RSS,
+with "yes" where both are within 2x. It takes about 20 CPU minutes (the 10^6-tile trace alone 4,
+and 11 GB of memory; the cluster run 5).
 
-The grid takes about 3 CPU minutes on the 2-core development machine; each point is capped at
-:data:`CAP_SECONDS` and :data:`CAP_BYTES`.
+    python benchmarks/bench_estimates.py [--grid runs|commands|all] [--only WORD] [--json FILE]
+
+The run grid takes about 3 CPU minutes on the 2-core development machine; each point is capped at
+:data:`CAP_SECONDS` and :data:`CAP_BYTES` (a command at its own caps).
 """
 
 from __future__ import annotations

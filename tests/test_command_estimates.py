@@ -75,7 +75,8 @@ def test_the_output_costs_grow_with_the_records_and_the_trace_holds_its_events()
         plain.records * (budget.FRAME_SECONDS_PER_RECORD + budget.TRACE_SECONDS_PER_RECORD))
     assert out.seconds - plain.seconds == pytest.approx(
         plain.records * (budget.FRAME_SECONDS_PER_RECORD + budget.OUT_SECONDS_PER_RECORD) + budget.FIGURE_SECONDS)
-    assert out.memory - plain.memory == plain.records * budget.FRAME_BYTES_PER_RECORD + budget.FIGURE_BYTES
+    assert out.memory - plain.memory == (plain.records * (budget.FRAME_BYTES_PER_RECORD + budget.OUT_BYTES_PER_RECORD)
+                                         + budget.FIGURE_BYTES)
 
 
 def test_a_report_is_estimated_with_its_figures_before_its_run_and_yes_lifts_it(capsys, tmp_path, monkeypatch,
@@ -164,3 +165,19 @@ def test_a_sweep_counts_the_entries_its_points_read():
     plain = plan_sweep({**base, "workload": {**base["workload"], "load": "3 us"}}, [], ["pipeline.stages=2,3"])
     unlisted, _ = sweep_estimate.sweep_seconds(plain, plain.points, 1)
     assert listed - unlisted >= 2 * 2000 * sweep_estimate.ENTRY_SECONDS
+
+
+def test_a_sweeps_table_shares_its_provenance_with_the_frames_made_from_it():
+    """pandas deep-copies a frame's attrs into each row and column it hands out: the provenance,
+    whose scenario may hold a million-entry list, is shared instead (a 2-point sweep's summary spent
+    a minute copying it)."""
+    from tmasim.sweep import run_sweep
+
+    loads = ["3 us", "4 us"] * 500
+    base = {"name": "listed", "gpu": "ideal", "pipeline": {"stages": 2},
+            "workload": {"kind": "tiles", "tiles": 1000, "load": loads, "compute": "3 us"}}
+    frame = run_sweep(base, [], ["pipeline.stages=2,3"], progress=False)
+    assert (frame["status"] == "ok").all()
+    assert frame.iloc[0:1].attrs["sweep"] is frame.attrs["sweep"]
+    assert frame["makespan_ns"].attrs["sweep"] is frame.attrs["sweep"]
+    assert frame.attrs["sweep"]["scenario"]["workload"]["load"] == loads

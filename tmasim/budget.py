@@ -60,7 +60,8 @@ WIDE_SPAN_PS = 2**32            # the longest duration a packed record holds (it
 # whole command):
 FRAME_BYTES_PER_RECORD = 175    # the same record as a row of the spans/events DataFrames (--out, --trace)
 FRAME_SECONDS_PER_RECORD = 1.5e-6  # building those DataFrames from the records
-OUT_SECONDS_PER_RECORD = 8e-6   # --out: spans.csv and events.csv, and the Gantt chart's first tiles
+OUT_SECONDS_PER_RECORD = 6e-6   # --out: spans.csv and events.csv, and the Gantt chart's first tiles
+OUT_BYTES_PER_RECORD = 100      # and the text pandas writes them through
 TRACE_SECONDS_PER_RECORD = 46e-6  # --trace: a Chrome trace event per span and instant, JSON, gzip
 TRACE_BYTES_PER_RECORD = 2300   # those events as Python dicts, then as one JSON text
 REPORT_SECONDS_PER_RECORD = 1e-6  # a report: its tables and three timeline figures (slots as time-averages)
@@ -200,8 +201,9 @@ def after_run(*, out: bool = False, trace: bool = False, report: bool = False, a
         counts.append("its tables and Gantt chart")
     if trace:
         seconds += TRACE_SECONDS_PER_RECORD
-        held += TRACE_BYTES_PER_RECORD
         counts.append("its trace")
+    if out or trace:  # written one after the other: the larger of the two is held at a time
+        held += max(OUT_BYTES_PER_RECORD if out else 0, TRACE_BYTES_PER_RECORD if trace else 0)
     if report:
         seconds += REPORT_SECONDS_PER_RECORD
         held = max(held, FRAME_BYTES_PER_RECORD + REPORT_BYTES_PER_RECORD)

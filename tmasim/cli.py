@@ -77,8 +77,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--explain", action="store_true",
                      help="then explain the run in words: the closed form, what binds, stalls, what-ifs")
     run.add_argument("--yes", action="store_true",
-                     help="run it even if its estimated time or memory is past the limits (see the README's "
-                          "Resource limits); without it such a run is refused before it starts")
+                     help="run it even if its estimated time or memory is past the limits (see Resource "
+                          "limits in the sweeps guide); without it such a run is refused before it starts")
     run.set_defaults(handler=_run)
 
     scenarios = sub.add_parser("scenarios", help="list the bundled scenarios, or print one as TOML",

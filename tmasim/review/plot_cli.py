@@ -82,7 +82,7 @@ def register_plot(subparsers: Any) -> argparse.ArgumentParser:
     plot.add_argument("--svg", action="store_true", help="also write an SVG beside the PNG")
     plot.add_argument("--yes", action="store_true",
                       help="draw it even if reading RESULT is estimated (from its files' sizes) to take long or "
-                           "much memory (see the README's Resource limits); without it such a plot is refused "
+                           "much memory (see Resource limits in the sweeps guide); without it such a plot is refused "
                            "before it reads anything")
     plot.set_defaults(handler=handle_plot)
     return plot
