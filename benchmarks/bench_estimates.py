@@ -270,8 +270,9 @@ def run_commands(only: str | None, rows: list[dict]) -> None:
             t_ratio = row["seconds"] / max(row["took"], 1e-3)
             m_ratio = row["memory"] / row["peak"] if row["memory"] else None
             within = 0.5 <= t_ratio <= 2 and (m_ratio is None or 0.5 <= m_ratio <= 2)
+            est_mb = f"{row['memory'] / 2**20:7.0f}" if row["memory"] else f"{'-':>7}"  # a sweep: time only
             print(f"{label:38} {row['seconds']:7.1f}s {row['took']:7.1f}s {t_ratio:5.2f}x "
-                  f"{(row['memory'] or 0) / 2**20:7.0f} {row['peak'] / 2**20:7.0f} "
+                  f"{est_mb} {row['peak'] / 2**20:7.0f} "
                   f"{f'{m_ratio:5.2f}x' if m_ratio else '-':>6}  {'yes' if within else 'NO'}", flush=True)
 
 
