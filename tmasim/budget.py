@@ -186,7 +186,8 @@ def note(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def after_run(*, out: bool = False, trace: bool = False, report: bool = False, animation: bool = False) -> dict[str, Any]:
+def after_run(*, out: bool = False, trace: bool = False, report: bool = False,
+              animation: bool = False) -> dict[str, Any]:
     """What a command does with a run's records once it has run, as :func:`command_line`'s
     ``extra_*`` arguments: the DataFrames of spans and events (``--out``, ``--trace``, a report), the
     CSV tables and the Gantt chart of ``--out``, the Chrome trace's events (``--trace``), a report's

@@ -122,7 +122,8 @@ def _bandwidth_table(links: dict[str, Any]) -> list[tuple[int, str, float, float
     return rows
 
 
-def estimate(scenario: Scenario, *, extra_record_bytes: int = 0, limits: budget.Limits | None = None) -> budget.Estimate:
+def estimate(scenario: Scenario, *, extra_record_bytes: int = 0,
+             limits: budget.Limits | None = None) -> budget.Estimate:
     """What running ``scenario`` would cost (time, memory, events), without running it: the plan
     is built (unless building it is what is too large) and the chip laid out, nothing more.
     ``limits`` (a command's) adds what the command does with the run's records after it."""

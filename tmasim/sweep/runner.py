@@ -110,7 +110,7 @@ def execute(plan: SweepPlan, *, jobs: int = 1, out: str | Path | None = None, ex
     return frame
 
 
-class Provenance(dict):  # type: ignore[type-arg]
+class Provenance(dict[str, Any]):
     """``frame.attrs["sweep"]``: what produced the table, the base scenario's fields included,
     shared (never copied) by the frames made from it. pandas deep-copies a frame's ``attrs`` into
     every frame, row and column it hands out (``NDFrame.__finalize__``): with a per-tile list of a
