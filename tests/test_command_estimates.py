@@ -181,3 +181,32 @@ def test_a_sweeps_table_shares_its_provenance_with_the_frames_made_from_it():
     assert frame.iloc[0:1].attrs["sweep"] is frame.attrs["sweep"]
     assert frame["makespan_ns"].attrs["sweep"] is frame.attrs["sweep"]
     assert frame.attrs["sweep"]["scenario"]["workload"]["load"] == loads
+
+
+@pytest.fixture(scope="module")
+def sixty_tiles():
+    return simulation.simulate(load("reference", ["workload.tiles=60", "run.records=true"]))
+
+
+def test_slots_past_what_can_be_drawn_are_time_averaged_and_the_legend_says_so(sixty_tiles, monkeypatch):
+    from tmasim.review import plot_usage, plots
+
+    labels = [t.get_text() for t in plots.slot_occupancy(sixty_tiles.spans).axes[0].get_legend().get_texts()]
+    assert labels[0] == "copy in flight (filling)"
+    monkeypatch.setattr(plot_usage, "MAX_STEPS", 10)
+    monkeypatch.setattr(plot_usage, "OCCUPANCY_BINS", 4)
+    ax = plots.slot_occupancy(sixty_tiles.spans).axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[0].startswith("copy in flight (filling) (mean per ") and "mean per" in labels[1]
+    # the time-average of slots in use never exceeds the stages, and is not zero in a busy ring
+    held = ax.collections[1].get_paths()[0].vertices[:, 1]
+    assert 0 < held.max() <= 2
+
+
+def test_a_whole_run_gantt_past_what_can_be_drawn_is_zoomed_and_says_so(sixty_tiles, capsys, monkeypatch):
+    assert plot_cli._zoom(sixty_tiles.spans) is None and capsys.readouterr().err == ""
+    monkeypatch.setattr(plot_cli, "MAX_GANTT_SPANS", 10)
+    assert plot_cli._zoom(sixty_tiles.spans) == 16
+    err = capsys.readouterr().err
+    assert err.startswith(f"tmasim: note: {len(sixty_tiles.spans):,} spans are too many to draw one by one; "
+                          "drawing the first 16 tiles of each CTA")
