@@ -19,8 +19,8 @@ were misjudged (10^6 tiles traced, 2*10^6 written), runs with records, ``report`
 300,000 tiles, an animation, a sweep of 10,000 tiny points, one over a million-entry per-tile list,
 and a drifting cluster run. Compared: the estimate each command checks before its work (the last of
 each kind, summed: a report's run and its sweep) against the command's CPU seconds and peak RSS,
-with "yes" where both are within 2x. It takes about 20 CPU minutes (the 10^6-tile trace alone 4,
-and 11 GB of memory; the cluster run 5).
+with "yes" where both are within 2x. It takes about 15 CPU minutes (the 10^6-tile trace 4, and 11 GB
+of memory; the cluster run 6).
 
     python benchmarks/bench_estimates.py [--grid runs|commands|all] [--only WORD] [--json FILE]
 
