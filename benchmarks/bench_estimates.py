@@ -13,19 +13,30 @@ that peak above :data:`MEMORY_FLOOR`). Cases marked "estimate only" are too larg
 run here: the script checks that their estimate is over the refusal line and quick to make
 (under :data:`QUICK_SECONDS`), and says whether it came before the plan was built.
 
-    python benchmarks/bench_estimates.py [--only WORD] [--json FILE]
+A second grid, :data:`COMMANDS`, runs the commands around ``run`` whole (``tmasim.cli.main`` in a
+fresh child with ``--yes``, in a temporary folder): ``run --trace`` and ``--out`` at the sizes that
+were misjudged (10^6 tiles traced, 2*10^6 written), runs with records, ``report`` and ``plot`` of
+300,000 tiles, an animation, a sweep of 10,000 tiny points, one over a million-entry per-tile list,
+and a drifting cluster run. Compared: the estimate each command checks before its work (the last of
+each kind, summed: a report's run and its sweep) against the command's CPU seconds and peak RSS,
+with "yes" where both are within 2x. It takes about 15 CPU minutes (the 10^6-tile trace 4, and 11 GB
+of memory; the cluster run 6).
 
-The grid takes about 3 CPU minutes on the 2-core development machine; each point is capped at
-:data:`CAP_SECONDS` and :data:`CAP_BYTES`.
+    python benchmarks/bench_estimates.py [--grid runs|commands|all] [--only WORD] [--json FILE]
+
+The run grid takes about 3 CPU minutes on the 2-core development machine; each point is capped at
+:data:`CAP_SECONDS` and :data:`CAP_BYTES` (a command at its own caps).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -123,6 +134,148 @@ CASES: list[tuple[str, str, list[str], bool]] = [
 ]
 
 
+# The commands around `run`, each run whole in a fresh child (its working folder a temporary one),
+# with --yes so that it runs past the limits: compared are what the command checks before its work
+# (the last estimate of each kind it checks, summed: a report's runs and its sweep) and the CPU seconds
+# and peak RSS of the command itself (cli.main, the interpreter's start-up left out).
+CHILD_COMMAND = """
+import json, resource, sys, time
+from tmasim import budget
+from tmasim.sweep import estimate as sweep_estimate
+seen = {}
+real_check = budget.check
+def spy(estimate, limits):
+    if "sweep" in seen and limits.what == "run":  # a sweep's points, checked as they run: not its estimate
+        return real_check(estimate, limits)
+    seen[limits.what] = {"seconds": estimate.seconds, "memory": estimate.memory, "too_large": estimate.too_large,
+                         "text": estimate.text()}
+    real_check(estimate, limits)
+budget.check = spy
+real_sample = sweep_estimate._sample
+def sample(*args, **kwargs):
+    seconds, sampled, slow = real_sample(*args, **kwargs)
+    seen["sweep"] = {"seconds": seconds, "memory": None, "too_large": seconds >= sweep_estimate.LIMIT_SECONDS,
+                     "text": f"sweep {seconds:.1f} s"}
+    return seconds, sampled, slow
+sweep_estimate._sample = sample
+from tmasim.cli import main
+start = time.process_time()
+code = main(json.loads(sys.argv[2]))
+took = time.process_time() - start
+with open(sys.argv[1], "w") as out:
+    json.dump({"code": code, "took": took, "seen": seen,
+               "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}, out)
+"""
+
+# Files the command cases need, made first in the child's folder: (name, tmasim command)
+SETUP = {
+    "folder300k": ["run", "reference", "--set", "workload.tiles=300000", "--set", "run.records=true",
+                   "--out", "o300k", "--yes"],
+}
+# (label, tmasim arguments, setup it needs, CPU cap in seconds, memory cap in bytes)
+GIB = 2**30
+TINY_SEEDS = ",".join(str(i) for i in range(100))
+TINY_TILES = ",".join(str(i) for i in range(1, 101))
+COMMANDS: list[tuple[str, list[str], str | None, int, int]] = [
+    ("run records 1M tiles", ["run", "reference", "--set", "workload.tiles=1000000", "--set", "run.records=true",
+                              "--set", "run.fast_forward=false"], None, 300, 3 * GIB),
+    ("run --trace 1M tiles", ["run", "reference", "--set", "workload.tiles=1000000", "--set", "run.records=true",
+                              "--trace", "t.json.gz"], None, 900, 16 * GIB),
+    ("run --trace 100k tiles", ["run", "reference", "--set", "workload.tiles=100000", "--set", "run.records=true",
+                                "--trace", "t.json.gz"], None, 300, 4 * GIB),
+    ("run --out 2M tiles", ["run", "reference", "--set", "workload.tiles=2000000", "--set", "run.records=true",
+                            "--out", "o2m"], None, 600, 8 * GIB),
+    ("run --out gemm-h100 records", ["run", "gemm-h100", "--set", "run.records=true", "--out", "og"], None, 300,
+     4 * GIB),
+    ("report 300k tiles", ["report", "reference", "--set", "workload.tiles=300000", "--out", "rep"], None, 600,
+     8 * GIB),
+    ("plot slots, 300k-tile folder", ["plot", "o300k", "--kind", "slots", "--out", "s.png"], "folder300k", 300,
+     6 * GIB),
+    ("plot gantt, 300k-tile folder", ["plot", "o300k", "--kind", "gantt", "--out", "g.png"], "folder300k", 300,
+     6 * GIB),
+    ("animate 2k tiles", ["animate", "reference", "--set", "workload.tiles=2000", "--out", "a.html"], None, 300,
+     4 * GIB),
+    ("sweep 10,000 tiny points", ["sweep", "reference", "--vary", f"run.seed={TINY_SEEDS}", "--vary",
+                                  f"workload.tiles={TINY_TILES}", "--jobs", "1", "--quiet", "--out", "tiny.csv"],
+     None, 300, 4 * GIB),
+    ("sweep gemm-h100, 5 stage counts", ["sweep", "gemm-h100", "--vary", "pipeline.stages=2,3,4,5,6", "--jobs", "1",
+                                         "--quiet", "--out", "gemm.csv"], None, 300, 4 * GIB),
+    ("sweep, million-entry per-tile list", ["sweep", "heavy.toml", "--vary", "pipeline.stages=2,3", "--jobs", "1",
+                                            "--quiet", "--out", "heavy.csv"], "heavy", 600, 6 * GIB),
+    ("run gemm-h100-cluster drift (8k^3)", ["run", "gemm-h100-cluster", "--set", DRIFT], None, 900, 3 * GIB),
+]
+
+
+def _heavy_scenario(folder: Path) -> None:
+    """A scenario whose per-tile list has a million entries (load times drawn from four values)."""
+    import random
+
+    rng = random.Random(1)
+    loads = ", ".join(f'"{rng.choice([2.5, 3, 3.5, 4])} us"' for _ in range(1_000_000))
+    (folder / "heavy.toml").write_text(
+        'name = "heavy"\ndescription = "a million tiles, each its own load time"\ngpu = "ideal"\n[workload]\n'
+        f'kind = "tiles"\ntiles = 1000000\nload = [{loads}]\ncompute = "3 us"\n[pipeline]\nstages = 2\n'
+        '[run]\nrecords = false\n')
+
+
+def _caps(seconds: int, memory: int):
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 5))
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    return cap
+
+
+def measure_command(args: list[str], folder: Path, seconds: int, memory: int) -> dict:
+    report = folder / "measured.json"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-c", CHILD_COMMAND, str(report), json.dumps([*args, "--yes"])],
+                         capture_output=True, text=True, cwd=folder, env=env, preexec_fn=_caps(seconds, memory),
+                         timeout=4 * seconds)
+    if out.returncode or not report.exists():
+        return {"error": (out.stderr.strip().splitlines() or [f"exit {out.returncode}"])[-1][:90]}
+    row = json.loads(report.read_text())
+    report.unlink()
+    seen = row.pop("seen")
+    row["seconds"] = sum(e["seconds"] for e in seen.values())
+    memories = [e["memory"] for e in seen.values() if e["memory"] is not None]
+    row["memory"] = max(memories) if memories else None
+    row["estimates"] = seen
+    return row
+
+
+def _setup(name: str, folder: Path) -> None:
+    if name == "heavy":
+        if not (folder / "heavy.toml").exists():
+            _heavy_scenario(folder)
+        return
+    if not (folder / "o300k" / "spans.csv").exists():
+        measure_command(SETUP[name], folder, 600, 6 * GIB)
+
+
+def run_commands(only: str | None, rows: list[dict]) -> None:
+    print(f"\n{'command':38} {'est.':>8} {'meas.':>8} {'time':>6} {'est.MB':>7} {'RSS MB':>7} {'mem':>6}  within 2x")
+    with tempfile.TemporaryDirectory(prefix="bench-estimates-") as tmp:
+        folder = Path(tmp)
+        for label, args, setup, seconds, memory in COMMANDS:
+            if only and only not in label:
+                continue
+            if setup:
+                _setup(setup, folder)
+            row = measure_command(args, folder, seconds, memory)
+            row["case"] = label
+            rows.append(row)
+            if "error" in row:
+                print(f"{label:38} error: {row['error']}")
+                continue
+            t_ratio = row["seconds"] / max(row["took"], 1e-3)
+            m_ratio = row["memory"] / row["peak"] if row["memory"] else None
+            within = 0.5 <= t_ratio <= 2 and (m_ratio is None or 0.5 <= m_ratio <= 2)
+            est_mb = f"{row['memory'] / 2**20:7.0f}" if row["memory"] else f"{'-':>7}"  # a sweep: time only
+            print(f"{label:38} {row['seconds']:7.1f}s {row['took']:7.1f}s {t_ratio:5.2f}x "
+                  f"{est_mb} {row['peak'] / 2**20:7.0f} "
+                  f"{f'{m_ratio:5.2f}x' if m_ratio else '-':>6}  {'yes' if within else 'NO'}", flush=True)
+
+
 def _cap() -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (CAP_SECONDS, CAP_SECONDS + 5))
     resource.setrlimit(resource.RLIMIT_AS, (CAP_BYTES, CAP_BYTES))
@@ -140,21 +293,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="the cases whose label contains this text")
     parser.add_argument("--json", type=Path, help="also write the rows to this file")
+    parser.add_argument("--grid", choices=("runs", "commands", "all"), default="all",
+                        help="the runs (simulate alone), the commands around them (run --trace/--out, report, plot, "
+                             "animate, sweeps), or both (default)")
     args = parser.parse_args()
-    rows = []
+    rows: list[dict] = []
+    if args.grid != "runs":
+        run_commands(args.only, rows)
+    if args.grid != "commands":
+        run_grid(args.only, rows)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+
+
+def run_grid(only: str | None, rows: list[dict]) -> None:
     print(f"{'case':36} {'est.':>8} {'meas.':>8} {'time':>6} {'est.MB':>7} {'RSS MB':>7} {'mem':>6} "
           f"{'steps':>11} {'skipped':>11} {'records':>11}")
     worst: dict[str, list[tuple[float, str]]] = {"time": [], "memory": []}
-    for label, name, sets, only in CASES:
-        if args.only and args.only not in label:
+    for label, name, sets, estimate_only in CASES:
+        if only and only not in label:
             continue
-        row = measure(name, sets, only)
+        row = measure(name, sets, estimate_only)
         row["case"] = label
         rows.append(row)
         if "error" in row:
             print(f"{label:36} error: {row['error']}")
             continue
-        if only:
+        if estimate_only:
             when = "before planning" if row["before_plan"] else "once planned"
             verdict = f"refused {when}" if row["too_large"] and row["took"] < QUICK_SECONDS else "NOT REFUSED"
             print(f"{label:36} {row['seconds']:7.0f}s {'-':>8} {'-':>6} {row['memory'] / 2**20:7.0f} {'-':>7} "
@@ -176,8 +341,6 @@ def main() -> None:
         if ratios:
             high, low = max(ratios), min(ratios)
             print(f"{what}: highest {high[0]:.2f}x ({high[1]}), lowest {low[0]:.2f}x ({low[1]})")
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":

@@ -105,7 +105,7 @@ def test_report_refuses_a_base_run_past_the_limits_before_its_sweep(capsys, tmp_
     err = one_line_error(capsys, ["report", "gemm-h100", "--set", "workload.k=524288", "--set", "run.aggregate=false",
                                   "--set", "run.fast_forward=false", "--vary", "pipeline.stages=2,3",
                                   "--out", str(tmp_path / "r")])
-    assert err.startswith("tmasim: error: run: ") and "over the limit of 5.0 min" in err and "add --yes" in err
+    assert err.startswith("tmasim: error: report: ") and "over the limit of 5.0 min" in err and "add --yes" in err
     assert not (tmp_path / "r").exists()
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from tmasim import format as fmt
 from tmasim.errors import ResourceError
@@ -54,9 +55,32 @@ RECORD_BYTES = {"timed": 32, "flow": 56, "attention": 56}  # a packed record (tm
 WIDE_RECORD_BYTES = 88          # a record kept whole in the side table besides its placeholder (a span over
                                 # 4.3 ms: tiles in milliseconds, 82 B a record more on the grid)
 WIDE_SPAN_PS = 2**32            # the longest duration a packed record holds (its 32-bit field, in ps)
+# What commands do with a run's records after it (after_run), fitted on the command grid of
+# benchmarks/bench_estimates.py (tiles of 100k-2M and GEMM records; CPU seconds and peak RSS of the
+# whole command):
 FRAME_BYTES_PER_RECORD = 175    # the same record as a row of the spans/events DataFrames (--out, --trace)
-ANIMATE_BYTES_PER_RECORD = 800  # frames, the one-CTA timeline and its change points (tmasim animate)
-ANIMATE_SECONDS_PER_RECORD = 160e-6  # finding each frame's state among the records
+FRAME_SECONDS_PER_RECORD = 1.5e-6  # building those DataFrames from the records
+OUT_SECONDS_PER_RECORD = 6e-6   # --out: spans.csv and events.csv, and the Gantt chart's first tiles
+OUT_BYTES_PER_RECORD = 100      # and the text pandas writes them through
+TRACE_SECONDS_PER_RECORD = 46e-6  # --trace: a Chrome trace event per span and instant, JSON, gzip
+TRACE_BYTES_PER_RECORD = 2300   # those events as Python dicts, then as one JSON text
+REPORT_SECONDS_PER_RECORD = 1e-6  # a report: its tables and three timeline figures (slots as time-averages)
+REPORT_BYTES_PER_RECORD = 150
+FIGURE_SECONDS = 1.0            # importing matplotlib and drawing one figure
+REPORT_FIGURE_SECONDS = 3.0     # a report's figures, page and tables, whatever the run's size
+FIGURE_BYTES = 64 * 2**20       # matplotlib imported and a figure drawn
+# tmasim plot of a run folder, from the sizes of its CSV files: a row of spans.csv or events.csv
+# holds 50-65 bytes (300k tiles: 97 MB for 1.5M spans, 62 MB for 1.2M events)
+CSV_ROW_BYTES = 50
+CSV_ROW_SECONDS = 6e-6          # reading a row and checking it (tmasim.result_files)
+CSV_ROW_MEMORY = 450            # the rows as DataFrames, with what reading them leaves behind
+PLOT_ROW_SECONDS = {"slots": 2e-6, "gantt": 1e-6, "bandwidth": 2e-6}  # drawing, per row read
+ANIMATE_BYTES_PER_RECORD = 1000  # frames, the one-CTA timeline and its change points (tmasim animate)
+ANIMATE_SECONDS_PER_RECORD = 110e-6  # finding each frame's state among the records
+# an animation draws at most 300 frames (tmasim.review.animate.MAX_FRAMES) whatever the run's length,
+# about 30 ms each, and holds them until it writes the file (1.3 MB each, as PNG images and their text)
+ANIMATION_SECONDS = 300 * 0.03
+ANIMATION_BYTES = 300 * 1_300_000  # (reference, 200 and 20,000 tiles: 510 and 608 MB peak; 8.6 and 16.9 s)
 TIME_MARGIN = 1.3  # the fitted time costs below, raised by this
 PLAN_SECONDS_PER_STEP = 0.047e-6 * TIME_MARGIN  # building those lookups
 # building a work unit: fitted 3.5 us, kept without the margin, since it grows with the units (stream:
@@ -104,6 +128,7 @@ class Estimate:
     how: str            # what the figures come from, in a few words
     skipped: int = 0    # of ``steps``, those fast-forward is expected to skip
     obstacle: str = ""  # why fast-forward will skip little of the run ('' when nothing is seen in its way)
+    detail: str = ""    # what the figures come from, for an estimate not of a run (a figure drawn from files)
 
     @property
     def large(self) -> bool:
@@ -114,6 +139,8 @@ class Estimate:
         return self.seconds >= LIMIT_SECONDS or self.memory >= LIMIT_BYTES
 
     def text(self) -> str:
+        if self.detail:
+            return f"{about(self.seconds)} and {fmt.size(self.memory)} of memory ({self.detail})"
         if not self.steps:  # a plan's own cost
             return (f"{about(self.seconds)} and {fmt.size(self.memory)} of memory {self.how} "
                     f"({self.plan_steps:,} ring steps)")
@@ -136,21 +163,61 @@ class Limits:
     extra_record_seconds: float = 0.0
     what: str = "run"
     lift: str = "add --yes to run it anyway"
+    extra_seconds: float = 0.0  # what the caller does once after the run (its figures: matplotlib, drawing)
+    extra_bytes: int = 0        # and the memory that takes (matplotlib, an animation's frames)
+    counts: str = ""            # what the estimate counts beyond the run, for its message ("writing its trace")
 
 
 DEFAULT = Limits(lift="add --yes (tmasim run, animate) or pass allow_large=True (Python) to run it anyway")
 
 
 def command_line(yes: bool, *, extra_record_bytes: int = 0, extra_record_seconds: float = 0.0,
-                 what: str = "run") -> Limits:
+                 what: str = "run", extra_seconds: float = 0.0, extra_bytes: int = 0, counts: str = "") -> Limits:
     """A command's limits: ``--yes`` lifts them; a large run is noted on stderr before it starts."""
+    return Limits(allow=yes, notify=note, extra_record_bytes=extra_record_bytes,
+                  extra_record_seconds=extra_record_seconds, what=what, extra_seconds=extra_seconds,
+                  extra_bytes=extra_bytes, counts=counts)
+
+
+def note(line: str) -> None:
+    """A command's one-line note, on stderr before the work it announces."""
     import sys
 
-    def note(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
+    print(line, file=sys.stderr, flush=True)
 
-    return Limits(allow=yes, notify=note, extra_record_bytes=extra_record_bytes,
-                  extra_record_seconds=extra_record_seconds, what=what)
+
+def after_run(*, out: bool = False, trace: bool = False, report: bool = False,
+              animation: bool = False) -> dict[str, Any]:
+    """What a command does with a run's records once it has run, as :func:`command_line`'s
+    ``extra_*`` arguments: the DataFrames of spans and events (``--out``, ``--trace``, a report), the
+    CSV tables and the Gantt chart of ``--out``, the Chrome trace's events (``--trace``), a report's
+    tables and figures, an animation's frames. Their memory is held together (the frames, then the
+    largest of what is built from them); their times add up."""
+    seconds, held, figures, counts = 0.0, 0, 0.0, []
+    if out or trace or report:
+        seconds, held = FRAME_SECONDS_PER_RECORD, FRAME_BYTES_PER_RECORD
+    if out:
+        seconds += OUT_SECONDS_PER_RECORD
+        figures += FIGURE_SECONDS
+        counts.append("its tables and Gantt chart")
+    if trace:
+        seconds += TRACE_SECONDS_PER_RECORD
+        counts.append("its trace")
+    if out or trace:  # written one after the other: the larger of the two is held at a time
+        held += max(OUT_BYTES_PER_RECORD if out else 0, TRACE_BYTES_PER_RECORD if trace else 0)
+    if report:
+        seconds += REPORT_SECONDS_PER_RECORD
+        held = max(held, FRAME_BYTES_PER_RECORD + REPORT_BYTES_PER_RECORD)
+        figures += REPORT_FIGURE_SECONDS
+        counts.append("the report's tables and figures")
+    if animation:
+        seconds += ANIMATE_SECONDS_PER_RECORD
+        held += ANIMATE_BYTES_PER_RECORD
+        figures += ANIMATION_SECONDS
+        counts.append("the animation's frames")
+    drawn = FIGURE_BYTES + (ANIMATION_BYTES if animation else 0) if out or report or animation else 0
+    return {"extra_record_bytes": held, "extra_record_seconds": seconds, "extra_seconds": figures,
+            "extra_bytes": drawn, "counts": f"writing {' and '.join(counts)}" if counts else ""}
 
 
 def about(seconds: float) -> str:
@@ -180,21 +247,24 @@ def plan_estimate(steps: int, units: int, *, simulated: int, extra_plan_bytes: i
 def run_estimate(steps: int, plan_steps: int, units: int, ctas: int, *, flow: bool, sharers: int, drift: bool,
                  records: bool, skipped: int = 0, extra_plan_bytes: int = 0, extra_record_bytes: int = 0,
                  extra_record_seconds: float = 0.0, attention: bool = False, cluster: bool = False,
-                 wide: bool = False, fast_forward: bool = False) -> Estimate:
+                 wide: bool = False, fast_forward: bool = False, extra_seconds: float = 0.0,
+                 extra_bytes: int = 0, counts: str = "") -> Estimate:
     """After planning, before the run: ``steps`` run by ``ctas`` CTAs on ``sharers`` SMs sharing
     the fabric (when ``flow``), ``skipped`` of them by fast-forward rather than simulated;
     ``attention`` for attention's K/V steps, ``cluster`` for CTAs in clusters (or 2-SM pairs),
     ``wide`` where the steps' spans are too long for a packed record (kept whole, 88 B more),
-    ``fast_forward`` where the skip is on (it keeps states to compare)."""
+    ``fast_forward`` where the skip is on (it keeps states to compare); ``extra_seconds`` what the
+    caller does once after the run, ``extra_bytes`` its memory, ``counts`` what that is (for the message)."""
     kind = "attention" if attention else "flow" if flow else "timed"
-    memory = (INTERPRETER_BYTES + plan_steps * PLAN_BYTES_PER_STEP[kind] + units * PLAN_BYTES_PER_UNIT
+    memory = (extra_bytes + INTERPRETER_BYTES + plan_steps * PLAN_BYTES_PER_STEP[kind] + units * PLAN_BYTES_PER_UNIT
               + ctas * CTA_BYTES + extra_plan_bytes + (sharers * DRIFT_BYTES_PER_SM if drift else 0))
     if fast_forward and flow:
         memory += (steps - skipped) * FAST_FORWARD_BYTES_PER_STEP
     planning = plan_steps * PLAN_SECONDS_PER_STEP + units * PLAN_SECONDS_PER_UNIT
     return _estimate(steps, plan_steps, memory, kind, sharers=sharers if flow else 0, drift=drift, records=records,
                      skipped=skipped, extra_record_bytes=extra_record_bytes, extra_record_seconds=extra_record_seconds,
-                     how="from the plan", planning=planning, cluster=cluster, wide=wide)
+                     how=f"from the plan, {counts} included" if counts else "from the plan",
+                     planning=planning + extra_seconds, cluster=cluster, wide=wide)
 
 
 def _estimate(steps: int, plan_steps: int, memory: int, kind: str, *, sharers: int, drift: bool, records: bool,
@@ -240,3 +310,13 @@ def check_jobs(jobs: object) -> int:
         raise TmasimError(f"--jobs: {shown} is over the {max_jobs()} worker processes this machine takes "
                           f"(4 per CPU, at most 256); give --jobs {os.cpu_count() or 1} or fewer")
     return jobs
+
+
+def plot_estimate(rows: int, kind: str, *, files: str) -> Estimate:
+    """``tmasim plot`` of a run folder whose ``files`` (spans, events, bandwidth) hold about
+    ``rows`` rows (from their sizes, before reading them): reading and checking every row, then
+    drawing ``kind`` (a timeline of a whole run is drawn zoomed or time-averaged: its cost is
+    per row, never per bar)."""
+    seconds = FIGURE_SECONDS + rows * (CSV_ROW_SECONDS + PLOT_ROW_SECONDS.get(kind, 0.0))
+    memory = INTERPRETER_BYTES + FIGURE_BYTES + rows * CSV_ROW_MEMORY
+    return Estimate(0, 0, seconds, memory, 0, 0, "from the folder's files", detail=f"{files}: about {rows:,} rows")

@@ -77,8 +77,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--explain", action="store_true",
                      help="then explain the run in words: the closed form, what binds, stalls, what-ifs")
     run.add_argument("--yes", action="store_true",
-                     help="run it even if its estimated time or memory is past the limits (see the README's "
-                          "Resource limits); without it such a run is refused before it starts")
+                     help="run it even if its estimated time or memory is past the limits (see Resource "
+                          "limits in the sweeps guide); without it such a run is refused before it starts")
     run.set_defaults(handler=_run)
 
     scenarios = sub.add_parser("scenarios", help="list the bundled scenarios, or print one as TOML",
@@ -116,7 +116,7 @@ def _run(args: argparse.Namespace) -> int:
 
     scenario = scenarios.load(args.scenario, args.overrides)
     frames = args.out is not None or args.trace is not None
-    limits = budget.command_line(args.yes, extra_record_bytes=budget.FRAME_BYTES_PER_RECORD if frames else 0)
+    limits = budget.command_line(args.yes, **budget.after_run(out=args.out is not None, trace=args.trace is not None))
     if args.out is not None:
         from tmasim.results import RUN_FILES
 

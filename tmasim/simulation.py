@@ -122,9 +122,11 @@ def _bandwidth_table(links: dict[str, Any]) -> list[tuple[int, str, float, float
     return rows
 
 
-def estimate(scenario: Scenario, *, extra_record_bytes: int = 0) -> budget.Estimate:
+def estimate(scenario: Scenario, *, extra_record_bytes: int = 0,
+             limits: budget.Limits | None = None) -> budget.Estimate:
     """What running ``scenario`` would cost (time, memory, events), without running it: the plan
-    is built (unless building it is what is too large) and the chip laid out, nothing more."""
+    is built (unless building it is what is too large) and the chip laid out, nothing more.
+    ``limits`` (a command's) adds what the command does with the run's records after it."""
     scenario.validate()
     before = _plan_size_estimate(scenario)
     if before is not None and before.too_large:
@@ -134,7 +136,7 @@ def estimate(scenario: Scenario, *, extra_record_bytes: int = 0) -> budget.Estim
     drift = scenario.run.drift
     chip = Chip(simpy.Environment(), scenario.gpu, plan, _sync(scenario), None,
                 aggregate=scenario.run.aggregate and not drift.on, drift=drift, seed=scenario.run.seed)
-    cost = _run_estimate(scenario, plan, chip, budget.Limits(extra_record_bytes=extra_record_bytes))
+    cost = _run_estimate(scenario, plan, chip, limits or budget.Limits(extra_record_bytes=extra_record_bytes))
     return dataclasses.replace(cost, obstacle=_no_skip(scenario, plan) or skip_forecast.obstacle(chip))
 
 
@@ -198,7 +200,8 @@ def _run_estimate(scenario: Scenario, plan: Plan, chip: Chip, limits: budget.Lim
                                extra_record_seconds=limits.extra_record_seconds,
                                attention=scenario.workload.kind == "attention", cluster=plan.cluster > 1,
                                wide=scenario.run.records and _wide_records(plan),
-                               fast_forward=not _no_skip(scenario, plan))
+                               fast_forward=not _no_skip(scenario, plan), extra_seconds=limits.extra_seconds,
+                               extra_bytes=limits.extra_bytes, counts=limits.counts)
 
 
 def _wide_records(plan: Plan) -> bool:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 KINDS = ("stage-sweep", "gantt", "slots", "bandwidth", "stalls", "heatmap")
 SWEEP_KINDS = ("stage-sweep", "heatmap")
 RUN_KINDS = ("gantt", "slots", "bandwidth")
+MAX_GANTT_SPANS = 20_000  # a Gantt of the whole run past this many spans is zoomed to its first tiles (_zoom)
 
 PLOT_EPILOG = """examples:
   tmasim sweep latency-hidden --vary pipeline.stages=1,2,4,6,8 --out lat.parquet
@@ -79,6 +80,10 @@ def register_plot(subparsers: Any) -> argparse.ArgumentParser:
     plot.add_argument("--title", default="", help="replace the figure's title")
     plot.add_argument("--out", type=Path, help="figure file, .png or .svg (default: beside RESULT, named by kind)")
     plot.add_argument("--svg", action="store_true", help="also write an SVG beside the PNG")
+    plot.add_argument("--yes", action="store_true",
+                      help="draw it even if reading RESULT is estimated (from its files' sizes) to take long or "
+                           "much memory (see Resource limits in the sweeps guide); without it such a plot is refused "
+                           "before it reads anything")
     plot.set_defaults(handler=handle_plot)
     return plot
 
@@ -121,6 +126,7 @@ def handle_plot(args: argparse.Namespace) -> int:
     check_title(args.title)
     if out is not None:
         check_figure_paths(out, svg=args.svg)
+    check_cost(args.result, args.kind, yes=args.yes)
     result = load_result(args.result)
     if args.kind is None:
         args.kind = default_kind(result, args)
@@ -139,6 +145,24 @@ def handle_plot(args: argparse.Namespace) -> int:
         raise TmasimError(f"--out: cannot write {str(out)!r} ({err.strerror or err})") from None
     print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
     return 0
+
+
+def check_cost(path: Path, kind: str | None, *, yes: bool) -> None:
+    """A run folder's plot, estimated from its files' sizes before any is read (a folder of
+    300,000 tiles holds 2.7 million rows): past :mod:`tmasim.budget`'s limits it is refused unless
+    ``yes``, and a large one is noted first. Sweep tables are a row per point, held to the sweep's
+    own limits."""
+    from tmasim import budget
+
+    if not path.is_dir():
+        return
+    names = ("spans.csv", "events.csv", "bandwidth.csv")
+    sizes = {name: (path / name).stat().st_size for name in names if (path / name).is_file()}
+    if not sizes:
+        return
+    rows = sum(sizes.values()) // budget.CSV_ROW_BYTES
+    estimate = budget.plot_estimate(rows, kind or "gantt", files=" and ".join(sizes))
+    budget.check(estimate, budget.command_line(yes, what="plot"))
 
 
 def check_figure_paths(out: Path, *, svg: bool) -> None:
@@ -366,7 +390,22 @@ def _timeline(args: argparse.Namespace, result: LoadedResult) -> Figure:
     events = result.events if result.events is not None else result.spans.iloc[0:0]
     window = _window(args)
     note = plots.representatives_note(result.table.iloc[0].to_dict())
-    return plots.gantt(result.spans, events, title=title, window=window, tiles=args.first_tiles, note=note)
+    tiles = args.first_tiles if window is not None or args.first_tiles is not None else _zoom(result.spans)
+    return plots.gantt(result.spans, events, title=title, window=window, tiles=tiles, note=note)
+
+
+def _zoom(spans: pd.DataFrame) -> int | None:
+    """A whole-run Gantt of more than :data:`MAX_GANTT_SPANS` bars is drawn zoomed to the first
+    tiles of each CTA (as ``run --out`` draws it), said on stderr: a million bars are a smear a
+    minute long to draw, wider than the figure has pixels."""
+    from tmasim.review import plots
+
+    tiles = plots.suggested_tiles(spans) if len(spans) > MAX_GANTT_SPANS else None
+    if tiles is not None:
+        print(f"tmasim: note: {len(spans):,} spans are too many to draw one by one; drawing the first {tiles} "
+              f"{plots.step_noun(spans)} of each CTA (--first-tiles N or --window START..END to choose)",
+              file=sys.stderr)
+    return tiles
 
 
 def _run_title(summary: pd.DataFrame) -> str:
@@ -475,12 +514,12 @@ def build_report(scenario: str | Path | None, overrides: Sequence[str] = (), var
     from tmasim.sweep.runner import MAX_POINTS
 
     report.check_out(out)  # before minutes of simulation, not after
-    limits = budget.command_line(yes)
+    limits = budget.command_line(yes, what="report", **budget.after_run(report=True))
     shown = scenarios.load(scenario, overrides)
     base = scenarios.load(scenario, [*overrides, "run.records=true"])
     table, chosen, how = None, None, sweep or SweepOptions()
-    if vary:  # the sweep's limits and the base run's, both before either runs
-        budget.check(run_estimate(base), dataclasses.replace(limits, notify=None))
+    if vary:  # the sweep's limits and the base run's (its figures counted), both before either runs
+        budget.check(run_estimate(base, limits=limits), dataclasses.replace(limits, notify=None))
         table = run_sweep(scenario, overrides, vary, zip_=how.zip_, jobs=jobs, out=how.out, executor=how.executor,
                           scheduler=how.scheduler, progress=how.progress, search=how.search,
                           max_points=None if yes else MAX_POINTS, max_seconds=None if yes else estimate.LIMIT_SECONDS,

@@ -10,6 +10,12 @@ from tmasim import format as fmt
 from tmasim.review.plot_gantt import cta_keys
 from tmasim.review.plot_style import COLORS, SERIES, styled, time_unit
 
+# A panel with more change points than this (a run of thousands of tiles: more than the figure has
+# pixels across) is drawn as its time-average over OCCUPANCY_BINS equal windows, stated in the legend.
+# Drawn one by one, 300,000 tiles' steps overflow the renderer (matplotlib's "Exceeded cell block limit").
+MAX_STEPS = 4000
+OCCUPANCY_BINS = 1000
+
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
@@ -89,12 +95,17 @@ def _occupancy_panel(ax: Axes, part: pd.DataFrame, capacity: int, scale: float, 
     grid = np.union1d(t_all, t_fill)
     held = n_all[np.searchsorted(t_all, grid, side="right") - 1]
     filling = n_fill[np.searchsorted(t_fill, grid, side="right") - 1]
-    x = np.r_[grid, end] / scale
+    x = np.r_[grid, end]
     filling, held = np.r_[filling, filling[-1]], np.r_[held, held[-1]]
-    ax.fill_between(x, 0, filling, step="post", color=COLORS["fill"], label="copy in flight (filling)",
+    mean = ""
+    if len(x) > MAX_STEPS:  # more changes than pixels: each bin's time-average, as the bandwidth plot does
+        edges = np.linspace(0.0, end, OCCUPANCY_BINS + 1)
+        filling, held = (np.r_[binned_mean(x, v, edges), 0.0] for v in (filling, held))
+        x, mean = edges, f" (mean per {format_span(edges[1] - edges[0])})"
+    ax.fill_between(x / scale, 0, filling, step="post", color=COLORS["fill"], label=f"copy in flight (filling){mean}",
                     edgecolor=COLORS["transfer"], linewidth=0.5)
-    ax.fill_between(x, filling, held, step="post", color=COLORS["use"], alpha=0.8,
-                    label="data landed (waiting or in use)", linewidth=0)
+    ax.fill_between(x / scale, filling, held, step="post", color=COLORS["use"], alpha=0.8,
+                    label=f"data landed (waiting or in use){mean}", linewidth=0)
     ax.axhline(capacity, color=COLORS["capacity"], linestyle="--", linewidth=1.2, label=f"slots: {capacity}")
     ax.set_ylim(0, capacity * 1.25 + 0.2)
     ax.set_xlim(0, end / scale)

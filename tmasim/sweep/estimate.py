@@ -13,7 +13,7 @@ waiting without a reason.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from tmasim import budget
 from tmasim.errors import ResourceError, TmasimError
@@ -22,7 +22,16 @@ from tmasim.sweep.spec import Point, SweepPlan, point_raw
 
 NOTE_SECONDS = 60.0
 LIMIT_SECONDS = 900.0
-POINT_SECONDS = 0.02  # building a point's scenario, shipping it and journalling its row
+# A point's cost in a sweep, besides its run's steps and records: a warm worker runs it (its imports
+# and caches made once, where tmasim.budget.RUN_SECONDS counts a fresh process's first run), builds
+# its scenario from the raw fields (a per-tile list of a million times: 2.4 s of reading every entry
+# as a time) and journals its row. Fitted on the command grid of benchmarks/bench_estimates.py
+# (10,000 tiny points: 2.7 ms each; a million-entry list), raised 1.3x as the run costs are.
+POINT_SECONDS = 0.0035  # a tiny point whole: building the chip and summary, its row and its journal line
+# each entry of a list in the point's fields (a per-tile time): read and checked as a time (2.4 us),
+# and the run's lookup of it at its step, which costs more than a time shared by every tile (2.5 us)
+ENTRY_SECONDS = 6.5e-6
+SWEEP_SECONDS = 0.4     # once a sweep: its table built and written (pandas, Parquet)
 SAMPLES = 8
 SLOW_POINT_SECONDS = 1.0  # a sampled point estimated past this, and not skipped, is named with the reason
 
@@ -41,7 +50,7 @@ def _sample(plan: SweepPlan, todo: Sequence[Point], jobs: int) -> tuple[float, i
     costs = [(_point_cost(plan, todo[i]), todo[i]) for i in picks]
     per_point = [seconds + POINT_SECONDS for (seconds, _), _ in costs]
     slow = [(seconds, point, why) for (seconds, why), point in costs if why and seconds >= SLOW_POINT_SECONDS]
-    return sum(per_point) / len(per_point) * len(todo) / jobs, len(picks), _slowest(slow)
+    return sum(per_point) / len(per_point) * len(todo) / jobs + SWEEP_SECONDS, len(picks), _slowest(slow)
 
 
 def _slowest(slow: list[tuple[float, Point, str]]) -> str:
@@ -58,10 +67,21 @@ def _point_cost(plan: SweepPlan, point: Point) -> tuple[float, str]:
     from tmasim.simulation import estimate
 
     try:
-        cost = estimate(from_dict(point_raw(plan.base_raw, point), plan.base_dir))
+        raw = point_raw(plan.base_raw, point)
+        cost = estimate(from_dict(raw, plan.base_dir))
     except (TmasimError, TypeError, ValueError, ArithmeticError):
         return 0.0, ""  # a point that cannot be built fails fast
-    return cost.seconds, cost.obstacle
+    return cost.seconds - budget.RUN_SECONDS + list_entries(raw) * ENTRY_SECONDS, cost.obstacle
+
+
+def list_entries(raw: object) -> int:
+    """How many entries the lists in a point's fields hold, nested ones included (each is read
+    and checked when the point's scenario is built)."""
+    if isinstance(raw, Mapping):
+        return sum(list_entries(value) for value in raw.values())
+    if isinstance(raw, (list, tuple)):
+        return len(raw) + sum(list_entries(value) for value in raw if isinstance(value, (list, tuple, Mapping)))
+    return 0
 
 
 def check_count(todo: Sequence[Point], max_points: int | None) -> None:
@@ -102,4 +122,4 @@ def check(plan: SweepPlan, todo: Sequence[Point], jobs: int, *, max_points: int 
                             "pass max_seconds=None from Python) to run them (finished points are kept if you stop it)")
     if seconds >= NOTE_SECONDS and notify is not None:
         notify(f"tmasim: note: a long {what[0]}, {what[1]}")
-    return seconds * jobs / count
+    return (seconds - SWEEP_SECONDS) * jobs / count

@@ -104,10 +104,20 @@ def execute(plan: SweepPlan, *, jobs: int = 1, out: str | Path | None = None, ex
             if store is not None:
                 written = _save_if_changed(store, finished, changed=journalled or len(finished) > resumed)
     frame = table.build(plan, finished)
-    frame.attrs["sweep"] = {**_provenance(plan, store), "computed": len(finished) - resumed, "resumed": resumed,
-                            "written": written, "search": search,
-                            "journal_lines_skipped": list(store.skipped_lines) if store is not None else []}
+    frame.attrs["sweep"] = Provenance({**_provenance(plan, store), "computed": len(finished) - resumed,
+                                       "resumed": resumed, "written": written, "search": search,
+                                       "journal_lines_skipped": list(store.skipped_lines) if store is not None else []})
     return frame
+
+
+class Provenance(dict[str, Any]):
+    """``frame.attrs["sweep"]``: what produced the table, the base scenario's fields included,
+    shared (never copied) by the frames made from it. pandas deep-copies a frame's ``attrs`` into
+    every frame, row and column it hands out (``NDFrame.__finalize__``): with a per-tile list of a
+    million times in the scenario, the summary of a 2-point sweep spent a minute copying it."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Provenance:
+        return self
 
 
 def _search_problems(plan: SweepPlan, task: Task, todo: Sequence[Point], finished: Mapping[int, Outcome],

@@ -142,8 +142,7 @@ def _animate(args: argparse.Namespace) -> int:
     if not scenario.run.records:
         raise TmasimError(f"animate: {scenario.name} keeps no per-event records (run.records = false); add "
                           "--set run.records=true and shrink the problem first")
-    limits = budget.command_line(args.yes, extra_record_bytes=budget.ANIMATE_BYTES_PER_RECORD,
-                                 extra_record_seconds=budget.ANIMATE_SECONDS_PER_RECORD, what="animation")
+    limits = budget.command_line(args.yes, what="animation", **budget.after_run(animation=True))
     try:
         result = simulate(scenario, limits=limits)
     except ModelError as err:   # a run that cannot finish: animate it up to the failure, then report
