@@ -28,7 +28,7 @@ def test_simulator_module(module: str) -> None:
         pytest.skip("this run already uses the simulator and collects tests/gpu/sim directly")
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(SIM_DIR / module)]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", str(SIM_DIR / module)]
     res = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True,
                          timeout=900, check=False)
     assert res.returncode == 0, f"{module} failed under the simulator:\n" \
