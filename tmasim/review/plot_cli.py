@@ -143,7 +143,7 @@ def handle_plot(args: argparse.Namespace) -> int:
 
 def check_figure_paths(out: Path, *, svg: bool) -> None:
     """Before the figure is drawn: the PNG (or SVG) and, with --svg, the SVG beside it."""
-    from tmasim.outputs import check_file
+    from tmasim.output.paths import check_file
 
     if not out.name or out.name in (".", "..") or out.is_dir():
         check_file("--out", out)  # a folder, refused as every --out refuses one
@@ -223,7 +223,7 @@ def _check_run_tables(result: LoadedResult) -> None:
 
 
 def _check_table(frame: pd.DataFrame, path: Path, *, sweep: bool) -> None:
-    from tmasim.result_files import check_table
+    from tmasim.output.read_back import check_table
 
     try:
         check_table(frame, path, sweep=sweep)
@@ -292,7 +292,7 @@ def check_kind(kind: str, result: LoadedResult) -> None:
 def table_trust(table: pd.DataFrame) -> str | None:
     """The trust line of a result read back: its rows' ``validated`` lines (one per distinct line,
     joined), or, for a table written before that column, what the rows' workload and preset give."""
-    from tmasim.validation.trust import trust_for_row
+    from tmasim.output.trust import trust_for_row
 
     rows = table[table["status"] == "ok"] if "status" in table.columns else table
     if "validated" in rows.columns:
@@ -370,7 +370,7 @@ def _timeline(args: argparse.Namespace, result: LoadedResult) -> Figure:
 
 
 def _run_title(summary: pd.DataFrame) -> str:
-    from tmasim import format as fmt
+    from tmasim.values import format as fmt
 
     row = summary.iloc[0]
     return (f"{row.get('scenario', 'run')}: {fmt.time_ns(row['makespan_ns'], unicode=True)} "
@@ -412,7 +412,7 @@ def _range_text(start: str, end: str) -> str:
 
 
 def _time(text: str, where: str) -> float:
-    from tmasim.units import time_ps
+    from tmasim.values.units import time_ps
 
     text = text.strip()
     if text in ("0", "0.0"):
@@ -465,8 +465,8 @@ def build_report(scenario: str | Path | None, overrides: Sequence[str] = (), var
 
     Under the limits of ``tmasim run`` and ``tmasim sweep`` (points, estimated time and memory),
     checked before anything runs; ``yes`` lifts them, as ``--yes`` does."""
-    from tmasim import budget
-    from tmasim import scenario as scenarios
+    from tmasim.estimates import budget
+    from tmasim.inputs import scenario as scenarios
     from tmasim.review import report
     from tmasim.simulation import estimate as run_estimate
     from tmasim.simulation import simulate
