@@ -63,6 +63,7 @@ def test_package_all_is_the_public_api():
 def test_the_package_namespace_has_no_typing_names():
     public = {name for name in vars(tmasim) if not name.startswith("_")}
     submodules = {m.name for m in pkgutil.iter_modules(tmasim.__path__)}
+    submodules |= {old.split(".")[1] for old in tmasim.old_paths.MOVED}  # the paths before the rooms
     errors = {"TmasimError", "ScenarioError", "ResourceError", "ModelError"}
     assert public <= {"simulate", "load_scenario", "run_sweep", "tune"} | errors | submodules
     frame = tmasim.run_sweep("reference", vary=["pipeline.stages=1,2"], progress=False)

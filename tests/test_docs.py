@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_the_committed_scenario_reference_is_what_the_generator_writes():
     committed = scenario_reference.PAGE.read_text(encoding="utf-8")
-    assert committed == scenario_reference.page(), "run: python -m tmasim.scenario_reference"
+    assert committed == scenario_reference.page(), "run: python -m tmasim.inputs.reference"
 
 
 def test_the_scenario_reference_lists_every_field_of_every_table():

@@ -12,8 +12,11 @@ everything else lives in the subpackages. Heavy modules load on first use.
 
 import typing as _typing
 
+from tmasim import old_paths as _old_paths
 from tmasim.errors import ModelError, ResourceError, ScenarioError, TmasimError
 from tmasim.version import __version__
+
+_old_paths.install()  # tmasim.scenario, tmasim.hardware, ...: the modules' paths before the rooms
 
 # The errors a caller may catch: a bad scenario (ScenarioError), a run past the limits
 # (ResourceError), a model that deadlocks or misuses a barrier (ModelError); all TmasimError.
@@ -26,8 +29,8 @@ if _typing.TYPE_CHECKING:
 
     import pandas as pd
 
-    from tmasim.results import Result
-    from tmasim.scenario import Scenario
+    from tmasim.inputs.scenario import Scenario
+    from tmasim.output.result import Result
     from tmasim.tuning.run import TuneResult
 
 
@@ -41,7 +44,7 @@ def simulate(scenario: "Scenario", *, allow_large: bool = False) -> "Result":
 
 def load_scenario(source: "str | Path | None" = None, overrides: "Iterable[str]" = ()) -> "Scenario":
     """Read a scenario file or bundled scenario by name (the reference one by default)."""
-    from tmasim.scenario import load
+    from tmasim.inputs.scenario import load
 
     return load(source, overrides)
 

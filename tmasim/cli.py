@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tmasim import format as fmt
 from tmasim.errors import ModelError, TmasimError
+from tmasim.values import format as fmt
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -109,16 +109,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from tmasim import budget
-    from tmasim import scenario as scenarios
-    from tmasim.outputs import check_file, check_folder, check_suffix
+    from tmasim.estimates import budget
+    from tmasim.inputs import scenario as scenarios
+    from tmasim.output.paths import check_file, check_folder, check_suffix
     from tmasim.simulation import simulate
 
     scenario = scenarios.load(args.scenario, args.overrides)
     frames = args.out is not None or args.trace is not None
     limits = budget.command_line(args.yes, **budget.after_run(out=args.out is not None, trace=args.trace is not None))
     if args.out is not None:
-        from tmasim.results import RUN_FILES
+        from tmasim.output.result import RUN_FILES
 
         check_folder("--out", args.out, files=RUN_FILES)
     if args.trace is not None:
@@ -140,7 +140,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print(result.to_json())
     else:
-        from tmasim.summary import describe
+        from tmasim.output.summary import describe
 
         print(describe(result.stats, scenario))
     if result.races:
@@ -167,8 +167,8 @@ def _write_trace(result: Any, path: Path) -> None:
 
 def _write_outputs(result: Any, out: Path) -> None:
     """Into a hidden folder beside ``out``, moved into place whole: a full disk leaves no part."""
-    from tmasim.outputs import staged_folder, staged_paths
-    from tmasim.results import RUN_FILES
+    from tmasim.output.paths import staged_folder, staged_paths
+    from tmasim.output.result import RUN_FILES
 
     with staged_folder(out, owned=RUN_FILES) as stage:
         written = staged_paths(_write_tables_and_chart(result, stage), stage, out)
@@ -177,7 +177,7 @@ def _write_outputs(result: Any, out: Path) -> None:
 
 def _write_tables_and_chart(result: Any, out: Path) -> list[Path]:
     from tmasim.review import plots
-    from tmasim.summary_rows import plural
+    from tmasim.workloads.summary_rows import plural
 
     written: list[Path] = result.save(out)
     if result.recorder is None:
@@ -207,7 +207,7 @@ def _warn_races(result: Any) -> None:
 
 
 def _scenarios(args: argparse.Namespace) -> int:
-    from tmasim import scenario as scenarios
+    from tmasim.inputs import scenario as scenarios
 
     if args.name:
         text = scenarios.bundled_text(args.name)
@@ -220,7 +220,7 @@ def _scenarios(args: argparse.Namespace) -> int:
 
 
 def _presets(args: argparse.Namespace) -> int:
-    from tmasim import hardware
+    from tmasim.machine import hardware
 
     if args.name:
         gpu = hardware.load_gpu(args.name)
@@ -248,7 +248,7 @@ def _presets(args: argparse.Namespace) -> int:
 
 def _preset_row(name: str) -> dict[str, str]:
     """A preset's key figures, its copy latency in the unit the preset gives it (cycles)."""
-    from tmasim import hardware
+    from tmasim.machine import hardware
 
     gpu = hardware.load_gpu(name)
     row = hardware.describe(gpu)

@@ -12,8 +12,6 @@ from typing import Any
 
 import simpy
 
-from tmasim import budget, ranges, skip_forecast
-from tmasim import format as fmt
 from tmasim.engine.chip import Chip, Plan
 from tmasim.engine.event_loop import run_to_end
 from tmasim.engine.fast_forward.jump import FastForward
@@ -21,10 +19,12 @@ from tmasim.engine.fast_forward.record_shift import Unshiftable
 from tmasim.engine.pipeline.cta import Cta, Sync
 from tmasim.engine.recorder import Recorder
 from tmasim.errors import BarrierError, DeadlockError, ModelError, ScenarioError
-from tmasim.residency import Residency
-from tmasim.results import Result
-from tmasim.scenario import Scenario, require_scenario, require_switches
-from tmasim.units import PS_PER_S
+from tmasim.estimates import budget, ranges, skip_forecast
+from tmasim.inputs.scenario import Scenario, require_scenario, require_switches
+from tmasim.machine.residency import Residency
+from tmasim.output.result import Result
+from tmasim.values import format as fmt
+from tmasim.values.units import PS_PER_S
 from tmasim.workloads import workload_of
 
 

@@ -27,8 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tmasim import fields as read
 from tmasim.errors import ResidencyError, ScenarioError, TmasimError
+from tmasim.values import fields as read
 
 log = logging.getLogger(__name__)
 
@@ -114,13 +114,13 @@ def problem(named_args: Mapping[str, Any], kwargs: Mapping[str, Any]) -> tuple[i
 
 def _check(target: Target, shape: tuple[int, int, int], tolerance: float) -> None:
     """Errors every config would share, raised once rather than dropping them all."""
-    from tmasim.hardware import DTYPES, load_gpu
+    from tmasim.machine.hardware import DTYPES, load_gpu
 
     load_gpu(target.gpu)
     read.choice("dtype", target.dtype, DTYPES)
     if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 <= tolerance < 10:
         raise ScenarioError("tolerance", tolerance, "must be a number from 0 to 10 (0.05: within 5% of the best)")
-    from tmasim.scenario import from_dict
+    from tmasim.inputs.scenario import from_dict
 
     try:  # a probe with no config's fields: M, N, K, out_dtype and the overrides, by the scenario's reader
         from_dict(_raw(target, shape))
@@ -185,7 +185,7 @@ def settings(config: Any, target: Target | None = None, index: int = 0) -> dict[
 
 
 def _raw(target: Target, shape: tuple[int, int, int], fields: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    from tmasim.scenario import apply_overrides
+    from tmasim.inputs.scenario import apply_overrides
 
     m, n, k = shape
     workload: dict[str, Any] = {"kind": "gemm", "m": m, "n": n, "k": k, "dtype": target.dtype, "tile": [128, 128, 64],
@@ -209,7 +209,7 @@ def _outcome(config: Any, index: int, shape: tuple[int, int, int], target: Targe
 
 
 def _simulate(raw: dict[str, Any]) -> float | str:
-    from tmasim.scenario import from_dict
+    from tmasim.inputs.scenario import from_dict
     from tmasim.simulation import simulate
 
     try:

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 
 import simpy
 
-from tmasim.drift import NO_DRIFT, Drift
 from tmasim.engine.attention.cta import AttentionCta
 from tmasim.engine.attention.pair import AttentionPairCta
 from tmasim.engine.attention.program import AttentionProgram
@@ -34,7 +33,8 @@ from tmasim.engine.recorder import Recorder
 from tmasim.engine.sm.copy_engine import CopyEngine, Routes
 from tmasim.engine.sm.tensor_core import TensorCore
 from tmasim.engine.sm.vector_units import VectorUnits
-from tmasim.hardware import GpuSpec
+from tmasim.machine.hardware import GpuSpec
+from tmasim.settings.drift import NO_DRIFT, Drift
 
 CtaProgram = Program | AttentionProgram  # what a CTA runs: ring steps, or attention's K/V blocks
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tmasim.drift import Drift
+from tmasim.settings.drift import Drift
 
 START_STREAM, LATENCY_STREAM = 100, 101  # spawn keys, apart from the tiles workload's streams
 _BATCH = 4096

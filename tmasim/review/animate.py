@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tmasim import format as fmt
 from tmasim.errors import TmasimError
-from tmasim.summary_rows import plural
+from tmasim.values import format as fmt
+from tmasim.workloads.summary_rows import plural
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from tmasim.results import Result
+    from tmasim.output.result import Result
 
 MAX_FRAMES = 300
 TARGET_FRAMES = 160      # frames at a steady pace; beyond that, the longest quiet stretches are capped
@@ -181,7 +181,7 @@ def animate(result: Result, path: Path, *, title: str | None = None, fps: int = 
     frames = frame_times(line.changes(), line.end, target=target or TARGET_FRAMES)
     title = title or _title(result)
     movie = _Movie(line, title)
-    from tmasim.outputs import replacing, write_error
+    from tmasim.output.paths import replacing, write_error
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tmasim import format as fmt
 from tmasim import names
+from tmasim.values import format as fmt
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -99,7 +99,7 @@ def read_csv(path: Path) -> pd.DataFrame:
 
 def _rows_written(meta: Path, key: str) -> int | None:
     """The row count a metadata file beside a table records (None where there is none)."""
-    from tmasim.result_files import json_value
+    from tmasim.output.read_back import json_value
 
     try:
         value = json_value(meta.read_text(encoding="utf-8")).get(key)

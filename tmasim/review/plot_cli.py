@@ -149,10 +149,10 @@ def handle_plot(args: argparse.Namespace) -> int:
 
 def check_cost(path: Path, kind: str | None, *, yes: bool) -> None:
     """A run folder's plot, estimated from its files' sizes before any is read (a folder of
-    300,000 tiles holds 2.7 million rows): past :mod:`tmasim.budget`'s limits it is refused unless
+    300,000 tiles holds 2.7 million rows): past :mod:`tmasim.estimates.budget`'s limits it is refused unless
     ``yes``, and a large one is noted first. Sweep tables are a row per point, held to the sweep's
     own limits."""
-    from tmasim import budget
+    from tmasim.estimates import budget
 
     if not path.is_dir():
         return
@@ -167,7 +167,7 @@ def check_cost(path: Path, kind: str | None, *, yes: bool) -> None:
 
 def check_figure_paths(out: Path, *, svg: bool) -> None:
     """Before the figure is drawn: the PNG (or SVG) and, with --svg, the SVG beside it."""
-    from tmasim.outputs import check_file
+    from tmasim.output.paths import check_file
 
     if not out.name or out.name in (".", "..") or out.is_dir():
         check_file("--out", out)  # a folder, refused as every --out refuses one
@@ -247,7 +247,7 @@ def _check_run_tables(result: LoadedResult) -> None:
 
 
 def _check_table(frame: pd.DataFrame, path: Path, *, sweep: bool) -> None:
-    from tmasim.result_files import check_table
+    from tmasim.output.read_back import check_table
 
     try:
         check_table(frame, path, sweep=sweep)
@@ -316,7 +316,7 @@ def check_kind(kind: str, result: LoadedResult) -> None:
 def table_trust(table: pd.DataFrame) -> str | None:
     """The trust line of a result read back: its rows' ``validated`` lines (one per distinct line,
     joined), or, for a table written before that column, what the rows' workload and preset give."""
-    from tmasim.validation.trust import trust_for_row
+    from tmasim.output.trust import trust_for_row
 
     rows = table[table["status"] == "ok"] if "status" in table.columns else table
     if "validated" in rows.columns:
@@ -409,8 +409,8 @@ def _zoom(spans: pd.DataFrame) -> int | None:
 
 
 def _run_title(summary: pd.DataFrame) -> str:
-    from tmasim import format as fmt
-    from tmasim.summary_rows import plural
+    from tmasim.values import format as fmt
+    from tmasim.workloads.summary_rows import plural
 
     row = summary.iloc[0]
     return (f"{row.get('scenario', 'run')}: {fmt.time_ns(row['makespan_ns'], unicode=True)} "
@@ -452,7 +452,7 @@ def _range_text(start: str, end: str) -> str:
 
 
 def _time(text: str, where: str) -> float:
-    from tmasim.units import time_ps
+    from tmasim.values.units import time_ps
 
     text = text.strip()
     if text in ("0", "0.0"):
@@ -505,8 +505,8 @@ def build_report(scenario: str | Path | None, overrides: Sequence[str] = (), var
 
     Under the limits of ``tmasim run`` and ``tmasim sweep`` (points, estimated time and memory),
     checked before anything runs; ``yes`` lifts them, as ``--yes`` does."""
-    from tmasim import budget
-    from tmasim import scenario as scenarios
+    from tmasim.estimates import budget
+    from tmasim.inputs import scenario as scenarios
     from tmasim.review import report
     from tmasim.simulation import estimate as run_estimate
     from tmasim.simulation import simulate

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tmasim import format as fmt
 from tmasim.review.attention_gantt import attention_gantt, attention_window, is_attention
 from tmasim.review.plot_style import COLORS, styled, time_unit
+from tmasim.values import format as fmt
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -10,7 +10,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from tmasim import format as fmt
+from tmasim.values import format as fmt
 
 COLORS = {
     "transfer": "#4C72B0",

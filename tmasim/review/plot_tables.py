@@ -11,7 +11,6 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tmasim import format as fmt
 from tmasim import names
 from tmasim.review.columns import (
     bound_time_ns,
@@ -31,6 +30,7 @@ from tmasim.review.columns import (
     wrapped,
 )
 from tmasim.review.plot_style import COLORS, SERIES, styled
+from tmasim.values import format as fmt
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tmasim import format as fmt
 from tmasim.review.plot_gantt import cta_keys
 from tmasim.review.plot_style import COLORS, SERIES, styled, time_unit
+from tmasim.values import format as fmt
 
 # A panel with more change points than this (a run of thousands of tiles: more than the figure has
 # pixels across) is drawn as its time-average over OCCUPANCY_BINS equal windows, stated in the legend.

@@ -47,7 +47,7 @@ def save(fig: Figure, path: Path, *, svg: bool = False, trust: str | None = None
     path = Path(path)
     if not path.suffix:  # what matplotlib would write: say so
         path = path.with_name(path.name + ".png")
-    from tmasim.outputs import replacing, write_error
+    from tmasim.output.paths import replacing, write_error
 
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

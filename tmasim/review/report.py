@@ -17,19 +17,19 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tmasim import format as fmt
 from tmasim import names
 from tmasim.errors import TmasimError
+from tmasim.output.trust import trust_for_row
 from tmasim.review.columns import figure_label, figure_text
-from tmasim.summary_rows import plural
-from tmasim.validation.trust import trust_for_row
+from tmasim.values import format as fmt
+from tmasim.workloads.summary_rows import plural
 
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-    from tmasim.results import Result
-    from tmasim.scenario import Scenario
+    from tmasim.inputs.scenario import Scenario
+    from tmasim.output.result import Result
 
 KEY_FIGURES = ("makespan_ns", "serial_ns", "closed_form_ns", "bound_ns", "interval_bound_ns", "binding",
                "littles_law_bytes_per_s", "achieved_flops_per_s", "achieved_bytes_per_s",
@@ -94,7 +94,7 @@ def check_out(out: str | Path) -> Path:
             raise TmasimError(f"--out: {str(out)!r} exists and is not a directory")
     except OSError as err:
         raise TmasimError(f"--out: {str(out)[:100]!r} cannot be used ({err.strerror or err})") from None
-    from tmasim.outputs import check_folder
+    from tmasim.output.paths import check_folder
 
     check_folder("--out", out, files=("index.html",))
     return out
@@ -180,7 +180,7 @@ def _staging(out: Path) -> Iterator[Path]:
     import shutil
     import tempfile
 
-    from tmasim.outputs import check_moves, remove_stale_stages, stage_prefix
+    from tmasim.output.paths import check_moves, remove_stale_stages, stage_prefix
 
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -209,7 +209,7 @@ def _staging(out: Path) -> Iterator[Path]:
 def _description(scenario: Any) -> list[str]:
     """The run's header (see :mod:`tmasim.summary`) without the scenario's name: what ran, what
     --set changed, and the file's description, labelled as the file's once something changed."""
-    from tmasim.summary import header
+    from tmasim.output.summary import header
 
     first, *rest = header(scenario, unicode=True)
     return [first.split(": ", 1)[1], *(line.strip() for line in rest)]

@@ -59,7 +59,7 @@ __all__ = ["chrome_trace", "write_chrome_trace", "validate", "SPAN_COLUMNS", "EV
 if TYPE_CHECKING:
     import pandas as pd
 
-    from tmasim.results import Result
+    from tmasim.output.result import Result
 
 SPAN_COLUMNS = ("start_ps", "end_ps", "sm", "cta", "lane", "kind", "tile", "stage", "bytes")
 EVENT_COLUMNS = ("time_ps", "sm", "cta", "kind", "name", "tile", "stage", "phase")
@@ -486,7 +486,7 @@ TRACE_SUFFIXES = (".json", ".json.gz")  # plain JSON under any other name; gzip 
 def write_chrome_trace(result: Result, path: str | Path, *, counters: pd.DataFrame | None = None) -> Path:
     """Write a run's trace as JSON (gzip-compressed when ``path`` ends in ``.gz``); returns the path."""
     from tmasim.errors import TmasimError
-    from tmasim.outputs import check_suffix
+    from tmasim.output.paths import check_suffix
 
     check_suffix("--trace", Path(path), TRACE_SUFFIXES)
     if result.recorder is None:
@@ -494,7 +494,7 @@ def write_chrome_trace(result: Result, path: str | Path, *, counters: pd.DataFra
     trace = chrome_trace(result.spans, result.events, stats=result.stats, scenario=result.scenario.to_dict(),
                          counters=counters)
     text = json.dumps(trace, separators=(",", ":"), allow_nan=False)
-    from tmasim.outputs import replacing
+    from tmasim.output.paths import replacing
 
     path = Path(path)
     with replacing(path, "--trace") as tmp:

@@ -28,9 +28,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tmasim import field_roles, names
-from tmasim import format as fmt
-from tmasim.validation.trust import trust_for_row
+from tmasim import names
+from tmasim.inputs import field_roles
+from tmasim.output.trust import trust_for_row
+from tmasim.values import format as fmt
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -18,7 +18,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 from tmasim.errors import ModelError, TmasimError
-from tmasim.scenario import from_dict
+from tmasim.inputs.scenario import from_dict
 from tmasim.simulation import lower_bound_ns, quick_lower_bound_ns
 from tmasim.sweep.points import Task
 from tmasim.sweep.spec import Point, point_raw

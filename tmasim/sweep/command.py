@@ -65,7 +65,7 @@ def add_sweep_options(parser: argparse.ArgumentParser) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from tmasim import budget
+    from tmasim.estimates import budget
     from tmasim.sweep import estimate
     from tmasim.sweep.runner import default_out, run_sweep
 

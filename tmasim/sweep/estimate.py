@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from tmasim import budget
 from tmasim.errors import ResourceError, TmasimError
-from tmasim.scenario import from_dict
+from tmasim.estimates import budget
+from tmasim.inputs.scenario import from_dict
 from tmasim.sweep.spec import Point, SweepPlan, point_raw
 
 NOTE_SECONDS = 60.0

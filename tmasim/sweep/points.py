@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tmasim.errors import ModelError, TmasimError
-from tmasim.scenario import RunOptions, from_dict
+from tmasim.inputs.scenario import RunOptions, from_dict
 from tmasim.simulation import simulate
 from tmasim.sweep.spec import Point, point_raw
 

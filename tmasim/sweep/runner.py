@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tmasim import scenario as scenarios
 from tmasim.errors import TmasimError
+from tmasim.inputs import scenario as scenarios
 from tmasim.sweep import estimate, lock, table
 from tmasim.sweep import search as searching
 from tmasim.sweep.executors import EXECUTORS, pool, started
@@ -179,7 +179,7 @@ def _check_limits(**limits: object) -> None:
 
 
 def _check_options(jobs: int, executor: str, scheduler: str | None) -> None:
-    from tmasim.budget import check_jobs
+    from tmasim.estimates.budget import check_jobs
 
     check_jobs(jobs)
     if executor not in EXECUTORS:

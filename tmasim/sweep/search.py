@@ -27,7 +27,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from tmasim import field_roles
+from tmasim.inputs import field_roles
 from tmasim.sweep.answer import KNEE_TOLERANCE, _value
 from tmasim.sweep.executors import Pool
 from tmasim.sweep.points import OK, PRUNED, Outcome, Task, raw_seed

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tmasim import fields as read
-from tmasim import scenario as scenarios
 from tmasim.errors import ScenarioError, TmasimError
+from tmasim.inputs import scenario as scenarios
+from tmasim.values import fields as read
 
 VARY_EXAMPLE = "FIELD=V1,V2,... (e.g. pipeline.stages=1,2,4)"
 IN_MEMORY = "(in memory)"
@@ -200,7 +200,7 @@ def _same_value_key(value: Any) -> Any:
     """Values that make the same scenario compare equal: 3 and 3.0, '3 us' and '3000 ns'."""
     import json
 
-    from tmasim import units
+    from tmasim.values import units
 
     if isinstance(value, bool):
         return ("bool", value)

@@ -24,10 +24,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from tmasim import result_files
 from tmasim.errors import TmasimError
-from tmasim.outputs import replacing
-from tmasim.scenario import parse_value
+from tmasim.inputs.scenario import parse_value
+from tmasim.output import read_back as result_files
+from tmasim.output.paths import replacing
 from tmasim.sweep import table
 from tmasim.sweep.extend import renumbered, renumbering
 from tmasim.sweep.points import Outcome
@@ -63,7 +63,7 @@ class SweepStore:
         """Refused before any point runs: a folder, a missing folder, a file or folder we cannot write,
         a format we do not write, a name too long for the files kept beside it, a target that is not a
         regular file (a device, a FIFO, a symbolic link: each would be replaced, not written)."""
-        from tmasim.outputs import check_name, check_target
+        from tmasim.output.paths import check_name, check_target
 
         name = str(self.out)
         self._check_format()
@@ -111,7 +111,7 @@ class SweepStore:
     def load_finished(self) -> dict[int, Outcome]:
         """Points finished by earlier runs of this same sweep (FILE, then the journal); the
         temporary files of a save that was killed are removed first (their writer is gone)."""
-        from tmasim.outputs import remove_stale_temporaries
+        from tmasim.output.paths import remove_stale_temporaries
 
         for path in (self.out, self.sidecar, self.pending):
             remove_stale_temporaries(path)
@@ -131,7 +131,7 @@ class SweepStore:
 
     @contextlib.contextmanager
     def journal(self) -> Iterator[Journal]:
-        from tmasim.outputs import write_error
+        from tmasim.output.paths import write_error
 
         try:
             handle = self.journal_path.open("a+b")
@@ -145,7 +145,7 @@ class SweepStore:
 
     def save(self, outcomes: Mapping[int, Outcome]) -> pd.DataFrame:
         """Write the finished points to FILE (atomically), then drop the journal they came from."""
-        from tmasim.outputs import WriteError
+        from tmasim.output.paths import WriteError
 
         frame = table.build(self.plan, outcomes)
         metadata = self.metadata(len(outcomes))
@@ -163,7 +163,7 @@ class SweepStore:
 
     def _save_csv(self, frame: pd.DataFrame, metadata: dict[str, Any]) -> None:
         """Data, then metadata, in the order the module's docstring gives."""
-        from tmasim.outputs import write_error, write_text
+        from tmasim.output.paths import write_error, write_text
 
         with replacing(self.out) as tmp:
             frame.to_csv(tmp, index=False)
@@ -290,7 +290,7 @@ class Journal:
         return self._handle.seek(0, os.SEEK_END) == 0
 
     def write_many(self, records: list[Mapping[str, Any]]) -> None:
-        from tmasim.outputs import write_error
+        from tmasim.output.paths import write_error
 
         try:
             self._end_torn_line()

@@ -14,9 +14,9 @@ import math
 import re
 from dataclasses import dataclass
 
-from tmasim import format as fmt
 from tmasim.errors import ScenarioError, TmasimError
-from tmasim.units import PS_PER_US, parse
+from tmasim.values import format as fmt
+from tmasim.values.units import PS_PER_US, parse
 
 TOLERANCE = 0.05
 TOLERANCE_TEXT = "within 5% of the simulated value counts as right"

@@ -31,8 +31,8 @@ def register(sub: Any) -> None:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from tmasim import budget
-    from tmasim import scenario as scenarios
+    from tmasim.estimates import budget
+    from tmasim.inputs import scenario as scenarios
     from tmasim.teach.explain import explain
 
     raw, base_dir = scenarios.read_raw(args.scenario)
@@ -44,7 +44,7 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 def base_dir_of(source: str | None) -> Path | None:
-    from tmasim import scenario as scenarios
+    from tmasim.inputs import scenario as scenarios
 
     return scenarios.read_raw(source)[1]
 
@@ -62,7 +62,7 @@ def register_learn(sub: Any) -> None:
 def _learn(args: argparse.Namespace) -> int:
     import sys
 
-    from tmasim.outputs import check_folder
+    from tmasim.output.paths import check_folder
     from tmasim.teach import glossary, lessons
 
     if args.glossary:
@@ -82,7 +82,7 @@ def _learn(args: argparse.Namespace) -> int:
     if args.out is None:
         text, _ = lessons.teach(args.number, predicted, None)
     else:  # the figures staged beside --out and moved in whole: a full disk leaves no part
-        from tmasim.outputs import staged_folder
+        from tmasim.output.paths import staged_folder
 
         with staged_folder(args.out) as stage:
             text, _ = lessons.teach(args.number, predicted, stage)
@@ -125,11 +125,11 @@ def register_animate(sub: Any) -> None:
 def _animate(args: argparse.Namespace) -> int:
     import sys
 
-    from tmasim import budget
-    from tmasim import scenario as scenarios
     from tmasim.errors import DeadlockError, ModelError, TmasimError
-    from tmasim.outputs import check_file
-    from tmasim.results import Result
+    from tmasim.estimates import budget
+    from tmasim.inputs import scenario as scenarios
+    from tmasim.output.paths import check_file
+    from tmasim.output.result import Result
     from tmasim.review.animate import FORMATS, animate
     from tmasim.simulation import simulate
 

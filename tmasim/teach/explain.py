@@ -14,17 +14,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tmasim.errors import ModelError
-from tmasim.results import Result
-from tmasim.scenario import Scenario
+from tmasim.inputs.scenario import Scenario
+from tmasim.output.result import Result
+from tmasim.output.trust import trust_for_row
 from tmasim.teach.explain_attention import attention_story, attention_what_ifs
 from tmasim.teach.explain_broken import explain_failure, explain_invalid
 from tmasim.teach.explain_chip import chip_story, chip_what_ifs
 from tmasim.teach.explain_tiles import tiles_story, tiles_what_ifs
 from tmasim.teach.prose import bullet, paragraph
-from tmasim.validation.trust import trust_for_row
 
 if TYPE_CHECKING:
-    from tmasim.budget import Limits
+    from tmasim.estimates.budget import Limits
 
 
 def validity(stats: dict[str, Any]) -> tuple[bool, str | None]:

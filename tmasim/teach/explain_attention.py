@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tmasim import format as fmt
 from tmasim import names
-from tmasim.results import Result
+from tmasim.output.result import Result
 from tmasim.teach.prose import paragraph
 from tmasim.teach.what_if import WhatIf, run_what_if, variant, what_if_line
-from tmasim.units import PS_PER_S
+from tmasim.values import format as fmt
+from tmasim.values.units import PS_PER_S
 from tmasim.workloads.attention_bounds import BOUND_NAMES
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tmasim import format as fmt
 from tmasim.errors import ModelError
-from tmasim.results import Result
-from tmasim.scenario import Scenario
+from tmasim.inputs.scenario import Scenario
+from tmasim.output.result import Result
 from tmasim.teach.prose import moment, paragraph
 from tmasim.teach.what_if import variant
+from tmasim.values import format as fmt
 
 
 def explain_invalid(result: Result, reason: str, base_dir: Path | None) -> str:

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tmasim import format as fmt
 from tmasim import names
-from tmasim.format import PS_PER_S
-from tmasim.results import Result
+from tmasim.output.result import Result
 from tmasim.teach.prose import ordinal, paragraph
 from tmasim.teach.what_if import run_what_if, what_if_line
+from tmasim.values import format as fmt
+from tmasim.values.format import PS_PER_S
 
 
 @dataclass(frozen=True)

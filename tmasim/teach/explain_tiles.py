@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tmasim import format as fmt
 from tmasim import names
-from tmasim.format import PS_PER_S
-from tmasim.results import Result
-from tmasim.scenario import Scenario
+from tmasim.inputs.scenario import Scenario
+from tmasim.output.result import Result
 from tmasim.teach.prose import formula_block, ordinal, paragraph
 from tmasim.teach.what_if import run_what_if, what_if_line
+from tmasim.values import format as fmt
+from tmasim.values.format import PS_PER_S
 
 
 def unit_of(ps: float) -> tuple[int, str]:

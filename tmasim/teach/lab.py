@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tmasim import format as fmt
-from tmasim import scenario as scenarios
-from tmasim.results import Result
-from tmasim.scenario import Scenario
-from tmasim.units import PS_PER_US
+from tmasim.inputs import scenario as scenarios
+from tmasim.inputs.scenario import Scenario
+from tmasim.output.result import Result
+from tmasim.values import format as fmt
+from tmasim.values.units import PS_PER_US
 
 
 @dataclass
@@ -54,7 +54,7 @@ class Lab:
 
             plt.close(fig)
             return []
-        from tmasim.validation.trust import trust_for
+        from tmasim.output.trust import trust_for
 
         return plots.save(fig, self.out / name, trust=trust_for(self.scenario()))
 

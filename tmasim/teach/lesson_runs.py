@@ -9,15 +9,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tmasim import format as fmt
 from tmasim import names
 from tmasim.errors import DeadlockError, ModelError, ScenarioError
-from tmasim.results import Result
-from tmasim.scenario import Scenario
+from tmasim.inputs.scenario import Scenario
+from tmasim.output.result import Result
 from tmasim.teach.explain import validity
 from tmasim.teach.lab import Lab, Outcome, format_time, gantt, left, row, us
 from tmasim.teach.prose import bullet, moment
-from tmasim.units import PS_PER_US, parse
+from tmasim.values import format as fmt
+from tmasim.values.units import PS_PER_US, parse
 
 
 def overlap(lab: Lab) -> Outcome:
@@ -59,8 +59,8 @@ def cadence(lab: Lab) -> Outcome:
 
 
 def _anchor(n: int, load: str, comp: str) -> int:
-    from tmasim import analytic
-    from tmasim.units import time_ps
+    from tmasim.values.units import time_ps
+    from tmasim.workloads import analytic
 
     return analytic.anchor_time(n, time_ps(load, "load"), time_ps(comp, "compute"), 2)
 
@@ -101,7 +101,7 @@ def _ratio_figure(counts: Sequence[int], ratios: Sequence[float]) -> Any:
 
 
 def latency(lab: Lab) -> Outcome:
-    from tmasim import analytic
+    from tmasim.workloads import analytic
 
     table = [row("stages", "time", "per tile", "bound", "binds")]
     per_tile, times = {}, {}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import textwrap
 
-from tmasim import format as fmt
+from tmasim.values import format as fmt
 
 WIDTH = 100
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from tmasim.errors import ScenarioError
-from tmasim.scenario import from_dict
+from tmasim.inputs.scenario import from_dict
 from tmasim.teach.answers import TOLERANCE_TEXT, answer_text, is_right, read_answer
 from tmasim.teach.prose import bullet, paragraph
 
@@ -143,7 +143,7 @@ def gemm_time(tile: tuple[int, int, int], k: int, stages: int) -> float | None:
     """Simulate a small bf16 GEMM on the H100 preset (512 x 512 x k); its time in ns, None where
     the stages do not fit in shared memory."""
     from tmasim.errors import ResidencyError
-    from tmasim.scenario import load
+    from tmasim.inputs.scenario import load
     from tmasim.simulation import simulate
 
     overrides = ["workload.m=512", "workload.n=512", f"workload.k={k}", f"workload.tile=[{','.join(map(str, tile))}]",
@@ -174,8 +174,8 @@ def _gemm_stages(rng: np.random.Generator) -> Question:
 
 
 def _bandwidth(rng: np.random.Generator) -> Question:
+    from tmasim.inputs.scenario import load
     from tmasim.names import bound_key
-    from tmasim.scenario import load
     from tmasim.simulation import simulate
 
     box = ([32, 64], [64, 64], [128, 64])[int(rng.integers(3))]
@@ -198,9 +198,9 @@ def _bandwidth(rng: np.random.Generator) -> Question:
 
 
 def _residency(rng: np.random.Generator) -> Question:
-    from tmasim import format as fmt
-    from tmasim.hardware import load_gpu
-    from tmasim.residency import BARRIER_BYTES, residency
+    from tmasim.machine.hardware import load_gpu
+    from tmasim.machine.residency import BARRIER_BYTES, residency
+    from tmasim.values import format as fmt
 
     gpu = load_gpu("h100-sxm")
     stage = int(rng.choice([4, 8, 12, 16, 24])) * 1024

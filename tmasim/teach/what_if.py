@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tmasim import format as fmt
-from tmasim import scenario as scenarios
 from tmasim.errors import ModelError, ResourceError, ScenarioError
-from tmasim.scenario import Scenario
+from tmasim.inputs import scenario as scenarios
+from tmasim.inputs.scenario import Scenario
+from tmasim.values import format as fmt
 
 if TYPE_CHECKING:
-    from tmasim.budget import Limits
+    from tmasim.estimates.budget import Limits
 
 # The limits every what-if runs under (``tmasim explain --yes`` lifts them; a large one is noted
 # before it starts): set by the caller around the what-ifs, the package's defaults otherwise.

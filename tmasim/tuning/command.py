@@ -37,7 +37,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from tmasim import budget
+    from tmasim.estimates import budget
     from tmasim.sweep import estimate
     from tmasim.tuning.run import tune
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tmasim import scenario as scenarios
 from tmasim.errors import TmasimError
-from tmasim.scenario import Scenario, from_dict
+from tmasim.inputs import scenario as scenarios
+from tmasim.inputs.scenario import Scenario, from_dict
 from tmasim.sweep import answer, estimate
 from tmasim.sweep.bounds import bounds
 from tmasim.sweep.points import Task
@@ -94,7 +94,7 @@ def tune(scenario: str | Path | Mapping[str, Any] | Scenario | None, overrides: 
     the table of every valid point, and running the same tune again resumes from it. A search
     estimated past ``max_seconds`` is refused (``None``: no limit), as a sweep's is.
     """
-    from tmasim.budget import check_jobs
+    from tmasim.estimates.budget import check_jobs
     from tmasim.sweep.runner import execute
 
     check_jobs(jobs)

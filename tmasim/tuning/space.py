@@ -27,9 +27,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from tmasim.descriptor import ELEMENT_BYTES
 from tmasim.errors import TmasimError
-from tmasim.scenario import Scenario
+from tmasim.inputs.scenario import Scenario
+from tmasim.machine.descriptor import ELEMENT_BYTES
 from tmasim.workloads.attention_config import AttentionConfig
 from tmasim.workloads.gemm_config import GemmConfig
 

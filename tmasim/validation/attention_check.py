@@ -16,7 +16,7 @@ import csv
 from pathlib import Path
 from typing import Any
 
-from tmasim.scenario import apply_overrides, from_dict, read_raw
+from tmasim.inputs.scenario import apply_overrides, from_dict, read_raw
 from tmasim.simulation import simulate
 
 FOLDER = Path(__file__).resolve().parents[2] / "validation" / "public" / "h100-sxm"
@@ -98,7 +98,7 @@ def fa4_pipe_rows() -> list[dict[str, Any]]:
     """FA4's published pipe utilizations on a B200 against the model's (a check of shape: both
     pipes busy at once, the tensor pipe the busier): per pipe ``name``, ``measured``,
     ``predicted`` (shares of the run) and ``error``."""
-    from tmasim.scenario import load
+    from tmasim.inputs.scenario import load
 
     stats = simulate(load(FA4_SCENARIO)).stats
     predicted = {"tensor": stats["compute_utilization"], "exponential": stats["exp_utilization"]}

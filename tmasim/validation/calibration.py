@@ -22,8 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tmasim import format as fmt
-from tmasim import units
 from tmasim.errors import ScenarioError, TmasimError
 from tmasim.sweep.points import OK
 from tmasim.validation import preset as presets
@@ -31,6 +29,8 @@ from tmasim.validation.compare import mape, point_overrides, today
 from tmasim.validation.fit import Fit, fit_least_squares
 from tmasim.validation.runner import Runner
 from tmasim.validation.study import Options, Study, prepare
+from tmasim.values import format as fmt
+from tmasim.values import units
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -142,7 +142,7 @@ class Calibration:
                       for p in self.parameters if p.kind == "mapping")]
         text = presets.calibrated_text(self.study.base_raw.get("gpu", "ideal"), self.study.base_dir, name=path.stem,
                                        fitted=gpu_values, source=self.source(), comments=comments)
-        from tmasim.outputs import write_error, write_text
+        from tmasim.output.paths import write_error, write_text
 
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

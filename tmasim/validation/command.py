@@ -132,7 +132,7 @@ def options_from(args: argparse.Namespace) -> Any:
 
     per_iter = DEFAULT_PS_PER_ITER_BYTE
     if args.ps_per_iter_byte is not None:
-        from tmasim import fields
+        from tmasim.values import fields
 
         per_iter = fields.quantity("--ps-per-iter-byte", args.ps_per_iter_byte, "time")
     return Options(scenario=args.scenario, maps=args.maps, measure=args.measure, predict=args.predict,
@@ -154,7 +154,7 @@ def handle_validate(args: argparse.Namespace) -> int:
     out = args.out if args.out is not None else Path(f"validate-{_stem(args.measured)}")
     if out.exists() and not out.is_dir():
         raise TmasimError(f"--out: {str(out)!r} exists and is not a directory")
-    from tmasim.outputs import check_folder
+    from tmasim.output.paths import check_folder
 
     check_folder("--out", out)  # before any simulation: a folder that cannot be written is one line
     journal = out / "simulations.jsonl"
@@ -167,7 +167,7 @@ def handle_validate(args: argparse.Namespace) -> int:
 
 
 def handle_cutlass_profiler(args: argparse.Namespace) -> int:
-    from tmasim.outputs import check_file, check_suffix
+    from tmasim.output.paths import check_file, check_suffix
     from tmasim.validation import cutlass_profiler as profiler
 
     if args.profiler_csv is None:
@@ -197,7 +197,7 @@ def handle_calibrate(args: argparse.Namespace) -> int:
         raise ScenarioError("--out", str(args.out), "must be a preset file ending in .toml")
     if args.out.is_dir():
         raise TmasimError(f"--out: {str(args.out)!r} is a directory")
-    from tmasim.outputs import check_file
+    from tmasim.output.paths import check_file
 
     check_file("--out", args.out)  # before the fit, not after it
     fit = [name.strip() for name in args.fit.split(",") if name.strip()]

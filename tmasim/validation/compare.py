@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tmasim.errors import TmasimError
-from tmasim.result_files import json_text
+from tmasim.output.read_back import json_text
 from tmasim.sweep.points import OK, Outcome
 from tmasim.validation import figures, timeline
 from tmasim.validation.mapping import Override, stat_unit
@@ -88,7 +88,7 @@ class Validation:
 
     def save(self, out: str | Path) -> list[Path]:
         """validation.csv, validation.json, predicted_vs_measured.png (and the timeline's files)."""
-        from tmasim.outputs import replacing, write_error, write_text
+        from tmasim.output.paths import replacing, write_error, write_text
         from tmasim.review.plots import save as save_figure
 
         out = Path(out)
@@ -263,7 +263,7 @@ def simulate_timeline(study: Study, tiles: pd.DataFrame, run: int, point: int) -
     """The run's point simulated again with records on, beside its measured tiles."""
     import pandas as pd
 
-    from tmasim.scenario import from_dict, set_field
+    from tmasim.inputs.scenario import from_dict, set_field
     from tmasim.simulation import simulate
 
     raw = point_raw(study, study.overrides(point))

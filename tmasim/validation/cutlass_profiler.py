@@ -120,7 +120,7 @@ def overrides(row: Row, gpu: str | None, sets: Sequence[str]) -> list[str]:
 
 
 def simulate_row(row: Row, gpu: str | None, sets: Sequence[str]) -> Row:
-    from tmasim.scenario import load
+    from tmasim.inputs.scenario import load
     from tmasim.simulation import simulate
 
     try:
@@ -164,7 +164,7 @@ def text(rows: Sequence[Row], notes: Sequence[str]) -> str:
 
 def write(rows: Sequence[Row], path: Path) -> Path:
     """The profiler's columns joined with predicted_ms and error, written whole or not at all."""
-    from tmasim.outputs import replacing
+    from tmasim.output.paths import replacing
 
     columns = [*rows[0].cells, "predicted_ms", "error"]
     with replacing(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as handle:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tmasim import format as fmt
 from tmasim.validation.mapping import stat_unit
+from tmasim.values import format as fmt
 
 if TYPE_CHECKING:
     import pandas as pd

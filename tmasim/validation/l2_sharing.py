@@ -23,10 +23,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tmasim.cluster import place
-from tmasim.hardware import GpuSpec, load_gpu
-from tmasim.l2_merge import deal, l2_reads, miss_fraction
-from tmasim.scenario import from_dict
+from tmasim.inputs.scenario import from_dict
+from tmasim.machine.cluster import place
+from tmasim.machine.hardware import GpuSpec, load_gpu
+from tmasim.machine.l2_merge import deal, l2_reads, miss_fraction
 from tmasim.simulation import simulate
 from tmasim.validation.calibration import split
 

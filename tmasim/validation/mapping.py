@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tmasim import units
 from tmasim.errors import ScenarioError, TmasimError
-from tmasim.scenario import parse_value
+from tmasim.inputs.scenario import parse_value
+from tmasim.values import units
 
 MAP_EXAMPLE = "COLUMN=FIELD[:UNIT] (e.g. latency_ns=workload.latency:ns)"
 UNIT_KINDS = ("time", "size", "bandwidth", "frequency", "cycles", "flops", "flop_rate")

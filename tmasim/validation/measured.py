@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tmasim.errors import ScenarioError, TmasimError
-from tmasim.result_files import json_value
+from tmasim.output.read_back import json_value
 from tmasim.validation.mapping import BACKEND_COLUMNS, TMA_VARIANTS
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ def read_provenance(path: Path) -> Provenance:
 
 def _text(value: object) -> str | None:
     """A name or date as one printable line (None where the file gives none or not a string)."""
-    from tmasim import format as fmt
+    from tmasim.values import format as fmt
 
     return fmt.escaped(" ".join(value.split()))[:200] if isinstance(value, str) and value.strip() else None
 

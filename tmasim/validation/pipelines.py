@@ -139,7 +139,7 @@ def predicted_seconds(scenario: str, overrides: Sequence[str]) -> float:
     """The model's time for one table row (the scenario with its overrides); ``inf`` where the
     model refuses the row (a scenario error)."""
     from tmasim.errors import ScenarioError
-    from tmasim.scenario import load
+    from tmasim.inputs.scenario import load
     from tmasim.simulation import simulate
 
     try:
@@ -192,4 +192,4 @@ def validate(table: Table, jobs: int = 1, configs: set[str] | None = None, extra
     return result
 
 
-from tmasim.validation.trust import OLD_KEYS, baseline, figure, trust_for, trust_line  # noqa: E402,F401
+from tmasim.output.trust import OLD_KEYS, baseline, figure, trust_for, trust_line  # noqa: E402,F401

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tmasim import hardware
+from tmasim.machine import hardware
 from tmasim.sweep.table import toml_text
 
 

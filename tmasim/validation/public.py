@@ -92,7 +92,7 @@ UMMA_FORMATS = {"BF16": "bf16", "E4M3": "fp8"}  # the table's formats that tmasi
 def _umma_operand_points(frame: pd.DataFrame) -> pd.DataFrame:
     """SS rows of BF16 and E4M3 (both CTA groups): the tile, cluster and MMA group that make
     one instruction per k-step, and the measured issue interval in ns at the preset's clock."""
-    from tmasim.hardware import load_gpu
+    from tmasim.machine.hardware import load_gpu
 
     rows = frame[(frame["ABLayout"] == "SS") & frame["Format"].isin(list(UMMA_FORMATS))].reset_index(drop=True)
     pair = rows["CTAGroup"] == 2

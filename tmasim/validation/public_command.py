@@ -29,7 +29,7 @@ def handle(args: argparse.Namespace) -> int:
                               "(leave out --ci-subset)")
         _write_baseline(pipelines, results)
     if args.json:
-        from tmasim.result_files import json_text
+        from tmasim.output.read_back import json_text
 
         print(json_text(results, indent=1))
     else:
@@ -57,7 +57,7 @@ def _write_baseline(pipelines: Any, results: dict[str, Any]) -> None:
 
 def regressions(results: dict[str, Any], baseline: dict[str, Any]) -> list[str]:
     """What got worse than the committed figures: fewer stage answers right, a higher mean error."""
-    from tmasim.validation.trust import figure
+    from tmasim.output.trust import figure
 
     worse = []
     for name, result in results.items():

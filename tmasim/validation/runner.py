@@ -37,7 +37,7 @@ class Runner:
 
     def __init__(self, base_raw: dict[str, Any], base_dir: Path | None, *, jobs: int = 1,
                  journal: Path | None = None) -> None:
-        from tmasim.budget import check_jobs
+        from tmasim.estimates.budget import check_jobs
 
         check_jobs(jobs)
         self.task = Task(base_raw, base_dir)
@@ -115,7 +115,7 @@ class Runner:
         return self._pool
 
     def _finish(self, keys: Sequence[str], outcomes: Sequence[Outcome]) -> None:
-        from tmasim.outputs import write_error
+        from tmasim.output.paths import write_error
 
         try:
             self._journal_outcomes(keys, outcomes)

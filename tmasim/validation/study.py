@@ -13,9 +13,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tmasim import scenario as scenarios
 from tmasim.errors import ScenarioError, TmasimError, UnitError
-from tmasim.hardware import GpuSpec, load_gpu
+from tmasim.inputs import scenario as scenarios
+from tmasim.machine.hardware import GpuSpec, load_gpu
 from tmasim.validation import measured as tables
 from tmasim.validation.mapping import (
     BACKEND_KEYS,

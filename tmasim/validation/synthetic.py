@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tmasim.hardware import load_gpu
+from tmasim.machine.hardware import load_gpu
 from tmasim.validation.mapping import DEFAULT_PS_PER_ITER_BYTE, BackendMap
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ def backend_tables(gpu: str | Mapping[str, Any], grid: Grid = Grid(),
 
 
 def _simulate(gpu: str | Mapping[str, Any], mapping: BackendMap, params: Mapping[str, Any]) -> Any:
-    from tmasim.scenario import from_dict, set_field
+    from tmasim.inputs.scenario import from_dict, set_field
     from tmasim.simulation import simulate
 
     raw: dict[str, Any] = {"name": "synthetic", "gpu": gpu, "run": {"records": True}}

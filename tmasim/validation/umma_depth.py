@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tmasim.scenario import from_dict
+from tmasim.inputs.scenario import from_dict
 from tmasim.simulation import simulate
 
 if TYPE_CHECKING:

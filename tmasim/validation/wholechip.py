@@ -37,8 +37,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tmasim.output.trust import case, shape_class
 from tmasim.validation.pipelines import PUBLIC, SPLIT_SEED
-from tmasim.validation.trust import case, shape_class
 
 TABLE = PUBLIC / "b200" / "wholechip_train.csv"
 SCENARIO = "gemm-b200"

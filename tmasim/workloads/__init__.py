@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tmasim import fields as read
+from tmasim.values import fields as read
 from tmasim.workloads import attention, gemm, stream, tiles
 from tmasim.workloads.base import Workload
 

@@ -48,8 +48,8 @@ from tmasim.workloads.attention_plan import plan as plan_single
 
 if TYPE_CHECKING:
     from tmasim.engine.chip import Plan
-    from tmasim.residency import Residency
-    from tmasim.scenario_parts import ScenarioParts
+    from tmasim.machine.residency import Residency
+    from tmasim.settings.parts import ScenarioParts
 
 __all__ = ["FIELDS", "KIND", "PROBLEM_FIELDS", "AttentionConfig", "check", "defaults", "describe", "explain", "parse",
            "lower_bound_ns", "plan",

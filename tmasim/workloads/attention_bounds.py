@@ -25,9 +25,9 @@ from tmasim.workloads.bound_figures import bound_figures, busiest_sm, transfer_p
 
 if TYPE_CHECKING:
     from tmasim.engine.chip import Plan
-    from tmasim.hardware import GpuSpec
-    from tmasim.residency import Residency
-    from tmasim.scenario_parts import ScenarioParts
+    from tmasim.machine.hardware import GpuSpec
+    from tmasim.machine.residency import Residency
+    from tmasim.settings.parts import ScenarioParts
 
 BOUND_NAMES = tuple((key, names.bound(key)) for key in ("compute", "exponentials", "smem", "l2", "hbm", "port",
                                                           "tma", "latency"))
@@ -131,8 +131,8 @@ def stats(config: AttentionConfig, scenario: ScenarioParts, plan: Plan, res: Res
 
 
 def summary_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tuple[str, str]]:
-    from tmasim import format as fmt
-    from tmasim.summary_rows import chip_rows, cluster_rows, share_of_peak, t
+    from tmasim.values import format as fmt
+    from tmasim.workloads.summary_rows import chip_rows, cluster_rows, share_of_peak, t
 
     config = scenario.workload
     assert isinstance(config, AttentionConfig)
@@ -170,7 +170,7 @@ def summary_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tupl
 
 def _storage_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tuple[str, str]]:
     """Where S, P and O live: registers per consumer thread (Hopper) or TMEM columns (Blackwell)."""
-    from tmasim import format as fmt
+    from tmasim.values import format as fmt
 
     mma = scenario.gpu.mma
     if mma is None:
@@ -188,7 +188,7 @@ def _storage_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tup
 
 
 def explain(stats: Mapping[str, Any]) -> str:
-    from tmasim.summary_rows import t
+    from tmasim.workloads.summary_rows import t
 
     s = stats
     binding = names.bound_key(s["binding"])

@@ -17,14 +17,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from tmasim.cluster import place
 from tmasim.engine.attention.program import AttentionProgram, AttentionSchedule, AttentionUnit, KvBlock, Mma
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Copy, Epilogue
 from tmasim.errors import ScenarioError
-from tmasim.hardware import GpuSpec
-from tmasim.mma import K_OF
-from tmasim.residency import Residency, residency
+from tmasim.machine.cluster import place
+from tmasim.machine.hardware import GpuSpec
+from tmasim.machine.mma import K_OF
+from tmasim.machine.residency import Residency, residency
 from tmasim.workloads.attention_config import ELEMENT_BYTES, AttentionConfig
 from tmasim.workloads.attention_plan import (
     OUT_BYTES,
@@ -41,7 +41,7 @@ from tmasim.workloads.attention_plan import (
 )
 
 if TYPE_CHECKING:
-    from tmasim.scenario_parts import ScenarioParts
+    from tmasim.settings.parts import ScenarioParts
 
 
 def check_pair(config: AttentionConfig, scenario: ScenarioParts) -> None:

@@ -16,19 +16,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tmasim.descriptor import row_requests
 from tmasim.engine.attention.program import AttentionProgram, AttentionSchedule, AttentionUnit, KvBlock, Mma
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Copy, Epilogue
 from tmasim.errors import ResidencyError, ScenarioError
-from tmasim.hardware import GpuSpec
-from tmasim.mma import K_OF
-from tmasim.residency import Accumulator, Residency, residency
+from tmasim.machine.descriptor import row_requests
+from tmasim.machine.hardware import GpuSpec
+from tmasim.machine.mma import K_OF
+from tmasim.machine.residency import Accumulator, Residency, residency
 from tmasim.workloads.attention_config import ELEMENT_BYTES, AttentionConfig
 from tmasim.workloads.attention_softmax import convert_work, multiplies, softmax_work
 
 if TYPE_CHECKING:
-    from tmasim.scenario_parts import Pipeline, ScenarioParts
+    from tmasim.settings.parts import Pipeline, ScenarioParts
 
 OUT_BYTES = 2  # O is written in 16 bits (bf16/fp16; fp8 inputs too, as FA3)
 # FA3's setmaxnreg split (hopper/flash_fwd_kernel_sm90.h, Load/MmaRegisterRequirement) by the

@@ -65,7 +65,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tmasim.engine.attention.program import VectorWork
-from tmasim.hardware import GpuSpec
+from tmasim.machine.hardware import GpuSpec
 
 REDUCE_ROUNDS = 2  # FA3's quad all-reduce of the row max: 4 threads share a row (Allreduce<4>): derived
 SCALARS_PER_ROW = 12  # FA3's per-row scalars (max·scale, (prev − cur)·scale, row_sum·scale): derived

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from tmasim.engine.chip import Plan
-    from tmasim.residency import Residency
-    from tmasim.scenario_parts import ScenarioParts
+    from tmasim.machine.residency import Residency
+    from tmasim.settings.parts import ScenarioParts
 
 
 class Workload(Protocol):

@@ -15,7 +15,7 @@ from tmasim import names
 if TYPE_CHECKING:
     from tmasim.engine.chip import Plan
     from tmasim.engine.program import Copy
-    from tmasim.hardware import GpuSpec
+    from tmasim.machine.hardware import GpuSpec
 
 
 def busiest_sm(per_cta: Sequence[float], plan: Plan) -> float:

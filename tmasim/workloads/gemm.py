@@ -25,15 +25,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tmasim import l2
-from tmasim.cluster import ClusterPlacement, place
-from tmasim.descriptor import TensorDescriptor
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Copy, Epilogue, Segment, Unit, UnitProgram
 from tmasim.errors import ResidencyError, ScenarioError
-from tmasim.hardware import GpuSpec
-from tmasim.operands import k_step_smem_bytes, k_step_smem_hold
-from tmasim.residency import Residency, residency
+from tmasim.machine import l2
+from tmasim.machine.cluster import ClusterPlacement, place
+from tmasim.machine.descriptor import TensorDescriptor
+from tmasim.machine.hardware import GpuSpec
+from tmasim.machine.operands import k_step_smem_bytes, k_step_smem_hold
+from tmasim.machine.residency import Residency, residency
 from tmasim.workloads import gemm_split
 from tmasim.workloads.gemm_bounds import breakdown
 from tmasim.workloads.gemm_config import FIELDS, KIND, PROBLEM_FIELDS, GemmConfig, parse
@@ -53,7 +53,7 @@ from tmasim.workloads.gemm_stages import AutoStages, auto_stages, blackwell_epil
 from tmasim.workloads.gemm_summary import explain, summary_rows
 
 if TYPE_CHECKING:
-    from tmasim.scenario_parts import ScenarioParts
+    from tmasim.settings.parts import ScenarioParts
 
 __all__ = ["FIELDS", "KIND", "PROBLEM_FIELDS", "GemmConfig", "auto_stages", "check", "describe", "explain", "parse",
            "lower_bound_ns", "plan", "quick_lower_bound_ns", "stats", "summary_rows", "work_units"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Copy, Fixup, Segment, UnitProgram
-from tmasim.hardware import GpuSpec
+from tmasim.machine.hardware import GpuSpec
 from tmasim.workloads.bound_figures import bound_figures, busiest_sm, transfer_ps
 from tmasim.workloads.gemm_config import GemmConfig
 

@@ -6,11 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tmasim import fields as read
-from tmasim.cluster import MULTICAST
 from tmasim.errors import ScenarioError
-from tmasim.hardware import DTYPES
-from tmasim.operands import DEFAULT_SOURCE, SOURCE_NAMES
+from tmasim.machine.cluster import MULTICAST
+from tmasim.machine.hardware import DTYPES
+from tmasim.machine.operands import DEFAULT_SOURCE, SOURCE_NAMES
+from tmasim.values import fields as read
 
 KIND = "gemm"
 FIELDS = ("kind", "m", "n", "k", "dtype", "out_dtype", "tile", "raster", "group", "launch", "ctas_per_sm",

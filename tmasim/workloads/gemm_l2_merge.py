@@ -18,9 +18,9 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Sequence
 
-from tmasim.cluster import ClusterPlacement
-from tmasim.hardware import GpuSpec
-from tmasim.l2_merge import deal, merged_reads, miss_fraction
+from tmasim.machine.cluster import ClusterPlacement
+from tmasim.machine.hardware import GpuSpec
+from tmasim.machine.l2_merge import deal, merged_reads, miss_fraction
 from tmasim.workloads.gemm_layout import ClusterSetup
 
 Loads = dict[tuple[int, Hashable], int]  # (cluster, box) -> CTAs of the cluster that load it, in launch order

@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from tmasim.cluster import check_multicast, default_multicast
-from tmasim.descriptor import TensorDescriptor
 from tmasim.errors import ScenarioError
+from tmasim.machine.cluster import check_multicast, default_multicast
+from tmasim.machine.descriptor import TensorDescriptor
 from tmasim.workloads.gemm_config import OUT_BYTES, SWIZZLE_BYTES, GemmConfig
 
 

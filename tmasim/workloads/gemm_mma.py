@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tmasim.errors import ResidencyError, ScenarioError
-from tmasim.hardware import GpuSpec
-from tmasim.mma import K_OF
-from tmasim.operands import check_source, operand_timing
-from tmasim.residency import Accumulator
+from tmasim.machine.hardware import GpuSpec
+from tmasim.machine.mma import K_OF
+from tmasim.machine.operands import check_source, operand_timing
+from tmasim.machine.residency import Accumulator
 from tmasim.workloads.gemm_config import GemmConfig
 
 

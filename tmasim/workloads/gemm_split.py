@@ -87,10 +87,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from tmasim import l2
 from tmasim.engine.program import Copy, Fixup
 from tmasim.errors import ScenarioError
-from tmasim.hardware import GpuSpec
+from tmasim.machine import l2
+from tmasim.machine.hardware import GpuSpec
 from tmasim.workloads.gemm_config import GemmConfig
 
 MIN_ITERS = 8  # min_iters_per_sk_unit_

@@ -35,8 +35,8 @@ import math
 from dataclasses import dataclass
 
 from tmasim.errors import ScenarioError
-from tmasim.hardware import GpuSpec
-from tmasim.scenario_parts import Pipeline
+from tmasim.machine.hardware import GpuSpec
+from tmasim.settings.parts import Pipeline
 from tmasim.workloads.gemm_config import OUT_BYTES, GemmConfig
 from tmasim.workloads.gemm_layout import GemmLayout
 

@@ -7,14 +7,14 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from tmasim import format as fmt
 from tmasim import names
-from tmasim.summary_rows import chip_rows, cluster_rows, plural, share_of_peak, t
+from tmasim.values import format as fmt
 from tmasim.workloads.gemm_config import GemmConfig
+from tmasim.workloads.summary_rows import chip_rows, cluster_rows, plural, share_of_peak, t
 
 if TYPE_CHECKING:
-    from tmasim.hardware import GpuSpec
-    from tmasim.scenario_parts import ScenarioParts
+    from tmasim.machine.hardware import GpuSpec
+    from tmasim.settings.parts import ScenarioParts
 
 BOUND_NAMES = tuple((key, names.bound(key)) for key in ("compute", "smem", "l2", "hbm", "port", "tma",
                                                                       "latency"))

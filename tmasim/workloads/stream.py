@@ -23,20 +23,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from tmasim import fields as read
-from tmasim import format as fmt
-from tmasim import l2, names
-from tmasim.descriptor import ELEMENT_BYTES, TensorDescriptor
+from tmasim import names
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Copy, Segment, Unit, UnitProgram
 from tmasim.errors import DescriptorError, ScenarioError
-from tmasim.hardware import GpuSpec
-from tmasim.residency import Residency, residency
-from tmasim.summary_rows import chip_rows, t
-from tmasim.units import PS_PER_S
+from tmasim.machine import l2
+from tmasim.machine.descriptor import ELEMENT_BYTES, TensorDescriptor
+from tmasim.machine.hardware import GpuSpec
+from tmasim.machine.residency import Residency, residency
+from tmasim.values import fields as read
+from tmasim.values import format as fmt
+from tmasim.values.units import PS_PER_S
+from tmasim.workloads.summary_rows import chip_rows, t
 
 if TYPE_CHECKING:
-    from tmasim.scenario_parts import ScenarioParts
+    from tmasim.settings.parts import ScenarioParts
 
 KIND = "stream"
 FIELDS = ("kind", "dtype", "shape", "box", "compute_per_byte", "launch", "ctas", "ctas_per_sm", "data_set")

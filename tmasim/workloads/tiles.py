@@ -17,17 +17,18 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from tmasim import analytic, names
-from tmasim import fields as read
+from tmasim import names
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Repeat, TimedProgram
 from tmasim.errors import ScenarioError
-from tmasim.fields import Distribution, TimeSpec
-from tmasim.residency import Residency, residency
-from tmasim.summary_rows import plural, t
+from tmasim.machine.residency import Residency, residency
+from tmasim.values import fields as read
+from tmasim.values.fields import Distribution, TimeSpec
+from tmasim.workloads import analytic
+from tmasim.workloads.summary_rows import plural, t
 
 if TYPE_CHECKING:
-    from tmasim.scenario_parts import ScenarioParts
+    from tmasim.settings.parts import ScenarioParts
 
 KIND = "tiles"
 FIELDS = ("kind", "tiles", "load", "compute", "latency", "tile_bytes")

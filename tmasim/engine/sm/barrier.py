@@ -22,8 +22,8 @@ from collections.abc import Callable
 
 import simpy
 
-from tmasim import format as fmt
 from tmasim.errors import BarrierError
+from tmasim.values import format as fmt
 
 FlipHook = Callable[["Mbarrier", int], None]
 

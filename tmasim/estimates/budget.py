@@ -28,8 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tmasim import format as fmt
 from tmasim.errors import ResourceError
+from tmasim.values import format as fmt
 
 NOTE_SECONDS = 60.0
 LIMIT_SECONDS = 300.0

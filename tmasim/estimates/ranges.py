@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from tmasim import fields as read
-from tmasim import format as fmt
 from tmasim.errors import ScenarioError
+from tmasim.values import fields as read
+from tmasim.values import format as fmt
 
 if TYPE_CHECKING:
     from tmasim.engine.chip import Plan
     from tmasim.engine.program import Copy, Epilogue, Segment
-    from tmasim.scenario import Scenario
+    from tmasim.inputs.scenario import Scenario
 
 MAX_PS = read.MAX_TIME_PS
 RULE = "must be at most 1 s, as typed times (the engine counts picoseconds in 64 bits)"

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 
-from tmasim.hardware import GpuSpec
+from tmasim.machine.hardware import GpuSpec
 
 
 def holds(gpu: GpuSpec) -> int:

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from tmasim import fields as read
-from tmasim.drift import NO_DRIFT, Drift
 from tmasim.errors import ScenarioError
-from tmasim.hardware import GpuSpec
+from tmasim.machine.hardware import GpuSpec
+from tmasim.settings.drift import NO_DRIFT, Drift
+from tmasim.values import fields as read
 
 CONSUMER_MODES = ("cooperative", "pingpong")
 # Far above any real kernel (shared memory and 1024 threads per CTA bind long before), low

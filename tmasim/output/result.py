@@ -18,7 +18,7 @@ from tmasim.engine.recorder import EVENT_COLUMNS, SPAN_COLUMNS, Recorder
 if TYPE_CHECKING:
     import pandas as pd
 
-    from tmasim.scenario import Scenario
+    from tmasim.inputs.scenario import Scenario
 
 # Every file `Result.save` and `tmasim run --out` may write into the folder.
 RUN_FILES = ("scenario.json", "summary.csv", "spans.csv", "events.csv", "bandwidth.csv", "races.csv", "gantt.png")
@@ -36,7 +36,7 @@ class Result:
     def validated(self) -> str:
         """How well the model did on the validated cases closest to this run: the text of the
         summary's ``validated`` line (tmasim.validation.trust)."""
-        from tmasim.validation.trust import trust_for
+        from tmasim.output.trust import trust_for
 
         return trust_for(self.scenario)
 
@@ -92,17 +92,17 @@ class Result:
     def to_json(self) -> str:
         """The stats as one JSON object, ``valid`` and ``invalid_reason`` first."""
         first = {k: self.stats[k] for k in ("valid", "invalid_reason") if k in self.stats}
-        from tmasim.result_files import json_text
+        from tmasim.output.read_back import json_text
 
         return json_text({**first, **self.stats}, default=_jsonable)
 
     def save(self, out_dir: Path) -> list[Path]:
         """Write summary, spans, events (and races, if any) as CSV beside scenario.json."""
-        from tmasim.outputs import replacing, write_text
+        from tmasim.output.paths import replacing, write_text
 
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
-        from tmasim.result_files import json_text
+        from tmasim.output.read_back import json_text
 
         written = [write_text(out_dir / "scenario.json",
                               json_text(self.scenario.to_dict(), indent=2, default=_jsonable) + "\n")]

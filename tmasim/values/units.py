@@ -23,7 +23,7 @@ from importlib import resources
 from typing import Any
 
 from tmasim.errors import UnitError
-from tmasim.unit_factors import FACTORS, UNITS
+from tmasim.values.unit_factors import FACTORS, UNITS
 
 PS_PER_S = 10**12
 PS_PER_NS = 1000
@@ -151,20 +151,20 @@ def size_bytes(text: Any, field: str) -> int:
 
 def format_time(ps: float, digits: int = 4) -> str:
     """Deprecated: :func:`tmasim.format.time`."""
-    from tmasim import format as fmt
+    from tmasim.values import format as fmt
 
     return fmt.time(ps, digits)
 
 
 def format_bytes(n: float) -> str:
     """Deprecated: :func:`tmasim.format.size`."""
-    from tmasim import format as fmt
+    from tmasim.values import format as fmt
 
     return fmt.size(n)
 
 
 def format_rate(bytes_per_s: float) -> str:
     """Deprecated: :func:`tmasim.format.rate`."""
-    from tmasim import format as fmt
+    from tmasim.values import format as fmt
 
     return fmt.rate(bytes_per_s)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tmasim import format as fmt
 from tmasim.errors import ResidencyError
-from tmasim.hardware import GpuSpec
+from tmasim.machine.hardware import GpuSpec
+from tmasim.values import format as fmt
 
 BARRIER_BYTES = 8
 WARPGROUP_THREADS = 128

@@ -16,20 +16,21 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from tmasim import cutlass_names, scenario_raw
-from tmasim import fields as read
-from tmasim.drift import Drift
 from tmasim.errors import ScenarioError
-from tmasim.hardware import GpuSpec, load_gpu
-from tmasim.scenario_parts import AUTO
-from tmasim.scenario_parts import CONSUMER_MODES as CONSUMER_MODES
-from tmasim.scenario_parts import MAX_ARRIVALS as MAX_ARRIVALS
-from tmasim.scenario_parts import MAX_CLUSTER_DIM as MAX_CLUSTER_DIM
-from tmasim.scenario_parts import MAX_CONSUMERS as MAX_CONSUMERS
-from tmasim.scenario_parts import MAX_STAGES as MAX_STAGES
-from tmasim.scenario_parts import Pipeline as Pipeline
-from tmasim.scenario_parts import RunOptions as RunOptions
+from tmasim.inputs import cutlass_names
+from tmasim.inputs import raw as scenario_raw
+from tmasim.machine.hardware import GpuSpec, load_gpu
+from tmasim.settings.drift import Drift
+from tmasim.settings.parts import AUTO
+from tmasim.settings.parts import CONSUMER_MODES as CONSUMER_MODES
+from tmasim.settings.parts import MAX_ARRIVALS as MAX_ARRIVALS
+from tmasim.settings.parts import MAX_CLUSTER_DIM as MAX_CLUSTER_DIM
+from tmasim.settings.parts import MAX_CONSUMERS as MAX_CONSUMERS
+from tmasim.settings.parts import MAX_STAGES as MAX_STAGES
+from tmasim.settings.parts import Pipeline as Pipeline
+from tmasim.settings.parts import RunOptions as RunOptions
 from tmasim.suggest import did_you_mean
+from tmasim.values import fields as read
 from tmasim.workloads import WORKLOADS, WorkloadConfig, parse_workload
 
 TOP_LEVEL = ("name", "description", "gpu", "workload", "pipeline", "run")

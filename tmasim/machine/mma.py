@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tmasim import fields as read
 from tmasim.errors import ScenarioError
+from tmasim.values import fields as read
 
 INSTRUCTIONS = ("wgmma", "tcgen05")
 K_OF = {"bf16": 16, "fp16": 16, "fp8": 32, "tf32": 8}

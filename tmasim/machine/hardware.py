@@ -17,12 +17,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from tmasim import fields as read
-from tmasim import format as fmt
-from tmasim import mma as mma_table
-from tmasim import suggest, units
+from tmasim import suggest
 from tmasim.errors import ScenarioError
-from tmasim.mma import MmaSpec
+from tmasim.machine import mma as mma_table
+from tmasim.machine.mma import MmaSpec
+from tmasim.values import fields as read
+from tmasim.values import format as fmt
+from tmasim.values import units
 
 UNLIMITED = "unlimited"
 DTYPES = ("bf16", "fp16", "fp8", "tf32")

@@ -15,11 +15,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tmasim import format as fmt
-from tmasim.summary_rows import plural, t
+from tmasim.values import format as fmt
+from tmasim.workloads.summary_rows import plural, t
 
 if TYPE_CHECKING:
-    from tmasim.scenario import Scenario
+    from tmasim.inputs.scenario import Scenario
 
 
 @dataclass(frozen=True)
@@ -69,8 +69,8 @@ _DIGITS = 6  # at most: a value shows the digits it was written with (189.88 ns)
 
 def _quantity(value: Any, clock_hz: float | None) -> tuple[str, float, str] | None:
     """(format kind, value in its base unit, note) of a string with a unit, or None."""
-    from tmasim import units
     from tmasim.errors import TmasimError
+    from tmasim.values import units
 
     if not isinstance(value, str) or units.QUANTITY.fullmatch(value) is None:
         return None
@@ -120,7 +120,7 @@ def _in_unit(value: float, kind: str, unit: tuple[float, str], unicode: bool | N
 
 def _digits(text: Any) -> int:
     """The significant digits a quantity was written with, between 4 and :data:`_DIGITS`."""
-    from tmasim import units
+    from tmasim.values import units
 
     match = units.QUANTITY.fullmatch(text) if isinstance(text, str) else None
     if match is None or "cycle" in text:
@@ -178,8 +178,8 @@ def _flat(raw: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
 
 def _preset_values(name: Any) -> dict[str, Any]:
     """A preset's values as its file writes them (``520 cycles``); none for a preset not found."""
-    from tmasim import hardware
     from tmasim.errors import TmasimError
+    from tmasim.machine import hardware
 
     if not isinstance(name, str):
         return {}
@@ -237,7 +237,7 @@ def describe(stats: Mapping[str, Any], scenario: Scenario) -> str:
 
 
 def _trust(scenario: Scenario) -> str:
-    from tmasim.validation.trust import trust_for
+    from tmasim.output.trust import trust_for
 
     return trust_for(scenario)
 

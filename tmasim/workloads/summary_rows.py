@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from tmasim import format as fmt
+from tmasim.values import format as fmt
 
 if TYPE_CHECKING:
-    from tmasim.scenario_parts import ScenarioParts
+    from tmasim.settings.parts import ScenarioParts
 
 
 def t(value_ns: Any, digits: int = fmt.DIGITS, zero: str | None = None) -> str:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tmasim import fields as read
 from tmasim.errors import ScenarioError
+from tmasim.values import fields as read
 
 MIN_CV = 1e-6  # the smallest latency_cv: a copy of 1 s would vary by a picosecond
 

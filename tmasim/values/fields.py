@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tmasim import units
 from tmasim.errors import ScenarioError
 from tmasim.suggest import did_you_mean
+from tmasim.values import units
 
 # Upper bounds that keep every engine count inside 64 bits and every run inside memory:
 # no copy, tile, latency or cost on a GPU is anywhere near a second, and no buffer near a PiB.

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tmasim.errors import ResidencyError, ScenarioError
-from tmasim.hardware import GpuSpec
+from tmasim.machine.hardware import GpuSpec
 
 MULTICAST = ("none", "a", "b", "both")
 
