@@ -81,7 +81,8 @@ def test_preset_override_in_cycles_is_also_given_as_a_time_at_the_clock():
     line = header(scenarios.load("mma-b200"), unicode=True)[1]
     assert "gpu.copy_latency 240 ns → 0 ns" in line  # the preset's value as written, in the same unit
     assert "gpu.tma_request_time 778.6 ps (1.53 cycles) → 0 ps" in line  # 1.53 / 1.965 GHz
-    assert "gpu.tma_issue 45.8 ns (90 cycles) → 0 ns" in line
+    assert "gpu.tma_issue 45.802 ns → 0 ns" in line  # given in ns: no cycles to add
+    assert "gpu.barrier_wake 20.36 ns (40 cycles) → 0 ns" in line
 
 
 def test_latency_binding_says_what_it_means():
