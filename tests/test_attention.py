@@ -274,7 +274,7 @@ def test_blackwell_keeps_s_and_o_in_tensor_memory():
     assert block.qk.occupancy == s.gpu.cycles_ps(128 // 16 * ii)  # tcgen05 M = 128, one per K = 16
     with pytest.raises(ScenarioError) as err:
         plan_scenario(scenarios.load("attention-b200", ["workload.head_dim=256"]))
-    assert "needs 768 TMEM columns (2 Q tile(s) x (S 128 + O 256), fp32)" in str(err.value)
+    assert "needs 768 TMEM columns (2 Q tiles x (S 128 + O 256), fp32)" in str(err.value)
     with pytest.raises(ScenarioError, match="over the 128 lanes of Tensor Memory"):
         plan_scenario(scenarios.load("attention-b200", ["pipeline.consumer_mode=cooperative"]))
     # The tensor cores doubled, the exponential units did not: with every exponential on them they

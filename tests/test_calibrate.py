@@ -211,7 +211,7 @@ def test_cli_calibrate_writes_a_preset_and_reports_both_errors(measured: Path, t
     (["--fit", "copy_latency", "--holdout", "1.5"], "--holdout: 1.5 must be a fraction in [0, 1)"),
     (["--fit", "copy_latency", "--map", "nope=pipeline.stages"], "--map nope: 'nope' is not a column"),
     (["--fit", "copy_latency,sm_port_bandwidth", "--where", "stages=1", "--where", "compute_iters=0",
-      "--holdout", "0.5"], "--fit: 2 parameter(s) need at least as many training points; 1 remain"),
+      "--holdout", "0.5"], "--fit: 2 parameters need at least as many training points; 1 remain"),
 ])
 def test_cli_calibrate_errors_write_nothing(measured: Path, tmp_path: Path, args: list[str], message: str) -> None:
     out = tmp_path / "p.toml"

@@ -261,7 +261,7 @@ def test_cli_cluster_multicast_reports_the_l2_saving_and_the_placement():
     assert stats["hbm_bytes"] == base["hbm_bytes"]  # the raster walks the same tiles per wave; L2 dedups HBM
     assert stats["clusters_resident"] == 8 and stats["idle_sms"] == 0
     text = tmasim("run", "gemm-h100", *small, "--set", "pipeline.cluster=[2,1]").stdout
-    assert "8 clusters resident at once (8 per GPC), 0 SM(s) idle" in text
+    assert "8 clusters resident at once (8 per GPC), 0 SMs idle" in text
     assert "multicast b (default: what the shape allows" in text
 
 

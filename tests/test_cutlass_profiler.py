@@ -31,7 +31,7 @@ def test_reads_the_cutlass_rows_and_leaves_out_cublas():
     assert rows[0].shape == (2048, 2048, 2048) and rows[0].measured_ms == 0.03 and rows[0].stages == 4
     assert rows[3].shape == (4096, 1024, 2048) and rows[3].kernel.endswith("_128x256x64_2x1x1_0_tnn_align8"
                                                                             "_warpspecialized_cooperative_epi_tma")
-    assert notes == ["left out 1 row(s): provider cuBLAS (only CUTLASS rows name a kernel)"]
+    assert notes == ["left out 1 row: provider cuBLAS (only CUTLASS rows name a kernel)"]
 
 
 def test_the_row_runs_at_its_shape_and_reported_stages():

@@ -221,10 +221,10 @@ def test_a_key_with_a_newline_keeps_the_message_on_one_line(tmp_path, capsys):
 def test_a_run_with_races_is_invalid_everywhere(capsys):
     result = simulate(load("bug-missing-wait"))
     assert result.stats["valid"] is False
-    assert result.stats["invalid_reason"].startswith("2 read(s) before data landed")
+    assert result.stats["invalid_reason"].startswith("2 reads before data landed")
     code, out, err = run_cli(capsys, "run", "bug-missing-wait")
     assert code == 0
-    assert out.splitlines()[1].startswith("  INVALID RUN: 2 read(s) before data landed")
+    assert out.splitlines()[1].startswith("  INVALID RUN: 2 reads before data landed")
     assert "pipelined time" not in out and "23 µs" not in out and "23 us" not in out
     code, out, _ = run_cli(capsys, "run", "bug-missing-wait", "--json")
     data = json.loads(out)
@@ -242,7 +242,7 @@ def test_a_sweep_records_a_run_with_races_as_invalid_never_as_a_time(tmp_path):
                       progress=False)
     ok, broken = frame.iloc[0], frame.iloc[1]
     assert ok["status"] == "ok" and ok["makespan_ns"] == 23_000
-    assert broken["status"] == "invalid" and "read(s) before data landed" in broken["error"]
+    assert broken["status"] == "invalid" and "reads before data landed" in broken["error"]
     assert broken["makespan_ns"] != broken["makespan_ns"]  # NaN: no time recorded
 
 
@@ -313,7 +313,7 @@ def test_a_report_whose_sweep_all_failed_still_has_an_index(capsys, tmp_path):
                            "--vary", "pipeline.stages=2,3", "--out", str(out))
     assert code == 0, err
     page = (out / "index.html").read_text()
-    assert "INVALID RUN: 2 read(s) before data landed" in page and "No point of the sweep ran (2 invalid)" in page
+    assert "INVALID RUN: 2 reads before data landed" in page and "No point of the sweep ran (2 invalid)" in page
     assert '<th scope="row">time to finish</th>' not in page and '<th scope="row">valid</th><td>False' in page
     assert sorted(p.name for p in tmp_path.iterdir()) == ["review"]  # no staging folder left behind
 

@@ -244,7 +244,7 @@ def test_validate_says_how_many_rows_it_left_out(tmp_path, capsys):
     assert main(["validate", str(tmp_path / "t.csv"), "--scenario", "reference", *MAPS, "--quiet",
                  "--out", str(tmp_path / "v")]) == 0
     out = capsys.readouterr().out
-    assert ("left out 5 row(s) whose total_ns is not a finite number above zero (1 empty, 1 not a number, "
+    assert ("left out 5 rows whose total_ns is not a finite number above zero (1 empty, 1 not a number, "
             "1 infinite, 1 zero, 1 negative)") in out
 
 

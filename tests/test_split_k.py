@@ -157,8 +157,8 @@ def test_summary_and_explain_say_what_the_split_cost(capsys):  # type: ignore[no
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.strip().startswith("split tiles"))
     # 64x64 tiles: 3 CTAs fit an SM, 444 persistent CTAs take the 112 tiles' k-iterations
-    assert "stream-K: the 256 k-tiles of 112 tile(s) spread over 444 CTAs (1 group), 0 data-parallel" in row
-    assert "workspace 1.751 MiB (fp32 partials of 112 tile(s) and their flags)" in row and "consumers waited" in row
+    assert "stream-K: the 256 k-tiles of 112 tiles spread over 444 CTAs (1 group), 0 data-parallel" in row
+    assert "workspace 1.751 MiB (fp32 partials of 112 tiles and their flags)" in row and "consumers waited" in row
     assert "of split tiles' partials" in out
     assert main(["explain", DECODE, "--set", "workload.split_k=2", "--no-what-if"]) == 0
     out = capsys.readouterr().out

@@ -164,7 +164,7 @@ def test_a_journal_line_that_does_not_parse_is_reported_and_skipped(tmp_path, ca
     journal.write_text("\n".join(lines) + "\n")
     assert main(["sweep", "reference", "--vary", *STAGES, "--out", str(out), "--quiet"]) == 0
     printed = capsys.readouterr().out
-    assert "2 journal line(s) did not parse and were skipped (line 2, 3); their points ran again" in printed
+    assert "2 journal lines did not parse and were skipped (line 2, 3); their points ran again" in printed
     assert pd.read_parquet(out)["point"].tolist() == [0, 1, 2]
 
 

@@ -89,8 +89,8 @@ def test_failed_runs_and_the_no_tma_baseline_are_left_out_with_a_note(backend: P
     pd.concat([runs, extra]).to_csv(path, index=False)
     v = validate(path)
     assert len(v.table) == len(runs) and v.mape == pytest.approx(0.0, abs=1e-9)
-    assert any("2 run(s) of sync_ld_st" in note for note in v.study.table.notes)
-    assert any("1 run(s) whose status is not ok" in note for note in v.study.table.notes)
+    assert any("2 runs of sync_ld_st" in note for note in v.study.table.notes)
+    assert any("1 run whose status is not ok" in note for note in v.study.table.notes)
 
 
 def test_a_measured_table_cut_at_a_row_boundary_is_refused(backend: Path, tmp_path: Path) -> None:
@@ -300,7 +300,7 @@ def test_a_point_the_simulator_refuses_is_a_row_with_its_reason(backend: Path, t
     assert len(bad) == 1 and bad["status"].iloc[0] == "invalid" and "ctas_per_sm: 40 is more than fit" in bad[
         "error"].iloc[0]
     assert v.mape == pytest.approx(0.0, abs=1e-9) and len(v.ok) == len(runs) - 1
-    assert "1 point(s) could not be simulated (point 3: workload.ctas_per_sm: 40" in v.text()
+    assert "1 point could not be simulated (point 3: workload.ctas_per_sm: 40" in v.text()
 
 
 @pytest.mark.parametrize(("column", "value", "message"), [

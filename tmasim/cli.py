@@ -201,7 +201,7 @@ def _warn_races(result: Any) -> None:
     first = races[0]
     landed = ("before its copy was issued" if first.landed_ps is None
               else f"before it landed at {fmt.time(first.landed_ps)}")
-    print(f"tmasim: warning: {len(races)} read-before-ready race(s): the consumer read tile {first.tile} "
+    print(f"tmasim: warning: {fmt.plural(len(races), 'read-before-ready race')}: the consumer read tile {first.tile} "
           f"from slot {first.stage} at {fmt.time(first.read_ps)}, {landed} (pipeline.consumer_waits_full = false)",
           file=sys.stderr)
 

@@ -109,7 +109,7 @@ def _validity(scenario: Scenario, races: list[Any]) -> tuple[bool, str | None]:
     if not races:
         return True, None
     skipped = " (pipeline.consumer_waits_full = false)" if not scenario.pipeline.consumer_waits_full else ""
-    return False, (f"{len(races)} read(s) before data landed{skipped}: the barriers were broken, "
+    return False, (f"{fmt.plural(len(races), 'read')} before data landed{skipped}: the barriers were broken, "
                    "so its times are not a kernel's")
 
 
@@ -256,7 +256,7 @@ def _run_events(env: simpy.Environment, scenario: Scenario, ctas: list[Cta]) -> 
             raise
         reads = sum(len(cta.races()) for cta in ctas)
         raise BarrierError(f"{err} [consumers skip the full-barrier wait (pipeline.consumer_waits_full = false); "
-                           f"{reads} read(s) before data landed by then]") from None
+                           f"{fmt.plural(reads, 'read')} before data landed by then]") from None
 
 
 def _sync(scenario: Scenario) -> Sync:

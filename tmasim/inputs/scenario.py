@@ -31,6 +31,7 @@ from tmasim.settings.parts import Pipeline as Pipeline
 from tmasim.settings.parts import RunOptions as RunOptions
 from tmasim.suggest import did_you_mean
 from tmasim.values import fields as read
+from tmasim.values import format as fmt
 from tmasim.workloads import WORKLOADS, WorkloadConfig, parse_workload
 
 TOP_LEVEL = ("name", "description", "gpu", "workload", "pipeline", "run")
@@ -311,7 +312,8 @@ def _check_cluster(pipeline: Pipeline, gpu: GpuSpec, workload: WorkloadConfig) -
     group = pipeline.mma_cta_group
     if group > gpu.max_mma_cta_group:
         raise ScenarioError("pipeline.mma_cta_group", group,
-                            f"is not available on {gpu.name}: its MMA spans at most {gpu.max_mma_cta_group} SM(s) "
+                            f"is not available on {gpu.name}: its MMA spans at most "
+                            f"{fmt.plural(gpu.max_mma_cta_group, 'SM')} "
                             "(the 2-SM MMA, tcgen05.mma.cta_group::2, is Blackwell's; Hopper has none)")
     if group == 2 and pipeline.cluster[0] % 2:
         raise ScenarioError("pipeline.mma_cta_group", group, f"pairs CTAs along M, so pipeline.cluster[0] must be "

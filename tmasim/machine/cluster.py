@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from tmasim.errors import ResidencyError, ScenarioError
 from tmasim.machine.hardware import GpuSpec
+from tmasim.values import format as fmt
 
 MULTICAST = ("none", "a", "b", "both")
 
@@ -48,7 +49,7 @@ def place(gpu: GpuSpec, shape: tuple[int, int], ctas_per_sm: int, limited_by: st
         why = f", limited by {limited_by}" if limited_by else ""
         raise ResidencyError("pipeline.cluster", list(shape),
                              f"needs {size} CTAs in one GPC, but the largest GPC of {gpu.name} holds "
-                             f"{largest * ctas_per_sm}: {largest} SMs x {ctas_per_sm} CTA(s) per SM{why}")
+                             f"{largest * ctas_per_sm}: {largest} SMs x {fmt.plural(ctas_per_sm, 'CTA')} per SM{why}")
     per_gpc = tuple(g * ctas_per_sm // size for g in gpu.gpcs)
     used = sum(-(-n * size // ctas_per_sm) for n in per_gpc)
     return ClusterPlacement(shape, per_gpc, gpu.sms - used, size <= gpu.max_cluster_size)

@@ -22,6 +22,7 @@ from typing import Any
 
 from tmasim.errors import ScenarioError
 from tmasim.values import fields as read
+from tmasim.values import format as fmt
 
 INSTRUCTIONS = ("wgmma", "tcgen05")
 K_OF = {"bf16": 16, "fp16": 16, "fp8": 32, "tf32": 8}
@@ -111,8 +112,9 @@ class MmaSpec:
             allowed = (64, 128) if sms == 1 else (128, 256)
             if m not in allowed:
                 raise ScenarioError(where, name, f"is not a tcgen05.mma shape: M is {' or '.join(map(str, allowed))} "
-                                                 f"on {sms} SM(s)" + (" (M = 256 needs a CTA pair, cta_group::2)"
-                                                                      if sms == 1 and m == 256 else ""))
+                                                 f"on {fmt.plural(sms, 'SM')}"
+                                                 + (" (M = 256 needs a CTA pair, cta_group::2)"
+                                                    if sms == 1 and m == 256 else ""))
             step = 8 if m == 64 else 16
         if n > MAX_N or n < step or n % step:
             raise ScenarioError(where, name, f"has N = {n}: N must be a multiple of {step} from {step} to {MAX_N}")

@@ -263,7 +263,7 @@ def stall_rows(stats: Mapping[str, Any]) -> list[tuple[str, str]]:
                  f"tensor core{s} {fmt.percent(stats['compute_utilization'])}"),
     ]
     if stats.get("races"):
-        rows.append(("races", f"{stats['races']} read(s) before data landed"))
+        rows.append(("races", f"{fmt.plural(stats['races'], 'read')} before data landed"))
     return rows
 
 

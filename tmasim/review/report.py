@@ -241,7 +241,8 @@ def _headline(table: pd.DataFrame) -> str:
 def _verdict(stats: Mapping[str, Any]) -> str:
     if stats.get("valid") is False:
         return f"INVALID RUN: {stats['invalid_reason']}. No time is reported for it; the timeline shows the races."
-    races = f" It has {stats['races']} read(s) of a slot before its data landed: a race." if stats.get("races") else ""
+    races = (f" It has {plural(stats['races'], 'read')} of a slot before its data landed: a race."
+             if stats.get("races") else "")
     return f"Takes {_t(stats['makespan_ns'])}. {explain(stats)}{races}{_trust(stats)}"
 
 

@@ -224,7 +224,7 @@ class _Slice:
 def _require(frame: pd.DataFrame, columns: Iterable[str], what: str) -> None:
     missing = [c for c in columns if c not in frame.columns]
     if missing:
-        raise ValueError(f"{what} table lacks column(s) {', '.join(missing)}")
+        raise ValueError(f"{what} table lacks {'columns' if len(missing) > 1 else 'column'} {', '.join(missing)}")
 
 
 def _slices(spans: pd.DataFrame) -> list[_Slice]:

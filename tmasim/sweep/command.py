@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tmasim.values import format as fmt
+
 EPILOG = """examples:
   tmasim sweep reference --vary pipeline.stages=1,2,3 --vary 'workload.load=1 us,3 us,7 us'
   tmasim sweep jitter --vary run.seed=1,2,3,4 --jobs 2 --out jitter.csv
@@ -132,7 +134,7 @@ def summary(frame: Any, seconds: float) -> str:
     skipped = info.get("journal_lines_skipped") or []
     if skipped:
         shown = ", ".join(map(str, skipped[:5])) + (", ..." if len(skipped) > 5 else "")
-        lines.append(f"  {len(skipped)} journal line(s) did not parse and were skipped (line {shown}); "
+        lines.append(f"  {fmt.plural(len(skipped), 'journal line')} did not parse and were skipped (line {shown}); "
                      "their points ran again")
     lines += failure_lines(frame)
     out = info.get("out")

@@ -19,6 +19,7 @@ from tmasim.errors import ResourceError, TmasimError
 from tmasim.estimates import budget
 from tmasim.inputs.scenario import from_dict
 from tmasim.sweep.spec import Point, SweepPlan, point_raw
+from tmasim.values import format as fmt
 
 NOTE_SECONDS = 60.0
 LIMIT_SECONDS = 900.0
@@ -58,7 +59,7 @@ def _slowest(slow: list[tuple[float, Point, str]]) -> str:
         return ""
     seconds, point, why = max(slow, key=lambda cost: cost[0])
     values = ", ".join(f"{name}={value}" for name, value in point.values)
-    return f"; {len(slow)} sampled point(s) over {budget.duration(SLOW_POINT_SECONDS)} each, the slowest " \
+    return f"; {fmt.plural(len(slow), 'sampled point')} over {budget.duration(SLOW_POINT_SECONDS)} each, the slowest " \
            f"({values}: {budget.about(seconds)}) because {why}"
 
 

@@ -22,6 +22,7 @@ from tmasim.teach.explain_broken import explain_failure, explain_invalid
 from tmasim.teach.explain_chip import chip_story, chip_what_ifs
 from tmasim.teach.explain_tiles import tiles_story, tiles_what_ifs
 from tmasim.teach.prose import bullet, paragraph
+from tmasim.values import format as fmt
 
 if TYPE_CHECKING:
     from tmasim.estimates.budget import Limits
@@ -33,7 +34,7 @@ def validity(stats: dict[str, Any]) -> tuple[bool, str | None]:
         return bool(stats["valid"]), stats.get("invalid_reason")
     races = int(stats.get("races") or 0)
     if races:
-        return False, (f"{races} read(s) of a slot before its copy landed (races): the consumer "
+        return False, (f"{fmt.plural(races, 'read')} of a slot before its copy landed (races): the consumer "
                        "computed on data that was not there yet")
     return True, None
 

@@ -26,7 +26,8 @@ def attention_story(result: Result) -> list[str]:
     mode = "in ping-pong" if p.consumer_mode == "pingpong" and p.consumers == 2 else "cooperative (in lockstep)"
     lines = [paragraph(
         f"What ran: {stats['tiles']} work units (a query block of one head each) on {stats['sms_used']} SMs of the "
-        f"{scenario.gpu.name} preset, {p.consumers} consumer warpgroup(s) {mode}, {stats['stages']} stages of K "
+        f"{scenario.gpu.name} preset, {fmt.plural(p.consumers, 'consumer warpgroup')} {mode}, "
+        f"{stats['stages']} stages of K "
         f"and V. The run takes {fmt.time(makespan, 4)}: {fmt.flop_rate(stats['useful_flops_per_s'])} by the "
         "FLOP convention.")]
     width = max(len(name) for name, _ in bounds)

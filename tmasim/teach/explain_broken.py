@@ -58,7 +58,7 @@ def explain_failure(scenario: Scenario, err: ModelError) -> str:
                "complete. ")
         if p.empty_arrivals is not None and p.empty_arrivals != p.consumers:
             why += (f"Here the empty barriers expect {p.empty_arrivals} arrivals per phase but "
-                    f"{p.consumers} consumer warpgroup(s) arrive, so a slot is never released and "
+                    f"{fmt.plural(p.consumers, 'consumer warpgroup')} arrive, so a slot is never released and "
                     "the producer waits forever.")
         elif p.expect_tx is not None:
             why += (f"Here the producer announced {fmt.size(p.expect_tx)} with expect_tx, more "

@@ -118,7 +118,7 @@ def chip_story(result: Result) -> list[str]:
         lines += ["", paragraph(_split_story(stats))]
     lines += ["", paragraph(
         f"Residency: {fmt.size(stats['smem_per_cta_bytes'])} of shared memory per CTA, "
-        f"{stats['ctas_per_sm']} CTA(s) per SM (limited by {stats['residency_limit']}). Stalls: consumers "
+        f"{fmt.plural(stats['ctas_per_sm'], 'CTA')} per SM (limited by {stats['residency_limit']}). Stalls: consumers "
         f"waited {fmt.time(stats['consumer_wait_full_ns'] * 1000, 4, zero='no time')} on full barriers and producers "
         f"{fmt.time(stats['producer_wait_empty_ns'] * 1000, 4, zero='no time')} on empty ones, on average.")]
     return lines
@@ -130,8 +130,9 @@ def _split_story(stats: dict[str, Any]) -> str:
         how = (f"Split-K: {stats['work_units']} work units share the k-loops of {stats['tiles']} output tiles, so "
                f"{stats['sms_used']} SMs get work")
     else:
-        how = (f"Stream-K: the k-iterations of {stats['stream_k_tiles']} output tile(s) are spread evenly over "
-               f"{stats['stream_k_units']} CTAs and {stats['data_parallel_tiles']} tile(s) run whole, so "
+        how = (f"Stream-K: the k-iterations of {fmt.plural(stats['stream_k_tiles'], 'output tile')} are spread "
+               f"evenly over "
+               f"{stats['stream_k_units']} CTAs and {fmt.plural(stats['data_parallel_tiles'], 'tile')} run whole, so "
                f"{stats['sms_used']} SMs get work")
     if "cluster" in stats:  # CUTLASS decides each unit's k-range per cluster
         how += f" (the CTAs of each {stats['cluster']} cluster take the same k-range of their own tiles)"
@@ -168,7 +169,7 @@ def chip_what_ifs(result: Result, base_dir: Path | None) -> list[str]:
         plans.append(("halving the copy latency", {"gpu.copy_latency": f"{gpu.copy_latency // 2} ps"},
                       "the latency is already hidden"))
     if stats["stages"] > 1:
-        plans.append((f"{stats['stages'] - 1} stage(s) instead of {stats['stages']}",
+        plans.append((f"{fmt.plural(stats['stages'] - 1, 'stage')} instead of {stats['stages']}",
                       {"pipeline.stages": stats["stages"] - 1}, "the extra slot was not used"))
     return [what_if_line(base, run_what_if(scenario, label, changes, base_dir), why)
             for label, changes, why in plans[:3]]

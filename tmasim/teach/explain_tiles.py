@@ -46,7 +46,7 @@ def tiles_story(result: Result) -> list[str]:
     lines = [paragraph(
         f"What ran: N = {n} tiles. Each tile's copy keeps the TMA copy engine busy l = {num(load, scale)} "
         f"{unit}{mean} (its load time) and its compute takes c = {num(comp, scale)} {unit}{mean} on the "
-        f"tensor core. The ring has S = {stages} shared-memory slot(s) (stages).")]
+        f"tensor core. The ring has S = {fmt.plural(stages, 'shared-memory slot')} (stages).")]
     lines += ["", _serial_text(stats, t, scale, unit, equal)]
     lines += ["", _pipelined_text(stats, t, scale, unit, equal)]
     lines += ["", paragraph(_cadence_text(stats, scale, unit))]

@@ -226,7 +226,8 @@ def sync(lab: Lab) -> Outcome:
     racy = lab.run(pipeline__consumer_waits_full=False)
     valid, reason = validity(racy.stats)
     table = [left("variant", "outcome"), left("correct (reference)", f"{format_time(good.makespan_ps)}, valid"),
-             left("skip the full wait", f"{format_time(racy.makespan_ps)}, INVALID: {racy.stats['races']} race(s)")]
+             left("skip the full wait",
+                  f"{format_time(racy.makespan_ps)}, INVALID: {fmt.plural(racy.stats['races'], 'race')}")]
     figures = gantt(lab, racy, "lesson7-missing-wait.png",
                     f"INVALID: no full-barrier wait, {racy.stats['races']} reads before data landed")
     notes = []

@@ -25,6 +25,7 @@ from tmasim.errors import ScenarioError
 from tmasim.inputs.scenario import from_dict
 from tmasim.teach.answers import TOLERANCE_TEXT, answer_text, is_right, read_answer
 from tmasim.teach.prose import bullet, paragraph
+from tmasim.values import format as fmt
 
 US = 10**6
 
@@ -123,8 +124,9 @@ def _latency(rng: np.random.Generator) -> Question:
     t = tiles_run(n, ld, c, s, lat) / US
     bound = max(ld, c, (lat + ld + c) / s)
     return Question(f"{n} tiles; each copy waits {lat} us of latency before a {ld} us transfer; compute {c} "
-                    f"us; {s} stage(s). How long does the run take (us)?", t,
-                    f"A slot's round trip is latency + copy + compute = {lat + ld + c} us, so {s} slot(s) finish "
+                    f"us; {fmt.plural(s, 'stage')}. How long does the run take (us)?", t,
+                    f"A slot's round trip is latency + copy + compute = {lat + ld + c} us, so "
+                    f"{fmt.plural(s, 'slot')} finish "
                     f"a tile every max({ld}, {c}, {lat + ld + c}/{s}) = {bound:.4g} us at best, plus filling and "
                     f"draining: the simulator gives {t:g} us.", "us")
 

@@ -163,7 +163,9 @@ def calibrate(measured: str | Path, fit: Sequence[str], options: Options | None 
         start = problem.predictions(problem.values(np.zeros(len(parameters))))
         train, held = split(problem.usable(start), holdout, seed)
         if len(train) < len(parameters):
-            raise TmasimError(f"--fit: {len(parameters)} parameter(s) need at least as many training points; "
+            raise TmasimError(f"--fit: {fmt.plural(len(parameters), 'parameter')} "
+                              f"{'needs' if len(parameters) == 1 else 'need'} at least as many "
+                              f"training points; "
                               f"{len(train)} remain (lower --holdout or fit fewer)")
         result = fit_least_squares(problem.batch(train), np.zeros(len(parameters)), max_evals=max_evals,
                                    report=_reporter(parameters, say, len(train)))

@@ -26,6 +26,7 @@ from tmasim.validation.mapping import Override, stat_unit
 from tmasim.validation.measured import read_table
 from tmasim.validation.runner import Runner, progress_bar
 from tmasim.validation.study import Options, Study, point_raw, prepare
+from tmasim.values import format as fmt
 from tmasim.version import __version__
 
 if TYPE_CHECKING:
@@ -71,7 +72,9 @@ class Validation:
         worst = ok.loc[ok["error_pct"].abs().idxmax()]
         line = (f"MAPE {self.mape:.2f}% over {len(ok)} points (worst: point {int(worst['point'])}, "
                 f"{worst['error_pct']:+.1f}%)")
-        return line + (f"; {failed} point(s) could not be simulated" + _first_error(self.table) if failed else "")
+        if not failed:
+            return line
+        return line + f"; {fmt.plural(failed, 'point')} could not be simulated" + _first_error(self.table)
 
     def metadata(self) -> dict[str, Any]:
         """What produced the table: the measured file and its device and date, the mapping, the

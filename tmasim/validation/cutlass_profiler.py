@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tmasim.errors import TmasimError
+from tmasim.values import format as fmt
 
 REQUIRED = ("Provider", "OperationKind", "Operation", "Status", "m", "n", "k")
 RUNTIME_COLUMNS = ("Runtime", "Runtime (ms)")  # performance_report.cpp writes "Runtime", in ms
@@ -67,7 +68,7 @@ def read(path: str | Path) -> tuple[list[Row], list[str]]:
             rows.append(row)
     if not rows:
         raise TmasimError(f"validate cutlass-profiler: no CUTLASS GEMM row that ran in {str(path)!r}")
-    return rows, [f"left out {count} row(s): {why}" for why, count in skipped.items()]
+    return rows, [f"left out {fmt.plural(count, 'row')}: {why}" for why, count in skipped.items()]
 
 
 def _check_header(line: int, header: list[str]) -> None:
@@ -152,7 +153,7 @@ def text(rows: Sequence[Row], notes: Sequence[str]) -> str:
         lines.append(f"{r.line:>4}  {'x'.join(map(str, r.shape)):<17} {r.measured_ms * 1e3:>7.1f} µs "
                      f"{(r.predicted_ms or 0) * 1e3:>7.1f} µs {r.error:>+7.1%}  {r.kernel}")
     mean = sum(abs(r.error) for r in rows) / len(rows)
-    lines += [f"mean error {mean:.1%} over {len(rows)} row(s) (mean of |predicted - measured| / measured)"]
+    lines += [f"mean error {mean:.1%} over {fmt.plural(len(rows), 'row')} (mean of |predicted - measured| / measured)"]
     for p in picks(rows):
         shape = "x".join(map(str, p["shape"]))
         verdict = ("right" if p["right"] else

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from tmasim.errors import ScenarioError, TmasimError
 from tmasim.output.read_back import json_value
 from tmasim.validation.mapping import BACKEND_COLUMNS, TMA_VARIANTS
+from tmasim.values import format as fmt
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -173,12 +174,13 @@ def _usable_backend_rows(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     if "status" in frame.columns:
         failed = frame["status"].astype(str) != "ok"
         if failed.any():
-            notes.append(f"left out {int(failed.sum())} run(s) whose status is not ok")
+            notes.append(f"left out {fmt.plural(int(failed.sum()), 'run')} whose status is not ok")
         frame = frame[~failed]
     other = ~frame["variant"].isin(TMA_VARIANTS)
     if other.any():
         names = ", ".join(sorted(map(str, frame.loc[other, "variant"].unique())))
-        notes.append(f"left out {int(other.sum())} run(s) of {names}: not a TMA pipeline, which is what tmasim models")
+        notes.append(f"left out {fmt.plural(int(other.sum()), 'run')} of {names}: not a TMA pipeline, which "
+                     f"is what tmasim models")
         frame = frame[~other]
     return frame, notes
 
@@ -196,7 +198,8 @@ def unusable_note(frame: pd.DataFrame, measure: str) -> str | None:
     if not counts:
         return None
     shown = ", ".join(f"{n} {kind}" for kind, n in counts.items())
-    return f"left out {sum(counts.values())} row(s) whose {measure} is not a finite number above zero ({shown})"
+    return (f"left out {fmt.plural(sum(counts.values()), 'row')} whose {measure} is not a finite number above zero "
+            f"({shown})")
 
 
 def group_points(frame: pd.DataFrame, keys: Sequence[str], measure: str, factor: float) -> pd.DataFrame:

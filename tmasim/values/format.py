@@ -81,6 +81,12 @@ def whole(value: Any) -> Any:
     return value
 
 
+def plural(count: int | float, noun: str) -> str:
+    """``1 stage``, ``4 stages``; a count read back from a table as a float prints as an int."""
+    count = whole(count)
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}{'es' if noun.endswith('s') else 's'}"
+
+
 def as_written(row: Mapping[str, Any]) -> dict[str, Any]:
     """A table row with every whole-valued float back to an int (:func:`whole`), so that a
     sentence made from it reads as the run's own summary does (``2 stages``, ``1 CTA``)."""

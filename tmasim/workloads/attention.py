@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tmasim.errors import ScenarioError
+from tmasim.values import format as fmt
 from tmasim.workloads.attention_bounds import breakdown, explain, stats, summary_rows
 from tmasim.workloads.attention_config import FIELDS, KIND, PROBLEM_FIELDS, AttentionConfig, default_tile, parse
 from tmasim.workloads.attention_pair import plan_pair
@@ -102,7 +103,8 @@ def check(config: AttentionConfig, scenario: ScenarioParts) -> None:
                             "with V_j, whose only slot its own P·V_{j-1} holds until S_j, on K_j, is done")
     if config.tile[0] % (64 * p.consumers) and gpu.mma is not None and gpu.mma.instruction == "wgmma":
         raise ScenarioError("workload.tile", list(config.tile),
-                            f"BM = {config.tile[0]} must be a multiple of 64 x {p.consumers} consumer warpgroup(s): "
+                            f"BM = {config.tile[0]} must be a multiple of 64 x "
+                            f"{fmt.plural(p.consumers, 'consumer warpgroup')}: "
                             "each warpgroup's wgmma has M = 64")
     if config.softmax_scale and (not gpu.exp_per_clock or not gpu.fp32_per_clock):
         raise ScenarioError("gpu.exp_per_clock", gpu.exp_per_clock,

@@ -24,6 +24,7 @@ from tmasim.machine.descriptor import row_requests
 from tmasim.machine.hardware import GpuSpec
 from tmasim.machine.mma import K_OF
 from tmasim.machine.residency import Accumulator, Residency, residency
+from tmasim.values import format as fmt
 from tmasim.workloads.attention_config import ELEMENT_BYTES, AttentionConfig
 from tmasim.workloads.attention_softmax import convert_work, multiplies, softmax_work
 
@@ -150,7 +151,8 @@ def tensor_memory(config: AttentionConfig, gpu: GpuSpec, shape: Shape) -> Accumu
     allocated = max(32, 1 << (columns - 1).bit_length())
     if allocated > table.tmem_columns:
         raise ResidencyError("workload.tile", list(config.tile),
-                             f"needs {columns} TMEM columns ({shape.processes} Q tile(s) x (S {bn} + O {config.d_v})"
+                             f"needs {columns} TMEM columns ({fmt.plural(shape.processes, 'Q tile')} x (S "
+                             f"{bn} + O {config.d_v})"
                              f", fp32), allocated as {allocated}, over the {table.tmem_columns} of an SM on {gpu.name}")
     return Accumulator(tmem_columns=allocated)
 

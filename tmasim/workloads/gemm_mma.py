@@ -10,6 +10,7 @@ from tmasim.machine.hardware import GpuSpec
 from tmasim.machine.mma import K_OF
 from tmasim.machine.operands import check_source, operand_timing
 from tmasim.machine.residency import Accumulator
+from tmasim.values import format as fmt
 from tmasim.workloads.gemm_config import GemmConfig
 
 
@@ -93,7 +94,8 @@ def accumulator(config: GemmConfig, gpu: GpuSpec, consumers: int, mode: str,
         columns = max(32, 1 << (bn * owners - 1).bit_length())
         if columns > table.tmem_columns:
             raise ResidencyError("workload.tile", list(config.tile),
-                                 f"needs {columns} TMEM columns for {owners} fp32 accumulator(s) of {bm}x{bn}, over "
+                                 f"needs {columns} TMEM columns for {fmt.plural(owners, 'fp32 accumulator')} "
+                                 f"of {bm}x{bn}, over "
                                  f"the {table.tmem_columns} of an SM's Tensor Memory on {gpu.name}")
         return Accumulator(tmem_columns=columns)
     share = bm * bn // (WARPGROUP * (1 if mode == "pingpong" else consumers))

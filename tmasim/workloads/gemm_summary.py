@@ -47,12 +47,14 @@ def split_text(stats: Mapping[str, Any], config: GemmConfig) -> str:
         how = (f"split-K: {config.split_k} CTAs share each of the {stats['tiles']} tiles' {config.k_steps} k-tiles "
                f"({stats['work_units']} work units{_in_clusters(stats, stats['work_units'], ', ')})")
     else:
-        how = (f"stream-K: the {config.k_steps} k-tiles of {stats['stream_k_tiles']} tile(s) spread over "
+        how = (f"stream-K: the {config.k_steps} k-tiles of {plural(stats['stream_k_tiles'], 'tile')} spread over "
                f"{stats['stream_k_units']} CTAs ({_in_clusters(stats, stats['stream_k_units'], '', '; ')}"
-               f"{plural(stats['stream_k_groups'], 'group')}), {stats['data_parallel_tiles']} data-parallel tile(s) "
+               f"{plural(stats['stream_k_groups'], 'group')}), "
+               f"{plural(stats['data_parallel_tiles'], 'data-parallel tile')} "
                "after them")
-    return (f"{how}; workspace {fmt.size(stats['workspace_bytes'])} (fp32 partials of {stats['split_tiles']} tile(s) "
-            f"and their flags), {fmt.amount(stats['workspace_traffic_bytes'])} of partials written and read through "
+    return (f"{how}; workspace {fmt.size(stats['workspace_bytes'])} "
+            f"(fp32 partials of {plural(stats['split_tiles'], 'tile')} and their flags), "
+            f"{fmt.amount(stats['workspace_traffic_bytes'])} of partials written and read through "
             f"L2; consumers waited {t(stats['fixup_wait_ns'], zero='no time')} for peers' partials on average "
             f"(those of one CTA at most {t(stats['fixup_wait_max_ns'], zero='no time')})")
 
@@ -146,7 +148,8 @@ def _cluster_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tup
     rows = cluster_rows(stats, f"multicast {stats['multicast']} ({chosen}; {shares[stats['multicast']]}{coalesced})")
     if stats.get("tiles_past_edge"):
         rows.insert(1, ("tile grid", f"{stats['tile_grid']} tiles, launched as {stats['launched_tile_grid']}: the "
-                                     f"cluster grid rounds up, so {stats['tiles_past_edge']} CTA tile(s) lie past the "
+                                     f"cluster grid rounds up, so {plural(stats['tiles_past_edge'], 'CTA tile')} "
+                                     f"{'lies' if stats['tiles_past_edge'] == 1 else 'lie'} past the "
                                      "problem's edge and run their k-loops on zero-filled boxes (no bytes from memory, "
                                      "no useful FLOPs, nothing stored), as CUTLASS's schedulers launch them"))
     return rows

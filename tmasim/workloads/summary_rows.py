@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from tmasim.values import format as fmt
+from tmasim.values.format import plural  # noqa: F401 (re-exported: the workloads' sentences use it from here)
 
 if TYPE_CHECKING:
     from tmasim.settings.parts import ScenarioParts
@@ -16,12 +17,6 @@ if TYPE_CHECKING:
 def t(value_ns: Any, digits: int = fmt.DIGITS, zero: str | None = None) -> str:
     """A summary time (``*_ns``) for the terminal."""
     return fmt.time_ns(value_ns, digits, zero=zero)
-
-
-def plural(count: int | float, noun: str) -> str:
-    """``1 stage``, ``4 stages``; a count read back from a table as a float prints as an int."""
-    count = fmt.whole(count)
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}{'es' if noun.endswith('s') else 's'}"
 
 
 def chip_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tuple[str, str]]:
@@ -91,6 +86,6 @@ def cluster_rows(stats: Mapping[str, Any], shares: str) -> list[tuple[str, str]]
     return [
         ("cluster", f"{stats['cluster']} CTAs{portable}; {shares}; remote arrival {t(stats['remote_arrive_ns'])}"),
         ("placement", f"{stats['clusters_resident']} clusters resident at once ({stats['clusters_per_gpc']} per "
-                      f"GPC), {stats['idle_sms']} SM(s) idle"),
-        ("aggregation", f"{stats['aggregation']}; {stats['cluster_classes']} cluster slot(s) simulated"),
+                      f"GPC), {plural(stats['idle_sms'], 'SM')} idle"),
+        ("aggregation", f"{stats['aggregation']}; {plural(stats['cluster_classes'], 'cluster slot')} simulated"),
     ]

@@ -124,7 +124,7 @@ class Mbarrier:
         if phase < self.phase:
             raise BarrierError(
                 f"{self.name}: {who} arrives for phase {phase} at {at}, but that phase already completed "
-                f"with {self.arrivals} arrival(s) (more arrivals than the barrier was initialized for)")
+                f"with {fmt.plural(self.arrivals, 'arrival')} (more arrivals than the barrier was initialized for)")
         raise BarrierError(
             f"{self.name}: {who} arrives for phase {phase} at {at} while phase {self.phase} is still in "
             f"progress ({self.arrivals - self._pending}/{self.arrivals} arrivals, {self._tx} bytes outstanding): "
