@@ -89,3 +89,15 @@ def test_no_cutlass_rows_is_an_error(tmp_path: Path):
     path.write_text(DATA.read_text().splitlines()[4] + "\n")
     with pytest.raises(TmasimError, match="no CUTLASS GEMM row"):
         profiler.read(path)
+
+
+def test_split_k_slices_run_as_serial_split_k_and_parallel_ones_are_left_out(tmp_path: Path):
+    serial = write(tmp_path, (",serial,1,1,heuristic,", ",serial,2,1,heuristic,"))
+    rows, _ = profiler.read(serial)
+    assert [r.split_k for r in rows[:2]] == [2, 1]  # the first row changed only
+    assert "workload.split_k=2" in profiler.overrides(rows[0], "h100-sxm", [])
+    assert "workload.split_k" not in " ".join(profiler.overrides(profiler.read(DATA)[0][0], "h100-sxm", []))
+    parallel = write(tmp_path, (",serial,1,1,heuristic,", ",parallel,2,1,heuristic,"))
+    rows, notes = profiler.read(parallel)
+    assert [r.line for r in rows] == [7, 8, 10, 11] and all(r.split_k == 1 for r in rows)
+    assert any("parallel split-K" in note for note in notes)

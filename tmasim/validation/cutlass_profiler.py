@@ -38,6 +38,7 @@ class Row:
     measured_ms: float
     cells: dict[str, str]
     predicted_ms: float | None = None
+    split_k: int = 1  # the profiler's split_k_slices (serial split-K); 1 where the file does not say
 
     @property
     def error(self) -> float:
@@ -95,10 +96,14 @@ def _row(number: int, header: list[str], cells: list[str]) -> tuple[Row | None, 
     shape = tuple(_number(number, d, cell[d], int) for d in ("m", "n", "k"))
     measured = _number(number, "Runtime", runtime, float)
     stages = _number(number, "stages", cell["stages"], int) if cell.get("stages") else 0
-    if measured <= 0 or min(shape) <= 0 or stages < 0:
+    split_k = _number(number, "split_k_slices", cell["split_k_slices"], int) if cell.get("split_k_slices") else 1
+    if split_k > 1 and cell.get("split_k_mode", "serial").lower() == "parallel":
+        return None, "parallel split-K (a separate reduction kernel, which tmasim does not model)"
+    if measured <= 0 or min(shape) <= 0 or stages < 0 or split_k < 1:
         raise TmasimError(f"validate cutlass-profiler: row at line {number}: m, n, k and Runtime must be positive "
-                          f"(m={cell['m']}, n={cell['n']}, k={cell['k']}, Runtime={runtime})")
-    return Row(number, cell["Operation"], (shape[0], shape[1], shape[2]), stages, measured, cell), ""
+                          f"(m={cell['m']}, n={cell['n']}, k={cell['k']}, Runtime={runtime}), split_k_slices at "
+                          f"least 1")
+    return Row(number, cell["Operation"], (shape[0], shape[1], shape[2]), stages, measured, cell, split_k=split_k), ""
 
 
 def _number(line: int, column: str, text: str, kind: Callable[[str], Any]) -> Any:
@@ -117,6 +122,8 @@ def overrides(row: Row, gpu: str | None, sets: Sequence[str]) -> list[str]:
     fields = [f"workload.m={m}", f"workload.n={n}", f"workload.k={k}"]
     if row.stages > 0:
         fields.append(f"pipeline.stages={row.stages}")  # what CUTLASS chose where the name says 0
+    if row.split_k > 1:
+        fields.append(f"workload.split_k={row.split_k}")  # serial split-K: the profiler's split_k_slices
     return fields + ([f"gpu={gpu}"] if gpu else []) + list(sets)
 
 
