@@ -49,7 +49,7 @@ def test_a_pair_keeps_s_and_o_of_its_own_rows_in_its_own_tensor_memory():
     plan, res = plan_scenario(_pair())
     assert res.accumulator is not None and res.accumulator.tmem_columns == 2 * (128 + 128)
     assert plan.cluster == 2 and all(program.schedule.pair for program in plan.programs)
-    with pytest.raises(ScenarioError, match=r"needs 768 TMEM columns \(2 Q tile\(s\) x \(S 128 \+ O 256\), fp32\)"):
+    with pytest.raises(ScenarioError, match=r"needs 768 TMEM columns \(2 Q tiles x \(S 128 \+ O 256\), fp32\)"):
         plan_scenario(_pair("workload.head_dim=256"))
 
 
