@@ -85,7 +85,9 @@ def operand_timing(latency: float, ii: float, m: int, n: int, sms: int, source: 
     stream = read / bytes_per_cycle
     a_from_smem = source == "SS" and measured_with != "SS"
     a_arrival = (m * ROW_BYTES / sms) / bytes_per_cycle if a_from_smem else 0.0
-    return OperandTiming(latency + a_arrival, max(ii, stream), read, stream > ii)
+    pace = max(ii, stream)
+    # an instruction completes no sooner than its operands have streamed in: latency >= the pace
+    return OperandTiming(max(latency + a_arrival, pace), pace, read, stream > ii)
 
 
 def k_step_smem_bytes(mma_reads: float, tma_writes: int, a_once: int) -> float:

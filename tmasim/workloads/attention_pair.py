@@ -24,6 +24,7 @@ from tmasim.errors import ScenarioError
 from tmasim.machine.cluster import place
 from tmasim.machine.hardware import GpuSpec
 from tmasim.machine.mma import K_OF
+from tmasim.machine.operands import operand_timing
 from tmasim.machine.residency import Residency, residency
 from tmasim.workloads.attention_config import ELEMENT_BYTES, AttentionConfig
 from tmasim.workloads.attention_plan import (
@@ -63,14 +64,17 @@ def check_pair(config: AttentionConfig, scenario: ScenarioParts) -> None:
                                                                 "of 32")
 
 
-def pair_mma(gpu: GpuSpec, dtype: str, rows: int, n: int, k: int, flops: float) -> Mma:
+def pair_mma(gpu: GpuSpec, dtype: str, rows: int, n: int, k: int, flops: float, source: str = "SS") -> Mma:
     """``2·rows`` x ``n`` x ``k`` as one tcgen05.mma cta_group::2 per K of 16 (bf16): the 2-SM
-    rows of the preset's table."""
+    rows of the preset's table, issued no faster than each SM's shared memory serves its half of
+    the operands (``source`` as :func:`tmasim.workloads.attention_plan.mma_phase`)."""
     table = gpu.mma
     assert table is not None
     count = k // K_OF[dtype]
     latency, ii = table.timing("workload.tile", dtype, 2 * rows, n, 2)
-    return Mma(gpu.cycles_ps(count * ii), gpu.cycles_ps(latency - ii), flops)
+    per_cycle = gpu.smem_bandwidth * gpu.cycles_ps(1e6) / 1e6  # bytes per cycle of one SM's SMEM
+    op = operand_timing(latency, ii, 2 * rows, n, 2, source, per_cycle, table.operands)
+    return Mma(gpu.cycles_ps(count * op.ii), gpu.cycles_ps(op.latency - op.ii), flops)
 
 
 def plan_pair(config: AttentionConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
@@ -121,7 +125,7 @@ def _units(config: AttentionConfig, gpu: GpuSpec, shape: Shape, order: list[tupl
             v = tma_copy(gpu, bn * dv // 2 * e, keys, dv // 2 * e, fraction)  # every key, d_v / 2 columns
             own = block(config, gpu, shape.rows, k, v, False, keys)  # this CTA's softmax and rescale
             qk = pair_mma(gpu, config.dtype, shape.rows, bn, d, share * own.qk.flops)
-            pv = pair_mma(gpu, config.dtype, shape.rows, dv, bn, share * own.pv.flops)
+            pv = pair_mma(gpu, config.dtype, shape.rows, dv, bn, share * own.pv.flops, "TS")  # P in Tensor Memory
             blocks[(fraction, keys, share)] = replace(own, qk=qk, pv=pv)
         return blocks[(fraction, keys, share)]
 

@@ -23,6 +23,7 @@ from tmasim.errors import ResidencyError, ScenarioError
 from tmasim.machine.descriptor import row_requests
 from tmasim.machine.hardware import GpuSpec
 from tmasim.machine.mma import K_OF
+from tmasim.machine.operands import operand_timing
 from tmasim.machine.residency import Accumulator, Residency, residency
 from tmasim.values import format as fmt
 from tmasim.workloads.attention_config import ELEMENT_BYTES, AttentionConfig
@@ -56,9 +57,12 @@ def shape_of(config: AttentionConfig, pipeline: Pipeline) -> Shape:
     return Shape(processes, config.tile[0] // processes, pipeline.consumers, pingpong)
 
 
-def mma_phase(gpu: GpuSpec, dtype: str, rows: int, n: int, k: int, flops: float) -> Mma:
+def mma_phase(gpu: GpuSpec, dtype: str, rows: int, n: int, k: int, flops: float, source: str = "SS") -> Mma:
     """``rows`` x ``n`` x ``k`` on the tensor cores: wgmma m64nNk16 per 64 rows (Hopper), one
-    tcgen05.mma of M = rows (Blackwell), or the flat rate where the preset has no table."""
+    tcgen05.mma of M = rows (Blackwell), or the flat rate where the preset has no table. The
+    instructions issue no faster than shared memory serves their operands (``source``: SS, both
+    from shared memory; RS or TS, A from registers or Tensor Memory), as a GEMM's do
+    (:func:`tmasim.machine.operands.operand_timing`)."""
     table = gpu.mma
     full = 2.0 * rows * n * k
     if table is None:
@@ -67,7 +71,9 @@ def mma_phase(gpu: GpuSpec, dtype: str, rows: int, n: int, k: int, flops: float)
     m = 64 if table.instruction == "wgmma" else rows
     count = (rows // m) * (k // depth)
     latency, ii = table.timing("workload.tile", dtype, m, n)
-    return Mma(gpu.cycles_ps(count * ii), gpu.cycles_ps(latency - ii), flops)
+    per_cycle = gpu.smem_bandwidth * gpu.cycles_ps(1e6) / 1e6  # bytes per cycle of one SM's SMEM
+    op = operand_timing(latency, ii, m, n, 1, source, per_cycle, table.operands)
+    return Mma(gpu.cycles_ps(count * op.ii), gpu.cycles_ps(op.latency - op.ii), flops)
 
 
 def block(config: AttentionConfig, gpu: GpuSpec, rows: int, k: Copy, v: Copy, masked: bool,
@@ -78,7 +84,8 @@ def block(config: AttentionConfig, gpu: GpuSpec, rows: int, k: Copy, v: Copy, ma
     bn, d, dv, scale = config.tile[1], config.head_dim, config.d_v, config.softmax_scale
     useful = (0.5 if masked else 1.0) * (keys if keys is not None else bn) / bn
     qk = mma_phase(gpu, config.dtype, rows, bn, d, useful * 2.0 * rows * bn * d)
-    pv = mma_phase(gpu, config.dtype, rows, dv, bn, useful * 2.0 * rows * bn * dv)
+    p_from = "TS" if gpu.mma is not None and gpu.mma.tmem_columns else "RS"  # P in Tensor Memory or registers
+    pv = mma_phase(gpu, config.dtype, rows, dv, bn, useful * 2.0 * rows * bn * dv, p_from)
     # The softmax warpgroup also forms each row's rescale factor exp(m_old - m_new); the rescale
     # of O itself is FP32 multiplies only (by the softmax warpgroup, or FA4's correction warpgroup).
     # Hopper: P·V reads P from registers (wgmma RS), and P_j is converted into the registers P·V of
