@@ -143,6 +143,10 @@ class GpuSpec:
         """``cycles`` of this GPU's clock in whole picoseconds."""
         return round(cycles / self.clock_hz * units.PS_PER_S)
 
+    def smem_bytes_per_cycle(self) -> float:
+        """One SM's shared-memory bandwidth in bytes per cycle of this GPU's clock (inf: unlimited)."""
+        return self.smem_bandwidth * self.cycles_ps(1e6) / 1e6
+
     def copy_latency_for(self, nbytes: int) -> int:
         """Latency before a copy's bytes stream: a base plus a part that grows with the box."""
         return self.copy_latency + round(self.copy_latency_per_kib * nbytes / 1024)

@@ -72,7 +72,7 @@ def pair_mma(gpu: GpuSpec, dtype: str, rows: int, n: int, k: int, flops: float, 
     assert table is not None
     count = k // K_OF[dtype]
     latency, ii = table.timing("workload.tile", dtype, 2 * rows, n, 2)
-    per_cycle = gpu.smem_bandwidth * gpu.cycles_ps(1e6) / 1e6  # bytes per cycle of one SM's SMEM
+    per_cycle = gpu.smem_bytes_per_cycle()
     op = operand_timing(latency, ii, 2 * rows, n, 2, source, per_cycle, table.operands)
     return Mma(gpu.cycles_ps(count * op.ii), gpu.cycles_ps(op.latency - op.ii), flops)
 

@@ -71,7 +71,7 @@ def mma_phase(gpu: GpuSpec, dtype: str, rows: int, n: int, k: int, flops: float,
     m = 64 if table.instruction == "wgmma" else rows
     count = (rows // m) * (k // depth)
     latency, ii = table.timing("workload.tile", dtype, m, n)
-    per_cycle = gpu.smem_bandwidth * gpu.cycles_ps(1e6) / 1e6  # bytes per cycle of one SM's SMEM
+    per_cycle = gpu.smem_bytes_per_cycle()
     op = operand_timing(latency, ii, m, n, 1, source, per_cycle, table.operands)
     return Mma(gpu.cycles_ps(count * op.ii), gpu.cycles_ps(op.latency - op.ii), flops)
 

@@ -404,15 +404,18 @@ def _store_parts(config: GemmConfig, gpu: GpuSpec, pair: bool, store: Copy) -> t
     drain it (CuTeDSL ``dense_gemm_persistent``: each sub-tile goes TMEM -> registers -> a C
     buffer in shared memory -> ``cp.async.bulk.tensor`` store, the next sub-tile's drain beside it),
     ``gpu.epilogue_subtile_time`` apart; () where the tile is stored in one piece."""
-    if not _drains_tmem(gpu):
-        return (), 0
-    tile_m, tile_n = blackwell_epilogue_tile(config, pair)
-    count = -(-config.tile[0] // tile_m) * -(-config.tile[1] // tile_n)
+    count = _subtiles(config, pair) if _drains_tmem(gpu) else 1
     if count <= 1:
         return (), 0
     parts = tuple(store._replace(smem_bytes=_part(store.smem_bytes, n, count),
                                  memory_bytes=_part(store.memory_bytes, n, count)) for n in range(count))
     return parts, gpu.epilogue_subtile_time
+
+
+def _subtiles(config: GemmConfig, pair: bool) -> int:
+    """The C sub-tiles a Tensor Memory accumulator is drained in (``compute_epilogue_tile_size``)."""
+    tile_m, tile_n = blackwell_epilogue_tile(config, pair)
+    return -(-config.tile[0] // tile_m) * -(-config.tile[1] // tile_n)
 
 
 def _drains_tmem(gpu: GpuSpec) -> bool:
@@ -428,8 +431,7 @@ def _epilogue_time(config: GemmConfig, gpu: GpuSpec, pair: bool, staging: int, m
     the MMAs, all of it after a CTA's last tile. Otherwise: C's staging through shared memory."""
     if not _drains_tmem(gpu):
         return staging
-    tile_m, tile_n = blackwell_epilogue_tile(config, pair)
-    work = -(-config.tile[0] // tile_m) * -(-config.tile[1] // tile_n) * gpu.epilogue_subtile_time
+    work = _subtiles(config, pair) * gpu.epilogue_subtile_time
     return max(staging, work if last else work - mainloop)
 
 

@@ -63,7 +63,7 @@ def mma_step(config: GemmConfig, gpu: GpuSpec, consumers: int, mode: str, pair: 
         m, sms = 2 * bm, 2
     latency, ii = table.timing("workload.tile", config.dtype, m, n, sms)
     source = check_source("workload.operands", table.instruction, config.operands)
-    per_cycle = gpu.smem_bandwidth * gpu.cycles_ps(1e6) / 1e6  # bytes per cycle of one SM's SMEM
+    per_cycle = gpu.smem_bytes_per_cycle()
     op = operand_timing(latency, ii, m, n, sms, source, per_cycle, table.operands)
     return MmaStep(table.name(config.dtype, m, n, sms), count, gpu.cycles_ps(count * op.ii),
                    gpu.cycles_ps(op.latency - op.ii), count * op.smem_bytes, op.smem_bound)
