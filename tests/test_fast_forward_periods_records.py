@@ -2,7 +2,8 @@
 period jumped over keeps where its records are in the stream, and a later cut in its state
 jumps at once, its skipped records replayed from the kept ones, moved in time and steps. The
 spans, events and links' loads are the full run's (``run.fast_forward = false``), row for row,
-and the run skips as much as without records."""
+and the run skips within units as much as without records (without, it may skip whole units
+too: their records would name units)."""
 
 from __future__ import annotations
 
@@ -38,14 +39,14 @@ def without_records(raw: dict[str, Any]) -> dict[str, Any]:
 
 def test_units_after_the_first_replay_the_kept_periods_records():
     """4 SMs, 8 units of 32 k-steps each: every unit after the first recalls its predecessor's
-    period, with records as without, and the tables are the full run's."""
+    period, and the tables are the full run's; without records the run skips more (whole units)."""
     raw = gemm(4, 8, 4, 32)
     fast, full = both(raw, bandwidth=True)
     assert full.stats["simulated_steps"] == 8 * 32
     assert recalled(fast.stats["fast_forward"]) >= 6
     plain = without_records(raw)
-    assert fast.stats["fast_forward_skipped_steps"] == plain["fast_forward_skipped_steps"]
-    assert recalled(fast.stats["fast_forward"]) == recalled(plain["fast_forward"])
+    assert plain["fast_forward_skipped_steps"] > fast.stats["fast_forward_skipped_steps"]
+    assert plain["makespan_ns"] == fast.stats["makespan_ns"] == full.stats["makespan_ns"]
     computes = fast.spans[fast.spans["kind"] == "compute"]
     assert len(computes) == len(full.spans[full.spans["kind"] == "compute"]) == 2 * 8 * 32  # 2 warpgroups
 
@@ -61,13 +62,15 @@ def test_known_periods_skip_more_with_records(monkeypatch):
     assert known["makespan_ps"] == unknown["makespan_ps"]
 
 
-def test_the_8192_gemm_in_row_raster_keeps_the_full_runs_records_and_skips_as_without():
+def test_the_8192_gemm_in_row_raster_keeps_the_full_runs_records_and_skips_as_much_within_units():
     raw = dict(load("gemm-h100").raw)
     raw = {**raw, "workload": {**raw["workload"], "raster": "row"}}
     fast, full = both(raw)
     assert full.stats["simulated_steps"] == 3968
     assert recalled(fast.stats["fast_forward"]) > 10
-    assert fast.stats["fast_forward_skipped_steps"] == without_records(raw)["fast_forward_skipped_steps"] > 3400
+    plain = without_records(raw)
+    assert plain["fast_forward_skipped_steps"] >= fast.stats["fast_forward_skipped_steps"] > 3400
+    assert plain["makespan_ns"] == fast.stats["makespan_ns"] == full.stats["makespan_ns"]
 
 
 def test_cluster_peers_records_replay_with_known_periods():
@@ -76,7 +79,9 @@ def test_cluster_peers_records_replay_with_known_periods():
     raw["pipeline"] = {**raw["pipeline"], "cluster": [2, 1]}
     fast, _ = both(raw)
     assert recalled(fast.stats["fast_forward"]) > 0
-    assert fast.stats["fast_forward_skipped_steps"] == without_records(raw)["fast_forward_skipped_steps"]
+    plain = without_records(raw)
+    assert plain["fast_forward_skipped_steps"] >= fast.stats["fast_forward_skipped_steps"]
+    assert plain["makespan_ns"] == fast.stats["makespan_ns"]
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])

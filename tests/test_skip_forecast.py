@@ -76,8 +76,16 @@ def test_a_gemm_unit_is_a_run_then_its_epilogue_step():
     assert skipped_steps(lanes, stages, units_matter=False) == units * (63 - TRANSIENT_PERIODS * stages)
 
 
-@pytest.mark.parametrize(("name", "sets"), [("gemm-h100", []), ("gemm-h100", ["workload.launch=grid"]),
-                                            ("stream-h100", [])])
+def test_a_persistent_stream_is_forecast_to_skip_its_identical_units_whole():
+    """stream-h100: each CTA's 248 units are one box each, all alike: skipped whole but the first few."""
+    scenario = load("stream-h100", ["run.records=false"])
+    predicted = estimate(scenario)
+    stats = simulate(scenario).stats
+    assert "work units of CTAs whole" in stats["fast_forward"]
+    assert stats["fast_forward_skipped_steps"] <= predicted.skipped <= 1.1 * stats["fast_forward_skipped_steps"]
+
+
+@pytest.mark.parametrize(("name", "sets"), [("gemm-h100", []), ("gemm-h100", ["workload.launch=grid"])])
 def test_runs_whose_copies_flow_through_the_fabric_are_estimated_with_the_lanes_forecast(name, sets):
     """Whether their state repeats depends on the flows' rates; the lanes' forecast is 88-97 % of
     what GEMM runs skip on the estimates' grid (a 2x1-cluster point of the sweep, skipping 5 %

@@ -8,6 +8,7 @@ step the consumer runs the unit's epilogue (store the tile).
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -245,7 +246,8 @@ class Unit:
 class UnitProgram:
     """The units one CTA processes, in order (a persistent CTA walks several)."""
 
-    __slots__ = ("units", "steps", "_segment_of_step", "_unit_of_step", "_last_step", "_ends")
+    __slots__ = ("units", "steps", "_segment_of_step", "_unit_of_step", "_last_step", "_ends", "_drops", "_codes",
+                 "_cuts")
 
     def __init__(self, units: Sequence[Unit]) -> None:
         self.units = tuple(units)
@@ -264,6 +266,11 @@ class UnitProgram:
         self._segment_of_step, self._unit_of_step = segment_of_step, unit_of_step
         self._last_step, self._ends = last_step, ends
         self.steps = at
+        # Steps fast-forward dropped: (where, as the program then stood; how many had been dropped
+        # before that place, in all), in order; original positions (:meth:`original`) follow.
+        self._drops: tuple[list[int], list[int]] = ([], [])
+        self._codes: np.ndarray | None = None  # each original step's kind as a number (periodic_end)
+        self._cuts: tuple[int, np.ndarray] | None = None  # (stages, the original steps cut_after reads)
 
     def copies(self, step: int) -> tuple[Copy, ...]:
         return self._segment_of_step[step].copies
@@ -364,10 +371,104 @@ class UnitProgram:
                            if not start <= s < stop}
         self._ends = [s - count if s >= stop else s for s in self._ends]
         self.steps -= count
+        self._dropped(start, count)
+
+    def original(self, step: int) -> int:
+        """Where ``step`` (as the program now stands) was in the program as built: later than
+        ``step`` by the steps fast-forward dropped before it."""
+        where, dropped = self._drops
+        n = bisect.bisect_right(where, step)
+        return step + dropped[n - 1] if n else step
+
+    def next_cut(self, step: int, stages: int) -> int:
+        """The step after ``step`` where fast-forward cuts the run: every ``stages`` steps from
+        each unit's first, in the program as built (so a run with the skip off cuts at the same
+        places, and the places recur with the units); ``steps`` when none is left."""
+        cuts = self._cuts
+        if cuts is None or cuts[0] != stages:
+            starts, lengths = [], []
+            at = 0
+            for unit in self.units:
+                starts.append(at)
+                lengths.append(unit.steps)
+                at += unit.steps
+            per_unit = -(-np.asarray(lengths, dtype=np.int64) // stages)
+            first = np.repeat(np.asarray(starts, dtype=np.int64), per_unit)
+            within = np.arange(len(first), dtype=np.int64) - np.repeat(np.cumsum(per_unit) - per_unit, per_unit)
+            cuts = self._cuts = (stages, first + within * stages)
+        at = self.original(step)
+        n = int(np.searchsorted(cuts[1], at, side="right"))
+        return step + int(cuts[1][n]) - at if n < len(cuts[1]) else self.steps
+
+    def periodic_end(self, first: int, period: int) -> int:
+        """In the program as built (original positions), the first step from ``first`` on whose
+        kind differs from the kind ``period`` steps later: steps ``first``.. up to that one
+        repeat with that period (a step's kind: its segment, whether it ends a unit and the
+        unit's epilogue). Across units too: a persistent CTA's tiles recur (fast-forward's
+        skip of whole waves, engine/fast_forward/jump.py)."""
+        codes = self._codes
+        if codes is None:
+            codes = self._codes = _kind_codes(self.units)
+        stop = len(codes) - period
+        at, window = first, max(4 * period, 1024)  # compared a window at a time: most runs end soon
+        while at < stop:
+            end = min(at + window, stop)
+            differ = np.flatnonzero(codes[at:end] != codes[at + period:end + period])
+            if len(differ):
+                return at + int(differ[0])
+            at, window = end, 2 * window
+        return max(first, stop)
+
+    def drop_periods(self, start: int, period: int, count: int) -> int:
+        """Remove ``count`` periods of ``period`` steps from ``start`` on, where the program as
+        built repeats with that period (checked: :meth:`periodic_end`), whole units among them:
+        the unit at ``start`` goes on with the steps after the dropped ones (of the same kinds),
+        later units move down by the units dropped. Returns how many units were dropped (whose
+        ends fell among the steps)."""
+        first = self.original(start)
+        if self.periodic_end(first, period) < first + (count - 1) * period:
+            raise ValueError(f"steps {start}..{start + count * period - 1} are not {count} periods of {period}")
+        stop = start + count * period
+        gone = sum(1 for e in self._ends if start <= e < stop)
+        del self._segment_of_step[start:stop]
+        unit_of = self._unit_of_step
+        del unit_of[start:stop]
+        if gone:
+            unit_of[start:] = [u - gone for u in unit_of[start:]]
+        self._last_step = {(s - count * period if s >= stop else s): e for s, e in self._last_step.items()
+                           if not start <= s < stop}
+        self._ends = [s - count * period if s >= stop else s for s in self._ends if not start <= s < stop]
+        self.steps -= count * period
+        self._dropped(start, count * period)
+        return gone
+
+    def _dropped(self, start: int, count: int) -> None:
+        where, dropped = self._drops
+        if where and start < where[-1]:
+            raise ValueError(f"steps dropped at {start}, before an earlier drop at {where[-1]}")
+        where.append(start)
+        dropped.append((dropped[-1] if dropped else 0) + count)
 
     def signature(self) -> tuple[object, ...]:
         """Equal signatures mean identical work: what aggregation of SMs compares."""
         return tuple((u.segments, u.epilogue) for u in self.units)
+
+
+def _kind_codes(units: Sequence[Unit]) -> np.ndarray:
+    """Each step of ``units`` as a number, equal where two steps are of one kind: the same
+    segment (the object), and for a unit's last step, that it ends one and its epilogue."""
+    numbers: dict[tuple[int, object], int] = {}
+    codes, repeats = [], []
+    for unit in units:
+        for n, segment in enumerate(unit.segments):
+            steps = segment.steps - (n == len(unit.segments) - 1)
+            if steps > 0:
+                codes.append(numbers.setdefault((id(segment), None), len(numbers)))
+                repeats.append(steps)
+        last = unit.segments[-1]
+        codes.append(numbers.setdefault((id(last), ("end", unit.epilogue)), len(numbers)))
+        repeats.append(1)
+    return np.repeat(np.asarray(codes, dtype=np.int64), repeats)
 
 
 def _most(values: Sequence[int]) -> int:

@@ -25,6 +25,15 @@ identical blocks between them are runs (:data:`ATTENTION_TRANSIENT_PERIODS` a st
 that all run at one pace keep the lanes in step block for block even where units differ in length
 (a causal launch's 120 classes: 29,760 forecast, 30,240 skipped on attention-h100-causal).
 
+Whole units: without records and ping-pong turns, a persistent CTA's tiles recur (the same
+segments and epilogue, its wave's L2 pattern), and fast-forward drops whole periods of them
+once the chip's state repeats a period of units later (engine/fast_forward/jump.py). Where every
+persistent CTA's units from its second on repeat with a period of P units (their joint period L, at most
+:data:`WHOLE_UNIT_PERIOD_LIMIT`), the run simulates its first and last units and
+:data:`WHOLE_UNIT_TRANSIENT_PERIODS` periods, and skips the others; where they show no period,
+stretches of identical units are skipped but their first :data:`RUN_TRANSIENT_UNITS`. The skip
+within units is forecast on what is left, in proportion.
+
 Where copies flow through the shared fabric (GEMM, stream), the state repeats only if the flows'
 rates do too, and the plan cannot show whether they will. On the grid of
 ``benchmarks/bench_estimates.py`` the lanes' forecast is 88-97 % of what GEMM runs skip (persistent,
@@ -43,6 +52,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
 from tmasim.engine.attention.program import AttentionProgram, AttentionUnit
 from tmasim.engine.program import Repeat, TimedProgram, UnitProgram
 
@@ -56,6 +67,19 @@ COUPLED_TRANSIENT_PERIODS = 8
 # -b200, -hdim256 and -b200-2sm skip (1,792 against 1,850 blocks; 24,440 against 24,738), 5 less
 # again, 8 a quarter less for the pair.
 ATTENTION_TRANSIENT_PERIODS = 4
+# The longest period of units (jointly over the lanes) a forecast looks for: a run needs about
+# three periods of them before it can skip, and a longer search costs the estimate its speed.
+WHOLE_UNIT_PERIOD_LIMIT = 256
+# Periods of units a run simulates besides its first and last unit: the transient before the
+# chip's state repeats to the bit, the period that shows the repeat, and the tail after the jump
+# short of a period. Measured: 2048x32768x2560 on B200's pairs (56 units a CTA, period 4)
+# simulates 28 units (this forecasts 20); 4096x128000x7168 (865 units, period 16) simulates 49
+# (this forecasts 81).
+WHOLE_UNIT_TRANSIENT_PERIODS = 4
+# Units of a stretch of identical ones simulated before its skip (the transient after the
+# previous work, the unit whose state repeats, the one after the jump): 414 of 471 units a CTA
+# forecast and skipped on 128000x4096x7168 in 64x128 tiles, whose wave pattern has no period.
+RUN_TRANSIENT_UNITS = 3
 
 
 def skip_possible(programs: Sequence[Any]) -> bool:
@@ -80,8 +104,55 @@ def forecast(chip: Any, stages: int) -> int:
     if plan.programs and isinstance(plan.programs[0], AttentionProgram):
         # (attention's ping-pong is a turn per GEMM inside a unit, not units in turn)
         return skipped_steps(lanes, stages, units_matter=False, periods=ATTENTION_TRANSIENT_PERIODS)
-    return skipped_steps(lanes, stages, units_matter=sync.mode == "pingpong" and sync.consumers > 1,
-                         periods=COUPLED_TRANSIENT_PERIODS if coupled else TRANSIENT_PERIODS)
+    units_matter = sync.mode == "pingpong" and sync.consumers > 1
+    within = skipped_steps(lanes, stages, units_matter=units_matter,
+                           periods=COUPLED_TRANSIENT_PERIODS if coupled else TRANSIENT_PERIODS)
+    if units_matter or chip.recorder is not None or (chip.fabric is not None and chip.fabric.record_series):
+        return within
+    whole = whole_units(chip.planned.programs) if plan.persistent else None
+    if whole is None:
+        return within
+    skipped, fraction = whole
+    return skipped + round(within * (1 - fraction))
+
+
+def whole_units(programs: Sequence[Any]) -> tuple[int, float] | None:
+    """Ring steps the skip of whole units drops from these persistent CTAs' programs (see the
+    module doc) and the fraction of all their steps they are; None where their units show no
+    joint period."""
+    if not programs or any(not isinstance(p, UnitProgram) for p in programs):
+        return None
+    count = min(len(p.units) for p in programs)
+    if count < 4:
+        return None
+    # each unit position's work on every lane at once, as a number (the lanes advance unit by unit together)
+    numbers: dict[tuple[Any, ...], int] = {}
+    keys = zip(*([(tuple(map(id, u.segments)), u.epilogue) for u in p.units[:count]] for p in programs), strict=True)
+    codes = np.asarray([numbers.setdefault(key, len(numbers)) for key in keys], dtype=np.int64)
+    steps = np.asarray([sum(p.units[n].steps for p in programs) for n in range(count)], dtype=np.int64)
+    period = unit_period(codes[1:-1], WHOLE_UNIT_PERIOD_LIMIT)
+    skipped = 0
+    if period is not None:
+        k = (count - 2 - WHOLE_UNIT_TRANSIENT_PERIODS * period) // period
+        skipped = k * int(steps[1:1 + period].sum()) if k > 0 else 0
+    else:  # stretches of one unit's work repeated: each skipped but its first few
+        change = np.flatnonzero(np.diff(codes)) + 1
+        bounds = [0, *change.tolist(), count]
+        for start, stop in zip(bounds, bounds[1:], strict=False):
+            if stop - start > RUN_TRANSIENT_UNITS:
+                skipped += int(steps[start]) * (stop - start - RUN_TRANSIENT_UNITS)
+    if not skipped:
+        return None
+    return skipped, skipped / max(1, sum(p.steps for p in programs))
+
+
+def unit_period(codes: np.ndarray, limit: int) -> int | None:
+    """The fewest units after which a sequence of units' works repeats; None if none up to
+    ``limit`` (nor a third of the sequence) does."""
+    for period in range(1, min(limit, len(codes) // 3) + 1):
+        if np.array_equal(codes[:-period], codes[period:]):
+            return period
+    return None
 
 
 def obstacle(chip: Any) -> str:
@@ -104,6 +175,8 @@ def obstacle(chip: Any) -> str:
         return _attention_obstacle(programs)
     if isinstance(programs[0], TimedProgram) or _lockstep(programs):
         return ""
+    if chip.plan.persistent and whole_units(programs) is not None:
+        return ""  # whole periods of units are skipped all the same
     queues = [[program for _, program in sm.queue] for sm in chip.sms]
     if not any(queues):
         queues = [[program] for program in programs]

@@ -37,6 +37,7 @@ class CtaStates:
         self.env, self.stages = env, stages
         self._frames: dict[int, dict[str, Any]] = {}  # consumers' frames' locals read at this cut
         self._roles: dict[int, tuple[str, ...]] = {}  # a CTA's processes' roles, by their number
+        self._orders: dict[int, list[int]] = {}  # the ring's slots from each slot on
 
     def roles(self, processes: int) -> tuple[str, ...]:
         """The roles of a CTA's processes: its producer, then each consumer warpgroup."""
@@ -44,6 +45,16 @@ class CtaStates:
         if roles is None:
             roles = self._roles[processes] = ("producer", *(f"consumer{w}" for w in range(processes - 1)))
         return roles
+
+    def _order(self, turn: int) -> range | list[int]:
+        """The ring's slots from slot ``turn`` on, round."""
+        if not turn:
+            return range(self.stages)
+        orders = self._orders
+        order = orders.get(turn)
+        if order is None:
+            order = orders[turn] = [(turn + r) % self.stages for r in range(self.stages)]
+        return order
 
     def lows(self, ctas: list[Cta]) -> list[int]:
         """Each CTA's lowest step a process stands on (a 2-SM follower's consumers run no steps;
@@ -81,19 +92,25 @@ class CtaStates:
         ring = cta.ring
         callbacks = describe.callbacks
         barriers = []
-        # a follower's bytes land on its leader's: its own full barriers' phases are kept as they are
-        shift = base // self.stages
-        for ring_shift, ring_barriers in ((0 if cta.leader is not None else shift, ring.full), (shift, ring.empty)):
-            for b in ring_barriers:
+        # Slots from the producer's on (a cut need not fall on slot 0: engine/fast_forward/jump.py),
+        # each barrier's phase relative to the use the next step through its slot makes of it. A
+        # follower's bytes land on its leader's: its own full barriers' phases are kept as they are.
+        stages = self.stages
+        turn = base % stages
+        order = self._order(turn)
+        for absolute, ring_barriers in ((cta.leader is not None, ring.full), (False, ring.empty)):
+            for r, slot in enumerate(order):
+                b = ring_barriers[slot]
                 ready = b._ready_at - now
                 current = b._current
                 waiters = current.callbacks if current is not None else None
-                barriers.append((b.phase - ring_shift, b._pending, b._tx, ready if ready >= 0 else 0,
-                                 b._last._value is PENDING, callbacks(waiters) if waiters else ()))
-        released = tuple([t - now for t in cta._released_at]) if cta.leader is None else ()
+                barriers.append((b.phase if absolute else b.phase - (base + r) // stages, b._pending, b._tx,
+                                 ready if ready >= 0 else 0, b._last._value is PENDING,
+                                 callbacks(waiters) if waiters else ()))
+        times = cta._released_at if not turn else cta._released_at[turn:] + cta._released_at[:turn]
+        released = tuple([t - now for t in times]) if cta.leader is None else ()
         exit_waiters = callbacks(cta.finished.callbacks)
         # when each fill still in flight was issued (records only; a follower's fills are its leader's)
-        stages = self.stages
         issued = () if describe.bases is None or cta.leader is not None else tuple(
             t - now for s, t in enumerate(cta._issued_at) if ring.full[s].phase * stages + s < base)
         return (procs, tuple(barriers), released, cta._consumers_left, cta._stores_left, cta._turn,

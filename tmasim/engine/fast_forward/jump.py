@@ -42,7 +42,7 @@ from tmasim.engine.attention.program import AttentionProgram
 from tmasim.engine.fast_forward import attention
 from tmasim.engine.fast_forward.cta import CtaStates
 from tmasim.engine.fast_forward.exact_sum import DISTINCT, ExactSum
-from tmasim.engine.fast_forward.pairs import unit_names
+from tmasim.engine.fast_forward.pairs import near_unit_names, unit_names
 from tmasim.engine.fast_forward.periods import Period, Periods
 from tmasim.engine.fast_forward.record_shift import Mark, RecordShift
 from tmasim.engine.fast_forward.state import (
@@ -54,7 +54,7 @@ from tmasim.engine.fast_forward.state import (
     queue_state,
     rebase,
 )
-from tmasim.engine.program import TimedProgram
+from tmasim.engine.program import TimedProgram, UnitProgram
 from tmasim.engine.sm.vector_units import PIPES
 from tmasim.values import format as fmt
 
@@ -68,12 +68,22 @@ if TYPE_CHECKING:
 CTA_COUNTERS = ("wait_full_ps", "wait_empty_ps", "slot_cycle_ps", "slot_cycles")
 ENGINE_COUNTERS = ("busy_ps", "bytes", "memory_bytes", "store_bytes", "copies")
 FLOAT_COUNTERS = {"TensorCore": ("flops",), "CopyEngine": ("hbm_bytes", "l2_bytes"), "Link": ("_bytes_done",)}
-class _Cut:
-    __slots__ = ("now", "base", "low", "ints", "sums", "records")
+# Cuts kept while looking for a repeat across work units (FastForward.crossing): the oldest go first.
+SEEN_ACROSS_UNITS = 1024
 
-    def __init__(self, now: int, base: list[int], low: list[int], ints: list[Any], sums: list[int],
-                 records: Mark | None) -> None:
-        self.now, self.base, self.low, self.ints, self.sums, self.records = now, base, low, ints, sums, records
+
+class _Cut:
+    """A cut: when (``now``; ``real``, on the clock of the run without the skip), each CTA's
+    producer step and lowest step (``base``, ``low``; ``first_base``, ``first_low``: the same
+    in the program as built), its counters and records."""
+
+    __slots__ = ("now", "real", "base", "low", "first_base", "first_low", "ints", "sums", "records")
+
+    def __init__(self, now: int, real: int, base: list[int], low: list[int], first_base: list[int],
+                 first_low: list[int], ints: list[Any], sums: list[int], records: Mark | None) -> None:
+        self.now, self.real, self.base, self.low, self.ints, self.sums, self.records = (
+            now, real, base, low, ints, sums, records)
+        self.first_base, self.first_low = first_base, first_low
 
 
 class FastForward:
@@ -114,6 +124,20 @@ class FastForward:
         self.floats = [(o, a, ExactSum()) for o in (*self.cores, *self.engines, *self.links)
                        for a in FLOAT_COUNTERS[type(o).__name__]]
         self.seen: dict[tuple[Any, ...], _Cut] = {}
+        # Across work units: a persistent CTA's tiles recur (the same segments, the same epilogue,
+        # a wave's L2 pattern), so the chip's state can repeat whole tiles later, a period of
+        # many units with the unit's own jumps inside it. Then cuts are kept across units and
+        # jumps, in the programs' positions as built and on the full run's clock, and a jump
+        # drops whole periods of units (UnitProgram.periodic_end, drop_periods). Not with records
+        # (theirs name units) nor ping-pong turns (by unit).
+        # Where that may happen, the run is cut every S steps from each unit's first (with the
+        # skip off too: cuts rebase the fabric's clocks, and must fall where they fall with it on),
+        # and a state names a CTA's slots from its producer's (a unit need not be S steps long).
+        self.unit_cuts = bool(not kept and not self.units_matter and not self.attention and chip.plan.programs
+                              and all(isinstance(p, UnitProgram) for p in chip.plan.programs))
+        self.crossing = self.skip and self.unit_cuts
+        self.shifted = 0  # ps skipped so far: a cut's time on the full run's clock is now + shifted
+        self.units_skipped = 0  # work units dropped whole (a CTA's units, summed over CTAs)
         self.run: tuple[int, int] | None = None
         self.shifts: list[tuple[int, set[int]]] = []  # (k·Δ, ids of CTAs finished before the skip)
         self.skipped_steps = 0
@@ -154,7 +178,7 @@ class FastForward:
         elif waves and self.chip.plan.persistent:  # it may take the reference over (hand_over)
             cta.on_step = self.hand_over
 
-    def hand_over(self, cta: Cta, step: int) -> None:
+    def hand_over(self, cta: Cta, step: int) -> int:
         """A CTA that is not the reference reaches a lap: once the reference's producer is over
         (a persistent CTA whose work ran out first, ragged tiles' classes), the first running
         CTA to reach a lap takes its place and cuts the run from there on, the skip on or off
@@ -164,12 +188,12 @@ class FastForward:
         ref = self.ref
         if cta is not ref:
             if ref is not None and ref.processes[0].is_alive:
-                return
+                return self.next_cut(cta, step)
             self.ref = cta
             self.run = None
             self.seen.clear()
             self.handovers += 1
-        self.at_step(cta, step)
+        return self.at_step(cta, step)
 
     def _stop(self, why: str) -> None:
         if not self.opaque:
@@ -178,15 +202,27 @@ class FastForward:
 
     # ---- the cut ----------------------------------------------------------------------------
 
-    def at_step(self, cta: Cta, step: int) -> None:
-        if step % self.stages:
+    def next_cut(self, cta: Any, step: int) -> int:
+        """The step after ``step`` where ``cta``'s producer cuts the run next."""
+        if self.unit_cuts:
+            return int(cta.program.next_cut(step, self.stages))
+        return step - step % self.stages + self.stages
+
+    def at_step(self, cta: Any, step: int) -> int:
+        """A cut at the reference CTA's producer step ``step``; returns the step of the next one."""
+        self._at_step(cta, step)
+        return self.next_cut(cta, step)
+
+    def _at_step(self, cta: Cta, step: int) -> None:
+        if not self.unit_cuts and step % self.stages:
             return
         self._normalize()
         if not self.skip or self.opaque:
             return
         run = cta.program.run_of(step, self.units_matter)  # type: ignore[attr-defined]
         if run != self.run:
-            self.seen.clear()
+            if not self.crossing:
+                self.seen.clear()
             self.run = run
         if run[1] - run[0] < 2 * self.stages:
             return
@@ -216,15 +252,19 @@ class FastForward:
             return
         cut = self._cut(low)
         if self._recall(state, cut):
-            self.seen.clear()
+            if not self.crossing:
+                self.seen.clear()
             return
         earlier = self.seen.get(state)
         if earlier is None:
             self.seen[state] = cut
+            if self.crossing and len(self.seen) > SEEN_ACROSS_UNITS:
+                del self.seen[next(iter(self.seen))]
         else:
             jumped = self._jump(earlier, cut, state)
             if jumped:
-                self.seen.clear()
+                if not self.crossing:
+                    self.seen.clear()
             else:  # not from cut i (not yet, or its steps differ): perhaps from this cut on
                 self.seen[state] = cut
 
@@ -271,7 +311,14 @@ class FastForward:
         base = [c.issued for c in self.ctas]
         sums = [total.fold() for _, _, total in self.floats]
         records = self.records.mark(self.env.now) if self.records is not None else None  # type: ignore[arg-type]
-        return _Cut(self.env.now, base, low, self._ints(), sums, records)  # type: ignore[arg-type]
+        now: int = self.env.now  # type: ignore[assignment]
+        if self.crossing:
+            programs: list[Any] = [c.program for c in self.ctas]
+            first_base = [p.original(b) for p, b in zip(programs, base, strict=True)]
+            first_low = [p.original(lo) for p, lo in zip(programs, low, strict=True)]
+        else:
+            first_base, first_low = base, low
+        return _Cut(now, now + self.shifted, base, low, first_base, first_low, self._ints(), sums, records)
 
     def _lows(self) -> list[int]:
         """Each CTA's lowest step a process stands on (engine/fast_forward/cta.py, attention.py)."""
@@ -332,27 +379,22 @@ class FastForward:
         return True
 
     def _jump(self, i: _Cut, j: _Cut, state: tuple[Any, ...]) -> bool | None:
-        """Skip k periods if every CTA's steps stay identical through them (None: not from cut i,
-        but perhaps from cut j on)."""
-        delta = j.now - i.now
-        moves = [bj - bi for bi, bj in zip(i.base, j.base, strict=True)]
-        if delta <= 0 or any(p < 0 or p % self.stages for p in moves) or not any(moves):
+        """Skip k periods if every CTA's steps stay identical through them, or with ``crossing``
+        repeat with the period (None: not from cut i, but perhaps from cut j on)."""
+        delta = j.real - i.real
+        moves = [bj - bi for bi, bj in zip(i.first_base, j.first_base, strict=True)]
+        # (a move of a whole number of laps: with unit cuts, states name slots from the producer's)
+        laps = 1 if self.unit_cuts else self.stages
+        if delta <= 0 or any(p < 0 or p % laps for p in moves) or not any(moves):
             return False
         move_of = {id(c): p for c, p in zip(self.ctas, moves, strict=True)}
         if any(move_of.get(id(peer), p) != p for c, p in zip(self.ctas, moves, strict=True) for peer in c.peers):
             return False  # a cluster's CTAs fill each other's slots: they move together or not at all
-        k = math.inf
-        for cta, p, low, base in zip(self.ctas, moves, i.low, j.base, strict=True):
-            if p:
-                # (the run of identical steps from ``low`` on; it starts at ``low`` or before)
-                end = cta.program.run_end(low, self.units_matter)  # type: ignore[attr-defined]
-                # A producer waiting at ``base`` is inside that step's loop body: after the jump it
-                # stands for step base + k·p, which must exist.
-                end = min(end, cta.program.steps - 1)
-                k = min(k, (end - base) // p if base <= end else 0)
-        if not k or k == math.inf:
+        k = self._periods_ahead(i, j, moves)
+        if not k:
             return False
-        k = int(k)
+        if self.crossing and not self._pairs_aligned(j, moves, k):
+            return False
         if self.records is not None:
             assert i.records is not None and j.records is not None
             why = self.records.cannot_shift(i.records, j.records)
@@ -364,6 +406,8 @@ class FastForward:
         ints = tuple(v - w for v, w in zip(j.ints, i.ints, strict=True))
         sums = tuple(now - before for before, now in zip(i.sums, j.sums, strict=True))
         periods = self._periods()
+        if periods is not None and self.crossing and not self._within_runs(i, j, moves, k):
+            periods = None  # a period across units or the unit's own jumps: not one to recall by its kinds
         kinds = tuple(c.program.step_kind(lo) if p else None  # type: ignore[attr-defined]
                       for c, p, lo in zip(self.ctas, moves, i.low, strict=True)) if periods is not None else ()
         self._apply(j, delta, moves, k, ints, sums)
@@ -377,17 +421,76 @@ class FastForward:
                                        recorded))
         return True
 
+    def _periods_ahead(self, i: _Cut, j: _Cut, moves: list[int]) -> int:
+        """How many more periods every moving CTA's steps allow from cut j: its steps from its
+        lowest at cut i on stay identical (with ``crossing``: repeat with its move) through
+        them, and a producer waiting at its step stands after the jump for one that exists."""
+        k: float = math.inf
+        for cta, p, low, base, first_low, first_base in zip(self.ctas, moves, i.low, j.base, i.first_low,
+                                                            j.first_base, strict=True):
+            if not p:
+                continue
+            program: Any = cta.program
+            last = program.steps - 1  # the producer at ``base`` is at step base + k·p after the jump
+            if self.crossing:
+                # steps first_low.. repeat with period p up to `end`: k periods need end >= first_base + (k-1)·p
+                end = program.periodic_end(first_low, p)
+                k = min(k, (end - first_base) // p + 1 if end >= first_base else 0, (last - base) // p)
+            else:
+                # (the run of identical steps from ``low`` on; it starts at ``low`` or before)
+                end = min(program.run_end(low, self.units_matter), last)
+                k = min(k, (end - base) // p if base <= end else 0)
+            if not k:
+                return 0
+        return 0 if k == math.inf else int(k)
+
+    def _pairs_aligned(self, j: _Cut, moves: list[int], k: int) -> bool:
+        """A 2-SM pair's leader and follower drop the same units (the leader's list of them is
+        the follower's too): their producers stand in one unit and drop as many units."""
+        place = {id(c): n for n, c in enumerate(self.ctas)}
+        for n, cta in enumerate(self.ctas):
+            follower = cta.follower
+            if follower is None or not moves[n]:
+                continue
+            f = place.get(id(follower))
+            if f is None or moves[f] != moves[n]:
+                return False
+            lead, other = cta.program, follower.program
+            if lead.unit_of(j.base[n]) != other.unit_of(j.base[f]):
+                return False
+        return True
+
+    def _within_runs(self, i: _Cut, j: _Cut, moves: list[int], k: int) -> bool:
+        """Whether the periods jumped lie in runs of identical steps, with nothing dropped between
+        the cuts: a period known by its step kinds (periods.py)."""
+        for cta, p, low, bi, bj, fi, fj in zip(self.ctas, moves, i.low, i.base, j.base, i.first_base,
+                                             j.first_base, strict=True):
+            if p and (bj - bi != fj - fi or cta.program.run_end(low, False) < bj + k * p):
+                return False
+        return True
+
     def _apply(self, j: _Cut, delta: int, moves: list[int], k: int, ints: tuple[Any, ...],
                sums: tuple[int, ...]) -> None:
         """Skip k periods of length ``delta`` from cut j: each CTA's next k·p_c steps are dropped,
         the counters gain k times a period's increase (``ints``; the float sums' ``sums``)."""
         for cta, p, base in zip(self.ctas, moves, j.base, strict=True):
-            if p:
-                cta.program.drop_steps(base, k * p, self.units_matter)  # type: ignore[attr-defined]
+            if not p:
+                continue
+            program: Any = cta.program
+            if self.crossing:
+                unit = program.unit_of(base)
+                gone = program.drop_periods(base, p, k)
+                if gone and cta._unit_done:  # a 2-SM pair's leader: the follower's hand-overs go too
+                    del cta._unit_done[unit + 1:unit + 1 + gone]
+                    del cta._unit_left[unit + 1:unit + 1 + gone]
+                self.units_skipped += gone
+            else:
+                program.drop_steps(base, k * p, self.units_matter)
         self._set_ints([v + k * d for v, d in zip(j.ints, ints, strict=True)])
         for (_, _, total), gained in zip(self.floats, sums, strict=True):
             total.add_units(k * gained)  # the period's float increments, k more times, exactly
         self.shifts.append((k * delta, {id(c) for c in self.adopted if c.finished_at is not None}))
+        self.shifted += k * delta
         self.skipped_steps += k * sum(moves)
         self.jumps += 1
 
@@ -412,8 +515,9 @@ class FastForward:
                 kept = "records" if self.records.recorder is not None else "links' loads over time"
                 regenerated = f"; their {kept} regenerated by shifting a simulated period's"
             known = f", {self.recalled} from periods seen before" if self.recalled else ""
+            whole = f", {fmt.plural(self.units_skipped, 'work unit')} of CTAs whole" if self.units_skipped else ""
             return (f"on: {self.skipped_steps} of the run's ring steps skipped in "
-                    f"{fmt.plural(self.jumps, 'jump')} over repeated periods (exact{known}){regenerated}")
+                    f"{fmt.plural(self.jumps, 'jump')} over repeated periods (exact{known}{whole}){regenerated}")
         if self.opaque:
             return f"on, nothing skipped: {self.opaque}"
         if not self.repeats:
@@ -437,6 +541,13 @@ class FastForward:
             parts += [reader.state(c, now) for c in self.ctas]  # type: ignore[arg-type]
             parts += [attention.vector_state(v, now, describe) for v in self.vectors]
         else:
+            # a 2-SM pair's units relative to its leader's current one (pairs.py)
+            describe.units = {id(c): c.program.unit_of(min(c.issued, c.program.steps - 1))
+                              for c in self.ctas if c._unit_done and c.program.steps}
+            if describe.units:
+                for n, c in enumerate(self.ctas):
+                    if id(c) in describe.units:
+                        names.update(near_unit_names(c, n, describe.units[id(c)]))
             try:
                 parts += [self.cta_states.state(c, now, describe) for c in self.ctas]
             finally:
@@ -486,9 +597,19 @@ class FastForward:
         if self.attention:
             for n, cta in enumerate(self.ctas):
                 names.update(attention.changing(cta, n))  # type: ignore[arg-type]
-        for cta, turn, barriers in self._fixed[2]:
+        stages = self.stages
+        for n, (cta, turn, barriers) in enumerate(self._fixed[2]):
             names[id(cta._turn_changed)] = turn
-            for barrier, current, last in barriers:
-                names[id(barrier._current)] = current
-                names[id(barrier._last)] = last
+            rotate = cta.issued % stages if self.unit_cuts else 0
+            if not rotate:
+                for barrier, current, last in barriers:
+                    names[id(barrier._current)] = current
+                    names[id(barrier._last)] = last
+                continue
+            # a cut off slot 0: slots named from the producer's on, as CtaStates.state orders them
+            for barrier, (kind, _, s, _), _ in barriers:
+                slot = (s - rotate) % stages
+                names[id(barrier)] = (kind, n, slot)
+                names[id(barrier._current)] = (kind, n, slot, "current")
+                names[id(barrier._last)] = (kind, n, slot, "last")
         return names

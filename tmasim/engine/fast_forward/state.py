@@ -47,10 +47,11 @@ class State(tuple):
 
 
 def engine_state(engine: Any, now: int, describe: Describer) -> tuple[Any, ...]:
-    ready = tuple((r - now, copy, describe.target_of(done), cta, stage, describe.tile(cta, tile, stage))
-                  for r, _, copy, done, cta, tile, stage in sorted(engine._ready, key=lambda e: e[:2]))
-    pending = tuple((copy, describe.target_of(done), cta, stage, describe.tile(cta, tile, stage))
-                    for copy, done, cta, tile, stage in engine._pending)
+    stage = describe.stage
+    ready = tuple((r - now, copy, describe.target_of(done), cta, stage(s), describe.tile(cta, tile, s))
+                  for r, _, copy, done, cta, tile, s in sorted(engine._ready, key=lambda e: e[:2]))
+    pending = tuple((copy, describe.target_of(done), cta, stage(s), describe.tile(cta, tile, s))
+                    for copy, done, cta, tile, s in engine._pending)
     wake = engine._wake_at - now if engine._wake_at != math.inf else None
     return (max(engine._accept_free - now, 0), max(engine._transfer_free - now, 0), engine.in_flight,
             engine.bytes_in_flight, engine._transferring, engine._busy_since - now if engine._transferring else None,
@@ -114,6 +115,13 @@ class Describer:
         if cta not in self.bases:
             raise Opaque(f"a copy of CTA {cta}, which the fast-forward does not follow")
         return tile - self.bases[cta]
+
+    def stage(self, stage: int) -> Any:
+        """A copy's ``stage`` (its slot, for a load): without records only whether it is a load,
+        a store or a workspace move (what the engine reads of it; the slot is its barrier's)."""
+        if self.bases is None and stage >= 0:
+            return "load"
+        return stage
 
     def name(self, obj: Any) -> Any:
         found = self.names.get(id(obj))
@@ -182,6 +190,8 @@ class Describer:
                     described.append(value - cells["barrier"].phase)
                 elif var == "done":
                     described.append(self.event(value) if isinstance(value, simpy.Event) else self.target_of(value))
+                elif var == "stage":
+                    described.append(self.stage(value))
                 elif var in _CELLS_EXACT:
                     described.append(value)
                 else:

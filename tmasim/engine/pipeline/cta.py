@@ -120,6 +120,7 @@ class Cta:
         self.follower: Cta | None = None  # 2-SM MMA leader: the CTA holding the other half
         self._unit_done: list[simpy.Event] = []
         self._unit_left: list[int] = []
+        self._unit_share = 0  # a leader's consumers that finish each unit's MMAs (its _unit_left at first)
         self.wait_full_ps: float = 0  # SimPy's clock is typed float; it holds ints here
         self.wait_empty_ps: float = 0
         self.slot_cycle_ps: float = 0  # summed over steps: a slot's release to its next release
@@ -135,7 +136,9 @@ class Cta:
         self._stores_left = 0
         self._turn = 0  # ping-pong: the unit whose mainloop may run
         self._turn_changed = env.event()
-        self.on_step: Callable[[Cta, int], None] | None = None  # called as the producer reaches slot 0
+        # Fast-forward's cut: called as the producer reaches a step where the run is cut (the
+        # first step, then each step it returns: may shorten the program).
+        self.on_step: Callable[[Cta, int], int] | None = None
         self.steps_may_drop = False  # fast-forward may shorten the program: loops re-read its length
         self.processes = [env.process(self.producer())]
         self.processes += [env.process(self.consumer(w)) for w in range(sync.consumers)]
@@ -177,6 +180,7 @@ class Cta:
         share = self.sync.consumers if self.sync.mode == COOPERATIVE else 1
         self._unit_done = [self.env.event() for _ in range(units)]
         self._unit_left = [share] * units
+        self._unit_share = share
 
     def _accumulator_ready(self, unit: int) -> None:
         """One consumer finished its part of the unit's last MMA; when all have, the follower's
@@ -220,15 +224,15 @@ class Cta:
         solo = 1 << self.rank if self.sync.mma_pair else 0  # a pair's own copy: to the leader's barrier
         who = f"{self.scope}.producer"
         stages, fulls, empties, copies_of = ring.stages, ring.full, ring.empty, prog.copies
-        on_step, filled = self.on_step, self._filled
+        on_step, filled, cut = self.on_step, self._filled, 0
         # Where no peer's copy lands (no multicast, no pair), a full barrier's byte count is never
         # negative and the producer's arrival is its phase's first: `_arrives_quietly` is then
         # `full.phase == use`, with no call.
         quiet = not (self.mask or self.sync.mma_pair)
         for i in self._steps():
             use, slot = divmod(i, stages)
-            if not slot and on_step is not None:  # fast-forward's cut, once a lap: may shorten the program
-                on_step(self, i)
+            if i == cut and on_step is not None:  # fast-forward's cut, about once a lap: may shorten the program
+                cut = on_step(self, i)
             parity = use & 1
             empty = empties[slot]
             ready = empty.wait(parity ^ 1)
