@@ -270,7 +270,7 @@ class UnitProgram:
         # before that place, in all), in order; original positions (:meth:`original`) follow.
         self._drops: tuple[list[int], list[int]] = ([], [])
         self._codes: np.ndarray | None = None  # each original step's kind as a number (periodic_end)
-        self._cuts: tuple[int, np.ndarray] | None = None  # (stages, the original steps cut_after reads)
+        self._cuts: tuple[int, np.ndarray, set[int]] | None = None  # (stages, cuts as built, early ones)
 
     def copies(self, step: int) -> tuple[Copy, ...]:
         return self._segment_of_step[step].copies
@@ -384,6 +384,20 @@ class UnitProgram:
         """The step after ``step`` where fast-forward cuts the run: every ``stages`` steps from
         each unit's first, in the program as built (so a run with the skip off cuts at the same
         places, and the places recur with the units); ``steps`` when none is left."""
+        cuts = self._cut_places(stages)[0]
+        at = self.original(step)
+        n = int(np.searchsorted(cuts, at, side="right"))
+        return step + int(cuts[n]) - at if n < len(cuts) else self.steps
+
+    def early_cut(self, step: int, stages: int) -> bool:
+        """Whether ``step`` is its unit's early cut, where fast-forward looks for a repeat across
+        units: ``2 * stages`` steps from the unit's first as built (``stages`` in a unit shorter
+        than ``3 * stages + 1``), early enough that no jump inside the unit has passed it, late
+        enough that the consumers have left the unit before (a cut is described only then)."""
+        return self.original(step) in self._cut_places(stages)[1]
+
+    def _cut_places(self, stages: int) -> tuple[np.ndarray, set[int]]:
+        """The cuts as built (every ``stages`` steps from each unit's first) and each unit's early one."""
         cuts = self._cuts
         if cuts is None or cuts[0] != stages:
             starts, lengths = [], []
@@ -392,13 +406,13 @@ class UnitProgram:
                 starts.append(at)
                 lengths.append(unit.steps)
                 at += unit.steps
-            per_unit = -(-np.asarray(lengths, dtype=np.int64) // stages)
-            first = np.repeat(np.asarray(starts, dtype=np.int64), per_unit)
+            start, length = np.asarray(starts, dtype=np.int64), np.asarray(lengths, dtype=np.int64)
+            per_unit = -(-length // stages)
+            first = np.repeat(start, per_unit)
             within = np.arange(len(first), dtype=np.int64) - np.repeat(np.cumsum(per_unit) - per_unit, per_unit)
-            cuts = self._cuts = (stages, first + within * stages)
-        at = self.original(step)
-        n = int(np.searchsorted(cuts[1], at, side="right"))
-        return step + int(cuts[1][n]) - at if n < len(cuts[1]) else self.steps
+            early = set((start + np.where(length > 3 * stages, 2 * stages, stages)).tolist())
+            cuts = self._cuts = (stages, first + within * stages, early)
+        return cuts[1], cuts[2]
 
     def periodic_end(self, first: int, period: int) -> int:
         """In the program as built (original positions), the first step from ``first`` on whose

@@ -68,8 +68,9 @@ if TYPE_CHECKING:
 CTA_COUNTERS = ("wait_full_ps", "wait_empty_ps", "slot_cycle_ps", "slot_cycles")
 ENGINE_COUNTERS = ("busy_ps", "bytes", "memory_bytes", "store_bytes", "copies")
 FLOAT_COUNTERS = {"TensorCore": ("flops",), "CopyEngine": ("hbm_bytes", "l2_bytes"), "Link": ("_bytes_done",)}
-# Cuts kept while looking for a repeat across work units (FastForward.crossing): the oldest go first.
-SEEN_ACROSS_UNITS = 1024
+# Cuts kept while looking for a repeat across work units (FastForward.crossing), one a unit: the
+# oldest go first. States are large: more of them would cost Python's collector time on every run.
+SEEN_ACROSS_UNITS = 256
 
 
 class _Cut:
@@ -124,12 +125,13 @@ class FastForward:
         self.floats = [(o, a, ExactSum()) for o in (*self.cores, *self.engines, *self.links)
                        for a in FLOAT_COUNTERS[type(o).__name__]]
         self.seen: dict[tuple[Any, ...], _Cut] = {}
+        self.across: dict[tuple[Any, ...], _Cut] = {}  # one cut a unit, its early one (crossing)
         # Across work units: a persistent CTA's tiles recur (the same segments, the same epilogue,
         # a wave's L2 pattern), so the chip's state can repeat whole tiles later, a period of
-        # many units with the unit's own jumps inside it. Then cuts are kept across units and
-        # jumps, in the programs' positions as built and on the full run's clock, and a jump
-        # drops whole periods of units (UnitProgram.periodic_end, drop_periods). Not with records
-        # (theirs name units) nor ping-pong turns (by unit).
+        # many units with the unit's own jumps inside it. Then each unit's early cut is
+        # kept across units and jumps (``across``), in the programs' positions as built and on
+        # the full run's clock, and a jump drops whole periods of units (UnitProgram.periodic_end,
+        # drop_periods). Not with records (theirs name units) nor ping-pong turns (by unit).
         # Where that may happen, the run is cut every S steps from each unit's first (with the
         # skip off too: cuts rebase the fabric's clocks, and must fall where they fall with it on),
         # and a state names a CTA's slots from its producer's (a unit need not be S steps long).
@@ -219,13 +221,14 @@ class FastForward:
         self._normalize()
         if not self.skip or self.opaque:
             return
-        run = cta.program.run_of(step, self.units_matter)  # type: ignore[attr-defined]
+        program: Any = cta.program
+        run = program.run_of(step, self.units_matter)
         if run != self.run:
-            if not self.crossing:
-                self.seen.clear()
+            self.seen.clear()
             self.run = run
         if run[1] - run[0] < 2 * self.stages:
             return
+        early = self.crossing and program.early_cut(step, self.stages)
         self.repeats = True
         # Describing the chip allocates tens of thousands of tuples at once: Python's collector
         # would run about fifty times over them (and a full collection every other cut). It runs
@@ -234,14 +237,15 @@ class FastForward:
         if collecting:
             gc.disable()
         try:
-            self._describe_cut()
+            self._describe_cut(early)
         finally:
             if collecting:
                 gc.enable()
 
-    def _describe_cut(self) -> None:
+    def _describe_cut(self, early: bool = False) -> None:
         """Describe the state at this cut (where a jump may start or end): jump at once over a
-        known period, or over the periods since an earlier cut in the same state."""
+        known period, or over the periods since an earlier cut in the same state (at a unit's
+        ``early`` cut, first in an earlier unit's; then in this run of identical steps)."""
         low = self._lows()
         if not self._may_jump(low):
             return
@@ -252,19 +256,24 @@ class FastForward:
             return
         cut = self._cut(low)
         if self._recall(state, cut):
-            if not self.crossing:
-                self.seen.clear()
+            self.seen.clear()
             return
+        if early:
+            earlier = self.across.get(state)
+            if earlier is not None and self._jump(earlier, cut, state):
+                self.seen.clear()
+                return
+            self.across.pop(state, None)
+            self.across[state] = cut
+            if len(self.across) > SEEN_ACROSS_UNITS:
+                del self.across[next(iter(self.across))]
         earlier = self.seen.get(state)
         if earlier is None:
             self.seen[state] = cut
-            if self.crossing and len(self.seen) > SEEN_ACROSS_UNITS:
-                del self.seen[next(iter(self.seen))]
         else:
             jumped = self._jump(earlier, cut, state)
             if jumped:
-                if not self.crossing:
-                    self.seen.clear()
+                self.seen.clear()
             else:  # not from cut i (not yet, or its steps differ): perhaps from this cut on
                 self.seen[state] = cut
 
