@@ -118,8 +118,9 @@ def test_every_bundled_scenario_loads():
 
 
 def test_fewer_sms_keep_the_per_sm_tensor_rate():
-    full = scenario.from_dict({**BASE, "gpu": "h100-sxm"}).gpu
-    small = scenario.from_dict({**BASE, "gpu": {"preset": "h100-sxm", "sms": 4}}).gpu
+    stream = {"workload": {"kind": "stream", "shape": [512, 512], "box": [64, 64]}}  # a workload that reads gpu.sms
+    full = scenario.from_dict({**stream, "gpu": "h100-sxm"}).gpu
+    small = scenario.from_dict({**stream, "gpu": {"preset": "h100-sxm", "sms": 4}}).gpu
     assert small.sm_flop_rate("bf16") == pytest.approx(full.sm_flop_rate("bf16"))
     assert small.hbm_bandwidth == full.hbm_bandwidth   # a chip resource, unchanged
 

@@ -45,10 +45,10 @@ def test_preset_overrides_name_the_preset_value_in_its_unit(tmp_path):
     s = scenarios.load("gemm-h100", ['gpu.copy_latency="624 cycles"'])
     assert "  changed: gpu.copy_latency 319 cycles → 624 cycles" in header(s, unicode=True)
     path = tmp_path / "mine.toml"
-    path.write_text('name = "mine"\ngpu = {preset = "h100-sxm", copy_latency = "600 cycles"}\n'
+    path.write_text('name = "mine"\ngpu = {preset = "h100-sxm", barrier_wake = "60 cycles"}\n'
                     '[workload]\nkind = "tiles"\ntiles = 2\nload = "1 us"\ncompute = "1 us"\n')
     lines = header(scenarios.load(path), unicode=True)
-    assert "  GPU preset overridden by the file: gpu.copy_latency 319 cycles → 600 cycles" in lines
+    assert "  GPU preset overridden by the file: gpu.barrier_wake 40 cycles → 60 cycles" in lines
     assert not any(line.startswith("  changed") for line in lines)
 
 

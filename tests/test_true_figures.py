@@ -133,7 +133,7 @@ def test_attention_refuses_the_barrier_counts_it_does_not_model(capsys):  # type
         assert main(["run", "attention-h100", "--set", f"pipeline.{field}={value}"]) == 2
         out, err = capsys.readouterr()
         assert out == "" and len(err.strip().splitlines()) == 1, err
-        assert f"pipeline.{field}:" in err and "not modelled for attention" in err, err
+        assert f"pipeline.{field}:" in err and "would be ignored: the attention workload does not read it" in err, err
 
 
 @settings(max_examples=12, deadline=None)

@@ -26,6 +26,8 @@ BASES = {
     "stream": ("stream-h100", {"workload.shape": [512, 512]}),
     "gemm-2sm": ("gemm-b200-2sm", {"workload.m": 512, "workload.n": 512, "workload.k": 128}),
     "attention": ("attention-h100", {"workload.batch": 1, "workload.heads": 1, "workload.seqlen_q": 512}),
+    # a flat tensor-core rate (gpu.tensor_flops) is read by GEMMs on a preset without an MMA table
+    "gemm-ideal": ("gemm-ideal", {"workload.m": 256, "workload.n": 512, "workload.k": 128}),
 }
 POOL: list[Any] = [
     2, 1, 3, 4, 8, 64, 128, 256, 0, 0.5, 0.25, True, False, "3 us", "2 us", "1 ns", "100 ns", "1 KiB", "2 KiB",

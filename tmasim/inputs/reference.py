@@ -205,8 +205,28 @@ def page() -> str:
     for title, kind, cls, module in _tables():
         parts += ["", f"## {title}", "", HEADER, *_rows(cls, module, title.split("`")[1].strip("[]"), kind)]
     parts += ["", "`run.drift` is a table `{ start = \"1 us\", latency_cv = 0.15 }`: each SM starts up to",
-              "`start` late and each copy's latency varies by `latency_cv` (off unless set).", ""]
+              "`start` late and each copy's latency varies by `latency_cv` (off unless set).", "", *_reads()]
     return "\n".join(parts)
+
+
+def _reads() -> list[str]:
+    """What each workload reads, from :mod:`tmasim.inputs.field_use`'s table."""
+    from tmasim.inputs import field_use
+
+    kinds = tuple(field_use.READS)
+    lines = ["## Fields a workload does not read", "",
+             "A `[pipeline]` or `[gpu]` field the workload's plan and engine never read would change nothing,",
+             "so giving it is an error (`pipeline.expect_tx: 4096 would be ignored: the attention workload does",
+             "not read it (...); remove it`): a `[pipeline]` value other than its default, or a `[gpu]` table's",
+             "override other than the preset's own value (a preset itself sets every field). Every workload",
+             "reads every `[run]` field and the fields not listed here (`tmasim/inputs/field_use.py`).", "",
+             "| field | " + " | ".join(f"`{k}`" for k in kinds) + " |", "|---|" + "---|" * len(kinds)]
+    for table, fields in (("pipeline", field_use.PIPELINE_FIELDS), ("gpu", field_use.GPU_FIELDS)):
+        for name in fields:
+            read = [name in getattr(field_use.READS[k], table) for k in kinds]
+            if not all(read):
+                lines.append(f"| `{table}.{name}` | " + " | ".join("reads" if r else "—" for r in read) + " |")
+    return [*lines, ""]
 
 
 def _kinds() -> tuple[str, ...]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tmasim.errors import ScenarioError
-from tmasim.inputs import cutlass_names
+from tmasim.inputs import cutlass_names, field_use
 from tmasim.inputs import raw as scenario_raw
 from tmasim.machine.hardware import GpuSpec, load_gpu
 from tmasim.settings.drift import Drift
@@ -62,11 +62,13 @@ class Scenario:
             _unchecked("workload", self.workload)
         if self.workload.kind not in WORKLOADS:
             raise ScenarioError("workload.kind", self.workload.kind, f"must be one of {', '.join(WORKLOADS)}")
+        field_use.check_pipeline(self.workload.kind, self.pipeline)  # what the workload reads (field_use)
         _check_cluster(self.pipeline, self.gpu, self.workload)  # cross-field rules, on every construction
         check = getattr(WORKLOADS.get(self.workload.kind), "check", None)  # optional for a new workload
         if check is not None:
             check(self.workload, self)
         self._keep_raw_true()
+        field_use.check_gpu(self.workload.kind, self.raw.get("gpu"), self.gpu)  # the table as written, kept true
 
     def _keep_raw_true(self) -> None:
         now = scenario_raw.parts(self)
@@ -258,6 +260,7 @@ def from_dict(raw: Mapping[str, Any], base_dir: Path | None = None) -> Scenario:
         workload_raw, pipeline_raw = defaults(workload_raw, pipeline_raw, hopper)
     workload = parse_workload(workload_raw)
     pipeline = _pipeline(pipeline_raw)
+    field_use.check_pipeline(workload.kind, pipeline)
     _check_cluster(pipeline, gpu, workload)
     if pipeline.stages_auto:
         pipeline = dataclasses.replace(pipeline, stages=auto_stage_count(workload, gpu, pipeline))
@@ -318,11 +321,8 @@ def _check_cluster(pipeline: Pipeline, gpu: GpuSpec, workload: WorkloadConfig) -
     if group == 2 and pipeline.cluster[0] % 2:
         raise ScenarioError("pipeline.mma_cta_group", group, f"pairs CTAs along M, so pipeline.cluster[0] must be "
                                                              f"even (it is {pipeline.cluster[0]})")
-    if not pipeline.warp_specialized and workload.kind != "attention":
-        raise ScenarioError("pipeline.warp_specialized", False,
-                            f"is modelled for the attention workload only (this one is {workload.kind!r})")
-    pair = workload.kind == "attention" and group == 2 and pipeline.cluster == (2, 1)  # attention's 2-SM pair
-    if pipeline.cluster != (1, 1) and workload.kind != "gemm" and not pair:
+    pair = group == 2 and pipeline.cluster == (2, 1)  # attention's 2-SM pair (other workloads: tmasim.field_use)
+    if pipeline.cluster != (1, 1) and workload.kind == "attention" and not pair:
         raise ScenarioError("pipeline.cluster", list(pipeline.cluster),
                             f"is modelled for the gemm workload only (this one is {workload.kind!r}; attention "
                             "takes [2, 1] with pipeline.mma_cta_group = 2)")

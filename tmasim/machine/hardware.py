@@ -244,6 +244,7 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "exp_latency": ("time", "a dependent MUFU.EX2: the last exponential before the row sum ends"),
     "shuffle_latency": ("time", "a SHFL round of the row max's all-reduce"),
 }
+FIELD_NAMES = tuple(_FIELDS)  # the fields a preset or a [gpu] table sets
 CONVERT_PIPES = ("alu", "xu")
 MMA = "mma"  # optional section: the MMA instruction table (tmasim.mma)
 # Optional fields (a preset written before clusters were modelled still loads): their defaults.

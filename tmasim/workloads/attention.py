@@ -75,24 +75,9 @@ def defaults(workload: Mapping[str, Any], pipeline: Mapping[str, Any], hopper: b
     return workload, pipeline
 
 
-def _refuse_barrier_counts(p: Any) -> None:
-    """The arrival counts and the expected bytes are the GEMM-style ring's knobs for studying
-    synchronization bugs; attention's barriers count their own K, V and Q copies, so a value
-    here would be ignored: refused instead of silently dropped."""
-    for name in ("full_arrivals", "empty_arrivals", "expect_tx"):
-        value = getattr(p, name)
-        if value is not None:
-            raise ScenarioError(f"pipeline.{name}", value, "is not modelled for attention (its K, V and Q barriers "
-                                                           "expect their own copies' bytes and arrivals); remove it")
-
-
 def check(config: AttentionConfig, scenario: ScenarioParts) -> None:
     """Rules between attention and the rest of the scenario."""
-    p, gpu = scenario.pipeline, scenario.gpu
-    if not p.consumer_waits_full:
-        raise ScenarioError("pipeline.consumer_waits_full", False, "is modelled for the GEMM-style ring only; the "
-                                                                   "attention consumers always wait")
-    _refuse_barrier_counts(p)
+    p, gpu = scenario.pipeline, scenario.gpu  # the fields it does not read: tmasim.inputs.field_use
     if p.consumers > 3:
         raise ScenarioError("pipeline.consumers", p.consumers, "must be 1, 2 or 3 for attention (FA3 runs up to three "
                                                                "consumer warpgroups, ping-pong or cooperative)")
