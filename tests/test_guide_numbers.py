@@ -20,11 +20,18 @@ marker naming where they come from, its parts separated by ``;``::
 - ``baseline``: the validation's committed figures (``tmasim validate public``'s, kept in
   validation/public/results/pipelines.json, which tests/test_validate_public.py holds against
   fresh runs), as tmasim prints them: a share as a percentage with 0 or 1 decimal, a count whole.
+- ``results FILE``: a file of validation/public/results/ that ``python validation/calibrate_public.py``
+  writes (the single-mechanism fits' table, summary.md; the checks' .md files), committed with the
+  presets they fit: the numbers in it as written (a re-fit takes minutes; tests/test_public_calibration.py
+  holds the presets against their sources).
 - ``checked by TEST: N, M``: these numbers are checked by TEST, a test of this module (where
   the program prints them only after minutes of work, as a run's estimate before it runs).
 - ``benchmark PATH: N, M``: these numbers are what a script under benchmarks/ measured (times
   on the development machine, ratios over a grid of runs): too slow or too machine-bound for the
   suite; the script must exist, and rerunning it is how they are checked.
+- ``earlier: N, M``: a record taken once and not recomputed: what an earlier state of the model or
+  a variant tried and not kept gave, or a wall time measured when a change was made, with no
+  script under benchmarks/ to rerun (the program as shipped does not print them).
 - ``given N, M``: these numbers are inputs (a preset's or a datasheet's value, a count the reader
   chose), not results; ``given`` alone says so of every number of the block.
 
@@ -56,9 +63,10 @@ from test_readme_commands import COMMANDS
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
 PAGES = ("README.md", *sorted(p.relative_to(REPO).as_posix() for p in DOCS.rglob("*.md")))
-# every prose number of these pages checked (marked); docs/calibration.md, model.md and design.md not yet
-CHECKED = ("README.md", "docs/getting-started.md", "docs/testing.md",
-           *sorted(p.relative_to(REPO).as_posix() for p in (DOCS / "guides").glob("*.md")))
+RESULTS = REPO / "validation" / "public" / "results"
+# every prose number of these pages checked (marked)
+CHECKED = ("README.md", "docs/getting-started.md", "docs/testing.md", "docs/calibration.md", "docs/model.md",
+           "docs/design.md", *sorted(p.relative_to(REPO).as_posix() for p in (DOCS / "guides").glob("*.md")))
 MARK = re.compile(r"<!--\s*numbers:\s*(.*?)\s*-->")
 CODE = re.compile(r"`[^`]*`")
 UNIT = r"(?:µs|us|ns|ms|s|TFLOP/s|GFLOP/s|PFLOP/s|TB/s|GB/s|KiB|MiB|GiB|GB|MB|B|%|x|×|GHz|MHz|cycles)"
@@ -116,6 +124,9 @@ def parts(block: str) -> tuple[list[str], dict[str, str], set[str] | None]:
         for part in (p.strip() for p in mark.group(1).split(";") if p.strip()):
             if part.startswith(("tmasim ", "python -m tmasim")) or part in ("baseline", "shown"):
                 commands.append(part)
+            elif part.startswith("results "):
+                assert (RESULTS / part.removeprefix("results ").strip()).is_file(), part
+                commands.append(part)
             elif part == "given":
                 return commands, derived, None
             elif part.startswith("benchmark "):
@@ -126,6 +137,8 @@ def parts(block: str) -> tuple[list[str], dict[str, str], set[str] | None]:
                 test, _, numbers = part.removeprefix("checked by ").partition(":")
                 assert callable(globals().get(test.strip())) and test.strip().startswith("test_"), part
                 given |= {n.strip() for n in numbers.split(",")}
+            elif part.startswith("earlier:"):
+                given |= {n.strip() for n in part.removeprefix("earlier:").split(",")}
             elif part.startswith("given "):
                 given |= {n.strip() for n in part[len("given "):].split(",")}
             elif "=" in part:
@@ -176,6 +189,8 @@ def output(command: str) -> frozenset[str]:
         return baseline_numbers()
     if command.startswith("shown "):
         return page_shown(command.removeprefix("shown "))
+    if command.startswith("results "):
+        return _numbers((RESULTS / command.removeprefix("results ").strip()).read_text(encoding="utf-8"))
     import contextlib
     import importlib
     import io
@@ -253,9 +268,9 @@ def problems(block: str, page: str = "") -> list[str]:
     if given is None:
         return []
     quoted = quoted_numbers(block)
-    inputs = {n for e in derived.values() for n in NUMBER.findall(e)} - given
+    inputs = {n for e in derived.values() for n in NUMBER.findall(e)} - given - {"1", "100"}
     needed = {_plain(n) for n in quoted if n not in given and n not in derived} | {_plain(n) for n in inputs}
-    printed = printed_by(commands, needed - {"1", "100"})
+    printed = printed_by(commands, needed)
     out = [f"{n}: printed by none of {commands}" for n in quoted
            if n not in given and n not in derived and n not in printed and _plain(n) not in printed]
     out += [why for n, e in derived.items() if (why := derives(n, e, printed, frozenset(given)))]
@@ -354,3 +369,38 @@ def test_a_stale_derived_number_would_fail():
     stale = f"about its time (here 40 ns more) <!-- numbers: {runs}; 40 = 1000 * (67.76 - 67.32); given 1000 -->"
     assert problems(stale, "docs/guides/tiles-and-clusters.md") == [
         "40 = 1000 * (67.76 - 67.32): the expression is 440.00"]
+
+
+def test_the_mma_figures_the_model_page_quotes():
+    """docs/model.md's B200 instruction figures, from the preset's [mma] table and its shared-memory
+    bandwidth: an SS m128n64k16 issues every 49 cycles (its TS II 32.02), and the N = 128 II is 64.02."""
+    from tmasim.hardware import load_gpu
+    from tmasim.machine.operands import operand_timing
+
+    gpu = load_gpu("b200")
+    latency, ii = gpu.mma.timing("test", "bf16", 128, 64)
+    assert f"{ii:.2f}" == "32.02"
+    assert f"{operand_timing(latency, ii, 128, 64, 1, 'SS', gpu.smem_bytes_per_cycle()).ii:.0f}" == "49"
+    assert [f"{gpu.mma.timing('test', 'bf16', 128, n)[1]:.2f}" for n in (256, 128, 64)] == ["128.03", "64.02", "32.02"]
+
+
+def test_the_public_fits_per_row_figures():
+    """docs/calibration.md's per-row errors of the single-mechanism fits, from the committed result
+    tables (validation/public/results/, written by validation/calibrate_public.py with the presets)."""
+    import pandas as pd
+
+    def table(name: str) -> pd.DataFrame:
+        return pd.read_csv(RESULTS / f"{name}.csv")
+
+    b200 = table("b200-tma-throughput")
+    big_one_stage = b200[(b200.NumStages == 1) & (b200.BytesInFlightPerSM >= 32768)].error_pct
+    assert (f"{-big_one_stage.max():.0f}", f"{-big_one_stage.min():.0f}") == ("17", "26")  # 17-26 % low
+    chase = table("h100-pcie-latency")
+    far = chase[(chase.data_set_kib >= 24 * 1024) & (chase.data_set_kib <= 52 * 1024)].error_pct
+    assert f"{far.abs().max():.0f}" == "41"
+    umma = table("b200-umma-operands")
+    pair = umma[(umma.CTAGroup == 2) & (umma.M == 256)].error_pct
+    assert f"{pair.abs().max():.0f}" == "6" and f"{pair.abs().max():.1f}" == "6.1"
+    boxes = table("h800-tma-throughput")
+    narrow = boxes[(boxes.box == "[256, 4, 4]") & (boxes.ctas_per_sm == 1)].error_pct
+    assert [f"{e:.0f}" for e in narrow] == ["-30"]
