@@ -1,11 +1,18 @@
 """The B200 whole-chip table, every row: how long the model takes on it, and where.
 
     python benchmarks/bench_wholechip.py [--jobs 2] [--every 1]
+    python benchmarks/bench_wholechip.py --shape 4096x128000x7168 [--dtype fp16]
 
 Simulates each of the 576 runs of ``validation/public/b200/wholechip_train.csv`` as
 ``tmasim validate public`` maps it (tmasim/validation/wholechip.py), timing each point's CPU
 seconds in its worker, and prints the total, the slowest points, the figures (mean error, best
 configuration, cluster choice) and the CPU time of the CI subset the test suite runs.
+
+With ``--shape M×N×K``, every configuration the table runs a shape in (8 tiles × 2 clusters) for
+that shape, whether or not the table has it, mapped the same way: each point's CPU seconds, its
+estimate (``tmasim.simulation.estimate``, what a sweep prints before the work) and their ratio,
+and the units fast-forward skipped whole. A point with a 128,000 dimension is the slow case:
+a persistent CTA walks hundreds of tiles.
 """
 
 from __future__ import annotations
@@ -28,11 +35,44 @@ def timed(row: wholechip.Row) -> tuple[float, float]:
     return predicted, time.process_time() - start
 
 
+TILES = ((64, 64), (64, 128), (64, 192), (64, 256), (128, 64), (128, 128), (128, 192), (128, 256))
+CLUSTERS = ((2, 1), (2, 2))
+
+
+def shape_points(shape: tuple[int, int, int], dtype: str) -> None:
+    """Time every configuration of one shape, with its estimate (see the module doc)."""
+    from tmasim.inputs.scenario import load
+    from tmasim.simulation import estimate, simulate
+
+    print(f"{dtype} {'x'.join(map(str, shape))}: CPU s a point, its estimate and estimate / CPU")
+    cpus, ratios = [], []
+    for tile in TILES:
+        for cluster in CLUSTERS:
+            row = wholechip.Row(shape, dtype, tile, cluster, 0.0)
+            scenario = load(wholechip.SCENARIO, wholechip.overrides(row))
+            start = time.process_time()
+            result = simulate(scenario)
+            cpu = time.process_time() - start
+            guess = estimate(scenario).seconds
+            cpus.append(cpu)
+            ratios.append(guess / cpu)
+            whole = result.stats["fast_forward"].split("exact")[-1].strip(" ,)")
+            print(f"  {row.config:15s} {cpu:6.2f} CPU s  estimate {guess:6.2f} s  {guess / cpu:5.2f}x  {whole}")
+    print(f"all {len(cpus)}: {sum(cpus):.1f} CPU s, the slowest {max(cpus):.2f} s; "
+          f"estimate / CPU from {min(ratios):.2f}x to {max(ratios):.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--every", type=int, default=1, help="every N-th row only")
+    parser.add_argument("--shape", help="M×N×K: time every configuration of this shape instead")
+    parser.add_argument("--dtype", default="fp16", choices=sorted(wholechip.ELEMENT_BYTES))
     args = parser.parse_args()
+    if args.shape:
+        m, n, k = (int(d) for d in args.shape.replace("×", "x").split("x"))
+        shape_points((m, n, k), args.dtype)
+        return
     rows = wholechip.rows()[:: args.every]
     wall = time.perf_counter()
     with ProcessPoolExecutor(args.jobs) as pool:
