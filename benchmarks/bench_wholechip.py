@@ -58,8 +58,9 @@ def shape_points(shape: tuple[int, int, int], dtype: str) -> None:
             ratios.append(guess / cpu)
             whole = result.stats["fast_forward"].split("exact")[-1].strip(" ,)")
             print(f"  {row.config:15s} {cpu:6.2f} CPU s  estimate {guess:6.2f} s  {guess / cpu:5.2f}x  {whole}")
-    print(f"all {len(cpus)}: {sum(cpus):.1f} CPU s, the slowest {max(cpus):.2f} s; "
-          f"estimate / CPU from {min(ratios):.2f}x to {max(ratios):.2f}x")
+    guesses = sum(r * c for r, c in zip(ratios, cpus, strict=True))
+    print(f"all {len(cpus)}: {sum(cpus):.1f} CPU s, the slowest {max(cpus):.2f} s; estimate / CPU from "
+          f"{min(ratios):.2f}x to {max(ratios):.2f}x a point, {guesses / sum(cpus):.2f}x for all (a sweep's estimate)")
 
 
 def main() -> None:
