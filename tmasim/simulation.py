@@ -21,6 +21,7 @@ from tmasim.engine.recorder import Recorder
 from tmasim.errors import BarrierError, DeadlockError, ModelError, ScenarioError
 from tmasim.estimates import budget, ranges, skip_forecast
 from tmasim.inputs.scenario import Scenario, require_scenario, require_switches
+from tmasim.machine.hardware import GpuSpec
 from tmasim.machine.residency import Residency
 from tmasim.output.result import Result
 from tmasim.values import format as fmt
@@ -69,15 +70,17 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False, allow_large:
         return full
     races = [race for cta in chip.ctas for race in cta.races()]
     # The kernel's time: its CTAs' simulated work, plus what it costs outside them (launch,
-    # prologue, end), which no CTA's timeline shows (gpu.launch_overhead).
-    makespan = int(max(cta.finished_at or 0 for cta in chip.ctas)) + scenario.gpu.launch_overhead
+    # prologue, end), which no CTA's timeline shows (gpu.launch_overhead, and launch_per_sm for
+    # each SM it uses after the first).
+    launch = launch_cost(scenario.gpu, chip.plan)
+    makespan = int(max(cta.finished_at or 0 for cta in chip.ctas)) + launch
     workload = workload_of(scenario.workload)
     stats = {**_common_stats(scenario, chip, res, makespan),
              **workload.stats(scenario.workload, scenario, chip.plan, res, makespan)}
     if stats.get("flops") is not None:  # the workload's useful work: never padding, masked or paired-SM copies
         stats["achieved_flops_per_s"] = stats["flops"] / (makespan / PS_PER_S) if makespan else None
     stats["races"] = len(races)
-    stats["launch_overhead_ns"] = scenario.gpu.launch_overhead / 1000
+    stats["launch_overhead_ns"] = launch / 1000
     stats["simulated_steps"] += ff.skipped_steps  # the run's ring steps, skipped ones included
     stats["fast_forward"] = ff.summary()
     stats["fast_forward_skipped_steps"] = ff.skipped_steps
@@ -85,6 +88,12 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False, allow_large:
     links = chip.fabric.link_stats() if chip.fabric is not None and record_bandwidth else {}
     bandwidth = _bandwidth_table(links) if record_bandwidth else None
     return Result(scenario, stats, races, recorder, bandwidth)
+
+
+def launch_cost(gpu: GpuSpec, plan: Plan) -> int:
+    """Ps a kernel costs outside its CTAs' work: ``gpu.launch_overhead``, and ``launch_per_sm``
+    for each SM it uses after the first."""
+    return gpu.launch_overhead + gpu.launch_per_sm * max(plan.sms - 1, 0)
 
 
 def _unskipped(scenario: Scenario) -> Scenario:

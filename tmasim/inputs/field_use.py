@@ -33,7 +33,8 @@ _SYNC = frozenset({"consumer_waits_full", "full_arrivals", "empty_arrivals", "ex
 _EVERY_GPU = frozenset({"name", "description", "clock", "boost_clock", "power_limited_clock", "smem_per_sm",
                         "smem_per_cta", "smem_reserved_per_cta", "max_ctas_per_sm", "max_threads_per_sm",
                         "tma_issue", "tma_max_in_flight", "tma_max_bytes_in_flight",
-                        "copy_latency_per_kib_in_flight", "barrier_wake", "launch_overhead"})
+                        "copy_latency_per_kib_in_flight", "barrier_wake", "launch_overhead",
+                        "launch_per_sm"})
 # Copies that flow through the fabric (every workload but tiles, whose copy times are given).
 _FLOW = frozenset({"sms", "hbm_bandwidth", "l2_bandwidth", "sm_port_bandwidth", "copy_latency",
                    "copy_latency_per_kib", "hbm_latency", "tma_request_time", "hbm_request_overhead",

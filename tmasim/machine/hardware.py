@@ -88,6 +88,7 @@ class GpuSpec:
     smem_write_bandwidth: float | None = None  # TMA writes after a k-step's MMAs; None: shared (tmasim.operands)
     pair_writes_overlap: bool = False  # a 2-SM pair's TMA writes use the SMEM time its MMAs' reads leave idle
     launch_overhead: int = 0  # ps a kernel costs outside its CTAs' work: launch, prologue, end
+    launch_per_sm: int = 0  # ps more the launch costs for each SM it uses after the first
     epilogue_subtile_time: int = 0  # ps per C sub-tile of a TMEM accumulator's epilogue; 0: SMEM staging only
     mma: MmaSpec | None = None  # instruction table; None: a flat tensor_flops rate (ideal machine)
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
@@ -228,6 +229,9 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "launch_overhead": ("time", "what a kernel costs outside its CTAs' simulated work: the launch, the prologue "
                                 "(barrier init, TMEM allocation, descriptor fetch) and the kernel's end; added to "
                                 "the makespan"),
+    "launch_per_sm": ("time", "what a launch costs besides for each SM it uses after the first: added to the "
+                              "makespan as launch_overhead is, so a kernel that fills every SM pays more than one "
+                              "on a few"),
     "fp32_per_clock": ("int", "FP32 fused multiply-adds per clock per SM: attention's softmax"),
     "minmax_per_clock": ("int", "FMNMX (fp32 max) per clock per SM, on the ALU: the softmax's row max; not "
                                 "stated: not charged"),
@@ -256,7 +260,8 @@ _OPTIONAL: dict[str, Any] = {"tma_request_time": "0 ns", "hbm_request_overhead":
                              "exp_per_clock": None, "fp32_per_clock": None, "smem_write_bandwidth": None,
                              "l2_far_fit_size": "0 B", "l2_far_latency": "0 ns",
                              "copy_latency_per_kib_in_flight": "0 ns", "pair_writes_overlap": False,
-                             "launch_overhead": "0 ns", "epilogue_subtile_time": "0 ns",
+                             "launch_overhead": "0 ns", "launch_per_sm": "0 ns",
+                             "epilogue_subtile_time": "0 ns",
                              "minmax_per_clock": None, "convert_per_clock": None, "convert_pipe": "alu",
                              "shuffle_per_clock": None, "issue_per_clock": None, "fp32_latency": "0 ns",
                              "minmax_latency": "0 ns", "exp_latency": "0 ns", "shuffle_latency": "0 ns"}

@@ -248,7 +248,8 @@ def launch_rows(stats: Mapping[str, Any]) -> list[tuple[str, str]]:
     if not overhead:
         return []
     return [("launch", f"{fmt.time_ns(overhead)} of the predicted time is the kernel's launch, prologue and end, "
-                       "outside its CTAs' work (gpu.launch_overhead; 0 us for a launch whose cost is hidden)")]
+                       "outside its CTAs' work (gpu.launch_overhead, and launch_per_sm for each SM it uses "
+                       "after the first; 0 us for a launch whose cost is hidden)")]
 
 
 def stall_rows(stats: Mapping[str, Any]) -> list[tuple[str, str]]:
