@@ -13,7 +13,7 @@ from tmasim import scenario as scenarios
 from tmasim.engine.chip import Chip, Plan
 from tmasim.engine.program import Segment, Unit, UnitProgram
 from tmasim.errors import ScenarioError
-from tmasim.simulation import _sync, plan_scenario, simulate
+from tmasim.simulation import launch_cost, _sync, plan_scenario, simulate
 
 SMALL = ["workload.batch=1", "workload.heads=2", "workload.seqlen_q=2048"]
 
@@ -121,7 +121,7 @@ def test_without_softmax_one_pair_is_the_gemm_pair_pipeline_to_the_picosecond(st
     sync = _sync(s)
     chip = Chip(env, s.gpu, gemm_plan, replace(sync, stages=2 * sync.stages), None, aggregate=True)
     env.run()
-    assert attention == max(cta.finished_at for cta in chip.ctas) + s.gpu.launch_overhead  # the launch: no CTA's
+    assert attention == max(cta.finished_at for cta in chip.ctas) + launch_cost(s.gpu, plan)  # the launch: no CTA's
     block = plan.programs[0].block(0)
     assert attention > 8 * (block.qk.occupancy + block.pv.occupancy)  # copies, barriers and remote arrivals cost
 

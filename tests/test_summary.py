@@ -112,6 +112,8 @@ def test_share_of_peak_is_against_the_peak_of_the_sms_the_run_uses():
 def test_the_summary_says_what_the_launch_adds_where_the_preset_has_a_cost():
     b200 = simulate(scenarios.load("gemm-b200", ["workload.m=1024", "workload.n=1024", "workload.k=1024"]))
     text = describe(b200.stats, b200.scenario)
-    assert "  launch           6.5 µs of the predicted time is the kernel's launch, prologue and end" in text
+    # 6.5 us, and 10 ns for each of the 31 SMs its 32 tiles use after the first
+    assert b200.stats["sms_used"] == 32 and b200.stats["launch_overhead_ns"] == 6500 + 31 * 10
+    assert "  launch           6.81 µs of the predicted time is the kernel's launch, prologue and end" in text
     h100 = simulate(scenarios.load("gemm-h100", ["workload.m=1024", "workload.n=1024", "workload.k=1024"]))
     assert "  launch " not in describe(h100.stats, h100.scenario)
