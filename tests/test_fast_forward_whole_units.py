@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_fast_forward import both
 
 from tmasim.engine.program import Segment, Unit, UnitProgram
@@ -119,3 +121,24 @@ def test_cuts_fall_every_s_steps_from_each_units_first_as_built():
 def test_unit_period_of_a_waves_pattern():
     assert skip_forecast.unit_period(np.array([1, 2, 3, 1, 2, 3, 1, 2, 3, 1]), 8) == 3
     assert skip_forecast.unit_period(np.array([1, 2, 3, 4, 5, 6]), 8) is None
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sms=st.sampled_from([2, 4, 6]), rows=st.integers(2, 8), columns=st.integers(4, 16), k=st.integers(8, 32),
+       stages=st.integers(2, 5), pair=st.booleans(), cluster=st.booleans(),
+       raster=st.sampled_from(["row", "column", "grouped"]), edge=st.booleans())
+def test_random_persistent_b200_gemms_agree_exactly(sms, rows, columns, k, stages, pair, cluster, raster, edge):
+    """Small chips whose persistent CTAs walk many tiles: pairs, clusters with multicast, ragged
+    edges, every raster; whatever is skipped, whole units or not, every figure is the full run's."""
+    pipeline: dict[str, Any] = {"stages": stages, "consumers": 1}
+    workload: dict[str, Any] = {"kind": "gemm", "m": rows * 64 * (2 if pair else 1) - (16 if edge else 0),
+                                "n": columns * 64, "k": k * 64, "dtype": "bf16", "tile": [64, 64, 64],
+                                "raster": raster, "launch": "persistent"}
+    if pair:
+        pipeline.update(mma_cta_group=2, cluster=[2, 2] if cluster else [2, 1])
+        if cluster:
+            workload["multicast"] = "a"
+    elif cluster:
+        pipeline["cluster"] = [2, 1]
+    both({"name": "ff-units", "gpu": {"preset": "b200", "sms": sms, "gpc_sms": [sms]}, "workload": workload,
+          "pipeline": pipeline})

@@ -270,7 +270,7 @@ class UnitProgram:
         # before that place, in all), in order; original positions (:meth:`original`) follow.
         self._drops: tuple[list[int], list[int]] = ([], [])
         self._codes: np.ndarray | None = None  # each original step's kind as a number (periodic_end)
-        self._cuts: tuple[int, np.ndarray, set[int]] | None = None  # (stages, cuts as built, early ones)
+        self._cuts: tuple[int, list[int], set[int]] | None = None  # (stages, cuts as built, early ones)
 
     def copies(self, step: int) -> tuple[Copy, ...]:
         return self._segment_of_step[step].copies
@@ -386,8 +386,8 @@ class UnitProgram:
         places, and the places recur with the units); ``steps`` when none is left."""
         cuts = self._cut_places(stages)[0]
         at = self.original(step)
-        n = int(np.searchsorted(cuts, at, side="right"))
-        return step + int(cuts[n]) - at if n < len(cuts) else self.steps
+        n = bisect.bisect_right(cuts, at)
+        return step + cuts[n] - at if n < len(cuts) else self.steps
 
     def early_cut(self, step: int, stages: int) -> bool:
         """Whether ``step`` is its unit's early cut, where fast-forward looks for a repeat across
@@ -396,7 +396,7 @@ class UnitProgram:
         enough that the consumers have left the unit before (a cut is described only then)."""
         return self.original(step) in self._cut_places(stages)[1]
 
-    def _cut_places(self, stages: int) -> tuple[np.ndarray, set[int]]:
+    def _cut_places(self, stages: int) -> tuple[list[int], set[int]]:
         """The cuts as built (every ``stages`` steps from each unit's first) and each unit's early one."""
         cuts = self._cuts
         if cuts is None or cuts[0] != stages:
@@ -411,7 +411,7 @@ class UnitProgram:
             first = np.repeat(start, per_unit)
             within = np.arange(len(first), dtype=np.int64) - np.repeat(np.cumsum(per_unit) - per_unit, per_unit)
             early = set((start + np.where(length > 3 * stages, 2 * stages, stages)).tolist())
-            cuts = self._cuts = (stages, first + within * stages, early)
+            cuts = self._cuts = (stages, (first + within * stages).tolist(), early)
         return cuts[1], cuts[2]
 
     def periodic_end(self, first: int, period: int) -> int:
