@@ -12,7 +12,7 @@ import bisect
 import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol, overload
+from typing import Any, NamedTuple, Protocol, overload
 
 import numpy as np
 
@@ -251,6 +251,19 @@ class UnitProgram:
 
     def __init__(self, units: Sequence[Unit]) -> None:
         self.units = tuple(units)
+        self.steps = sum(unit.steps for unit in self.units)
+        # Steps fast-forward dropped: (where, as the program then stood; how many had been dropped
+        # before that place, in all), in order; original positions (:meth:`original`) follow.
+        self._drops: tuple[list[int], list[int]] = ([], [])
+        self._codes: np.ndarray | None = None  # each original step's kind as a number (periodic_end)
+        self._cuts: tuple[int, list[int], set[int]] | None = None  # (stages, cuts as built, early ones)
+
+    def __getattr__(self, name: str) -> Any:
+        """The per-step tables, built when first read: a whole-chip plan holds a program for
+        every CTA (148 of 865 tiles each), and the engine runs only the few that aggregation
+        keeps; the others are read for their units alone."""
+        if name not in _PER_STEP:
+            raise AttributeError(name)
         segment_of_step: list[Segment] = []
         unit_of_step: list[int] = []
         last_step: dict[int, Epilogue | None] = {}
@@ -265,12 +278,7 @@ class UnitProgram:
             ends.append(at - 1)
         self._segment_of_step, self._unit_of_step = segment_of_step, unit_of_step
         self._last_step, self._ends = last_step, ends
-        self.steps = at
-        # Steps fast-forward dropped: (where, as the program then stood; how many had been dropped
-        # before that place, in all), in order; original positions (:meth:`original`) follow.
-        self._drops: tuple[list[int], list[int]] = ([], [])
-        self._codes: np.ndarray | None = None  # each original step's kind as a number (periodic_end)
-        self._cuts: tuple[int, list[int], set[int]] | None = None  # (stages, cuts as built, early ones)
+        return getattr(self, name)
 
     def copies(self, step: int) -> tuple[Copy, ...]:
         return self._segment_of_step[step].copies
@@ -466,6 +474,9 @@ class UnitProgram:
     def signature(self) -> tuple[object, ...]:
         """Equal signatures mean identical work: what aggregation of SMs compares."""
         return tuple((u.segments, u.epilogue) for u in self.units)
+
+
+_PER_STEP = frozenset({"_segment_of_step", "_unit_of_step", "_last_step", "_ends"})
 
 
 def _kind_codes(units: Sequence[Unit]) -> np.ndarray:
