@@ -367,19 +367,13 @@ class UnitProgram:
                 end += 1
         return end
 
-    def drop_steps(self, start: int, count: int, units_matter: bool = True) -> None:
+    def drop_steps(self, start: int, count: int, units_matter: bool = True) -> int:
         """Remove ``count`` steps from ``start`` on, all within one run of identical steps
-        (fast-forward skips them, engine/fast_forward/jump.py)."""
+        (fast-forward skips them, engine/fast_forward/jump.py); returns the units that went
+        (a run may pass the end of a unit with no epilogue)."""
         if start + count > self.run_end(start, units_matter):
             raise ValueError(f"steps {start}..{start + count - 1} are not all identical")
-        stop = start + count
-        del self._segment_of_step[start:stop]
-        del self._unit_of_step[start:stop]
-        self._last_step = {(s - count if s >= stop else s): e for s, e in self._last_step.items()
-                           if not start <= s < stop}
-        self._ends = [s - count if s >= stop else s for s in self._ends]
-        self.steps -= count
-        self._dropped(start, count)
+        return self._remove(start, count)
 
     def original(self, step: int) -> int:
         """Where ``step`` (as the program now stands) was in the program as built: later than
@@ -450,26 +444,29 @@ class UnitProgram:
         first = self.original(start)
         if self.periodic_end(first, period) < first + (count - 1) * period:
             raise ValueError(f"steps {start}..{start + count * period - 1} are not {count} periods of {period}")
-        stop = start + count * period
+        return self._remove(start, count * period)
+
+    def _remove(self, start: int, count: int) -> int:
+        """Remove steps ``start``..``start + count - 1``: units whose last step is among them go,
+        later units move down as many places, and the unit at ``start`` (if it goes on) takes the
+        steps after them. Returns how many units went."""
+        stop = start + count
         gone = sum(1 for e in self._ends if start <= e < stop)
         del self._segment_of_step[start:stop]
         unit_of = self._unit_of_step
         del unit_of[start:stop]
         if gone:
             unit_of[start:] = [u - gone for u in unit_of[start:]]
-        self._last_step = {(s - count * period if s >= stop else s): e for s, e in self._last_step.items()
+        self._last_step = {(s - count if s >= stop else s): e for s, e in self._last_step.items()
                            if not start <= s < stop}
-        self._ends = [s - count * period if s >= stop else s for s in self._ends if not start <= s < stop]
-        self.steps -= count * period
-        self._dropped(start, count * period)
-        return gone
-
-    def _dropped(self, start: int, count: int) -> None:
+        self._ends = [s - count if s >= stop else s for s in self._ends if not start <= s < stop]
+        self.steps -= count
         where, dropped = self._drops
         if where and start < where[-1]:
             raise ValueError(f"steps dropped at {start}, before an earlier drop at {where[-1]}")
         where.append(start)
         dropped.append((dropped[-1] if dropped else 0) + count)
+        return gone
 
     def signature(self) -> tuple[object, ...]:
         """Equal signatures mean identical work: what aggregation of SMs compares."""

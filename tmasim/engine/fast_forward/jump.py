@@ -207,7 +207,7 @@ class FastForward:
     def next_cut(self, cta: Any, step: int) -> int:
         """The step after ``step`` where ``cta``'s producer cuts the run next."""
         if self.unit_cuts:
-            return int(cta.program.next_cut(step, self.stages))
+            return cta.program.next_cut(step, self.stages)
         return step - step % self.stages + self.stages
 
     def at_step(self, cta: Any, step: int) -> int:
@@ -402,7 +402,7 @@ class FastForward:
         k = self._periods_ahead(i, j, moves)
         if not k:
             return False
-        if self.crossing and not self._pairs_aligned(j, moves, k):
+        if self.crossing and not self._pairs_aligned(j, moves):
             return False
         if self.records is not None:
             assert i.records is not None and j.records is not None
@@ -453,9 +453,10 @@ class FastForward:
                 return 0
         return 0 if k == math.inf else int(k)
 
-    def _pairs_aligned(self, j: _Cut, moves: list[int], k: int) -> bool:
+    def _pairs_aligned(self, j: _Cut, moves: list[int]) -> bool:
         """A 2-SM pair's leader and follower drop the same units (the leader's list of them is
-        the follower's too): their producers stand in one unit and drop as many units."""
+        the follower's too): they move alike and their producers stand in one unit, so the
+        same steps as built, repeating alike, go from both."""
         place = {id(c): n for n, c in enumerate(self.ctas)}
         for n, cta in enumerate(self.ctas):
             follower = cta.follower
@@ -486,15 +487,15 @@ class FastForward:
             if not p:
                 continue
             program: Any = cta.program
+            leader = cta.follower is not None and isinstance(program, UnitProgram)  # a GEMM's 2-SM pair
+            unit = program.unit_of(base) if leader else 0
             if self.crossing:
-                unit = program.unit_of(base)
                 gone = program.drop_periods(base, p, k)
-                if gone and cta._unit_done:  # a 2-SM pair's leader: the follower's hand-overs go too
-                    del cta._unit_done[unit + 1:unit + 1 + gone]
-                    del cta._unit_left[unit + 1:unit + 1 + gone]
-                self.units_skipped += gone
             else:
-                program.drop_steps(base, k * p, self.units_matter)
+                gone = program.drop_steps(base, k * p, self.units_matter) or 0
+            if gone and leader:  # the follower's hand-overs go with the units
+                cta.drop_units(unit, gone)
+            self.units_skipped += gone
         self._set_ints([v + k * d for v, d in zip(j.ints, ints, strict=True)])
         for (_, _, total), gained in zip(self.floats, sums, strict=True):
             total.add_units(k * gained)  # the period's float increments, k more times, exactly

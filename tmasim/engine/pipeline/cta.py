@@ -182,6 +182,12 @@ class Cta:
         self._unit_left = [share] * units
         self._unit_share = share
 
+    def drop_units(self, unit: int, count: int) -> None:
+        """Fast-forward dropped ``count`` units after the one at ``unit`` from this pair leader's
+        program (and its follower's): their hand-overs go too."""
+        del self._unit_done[unit + 1:unit + 1 + count]
+        del self._unit_left[unit + 1:unit + 1 + count]
+
     def _accumulator_ready(self, unit: int) -> None:
         """One consumer finished its part of the unit's last MMA; when all have, the follower's
         half of the accumulator is ready for its epilogue."""
