@@ -284,9 +284,12 @@ def test_blackwell_keeps_s_and_o_in_tensor_memory():
     # The tensor cores doubled, the exponential units did not: with every exponential on them they
     # come within 1% of the MMAs' bound (the MMAs paced by shared memory serving S's operands);
     # FA4 moves a share to an FMA polynomial (workload.exp_emulated, 0.2 by default), and then the
-    # tensor cores bind with a margin.
+    # tensor cores' bound stands above the exponentials' with a margin. Above both, one softmax
+    # warpgroup's own chain (its S, softmax and P·V, each waited for) binds.
     emulated = simulate(s).stats
-    assert emulated["binding"] == "compute"
+    assert emulated["exponentials_bound_ns"] < 0.9 * emulated["compute_bound_ns"]
+    assert emulated["binding"] == "consumer chain"
+    assert emulated["compute_bound_ns"] < emulated["chain_bound_ns"] <= emulated["makespan_ns"]
     all_on_mufu = simulate(scenarios.load("attention-b200", ["workload.batch=1", "workload.heads=2",
                                                              "workload.seqlen_q=1024", "workload.exp_emulated=0"]))
     exps, mma = all_on_mufu.stats["exponentials_bound_ns"], all_on_mufu.stats["compute_bound_ns"]
@@ -351,3 +354,31 @@ def test_copies_are_charged_per_row_request_as_gemm_boxes_are():
                  for program in plan_scenario(slow)[0].programs for unit in program.units)
     assert stats["tma_bound_ns"] * 1000 == pytest.approx(per_sm, rel=1e-9)
     assert stats["port_bound_ns"] < stats["tma_bound_ns"]
+
+
+@pytest.mark.parametrize("gpu, changes, tight", [
+    ("h100-sxm", {"pipeline.consumer_mode": "cooperative", "workload.softmax_overlap": False}, 0.98),
+    ("h100-sxm", {"pipeline.consumer_mode": "cooperative"}, 0.98),
+    ("h100-sxm", {"pipeline.consumers": 1, "workload.tile": [64, 128], "workload.causal": True}, 0.0),
+    ("b200", {"workload.tile": [256, 128]}, 0.8),  # FA4: P·V first, a correction warpgroup apart
+    ("b200", {"workload.tile": [256, 128], "workload.softmax_overlap": False}, 0.0),
+])
+def test_one_consumers_chain_bounds_the_run_from_below(gpu, changes, tight):
+    """A consumer's own steps (S waited for, softmax and rescale, P·V; overlapped as FA3 and FA4
+    order them) bound the run from below; where the tensor cores wait on the softmax (cooperative
+    warpgroups on Hopper) they are nearly all of it and bind: the search prunes such designs by it."""
+    raw = scenario(gpu={"preset": gpu, "sms": 4}, seqlen_q=2048).to_dict()
+    for dotted, value in changes.items():
+        section, key = dotted.split(".")
+        raw[section] = {**raw[section], key: value}
+    stats = simulate(from_dict(raw)).stats
+    assert tight * stats["makespan_ns"] < stats["chain_bound_ns"] <= stats["makespan_ns"]
+    if tight > 0.9:
+        assert stats["binding"] == "consumer chain"
+
+
+def test_a_pair_claims_no_chain():
+    raw = scenario(gpu={"preset": "b200", "sms": 4}, seqlen_q=2048, tile=[128, 128]).to_dict()
+    raw["pipeline"] = {**raw["pipeline"], "mma_cta_group": 2, "cluster": [2, 1]}
+    stats = simulate(from_dict(raw)).stats
+    assert stats["chain_bound_ns"] == 0

@@ -10,7 +10,8 @@ bandwidth: per block Q once and, for each warpgroup, all of K and V), ``l2`` and
 ``latency`` (per CTA, the uses of its busiest K or V slot one after another, each at least a
 round trip: the issue, the copy's latency and transfer (port or TMA requests), the full barrier's
 wake-up, the MMAs that read the slot (S = Q·Kᵀ of every consumer for K, P·V for V) on the one
-FIFO of tensor cores and the last one's completion, the empty barrier's wake-up).
+FIFO of tensor cores and the last one's completion, the empty barrier's wake-up), ``chain``
+(per CTA, one consumer's own steps, each waited for before the next: see :func:`consumer_chain`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from tmasim.settings.parts import ScenarioParts
 
 BOUND_NAMES = tuple((key, names.bound(key)) for key in ("compute", "exponentials", "smem", "l2", "hbm", "port",
-                                                          "tma", "latency"))
+                                                          "tma", "latency", "chain"))
 
 
 def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) -> dict[str, Any]:
@@ -39,7 +40,7 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
     tensor, smem, port, requests = ([0.0] * ctas for _ in range(4))  # per CTA, see busiest_sm
     pipes = [[0.0] * ctas for _ in range(4)]  # per vector pipe (xu, fma, alu, issue), per CTA
     serial = [0.0] * sms
-    hbm = l2 = latency = 0.0
+    hbm = l2 = latency = chain = 0.0
     e = ELEMENT_BYTES[config.dtype]
     bm, bn = config.tile
     readers = plan.info.get("warpgroups", 2)  # each warpgroup (Blackwell: each Q tile's MMA) reads all of K and V
@@ -80,6 +81,7 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
                     trips[step % stages] += trip
                     step += 1
         latency = max(latency, max(trips) - gpu.barrier_wake if step else 0.0)
+        chain = max(chain, consumer_chain(program))
     bounds = {
         "compute": busiest_sm(tensor, plan),
         "exponentials": max(busiest_sm(pipe, plan) for pipe in pipes),
@@ -89,8 +91,63 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
         "port": busiest_sm(port, plan),
         "tma": busiest_sm(requests, plan),
         "latency": latency,
+        "chain": chain,
     }
     return bound_figures(bounds, max(serial), config.useful_flops)
+
+
+def consumer_chain(program: AttentionProgram) -> float:
+    """The least time one consumer process of ``program`` takes, its steps one after another
+    (:mod:`tmasim.engine.attention.cta`): each GEMM it waits for at least its occupancy and its
+    completion tail from its issue, each softmax or rescale at least its lead and its slowest pipe
+    (shared pipes only slow it), each unit's epilogue its duration. What it waits for besides
+    (data, the other consumers' GEMMs ahead on the FIFO, its turn) only adds. Without
+    ``overlap``: per block S, the softmax and the rescale, then P·V; with it, per unit S_0 and
+    its softmax, then per later block S_j (after P·V_{j-1} where ``pv_first``), its softmax,
+    P·V_{j-1}'s completion and the conversion and rescale, and the last P·V. A 2-SM pair's
+    consumers wait on the peer besides: 0 there (no chain is claimed)."""
+    schedule = program.schedule
+    if schedule.pair:
+        return 0.0
+    apart = schedule.correction_apart
+    total = 0.0
+    for unit in program.units:
+        total += unit.epilogue.duration
+        blocks = [(block, count) for block, count in unit.runs if count]
+        if not blocks:
+            continue
+        if not schedule.overlap:
+            for block, count in blocks:
+                vector = (max(block.softmax.time, max(block.correction.pipes)) if apart
+                          else (block.softmax + block.correction).time)
+                total += count * (block.qk.occupancy + block.qk.tail + vector + block.pv.occupancy + block.pv.tail)
+            continue
+        first, _ = blocks[0]
+        total += first.qk.occupancy + first.qk.tail + first.softmax.time
+        previous = first
+        later = [(first, blocks[0][1] - 1), *blocks[1:]]
+        for block, count in later:  # a run's first block follows another; the rest repeat it
+            if count:
+                total += (_overlapped_step(block, previous, schedule.pv_first, apart)
+                          + (count - 1) * _overlapped_step(block, block, schedule.pv_first, apart))
+                previous = block
+        total += previous.pv.occupancy + previous.pv.tail
+    return total
+
+
+def _overlapped_step(block: Any, previous: Any, pv_first: bool, apart: bool) -> float:
+    """One block after a unit's first, with ``overlap``: from issuing S_j to issuing S_{j+1}."""
+    if pv_first:
+        s_done = previous.pv.occupancy + block.qk.occupancy + block.qk.tail
+        pv_done = previous.pv.occupancy + previous.pv.tail
+    else:
+        s_done = block.qk.occupancy + block.qk.tail
+        pv_done = block.qk.occupancy + previous.pv.occupancy + previous.pv.tail
+    softmax = block.softmax if block.early is None else block.early
+    after = max(s_done + softmax.time, pv_done)
+    if apart:
+        return after + block.convert.time + max(block.correction.pipes)
+    return after + (block.convert + block.correction).time
 
 
 def round_trip(gpu: GpuSpec, block: Any, consumers: int = 1) -> float:
@@ -200,6 +257,12 @@ def explain(stats: Mapping[str, Any]) -> str:
         return (f"The softmax binds: the busiest SM needs {vector} on its busiest vector pipe, more than its "
                 f"{compute} of tensor-core time; a larger head dim (more MMA per exponential) or faster exponentials "
                 "would help.")
+    if binding == "chain":
+        return (f"One consumer's own chain binds: its steps one after another (each block's S GEMM waited for, its "
+                f"softmax and rescale, its P·V) take at least {t(s['chain_bound_ns'])}, more than the {compute} of "
+                "tensor-core time: the tensor cores wait while a consumer's softmax runs between its GEMMs. "
+                "Overlapping more of it (the softmax overlap, ping-pong consumers) or a cheaper softmax shortens "
+                "the chain.")
     name = dict(BOUND_NAMES)[binding]
     return (f"{name} binds: at least {t(s[f'{binding}_bound_ns'])}, more than the {compute} of tensor-core time and "
             f"the {vector} of softmax.")
