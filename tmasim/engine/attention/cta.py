@@ -48,6 +48,7 @@ from typing import Any
 import simpy
 
 from tmasim.engine.attention.program import AttentionProgram, KvBlock, Mma, VectorWork
+from tmasim.engine.event_loop import timeout
 from tmasim.engine.pipeline.cta import Race, Sync
 from tmasim.engine.pipeline.stages import StageRing
 from tmasim.engine.recorder import Recorder
@@ -386,7 +387,7 @@ class AttentionCta:
 
     def _vector(self, work: VectorWork, w: int, step: int, kind: str) -> Wait:
         if work.lead:  # the row max and its all-reduce: the exponentials wait for it
-            yield self.env.timeout(work.lead)
+            yield timeout(self.env, work.lead)
         done = self._vector_apart(work, w, step, kind)
         if done is not None:
             yield done
@@ -425,7 +426,7 @@ class AttentionCta:
             yield from self._all_done_with_v(w, u)
         start = self.env.now
         if epilogue.duration:
-            yield self.env.timeout(epilogue.duration)
+            yield timeout(self.env, epilogue.duration)
         if self.recorder is not None:
             self.recorder.span(start, self.env.now, self.sm, self.index, f"consumer{w}", "epilogue", u, -1)
         self._staged[u] += 1

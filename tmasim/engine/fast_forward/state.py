@@ -16,7 +16,6 @@ from simpy.events import PENDING, Process
 
 from tmasim.engine.sm.barrier import Mbarrier
 from tmasim.engine.sm.copy_engine import Multicast
-from tmasim.engine.sm.vector_units import SharedPipe
 
 if TYPE_CHECKING:
     from tmasim.engine.fabric.model import Fabric
@@ -184,8 +183,6 @@ class Describer:
                     continue
                 if var in ("self", "barrier"):
                     described.append(self.name(value))
-                elif var == "generation" and isinstance(cells.get("self"), SharedPipe):  # a pipe's wake-up
-                    described.append(value - cells["self"]._generation)
                 elif var == "use" and isinstance(cells.get("barrier"), Mbarrier):  # a remote arrival's phase
                     described.append(value - cells["barrier"].phase)
                 elif var == "done":

@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 import simpy
 
+from tmasim.engine.event_loop import timeout
 from tmasim.errors import BarrierError
 from tmasim.values import format as fmt
 
@@ -161,7 +162,7 @@ class Mbarrier:
         if self._on_flip is not None:
             self._on_flip(self, self.phase - 1)
         if delayed:
-            self.env.timeout(self.wake + late).callbacks.append(lambda _: _succeed(done))
+            timeout(self.env, self.wake + late).callbacks.append(lambda _: _succeed(done))
         elif done.callbacks:
             done.succeed()
         elif done is not self._complete:  # made, but no one waits now: complete at once, no event

@@ -16,8 +16,11 @@ a finish that falls between picoseconds is rounded up to the next one.
 from __future__ import annotations
 
 import heapq
+from typing import Any
 
 import simpy
+
+from tmasim.engine.event_loop import timeout
 
 SCALE = 720_720  # lcm(1..16)
 
@@ -35,6 +38,23 @@ class _Job:
         self.left -= 1
         if not self.left:
             self.done.succeed()
+
+
+class _Wake:
+    """A pipe's wake-up at its head job's finish; stale once the pipe has scheduled another. An
+    object, not a closure, so that fast-forward's state can say what it holds."""
+
+    __slots__ = ("pipe", "generation")
+
+    def __init__(self, pipe: SharedPipe, generation: int) -> None:
+        self.pipe, self.generation = pipe, generation
+
+    def __call__(self, _: object) -> None:
+        if self.generation == self.pipe._generation:
+            self.pipe._finish()
+
+    def fast_forward_state(self, describe: Any) -> tuple[Any, ...]:
+        return ("pipe wake", describe.name(self.pipe), self.generation - self.pipe._generation)
 
 
 class SharedPipe:
@@ -57,7 +77,7 @@ class SharedPipe:
         self._schedule()
 
     def _advance(self) -> None:
-        now = self.env.now
+        now = self.env._now  # (no property call: a hot path)
         if self._jobs and now > self._last:
             self._virtual += int(now - self._last) * SCALE // len(self._jobs)
         self._last = now
@@ -65,16 +85,13 @@ class SharedPipe:
     def _schedule(self) -> None:
         """A wake-up when the job with the smallest tag finishes (earlier ones are stale)."""
         self._generation += 1
-        if not self._jobs:
+        jobs = self._jobs
+        if not jobs:
             return
-        left = (self._jobs[0][0] - self._virtual) * len(self._jobs)
-        generation = self._generation
-        wake = self.env.timeout(-(-left // SCALE))
-        wake.callbacks.append(lambda _: self._finish(generation))
+        left = (jobs[0][0] - self._virtual) * len(jobs)
+        timeout(self.env, -(-left // SCALE)).callbacks.append(_Wake(self, self._generation))
 
-    def _finish(self, generation: int) -> None:
-        if generation != self._generation:
-            return
+    def _finish(self) -> None:
         self._advance()
         jobs = self._jobs
         while jobs and jobs[0][0] <= self._virtual:
@@ -102,14 +119,14 @@ class VectorUnits:
 
     def run(self, parts: tuple[int, ...]) -> simpy.Event:
         """Start a job of ``parts`` (ps of whole-pipe work on each of :data:`PIPES`) now; its end event."""
-        done = self.env.event()
-        job = _Job(sum(1 for p in parts if p > 0), done)
-        if not job.left:
-            done.succeed()
-            return done
-        busy = self.busy_ps
+        done = simpy.Event(self.env)
+        job = _Job(0, done)
+        busy, pipes = self.busy_ps, self.pipes
         for i, work in enumerate(parts):
             if work > 0:
+                job.left += 1
                 busy[i] += work
-                self.pipes[i].add(work, job)
+                pipes[i].add(work, job)
+        if not job.left:
+            done.succeed()
         return done
