@@ -46,6 +46,15 @@ def timeout(env: simpy.Environment, delay: float) -> Timeout:
     return event
 
 
+def succeed(event: simpy.Event) -> None:
+    """``event.succeed()`` for an event made here and not yet triggered: the same place in
+    SimPy's queue (now, a normal priority, the next event id), without the call to
+    ``env.schedule``. The vector pipes' job ends use it."""
+    env = event.env
+    event._ok, event._value = True, None
+    heappush(env._queue, (env._now, NORMAL, next(env._eid), event))
+
+
 def events_made(env: simpy.Environment) -> int:
     """The events scheduled so far (all of them processed, once a run is over): SimPy numbers
     each as it schedules it, and :func:`timeout` takes its numbers from the same counter. Takes

@@ -112,6 +112,9 @@ class AttentionCta:
         self.o_read = Mbarrier(env, f"{self.scope}.o.read", 1, wake) if over_v else None
         self.v_read = Mbarrier(env, f"{self.scope}.epilogue.v_read", consumers, wake) if over_v else None
         self._over_v = over_v
+        # Who arrives, as the barriers name it, per role and per consumer (made once, not per arrival)
+        self._roles = [f"consumer{w}" for w in range(consumers)]
+        self._whos = {role: f"{self.scope}.{role}" for role in ("producer", *self._roles)}
         self._computing = 0  # without a producer: the unit consumer 0 computes
         self.wait_full_ps: float = 0
         self.wait_empty_ps: float = 0
@@ -228,11 +231,16 @@ class AttentionCta:
 
     def _load_one(self, ring: StageRing, offset: int, step: int, role: str) -> Wait:
         use, slot = divmod(step, self.sync.stages)
-        yield from self._before_load(ring is self.k, step, role)
+        if ring is self.k:  # (as _before_load, without a generator: K's cut, once a lap)
+            if not step % self.sync.stages and self.on_step is not None:
+                self.on_step(self, step)
+        elif self._over_v:
+            yield from self._before_load(False, step, role)
         block = self.program.block(step)
         copy = block.k if ring is self.k else block.v
-        yield from self._wait(ring.empty[slot], (use & 1) ^ 1, role, False, step)
-        ring.full[slot].arrive_expect_tx(copy.smem_bytes, f"{self.scope}.{role}", use)
+        if ring.empty[slot].wait((use & 1) ^ 1).callbacks is not None:  # (free already: no generator)
+            yield from self._wait(ring.empty[slot], (use & 1) ^ 1, role, False, step)
+        ring.full[slot].arrive_expect_tx(copy.smem_bytes, self._whos[role], use)
         self._issued_at[offset + slot] = self.env.now
         self.copy_engine.load(copy, ring.full[slot], self.index, step, offset + slot)
         if ring is self.k:
@@ -289,7 +297,8 @@ class AttentionCta:
             yield from self._prefetch(w, step + self.sync.stages - 1)
             block = self.program.block(step)
             yield from self._full(self.k, step, w)
-            yield from self._my_turn(w)
+            if self._turn != w:
+                yield from self._my_turn(w)
             s_done = self._mma(block.qk, w, step, "qk")
             self._pass_turn(w)
             yield s_done
@@ -315,7 +324,8 @@ class AttentionCta:
         prog, at = self.program, w + self.schedule.producer
         block = prog.block(first)
         yield from self._full(self.k, first, w)
-        yield from self._my_turn(w)
+        if self._turn != w:
+            yield from self._my_turn(w)
         s_done = self._mma(block.qk, w, first, "qk")
         self._pass_turn(w)
         yield s_done
@@ -332,7 +342,8 @@ class AttentionCta:
             rescaled = self._rescaled[w]
             if rescaled is not None and rescaled.callbacks is not None:
                 yield rescaled  # the correction warpgroup has not finished rescaling O yet
-            yield from self._my_turn(w)
+            if self._turn != w:
+                yield from self._my_turn(w)
             if self.schedule.pv_first:  # S_j would overwrite P_{j-1} in TMEM: FA4 issues P·V first
                 pv_done = self._mma(previous.pv, w, step - 1, "pv")
                 s_done = self._mma(block.qk, w, step, "qk")
@@ -363,13 +374,17 @@ class AttentionCta:
         yield self._mma(prog.block(last).pv, w, last, "pv")
         self._release(self.v, last, w)
 
-    def _full(self, ring: StageRing, step: int, w: int) -> Wait:
+    def _full(self, ring: StageRing, step: int, w: int) -> Wait | tuple[()]:
+        """Consumer ``w``'s wait for block ``step`` in ``ring``: nothing to wait for (landed
+        already: an empty tuple, no generator made) or the wait."""
         use, slot = divmod(step, self.sync.stages)
-        yield from self._wait(ring.full[slot], use & 1, f"consumer{w}", True, step)
+        if ring.full[slot].wait(use & 1).callbacks is None:
+            return ()
+        return self._wait(ring.full[slot], use & 1, self._roles[w], True, step)
 
     def _release(self, ring: StageRing, step: int, w: int) -> None:
         use, slot = divmod(step, self.sync.stages)
-        ring.empty[slot].arrive(f"{self.scope}.consumer{w}", phase=use)
+        ring.empty[slot].arrive(self._whos[self._roles[w]], phase=use)
         if ring is self.v and w == 0:
             self.slot_cycles += 1
 

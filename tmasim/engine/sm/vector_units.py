@@ -20,7 +20,7 @@ from typing import Any
 
 import simpy
 
-from tmasim.engine.event_loop import timeout
+from tmasim.engine.event_loop import succeed, timeout
 
 SCALE = 720_720  # lcm(1..16)
 
@@ -37,7 +37,7 @@ class _Job:
     def part_done(self) -> None:
         self.left -= 1
         if not self.left:
-            self.done.succeed()
+            succeed(self.done)
 
 
 class _Wake:
