@@ -28,6 +28,7 @@ import simpy
 from simpy.events import PENDING
 
 from tmasim.engine.fast_forward.state import Opaque
+from tmasim.engine.sm.vector_units import QuietPart
 
 if TYPE_CHECKING:
     from tmasim.engine.attention.cta import AttentionCta
@@ -126,11 +127,12 @@ def vector_state(units: VectorUnits, now: int, describe: Describer) -> tuple[Any
 
 
 def _pipe_state(pipe: SharedPipe, now: int, describe: Describer) -> tuple[Any, ...]:
-    jobs = sorted(pipe._jobs, key=lambda e: e[:2])
-    if not jobs:
+    if pipe.idle:  # (a quiet part that has ended is gone)
         return ()
+    jobs = sorted(pipe._jobs, key=lambda e: e[:2])
     virtual = pipe._virtual
-    return (now - pipe._last, tuple((tag - virtual, job.left, describe.event(job.done)) for tag, _, job in jobs))
+    return (now - pipe._last, tuple((tag - virtual, "quiet", describe.event(job.job.done)) if isinstance(job, QuietPart)
+                                    else (tag - virtual, job.left, describe.event(job.done)) for tag, _, job in jobs))
 
 
 class AttentionDescriber:
