@@ -132,12 +132,23 @@ def _search_problems(plan: SweepPlan, task: Task, todo: Sequence[Point], finishe
     missing = [point for point in todo if point.id not in quick]
     quick.update((i, b.ns) for i, b in bounding.bounds(task, missing, jobs=jobs, executor=executor,
                                                        quick=True).items())
+    # A workload without a quick bound gave its tight one already (attention, tiles): not twice.
+    tight = {p.id: quick.get(p.id) for p in todo if not _has_quick_bound(task, p)}
     found = searching.problems(plan, todo, finished, lambda point: quick.get(point.id),
                                tighten=lambda point: bounding.bound_of(task, point).ns)
-    ahead = searching.expected(found)
-    tight = bounding.bounds(task, ahead, jobs=jobs, executor=executor)
-    searching.tighten_known(found, {i: b.ns for i, b in tight.items()})
+    searching.tighten_known(found, tight)
+    ahead = [point for point in searching.expected(found) if point.id not in tight]
+    tight.update((i, b.ns) for i, b in bounding.bounds(task, ahead, jobs=jobs, executor=executor).items())
+    searching.tighten_known(found, tight)
     return found
+
+
+def _has_quick_bound(task: Task, point: Point) -> bool:
+    """Whether the point's workload has a quick bound of its own (GEMM), cheaper than its tight one."""
+    from tmasim.workloads import WORKLOADS
+
+    kind = dict(point.values).get("workload.kind", (task.base_raw.get("workload") or {}).get("kind", "tiles"))
+    return hasattr(WORKLOADS.get(str(kind)), "quick_lower_bound_ns")
 
 
 def _grid_limit(out: str | Path | None, max_points: int | None) -> int | None:
