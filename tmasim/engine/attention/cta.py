@@ -222,18 +222,22 @@ class AttentionCta:
         (once a lap; it may shorten the program, so the block is read after it); with O over V, a
         unit's first V (after the first unit's) waits for the last O store."""
         if is_k:
-            if not step % self.sync.stages and self.on_step is not None:
-                self.on_step(self, step)
+            self._k_cut(step)
         elif self._over_v:
             starts = self.program.unit_starting(step)
             if starts:
                 yield from self._wait_o_read(starts, role)
 
+    def _k_cut(self, step: int) -> None:
+        """Fast-forward's cut at a K copy in slot 0, once a lap (it may shorten the program: the
+        block is read after it)."""
+        if not step % self.sync.stages and self.on_step is not None:
+            self.on_step(self, step)
+
     def _load_one(self, ring: StageRing, offset: int, step: int, role: str) -> Wait:
         use, slot = divmod(step, self.sync.stages)
-        if ring is self.k:  # (as _before_load, without a generator: K's cut, once a lap)
-            if not step % self.sync.stages and self.on_step is not None:
-                self.on_step(self, step)
+        if ring is self.k:  # (_before_load's K part, without a generator)
+            self._k_cut(step)
         elif self._over_v:
             yield from self._before_load(False, step, role)
         block = self.program.block(step)
