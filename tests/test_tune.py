@@ -181,3 +181,16 @@ def test_bad_input_is_a_one_line_error(args, message, tmp_path):
     assert "Traceback" not in done.stderr
     assert done.stderr.startswith(message), done.stderr
     assert len(done.stderr.strip().splitlines()) <= 2
+
+
+def test_a_long_tune_says_so_as_a_tune(small_space, monkeypatch):
+    """The estimate's note names the command the user ran, not the sweep machinery under it."""
+    from tmasim.sweep import estimate
+
+    space, tuning = small_space
+    monkeypatch.setattr(tuning, "design_space", lambda base: space)
+    monkeypatch.setattr(estimate, "NOTE_SECONDS", 0.0)
+    notes: list[str] = []
+    tmasim.tune("gemm-h100", SMALL, notify=notes.append)
+    assert len(notes) == 1 and notes[0].startswith("tmasim: note: a long tune: ")
+    assert "points expected to be simulated (by their bounds)" in notes[0] and "sweep" not in notes[0]

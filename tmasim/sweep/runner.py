@@ -72,9 +72,10 @@ def execute(plan: SweepPlan, *, jobs: int = 1, out: str | Path | None = None, ex
             scheduler: str | None = None, progress: bool = True, max_points: int | None = MAX_POINTS,
             max_seconds: float | None = estimate.LIMIT_SECONDS, allow_large: bool = False,
             notify: Callable[[str], None] | None = None, search: bool = False,
-            known_bounds: Mapping[int, float | None] | None = None) -> pd.DataFrame:
+            known_bounds: Mapping[int, float | None] | None = None, command: str = "sweep") -> pd.DataFrame:
     """Run a checked sweep plan as :func:`run_sweep` does (its options checked by the caller).
-    ``known_bounds`` (a search: point id -> bound in ns) spares working out bounds already known."""
+    ``known_bounds`` (a search: point id -> bound in ns) spares working out bounds already known;
+    ``command`` names the run in the estimate's note and refusals (``tune``)."""
     task = Task(plan.base_raw, plan.base_dir, allow_large=allow_large)
     store = SweepStore(Path(out), plan) if out is not None else None
     if store is not None:
@@ -91,7 +92,8 @@ def execute(plan: SweepPlan, *, jobs: int = 1, out: str | Path | None = None, ex
             estimate.check_count(todo, max_points)
             found = _search_problems(plan, task, todo, finished, jobs, executor, known_bounds)
         point_seconds = estimate.check(plan, todo, jobs, max_points=max_points, max_seconds=max_seconds,
-                                       notify=notify, expected=searching.expected(found) if found is not None else None)
+                                       notify=notify, expected=searching.expected(found) if found is not None else None,
+                                       command=command)
         written = False
         try:
             if found is not None:

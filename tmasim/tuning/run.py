@@ -115,7 +115,7 @@ def tune(scenario: str | Path | Mapping[str, Any] | Scenario | None, overrides: 
     plan = _plan(source, raw, base_dir, space.fields, [space.points[p.id] for p in valid])
     known = {new.id: found[old.id].ns for new, old in zip(plan.points, valid, strict=True)}
     frame = execute(plan, jobs=jobs, out=out, progress=progress, max_points=None, max_seconds=max_seconds,
-                    allow_large=allow_large, notify=notify, search=True, known_bounds=known)
+                    allow_large=allow_large, notify=notify, search=True, known_bounds=known, command="tune")
     left_out, examples = _left_out(found[p.id].invalid for p in candidates.points)
     return TuneResult(plan.name, _what(base), len(space), left_out, frame, time.perf_counter() - start, examples)
 
