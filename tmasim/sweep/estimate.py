@@ -94,7 +94,7 @@ def check_count(todo: Sequence[Point], max_points: int | None) -> None:
 
 def check(plan: SweepPlan, todo: Sequence[Point], jobs: int, *, max_points: int | None, max_seconds: float | None,
           notify: Callable[[str], None] | None, expected: Sequence[Point] | None = None,
-          command: str = "sweep") -> float | None:
+          command: str | None = None) -> float | None:
     """Refuse a sweep over the limits; note a long one; say nothing about a short one. Returns
     the estimated seconds a point (the sample's mean; None with nothing to run), which sizes
     the chunks the workers take (:func:`tmasim.sweep.executors.chunked`).
@@ -102,20 +102,20 @@ def check(plan: SweepPlan, todo: Sequence[Point], jobs: int, *, max_points: int 
     A search passes the points it ``expected`` to simulate (:func:`tmasim.sweep.search.expected`,
     from their bounds): the estimate is theirs, sampled among them, not the whole grid's; the
     others cost nothing more (their bounds are already known). ``command``: what the messages call
-    the run (``tune`` searches as ``sweep --search`` does)."""
+    the run (default ``sweep``, or ``sweep --search`` for a search; ``tune`` searches too)."""
     if not todo:
         return None
     if expected is not None:
         if not expected:
             return None
         seconds, sampled, slow = _sample(plan, expected, jobs)
-        searching = command if command != "sweep" else "sweep --search"
-        what = (f"{searching}: {len(expected):,} of {len(todo):,} points expected to be simulated (by their "
-                f"bounds)", f"{budget.about(seconds)} with --jobs {jobs} (from the plans of {sampled} of them{slow})")
+        what = (f"{command or 'sweep --search'}: {len(expected):,} of {len(todo):,} points expected to be "
+                f"simulated (by their bounds)",
+                f"{budget.about(seconds)} with --jobs {jobs} (from the plans of {sampled} of them{slow})")
         count = len(expected)
     else:
         seconds, sampled, slow = _sample(plan, todo, jobs)
-        what = (f"{command}: {len(todo):,} points to run",
+        what = (f"{command or 'sweep'}: {len(todo):,} points to run",
                 f"{budget.about(seconds)} with --jobs {jobs} (from the plans of {sampled} of them{slow})")
         count = len(todo)
     if max_points is not None and count > max_points:

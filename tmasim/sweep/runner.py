@@ -72,10 +72,10 @@ def execute(plan: SweepPlan, *, jobs: int = 1, out: str | Path | None = None, ex
             scheduler: str | None = None, progress: bool = True, max_points: int | None = MAX_POINTS,
             max_seconds: float | None = estimate.LIMIT_SECONDS, allow_large: bool = False,
             notify: Callable[[str], None] | None = None, search: bool = False,
-            known_bounds: Mapping[int, float | None] | None = None, command: str = "sweep") -> pd.DataFrame:
+            known_bounds: Mapping[int, float | None] | None = None, command: str | None = None) -> pd.DataFrame:
     """Run a checked sweep plan as :func:`run_sweep` does (its options checked by the caller).
     ``known_bounds`` (a search: point id -> bound in ns) spares working out bounds already known;
-    ``command`` names the run in the estimate's note and refusals (``tune``)."""
+    ``command`` names the run in the estimate's note and refusals (``tune``; default: the sweep)."""
     task = Task(plan.base_raw, plan.base_dir, allow_large=allow_large)
     store = SweepStore(Path(out), plan) if out is not None else None
     if store is not None:
