@@ -44,7 +44,8 @@ _MMA = frozenset({"tensor_flops", "mma", "smem_bandwidth"})
 _CLUSTERS = frozenset({"gpc_sms", "max_cluster_size", "max_cluster_size_opt_in", "cluster_arrive_latency",
                        "max_mma_cta_group"})
 _GEMM_ONLY = frozenset({"cluster_l2_coalescing", "l2_merge_bytes", "cluster_l2_merge_bytes",
-                        "smem_write_bandwidth", "pair_writes_overlap", "epilogue_subtile_time"})
+                        "smem_write_bandwidth", "pair_writes_overlap", "epilogue_subtile_time",
+                        "tensor_sustained"})
 _SOFTMAX = frozenset({"exp_per_clock", "fp32_per_clock", "minmax_per_clock", "convert_per_clock", "convert_pipe",
                       "shuffle_per_clock", "issue_per_clock", "fp32_latency", "minmax_latency", "exp_latency",
                       "shuffle_latency"})
@@ -64,7 +65,7 @@ _WHY_TILES = ("its copies take the times workload.load and workload.latency give
               "bandwidth, latency, L2 or tensor-core model")
 _WHY_STREAM = "it streams TMA loads with no MMA, softmax, clusters or shared-memory reads"
 _WHY_SOFTMAX = "the softmax's FP32 and exponential units are modelled for attention only"
-_WHY_GEMM = "modelled for the gemm workload's k-steps, L2 merging and epilogue only"
+_WHY_GEMM = "modelled for the gemm workload's k-steps, L2 merging, epilogue and sustained tensor rate only"
 _WHY_CLUSTER = "clusters are modelled for the gemm workload only, and attention's 2-SM pair"
 
 READS: dict[str, Reads] = {

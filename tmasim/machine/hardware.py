@@ -90,6 +90,7 @@ class GpuSpec:
     launch_overhead: int = 0  # ps a kernel costs outside its CTAs' work: launch, prologue, end
     launch_per_sm: int = 0  # ps more the launch costs for each SM it uses after the first
     epilogue_subtile_time: int = 0  # ps per C sub-tile of a TMEM accumulator's epilogue; 0: SMEM staging only
+    tensor_sustained: Mapping[str, float] = field(default_factory=dict)  # dtype -> share of the MMA rate, whole chip
     mma: MmaSpec | None = None  # instruction table; None: a flat tensor_flops rate (ideal machine)
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
@@ -122,6 +123,12 @@ class GpuSpec:
     def sm_flop_rate(self, dtype: str) -> float:
         """Dense tensor-core FLOP per picosecond of one SM for ``dtype``."""
         return self.tensor_flops[dtype] / self.sms
+
+    def mma_pace(self, dtype: str, whole_chip: bool) -> float:
+        """How much longer each MMA of ``dtype`` takes than alone: 1 / ``tensor_sustained``'s share
+        under whole-chip load (``whole_chip``), else 1."""
+        share = self.tensor_sustained.get(dtype)
+        return 1.0 / share if share is not None and whole_chip else 1.0
 
     def peak_flops_per_s(self, dtype: str | None, sms_used: int) -> float | None:
         """The dense tensor-core peak, in FLOP/s, of the SMs a run uses (all of them, or fewer for a
@@ -159,7 +166,7 @@ class GpuSpec:
 
 
 
-# field -> (kind, description). Kinds: int, text, time, size, bandwidth, frequency, flop_rates.
+# field -> (kind, description). Kinds: int, text, time, size, bandwidth, frequency, flop_rates, shares.
 _FIELDS: dict[str, tuple[str, str]] = {
     "name": ("text", "preset name"),
     "description": ("text", "what the preset describes"),
@@ -232,6 +239,10 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "launch_per_sm": ("time", "what a launch costs besides for each SM it uses after the first: added to the "
                               "makespan as launch_overhead is, so a kernel that fills every SM pays more than one "
                               "on a few"),
+    "tensor_sustained": ("shares", "per dtype, the share of their full MMA rate the tensor cores sustain under "
+                                   "whole-chip load (the launch keeps every SM its clusters can use busy): each "
+                                   "MMA then takes 1 / share as long; a launch on fewer SMs runs at the full rate; "
+                                   "not stated: the full rate"),
     "fp32_per_clock": ("int", "FP32 fused multiply-adds per clock per SM: attention's softmax"),
     "minmax_per_clock": ("int", "FMNMX (fp32 max) per clock per SM, on the ALU: the softmax's row max; not "
                                 "stated: not charged"),
@@ -261,7 +272,7 @@ _OPTIONAL: dict[str, Any] = {"tma_request_time": "0 ns", "hbm_request_overhead":
                              "l2_far_fit_size": "0 B", "l2_far_latency": "0 ns",
                              "copy_latency_per_kib_in_flight": "0 ns", "pair_writes_overlap": False,
                              "launch_overhead": "0 ns", "launch_per_sm": "0 ns",
-                             "epilogue_subtile_time": "0 ns",
+                             "epilogue_subtile_time": "0 ns", "tensor_sustained": {},
                              "minmax_per_clock": None, "convert_per_clock": None, "convert_pipe": "alu",
                              "shuffle_per_clock": None, "issue_per_clock": None, "fp32_latency": "0 ns",
                              "minmax_latency": "0 ns", "exp_latency": "0 ns", "shuffle_latency": "0 ns"}
@@ -410,6 +421,10 @@ def _check(name: str, kind: str, value: Any) -> None:
         read.reject_unknown(name, read.table(name, value), DTYPES)
         for dtype, rate in value.items():
             read.checked_quantity(f"{name}.{dtype}", rate)
+    elif kind == "shares":
+        read.reject_unknown(name, read.table(name, value), DTYPES)
+        for dtype, share in value.items():
+            _share(f"{name}.{dtype}", share)
 
 
 def _check_gpcs(where: str, parsed: Mapping[str, Any]) -> None:
@@ -451,7 +466,18 @@ def _parse(name: str, kind: str, value: Any, clock_hz: float) -> Any:
         rates = read.table(name, value)
         read.reject_unknown(name, rates, DTYPES)
         return {d: read.quantity(f"{name}.{d}", r, "flop_rate") for d, r in rates.items()}
+    if kind == "shares":
+        shares = read.table(name, value)
+        read.reject_unknown(name, shares, DTYPES)
+        return {d: _share(f"{name}.{d}", v) for d, v in shares.items()}
     raise AssertionError(kind)
+
+
+def _share(name: str, value: Any) -> float:
+    """A share of a whole: a number above 0 and at most 1."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise ScenarioError(name, value, "must be a number above 0 and at most 1 (a share of the full rate)")
+    return float(value)
 
 
 def _bandwidth_or_per_cycle(name: str, value: Any, clock_hz: float) -> float:

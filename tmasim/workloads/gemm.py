@@ -116,7 +116,23 @@ def _place(config: GemmConfig, scenario: ScenarioParts) -> _Placed:
     placement = place(gpu, cluster, res.ctas_per_sm, res.limited_by)
     coords = tile_coords(config, cluster)
     slots = min(len(coords) // placement.size, placement.clusters)
-    return _Placed(setup, layout, step, res, placement, coords, slots, slots * placement.size, b_stage)
+    concurrent = slots * placement.size
+    pace = _mma_pace(gpu, config, placement, concurrent, res)
+    if pace > 1:  # the tensor cores' sustained rate under whole-chip load
+        step = mma_step(config, gpu, consumers, mode, setup.pair, pace)
+    return _Placed(setup, layout, step, res, placement, coords, slots, concurrent, b_stage)
+
+
+def _mma_pace(gpu: GpuSpec, config: GemmConfig, placement: ClusterPlacement, concurrent: int,
+              res: Residency) -> float:
+    """How much longer each MMA takes than alone (``gpu.tensor_sustained``): the launch loads the
+    whole chip when its resident CTAs keep every SM its clusters can use busy."""
+    return gpu.mma_pace(config.dtype, _whole_chip(gpu, placement, concurrent, res))
+
+
+def _whole_chip(gpu: GpuSpec, placement: ClusterPlacement, concurrent: int, res: Residency) -> bool:
+    """Whether the launch's resident CTAs keep every SM its clusters can use busy."""
+    return -(-concurrent // res.ctas_per_sm) >= gpu.sms - placement.idle_sms
 
 
 def plan(config: GemmConfig, scenario: ScenarioParts) -> tuple[Plan, Residency]:
@@ -232,6 +248,9 @@ def _placement_info(config: GemmConfig, placed: _Placed, slots: int, gpu: GpuSpe
     info = _cluster_info(setup, placement, slots, gpu) if placement.size > 1 else {}
     if setup.pair:
         info["mma_cta_group"] = 2
+    pace = _mma_pace(gpu, config, placement, placed.concurrent, placed.res)
+    if pace > 1:  # scalars only: summaries become table rows
+        info["mma_pace"] = pace
     if launched > config.units:  # the cluster grid rounded up (tmasim.workloads.gemm_layout.cluster_grid)
         info.update(tiles_past_edge=launched - config.units, tile_grid=f"{config.tiles_m}x{config.tiles_n}",
                     launched_tile_grid="x".join(str(g * c) for g, c in zip(cluster_grid(config, setup.shape),
@@ -310,8 +329,10 @@ def quick_lower_bound_ns(config: GemmConfig, scenario: ScenarioParts) -> float:
 def stats(config: GemmConfig, scenario: ScenarioParts, plan: Plan, res: Residency, makespan: int) -> dict[str, Any]:
     """The bounds (see :func:`breakdown`) and how close the run comes to the one that binds."""
     extra: dict[str, Any] = breakdown(config, scenario.gpu, plan, scenario.pipeline.stages, scenario.pipeline.consumers)
+    pace = plan.info.get("mma_pace", 1.0)
+    assert isinstance(pace, float)
     step = mma_step(config, scenario.gpu, scenario.pipeline.consumers, scenario.pipeline.consumer_mode,
-                    scenario.pipeline.mma_cta_group == 2)
+                    scenario.pipeline.mma_cta_group == 2, pace)
     extra.update(mma_instruction=step.instruction, mma_per_k_step=step.count if step.instruction else None,
                  mma_k_step_ns=step.occupancy / 1000, mma_completion_ns=step.tail / 1000)
     layout = GemmLayout.of(config)

@@ -27,16 +27,18 @@ class MmaStep:
     smem_bound: bool = False  # those reads, not the tensor cores, set the instructions' pace
 
 
-def mma_step(config: GemmConfig, gpu: GpuSpec, consumers: int, mode: str, pair: bool = False) -> MmaStep:
+def mma_step(config: GemmConfig, gpu: GpuSpec, consumers: int, mode: str, pair: bool = False,
+             pace: float = 1.0) -> MmaStep:
     """Map a k-step onto MMA instructions as CUTLASS does. Hopper: each consumer warpgroup
     issues wgmma m64nBNk16 over its rows (BM / consumers cooperative, all BM in ping-pong);
     Blackwell: one thread issues tcgen05.mma M = BM, N = BN (a CTA pair's leader: M = 2·BM on
     both SMs, cta_group::2, the table's 2-SM rows). Either way BK / K instructions deep. The
-    SM's tensor cores take them one after another: occupancy = count x II."""
+    SM's tensor cores take them one after another: occupancy = count x II. ``pace``: how much
+    slower the tensor cores run than alone (the chip's power budget, ``GpuSpec.mma_pace``)."""
     bm, bn, bk = config.tile
     table = gpu.mma
     if table is None:  # a pair computes twice the rows on twice the tensor cores: the same time
-        return MmaStep(None, 0, round(2 * bm * bn * bk / gpu.sm_flop_rate(config.dtype)), 0)
+        return MmaStep(None, 0, round(2 * bm * bn * bk * pace / gpu.sm_flop_rate(config.dtype)), 0)
     k = K_OF[config.dtype]
     if bk % k:
         raise ScenarioError("workload.tile", f"BK = {bk}", f"is not a multiple of K = {k}, the depth of one "
@@ -62,6 +64,7 @@ def mma_step(config: GemmConfig, gpu: GpuSpec, consumers: int, mode: str, pair: 
             raise ScenarioError("pipeline.mma_cta_group", 2, f"needs a 2-SM MMA; {table.instruction} runs on one SM")
         m, sms = 2 * bm, 2
     latency, ii = table.timing("workload.tile", config.dtype, m, n, sms)
+    latency, ii = latency * pace, ii * pace
     source = check_source("workload.operands", table.instruction, config.operands)
     per_cycle = gpu.smem_bytes_per_cycle()
     op = operand_timing(latency, ii, m, n, sms, source, per_cycle, table.operands)

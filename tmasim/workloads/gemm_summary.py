@@ -75,6 +75,17 @@ def _box_row(stats: Mapping[str, Any]) -> str:
             "(one per box row); --set workload.swizzle=none|32B|64B|128B to compare")
 
 
+def _pace_note(stats: Mapping[str, Any], scenario: ScenarioParts) -> str:
+    """Why the MMAs take longer than alone: under whole-chip load the tensor cores sustain only a
+    share of their full rate (``gpu.tensor_sustained``)."""
+    pace = stats.get("mma_pace")
+    if not pace:
+        return ""
+    dtype = scenario.workload.dtype
+    return (f" ({pace:.2f}x alone: the launch loads the whole chip, where {dtype}'s tensor cores sustain "
+            f"{scenario.gpu.tensor_sustained[dtype]:.0%} of their full rate; gpu.tensor_sustained)")
+
+
 def _with_mma_rows(rows: list[tuple[str, str]], stats: Mapping[str, Any],
                    scenario: ScenarioParts) -> list[tuple[str, str]]:
     """The MMA instructions of a k-step and where the accumulator lives (registers or TMEM:
@@ -84,7 +95,8 @@ def _with_mma_rows(rows: list[tuple[str, str]], stats: Mapping[str, Any],
         tail = stats["mma_completion_ns"]
         when = f"{t(tail)} later" if tail > 0 else "as its issue interval ends (latency = issue interval)"
         mma_rows.append(("MMA", f"{stats['mma_per_k_step']} x {stats['mma_instruction']} per k-step: tensor cores "
-                                f"busy {t(stats['mma_k_step_ns'])}, the last completes {when}"))
+                                f"busy {t(stats['mma_k_step_ns'])}{_pace_note(stats, scenario)}, the last completes "
+                                f"{when}"))
         mma_rows.append(("shared memory", _smem_row(stats, scenario)))
     if stats.get("tma_boxes_per_k_step"):
         mma_rows.append(("TMA boxes", _box_row(stats)))
