@@ -34,7 +34,7 @@ def mma_step(config: GemmConfig, gpu: GpuSpec, consumers: int, mode: str, pair: 
     Blackwell: one thread issues tcgen05.mma M = BM, N = BN (a CTA pair's leader: M = 2·BM on
     both SMs, cta_group::2, the table's 2-SM rows). Either way BK / K instructions deep. The
     SM's tensor cores take them one after another: occupancy = count x II. ``pace``: how much
-    slower the tensor cores run than alone (the chip's power budget, ``GpuSpec.mma_pace``)."""
+    slower the tensor cores run than alone (their sustained rate under whole-chip load, ``GpuSpec.mma_pace``)."""
     bm, bn, bk = config.tile
     table = gpu.mma
     if table is None:  # a pair computes twice the rows on twice the tensor cores: the same time
