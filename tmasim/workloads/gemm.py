@@ -85,6 +85,7 @@ class _Placed:
     slots: int       # clusters resident at once
     concurrent: int  # CTAs resident at once
     b_stage: int     # a CTA's B bytes a stage (half of B in a pair)
+    mma_pace: float  # how much longer each MMA takes than alone (gpu.tensor_sustained; 1 within it)
 
 
 def _place(config: GemmConfig, scenario: ScenarioParts) -> _Placed:
@@ -117,17 +118,10 @@ def _place(config: GemmConfig, scenario: ScenarioParts) -> _Placed:
     coords = tile_coords(config, cluster)
     slots = min(len(coords) // placement.size, placement.clusters)
     concurrent = slots * placement.size
-    pace = _mma_pace(gpu, config, placement, concurrent, res)
-    if pace > 1:  # the tensor cores' sustained rate under whole-chip load
+    pace = gpu.mma_pace(config.dtype, _whole_chip(gpu, placement, concurrent, res))
+    if pace > 1:  # the tensor cores' sustained rate under whole-chip load (gpu.tensor_sustained)
         step = mma_step(config, gpu, consumers, mode, setup.pair, pace)
-    return _Placed(setup, layout, step, res, placement, coords, slots, concurrent, b_stage)
-
-
-def _mma_pace(gpu: GpuSpec, config: GemmConfig, placement: ClusterPlacement, concurrent: int,
-              res: Residency) -> float:
-    """How much longer each MMA takes than alone (``gpu.tensor_sustained``): the launch loads the
-    whole chip when its resident CTAs keep every SM its clusters can use busy."""
-    return gpu.mma_pace(config.dtype, _whole_chip(gpu, placement, concurrent, res))
+    return _Placed(setup, layout, step, res, placement, coords, slots, concurrent, b_stage, pace)
 
 
 def _whole_chip(gpu: GpuSpec, placement: ClusterPlacement, concurrent: int, res: Residency) -> bool:
@@ -248,9 +242,8 @@ def _placement_info(config: GemmConfig, placed: _Placed, slots: int, gpu: GpuSpe
     info = _cluster_info(setup, placement, slots, gpu) if placement.size > 1 else {}
     if setup.pair:
         info["mma_cta_group"] = 2
-    pace = _mma_pace(gpu, config, placement, placed.concurrent, placed.res)
-    if pace > 1:  # scalars only: summaries become table rows
-        info["mma_pace"] = pace
+    if placed.mma_pace > 1:  # scalars only: summaries become table rows
+        info["mma_pace"] = placed.mma_pace
     if launched > config.units:  # the cluster grid rounded up (tmasim.workloads.gemm_layout.cluster_grid)
         info.update(tiles_past_edge=launched - config.units, tile_grid=f"{config.tiles_m}x{config.tiles_n}",
                     launched_tile_grid="x".join(str(g * c) for g, c in zip(cluster_grid(config, setup.shape),
