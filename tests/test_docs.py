@@ -63,6 +63,13 @@ def test_the_scenario_table_lists_every_bundled_scenario():
         assert f"`{path.stem}`" in page, path.stem
 
 
+def test_the_benchmarks_page_lists_every_benchmark_script():
+    page = (REPO / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    for path in sorted((REPO / "benchmarks").glob("*.py")):
+        if path.stem not in ("checkout", "dump_summaries"):  # the import helper; named in the page's prose
+            assert f"| `{path.name}` |" in page, path.name
+
+
 @pytest.mark.skipif(shutil.which("mkdocs") is None and not (Path(sys.executable).parent / "mkdocs").exists(),
                     reason="mkdocs is not installed (pip install -e '.[docs]')")
 def test_the_api_reference_shows_names_and_signatures_and_no_raw_roles(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from tmasim.engine.fast_forward import exact_sum
 from tmasim.engine.fast_forward import jump as fast_forward
 from tmasim.errors import ModelError, ScenarioError
 from tmasim.scenario import bundled_names, from_dict, load
-from tmasim.simulation import simulate
+from tmasim.simulation import lower_bound_ns, quick_lower_bound_ns, simulate
 
 HOW_RUN = ("fast_forward", "fast_forward_skipped_steps")
 
@@ -70,11 +70,16 @@ def test_every_bundled_scenario_agrees_with_its_full_run(name):
     if scenario.workload.kind == "attention":  # fewer heads, same sequence: the causal grid's 120 classes take minutes
         raw = {**raw, "workload": {**raw["workload"], "batch": 1, "heads": 2, "kv_heads": 2}}
     try:
-        both(raw)
+        fast, _ = both(raw)
     except ModelError as err:  # the bug scenarios deadlock on purpose: the same error either way
         with pytest.raises(type(err)) as again:
             simulate(from_dict({**raw, "run": {**raw.get("run", {}), "records": False, "fast_forward": False}}))
         assert str(again.value) == str(err)
+        return
+    # the bounds a search prunes with (sweep --search, tune) are true lower bounds of the run
+    planned = from_dict({**raw, "run": {**raw.get("run", {}), "records": False}})
+    for bound in (lower_bound_ns(planned), quick_lower_bound_ns(planned)):  # None: a workload without one
+        assert bound is None or bound * 1000 <= fast["makespan_ps"] + 1, (name, bound, fast["makespan_ps"])
 
 
 def test_the_cuts_float_sums_stay_exact_when_they_fold_at_every_new_value(monkeypatch):
