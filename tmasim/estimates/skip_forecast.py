@@ -76,7 +76,7 @@ ATTENTION_TRANSIENT_PERIODS = 4
 # many times the periods above. Measured: gemm-h100 with 128x192 tiles skips 23,411 of 37,376
 # steps (4: 13,724 forecast; 2: 25,404, more than it skips); B200 whole-chip GEMMs with K = 128000
 # and (2,2) clusters, 96-99% of their steps (4 forecasts 89-99%, where lanes out of step forecast
-# none and their estimates were up to 65x their time).
+# none and their estimates were up to 63x their time).
 PACED_TRANSIENT_FACTOR = 4
 # The longest period of units (jointly over the lanes) a forecast looks for: a run needs about
 # three periods of them before it can skip, and a longer search costs the estimate its speed.
