@@ -118,7 +118,9 @@ def forecast(chip: Any, stages: int) -> int:
     units_matter = sync.mode == "pingpong" and sync.consumers > 1
     periods = COUPLED_TRANSIENT_PERIODS if coupled else TRANSIENT_PERIODS
     within = skipped_steps(lanes, stages, units_matter=units_matter, periods=periods)
-    if not within:  # lanes out of step (edge tiles): their run boundaries laid out in time instead
+    programs = [p for lane in lanes for p in lane]
+    if not within and programs and isinstance(programs[0], UnitProgram) and skip_possible(programs) \
+            and not _lockstep(programs):  # lanes out of step (edge tiles): their run boundaries laid out in time
         within = paced_skipped_steps(lanes, stages, chip.gpu, units_matter=units_matter,
                                      periods=periods * PACED_TRANSIENT_FACTOR)
     if units_matter or chip.recorder is not None or (chip.fabric is not None and chip.fabric.record_series):
