@@ -81,6 +81,22 @@ def test_the_quick_bound_of_a_2sm_pair_is_below_the_tight_one():
     assert quick_lower_bound_ns(scenario) <= lower_bound_ns(scenario) * (1 + 1e-12)
 
 
+@pytest.mark.parametrize(("name", "overrides"), [
+    ("gemm-h100", []), ("gemm-h100", ["workload.tile=[128,192,64]"]),
+    ("gemm-h100", ["workload.m=1000", "workload.n=3000", "workload.k=700", "pipeline.cluster=[2,1]"]),
+    ("gemm-b200-2sm", ["workload.k=1024"]), ("gemm-b200", ["workload.k=512", "pipeline.cluster=[2,2]"])])
+def test_a_grid_launchs_quick_bound_counts_the_ctas_its_busiest_sm_runs(name, overrides):
+    """Some SM runs at least ceil(CTAs / SMs) of a grid's CTAs: the quick bound counts them all (one
+    CTA's work alone left it a tenth of the tight bound, and a tune of a grid launch simulated most
+    of its space), and stays below the tight bound and the run."""
+    scenario = load_scenario(name, ["workload.launch=grid", *overrides])
+    quick, tight = quick_lower_bound_ns(scenario), lower_bound_ns(scenario)
+    assert quick is not None and tight is not None
+    assert 0.5 * tight < quick <= tight * (1 + 1e-12)
+    assert tight <= simulate(load_scenario(name, ["workload.launch=grid", "run.records=false", *overrides])
+                             ).stats["makespan_ns"] * (1 + 1e-12)
+
+
 def test_invalid_candidates_are_left_out_and_counted_by_the_field_that_refuses_them():
     result = tmasim.tune("gemm-h100", SMALL)
     assert result.candidates == 2160

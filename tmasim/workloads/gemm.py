@@ -302,19 +302,45 @@ def quick_lower_bound_ns(config: GemmConfig, scenario: ScenarioParts) -> float:
         return lower_bound_ns(config, scenario)
     gpu, placed = scenario.gpu, _place(config, scenario)
     step, setup = placed.step, placed.setup
-    persistent = config.launch == "persistent"
-    firsts = range(0, len(placed.coords), placed.concurrent) if persistent else range(1)
+    if config.launch != "persistent":
+        return _quick_grid_bound(config, scenario, placed)
     cache: dict[tuple[object, ...], Unit] = {}
     units = []
-    for index in firsts:  # the first CTA's tiles: rank 0 of its cluster, whatever the shape
+    for index in range(0, len(placed.coords), placed.concurrent):  # the first CTA's tiles: rank 0 of its cluster
         row, col = placed.coords[index]
-        last = _drains_tmem(gpu) and (not persistent or index + placed.concurrent >= len(placed.coords))
+        last = _drains_tmem(gpu) and index + placed.concurrent >= len(placed.coords)
         key = (_edge(row, config.tiles_m), _edge(col, config.tiles_n), _partner_rows(config, setup, row, 0), last)
         if key not in cache:
             cache[key] = _unit(config, placed.layout, gpu, step, row, col, (0.0, 0.0), setup, 0, (0.0, 0.0), 0, last)
         units.append(cache[key])
-    alone = Plan([UnitProgram(units)], persistent, placed.res.ctas_per_sm, 1, flow=True, units=len(units))
-    bound = breakdown(config, gpu, alone, scenario.pipeline.stages)["bound_ns"]
+    alone = Plan([UnitProgram(units)], True, placed.res.ctas_per_sm, 1, flow=True, units=len(units))
+    return _bound_of(config, gpu, alone, scenario)
+
+
+def _quick_grid_bound(config: GemmConfig, scenario: ScenarioParts, placed: _Placed) -> float:
+    """A grid launch's quick bound: the block scheduler hands CTAs to whichever SM frees first, so
+    which tiles share an SM is not known, but some SM runs at least ``ceil(CTAs / SMs)`` of them,
+    each at least the cheapest kind of tile a cluster's rank 0 runs (edge tiles copy less), in its
+    resident slots. Its bounds (tensor cores, shared memory, port, TMA requests, each slot's chain
+    of CTAs) with copies that all hit near in L2, as the persistent form's."""
+    gpu, step, setup, coords = scenario.gpu, placed.step, placed.setup, placed.coords
+    last = _drains_tmem(gpu)  # a grid CTA drains its one tile's accumulator before it exits
+    kinds: dict[tuple[object, ...], Unit] = {}
+    for index in range(0, len(coords), placed.placement.size):  # each cluster's rank 0
+        row, col = coords[index]
+        key = (_edge(row, config.tiles_m), _edge(col, config.tiles_n), _partner_rows(config, setup, row, 0))
+        if key not in kinds:
+            kinds[key] = _unit(config, placed.layout, gpu, step, row, col, (0.0, 0.0), setup, 0, (0.0, 0.0), 0, last)
+    ctas_per_sm = placed.res.ctas_per_sm
+    cheapest = min(kinds.values(), key=lambda unit: _bound_of(
+        config, gpu, Plan([UnitProgram([unit])], False, ctas_per_sm, 1, flow=True), scenario))
+    busiest = -(-len(coords) // max(1, min(gpu.sms, placed.concurrent)))  # CTAs some SM runs, at least
+    sm = Plan([UnitProgram([cheapest]) for _ in range(busiest)], False, ctas_per_sm, 1, flow=True, units=busiest)
+    return _bound_of(config, gpu, sm, scenario)
+
+
+def _bound_of(config: GemmConfig, gpu: GpuSpec, plan: Plan, scenario: ScenarioParts) -> float:
+    bound = breakdown(config, gpu, plan, scenario.pipeline.stages)["bound_ns"]
     assert isinstance(bound, (int, float))
     return float(bound)
 
