@@ -9,8 +9,9 @@ The problem (shape, dtype, GPU) stays as the scenario has it; the design fields 
   count from 2 up to what the CTA's shared memory could hold of the stages alone; thread-block
   clusters of 1 or 2 CTAs along M and N (1x1, 2x1, 1x2, 2x2) with each multicast they allow
   (none, A, B, both), and on Blackwell each with 2-SM pairs where the cluster has two CTAs along
-  M; the ``row``, ``column`` and ``grouped`` rasters. The launch, consumers and the rest stay
-  as the scenario sets them (``--set workload.launch=grid`` tunes a grid launch).
+  M; the ``row``, ``column`` and ``grouped`` rasters. The launch, split-K and stream-K, consumers
+  and the rest stay as the scenario sets them (``--set workload.launch=grid`` tunes a grid launch,
+  ``--set workload.scheduler=stream-k`` the space with CUTLASS's stream-K scheduler).
 - Attention: tiles BM x BN with BM 64, 128 or 192 and BN 64, 128 or 192; 1, 2 or 3 consumer
   warpgroups, cooperative or ping-pong; the softmax overlapped or not; every stage count from 2
   up to what shared memory could hold of the K and V blocks alone.
