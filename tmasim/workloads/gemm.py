@@ -301,20 +301,27 @@ def quick_lower_bound_ns(config: GemmConfig, scenario: ScenarioParts) -> float:
     if gemm_split.is_split(config):
         return lower_bound_ns(config, scenario)
     gpu, placed = scenario.gpu, _place(config, scenario)
-    step, setup = placed.step, placed.setup
     if config.launch != "persistent":
         return _quick_grid_bound(config, scenario, placed)
     cache: dict[tuple[object, ...], Unit] = {}
     units = []
-    for index in range(0, len(placed.coords), placed.concurrent):  # the first CTA's tiles: rank 0 of its cluster
-        row, col = placed.coords[index]
+    for index in range(0, len(placed.coords), placed.concurrent):  # the first CTA's tiles
         last = _drains_tmem(gpu) and index + placed.concurrent >= len(placed.coords)
-        key = (_edge(row, config.tiles_m), _edge(col, config.tiles_n), _partner_rows(config, setup, row, 0), last)
-        if key not in cache:
-            cache[key] = _unit(config, placed.layout, gpu, step, row, col, (0.0, 0.0), setup, 0, (0.0, 0.0), 0, last)
-        units.append(cache[key])
+        units.append(_rank0_unit(cache, config, gpu, placed, index, last))
     alone = Plan([UnitProgram(units)], True, placed.res.ctas_per_sm, 1, flow=True, units=len(units))
     return _bound_of(config, gpu, alone, scenario)
+
+
+def _rank0_unit(cache: dict[tuple[object, ...], Unit], config: GemmConfig, gpu: GpuSpec, placed: _Placed,
+                index: int, last: bool) -> Unit:
+    """The unit of CTA ``index`` (rank 0 of its cluster) as the quick bounds see it: copies that all
+    hit near in L2; one per kind of tile (inside or at an edge, a pair's partner rows, a last drain)."""
+    row, col = placed.coords[index]
+    key = (_edge(row, config.tiles_m), _edge(col, config.tiles_n), _partner_rows(config, placed.setup, row, 0), last)
+    if key not in cache:
+        cache[key] = _unit(config, placed.layout, gpu, placed.step, row, col, (0.0, 0.0), placed.setup, 0,
+                           (0.0, 0.0), 0, last)
+    return cache[key]
 
 
 def _quick_grid_bound(config: GemmConfig, scenario: ScenarioParts, placed: _Placed) -> float:
@@ -323,14 +330,11 @@ def _quick_grid_bound(config: GemmConfig, scenario: ScenarioParts, placed: _Plac
     each at least the cheapest kind of tile a cluster's rank 0 runs (edge tiles copy less), in its
     resident slots. Its bounds (tensor cores, shared memory, port, TMA requests, each slot's chain
     of CTAs) with copies that all hit near in L2, as the persistent form's."""
-    gpu, step, setup, coords = scenario.gpu, placed.step, placed.setup, placed.coords
+    gpu, coords = scenario.gpu, placed.coords
     last = _drains_tmem(gpu)  # a grid CTA drains its one tile's accumulator before it exits
     kinds: dict[tuple[object, ...], Unit] = {}
     for index in range(0, len(coords), placed.placement.size):  # each cluster's rank 0
-        row, col = coords[index]
-        key = (_edge(row, config.tiles_m), _edge(col, config.tiles_n), _partner_rows(config, setup, row, 0))
-        if key not in kinds:
-            kinds[key] = _unit(config, placed.layout, gpu, step, row, col, (0.0, 0.0), setup, 0, (0.0, 0.0), 0, last)
+        _rank0_unit(kinds, config, gpu, placed, index, last)
     ctas_per_sm = placed.res.ctas_per_sm
     cheapest = min(kinds.values(), key=lambda unit: _bound_of(
         config, gpu, Plan([UnitProgram([unit])], False, ctas_per_sm, 1, flow=True), scenario))
