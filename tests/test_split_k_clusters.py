@@ -179,7 +179,8 @@ def test_a_stream_k_pair_runs_with_both_halves_reduced():
 
 
 def test_the_quick_bound_of_a_split_run_is_below_its_bound():
-    """A split CTA takes part of a tile: the first data-parallel CTA's whole tiles are no bound."""
+    """A split CTA takes part of a tile: the quick bound takes the busiest cluster's share, not the
+    first data-parallel CTA's whole tiles."""
     for extra in (["workload.split_k=4"], ["workload.scheduler=stream-k"], ["workload.scheduler=stream-k",
                                                                                "pipeline.cluster=[1, 2]"]):
         scenario = load("gemm-b200-decode", ["workload.n=2048", *extra])

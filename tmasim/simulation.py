@@ -107,7 +107,6 @@ def _no_skip(scenario: Scenario, plan: Plan) -> str:
                (run.drift.on, "SM drift makes durations random"),
                (bool(plan.programs) and not hasattr(plan.programs[0], "run_of"),
                 "this workload's CTA program has no runs of identical steps the skip can cut"),
-               (plan.fixups, "split tiles' peers wait on each other's partials (split-K, stream-K)"),
                (not scenario.pipeline.consumer_waits_full,
                 "reads are checked step by step (pipeline.consumer_waits_full = false)")]
     return next((why for off, why in reasons if off), "")

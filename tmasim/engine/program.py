@@ -488,7 +488,10 @@ def _kind_codes(units: Sequence[Unit]) -> np.ndarray:
                 codes.append(numbers.setdefault((id(segment), None), len(numbers)))
                 repeats.append(steps)
         last = unit.segments[-1]
-        codes.append(numbers.setdefault((id(last), ("end", unit.epilogue)), len(numbers)))
+        # A split tile's fix-up is a unit's own (its tile, its peers' flag): it never repeats, so
+        # no period a skip drops holds one (a peer would wait on a partial no one adds).
+        end = ("end", unit.epilogue) if unit.epilogue is None or unit.epilogue.fixup is None else ("fixup", unit.index)
+        codes.append(numbers.setdefault((id(last), end), len(numbers)))
         repeats.append(1)
     return np.repeat(np.asarray(codes, dtype=np.int64), repeats)
 

@@ -9,7 +9,9 @@ fields of one (``[gpu] preset = "h100-sxm"`` + ``hbm_bandwidth = "3 TB/s"``).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -290,7 +292,9 @@ def preset_names() -> list[str]:
 def load_gpu(spec: Any, base_dir: Path | None = None, field_name: str = "gpu") -> GpuSpec:
     """Resolve a scenario's ``gpu`` value: a preset name, a path, or a table with overrides."""
     if isinstance(spec, str):
-        return _from_raw(_read_preset(spec, base_dir, field_name), field_name)
+        if _is_path(spec):
+            return _from_raw(_read_preset(spec, base_dir, field_name), field_name)
+        return _bundled_gpu(spec, field_name)
     table = read.table(field_name, spec)
     base_name = table.get("preset", "ideal")
     base = _read_preset(read.text(f"{field_name}.preset", base_name), base_dir, f"{field_name}.preset")
@@ -323,8 +327,27 @@ def raw_preset(name: str) -> dict[str, Any]:
     return _read_preset(name, None, "gpu")
 
 
+@functools.cache
+def _bundled_gpu(name: str, field_name: str) -> GpuSpec:
+    """A bundled preset, as named: read once per process (a sweep or a tune bounds thousands of
+    points on one GPU, and parsing its TOML cost two thirds of a quick bound). GpuSpec is frozen:
+    callers make changed copies (dataclasses.replace), never change it."""
+    return _from_raw(_read_preset(name, None, field_name), field_name)
+
+
+@functools.cache
+def _bundled_text(name: str, field_name: str) -> dict[str, Any]:
+    return read.toml_text(field_name, name, resources.files("tmasim").joinpath("presets", f"{name}.toml")
+                          .read_text(encoding="utf-8"))
+
+
+def _is_path(name: str) -> bool:
+    return name.endswith(".toml") or "/" in name
+
+
 def _read_preset(name: str, base_dir: Path | None, field_name: str) -> dict[str, Any]:
-    if name.endswith(".toml") or "/" in name:
+    """A preset's contents as written, a fresh copy (callers may change it)."""
+    if _is_path(name):
         path = Path(name)
         if not path.is_absolute() and base_dir is not None and not read.is_file(path):
             path = base_dir / path
@@ -337,7 +360,7 @@ def _read_preset(name: str, base_dir: Path | None, field_name: str) -> dict[str,
         match = next((k for k in known if k.startswith(f"{name}-")), None) or suggest.nearest(name, known)
         hint = f"; did you mean {match!r}?" if match else ""
         raise ScenarioError(field_name, name, f"is not a known GPU preset{hint} (known: {', '.join(known)})")
-    return read.toml_text(field_name, name, resource.read_text(encoding="utf-8"))
+    return copy.deepcopy(_bundled_text(name, field_name))
 
 
 def _from_raw(raw: Mapping[str, Any], where: str) -> GpuSpec:

@@ -81,7 +81,7 @@ class _Placed:
     step: MmaStep
     res: Residency
     placement: ClusterPlacement
-    coords: list[tuple[int, int]]
+    coords: tuple[tuple[int, int], ...]
     slots: int       # clusters resident at once
     concurrent: int  # CTAs resident at once
     b_stage: int     # a CTA's B bytes a stage (half of B in a pair)
@@ -175,13 +175,8 @@ def _split_plan(config: GemmConfig, scenario: ScenarioParts, placed: _Placed,
     data-parallel (the plain plan is then the same)."""
     gpu, consumers, persistent = scenario.gpu, scenario.pipeline.consumers, config.launch == "persistent"
     setup, placement, coords, step, res = placed.setup, placed.placement, placed.coords, placed.step, placed.res
-    size, clusters = placement.size, len(placed.coords) // placement.size
-    found: gemm_split.Decomposition | None
-    if config.split_k > 1:
-        found = gemm_split.split_k(clusters, config.k_steps, config.split_k, placement.clusters if persistent else None)
-    else:
-        gm, gn = cluster_grid(config, scenario.pipeline.cluster)  # calculate_groups: clusters along the raster
-        found = gemm_split.stream_k(clusters, config.k_steps, placement.clusters, gn if config.raster == "row" else gm)
+    size = placement.size
+    found = _decomposition(config, placed)
     if found is None:
         return None
     split = gemm_split.for_clusters(found, size)
@@ -218,6 +213,17 @@ def _split_plan(config: GemmConfig, scenario: ScenarioParts, placed: _Placed,
                     data_parallel_tiles=len(coords) - split.sk_tiles)
     return Plan(programs, persistent, res.ctas_per_sm, min(gpu.sms - placement.idle_sms, len(programs)), flow=True,
                 units=index, cluster=size, cluster_slots=slots if size > 1 else 0, info=info, fixups=fixups)
+
+
+def _decomposition(config: GemmConfig, placed: _Placed) -> gemm_split.Decomposition | None:
+    """The split (tmasim.workloads.gemm_split), in clusters: each cluster's works, its rank 0's
+    tiles. None where stream-K leaves every tile data-parallel."""
+    placement, persistent = placed.placement, config.launch == "persistent"
+    clusters = len(placed.coords) // placement.size
+    if config.split_k > 1:
+        return gemm_split.split_k(clusters, config.k_steps, config.split_k, placement.clusters if persistent else None)
+    gm, gn = cluster_grid(config, placed.setup.shape)  # calculate_groups: clusters along the raster
+    return gemm_split.stream_k(clusters, config.k_steps, placement.clusters, gn if config.raster == "row" else gm)
 
 
 def _epilogue_smem(config: GemmConfig, chosen: AutoStages | None) -> int:
@@ -296,11 +302,13 @@ def quick_lower_bound_ns(config: GemmConfig, scenario: ScenarioParts) -> float:
     the first CTA's own work alone (its tensor-core, shared-memory, SM-port, TMA-request and slot
     times; the busiest SM carries at least as much), its copies with no HBM miss and no far L2
     hit (each only adds latency and bytes). Every rule the plan checks is checked (one-line errors).
-    A split run's CTAs take parts of tiles, less than the first CTA's whole tiles: its bound is
-    :func:`lower_bound_ns` itself."""
-    if gemm_split.is_split(config):
-        return lower_bound_ns(config, scenario)
+    A split run's CTAs take parts of tiles: its busiest cluster's rank 0 (persistent), or the
+    busiest SM's count of the cheapest work unit (grid), without the fix-ups (which only add)."""
     gpu, placed = scenario.gpu, _place(config, scenario)
+    if gemm_split.is_split(config):
+        found = _decomposition(config, placed)
+        if found is not None:
+            return _quick_split_bound(config, scenario, placed, found)
     if config.launch != "persistent":
         return _quick_grid_bound(config, scenario, placed)
     cache: dict[tuple[object, ...], Unit] = {}
@@ -313,14 +321,16 @@ def quick_lower_bound_ns(config: GemmConfig, scenario: ScenarioParts) -> float:
 
 
 def _rank0_unit(cache: dict[tuple[object, ...], Unit], config: GemmConfig, gpu: GpuSpec, placed: _Placed,
-                index: int, last: bool) -> Unit:
+                index: int, last: bool, k_range: tuple[int, int] | None = None) -> Unit:
     """The unit of CTA ``index`` (rank 0 of its cluster) as the quick bounds see it: copies that all
-    hit near in L2; one per kind of tile (inside or at an edge, a pair's partner rows, a last drain)."""
+    hit near in L2; one per kind of tile (inside or at an edge, a pair's partner rows, a last drain,
+    a split's k-range)."""
     row, col = placed.coords[index]
-    key = (_edge(row, config.tiles_m), _edge(col, config.tiles_n), _partner_rows(config, placed.setup, row, 0), last)
+    key = (_edge(row, config.tiles_m), _edge(col, config.tiles_n), _partner_rows(config, placed.setup, row, 0), last,
+           k_range)
     if key not in cache:
         cache[key] = _unit(config, placed.layout, gpu, placed.step, row, col, (0.0, 0.0), placed.setup, 0,
-                           (0.0, 0.0), 0, last)
+                           (0.0, 0.0), 0, last, k_range)
     return cache[key]
 
 
@@ -335,12 +345,41 @@ def _quick_grid_bound(config: GemmConfig, scenario: ScenarioParts, placed: _Plac
     kinds: dict[tuple[object, ...], Unit] = {}
     for index in range(0, len(coords), placed.placement.size):  # each cluster's rank 0
         _rank0_unit(kinds, config, gpu, placed, index, last)
-    ctas_per_sm = placed.res.ctas_per_sm
-    cheapest = min(kinds.values(), key=lambda unit: _bound_of(
+    return _busiest_sm_bound(config, scenario, placed, list(kinds.values()), len(coords))
+
+
+def _busiest_sm_bound(config: GemmConfig, scenario: ScenarioParts, placed: _Placed, kinds: list[Unit],
+                      launched: int) -> float:
+    """A grid of ``launched`` one-unit CTAs: some SM runs at least ``ceil(launched / SMs)`` of
+    them, each at least the cheapest of ``kinds``, in its resident slots."""
+    gpu, ctas_per_sm = scenario.gpu, placed.res.ctas_per_sm
+    cheapest = min(kinds, key=lambda unit: _bound_of(
         config, gpu, Plan([UnitProgram([unit])], False, ctas_per_sm, 1, flow=True), scenario))
-    busiest = -(-len(coords) // max(1, min(gpu.sms, placed.concurrent)))  # CTAs some SM runs, at least
+    busiest = -(-launched // max(1, min(gpu.sms, placed.concurrent)))  # CTAs some SM runs, at least
     sm = Plan([UnitProgram([cheapest]) for _ in range(busiest)], False, ctas_per_sm, 1, flow=True, units=busiest)
     return _bound_of(config, gpu, sm, scenario)
+
+
+def _quick_split_bound(config: GemmConfig, scenario: ScenarioParts, placed: _Placed,
+                       found: gemm_split.Decomposition) -> float:
+    """A split run's quick bound. Persistent: the rank-0 CTA of the cluster with the most
+    k-tiles, its units alone (:func:`_rank0_unit`'s: copies that hit near in L2) and no fix-up.
+    Grid: one CTA per work unit, so some SM runs at least ``ceil(CTAs / SMs)`` of them, each at
+    least the cheapest unit a cluster's rank 0 runs."""
+    gpu, size, ctas_per_sm = scenario.gpu, placed.placement.size, placed.res.ctas_per_sm
+    drains = _drains_tmem(gpu)
+    kinds: dict[tuple[object, ...], Unit] = {}
+    if config.launch == "persistent":
+        works = max(found.ctas, key=lambda ws: sum(w.k_count for w in ws))
+        units = [_rank0_unit(kinds, config, gpu, placed, w.tile * size, drains and n == len(works) - 1,
+                             (w.k_first, w.k_count)) for n, w in enumerate(works)]
+        alone = Plan([UnitProgram(units)], True, ctas_per_sm, 1, flow=True, units=len(units))
+        return _bound_of(config, gpu, alone, scenario)
+    for ws in found.ctas:
+        for w in ws:
+            _rank0_unit(kinds, config, gpu, placed, w.tile * size, drains, (w.k_first, w.k_count))
+    launched = sum(len(ws) for ws in found.ctas) * size
+    return _busiest_sm_bound(config, scenario, placed, list(kinds.values()), launched)
 
 
 def _bound_of(config: GemmConfig, gpu: GpuSpec, plan: Plan, scenario: ScenarioParts) -> float:

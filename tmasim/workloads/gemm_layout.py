@@ -18,6 +18,7 @@ SMs identical, so aggregation stays exact).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -118,15 +119,22 @@ def cluster_grid(config: GemmConfig, cluster: tuple[int, int] = (1, 1)) -> tuple
     return -(-config.tiles_m // cluster[0]), -(-config.tiles_n // cluster[1])
 
 
-def tile_coords(config: GemmConfig, cluster: tuple[int, int] = (1, 1)) -> list[tuple[int, int]]:
+def tile_coords(config: GemmConfig, cluster: tuple[int, int] = (1, 1)) -> tuple[tuple[int, int], ...]:
     """(tile row, tile column) of each CTA's output tile, in launch (raster) order. With clusters
     the raster walks clusters (a band keeps ``group`` tile rows, rounded down to whole clusters),
     and each cluster's CTAs follow in rank order, rank = x + y·CX for the CTA x along M and y along
     N. Where the cluster does not divide the tile grid, the clusters cover it rounded up: the CTAs
     past its edge get tiles wholly outside the problem (row >= tiles_m or column >= tiles_n)."""
-    cx, cy = cluster
-    clusters = _raster(*cluster_grid(config, cluster), config.raster, max(1, config.group // cx))
-    return [(r * cx + rank % cx, c * cy + rank // cx) for r, c in clusters for rank in range(cx * cy)]
+    return _coords(*cluster_grid(config, cluster), config.raster, max(1, config.group // cluster[0]),
+                   *cluster)
+
+
+@functools.lru_cache(maxsize=16)  # a few walks: a large problem's take megabytes
+def _coords(tm: int, tn: int, raster: str, group: int, cx: int, cy: int) -> tuple[tuple[int, int], ...]:
+    """tile_coords' walk, kept per grid and walk: a search bounds many designs that share them
+    (stage counts, multicasts), and the walk of a large problem's tiles costs a millisecond."""
+    clusters = _raster(tm, tn, raster, group)
+    return tuple((r * cx + rank % cx, c * cy + rank // cx) for r, c in clusters for rank in range(cx * cy))
 
 
 def in_bounds(config: GemmConfig, row: int, col: int) -> tuple[int, int]:
