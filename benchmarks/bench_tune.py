@@ -6,10 +6,12 @@ left out), the simulations run, and the best. For gemm-h100 it also gives the be
 192-point design grid at K = 8192 (benchmarks/bench_search.py's grid, searched with
 ``sweep --search``: the same answer as the full grid) to compare: the tune's best must be no slower.
 Targets (2 cores, 2 jobs): gemm-h100 over >= 1,000 design points in <= 60 s; attention-h100-causal
-in <= 90 s. On a machine that others share, wall time counts the waits for a core: the CPU
-seconds of this process and its workers are printed too.
+in <= 90 s. ``--wide`` tunes gemm-h100's wide space (``tmasim tune --wide``: clusters to the
+GPU's limit, grid and persistent launches, stream-K and split-K) instead. On a machine that
+others share, wall time counts the waits for a core: the CPU seconds of this process and its
+workers are printed too.
 
-    python benchmarks/bench_tune.py [--jobs 2] [--only gemm|attention] [--no-grid]
+    python benchmarks/bench_tune.py [--jobs 2] [--only gemm|attention] [--no-grid] [--wide]
 """
 
 from __future__ import annotations
@@ -31,12 +33,12 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def timed_tune(name: str, jobs: int) -> TuneResult:
+def timed_tune(name: str, jobs: int, wide: bool = False) -> TuneResult:
     cpu, start = cpu_seconds(), time.perf_counter()
-    result = tmasim.tune(name, jobs=jobs)
+    result = tmasim.tune(name, jobs=jobs, wide=wide, max_seconds=None)
     wall, used = time.perf_counter() - start, cpu_seconds() - cpu
     best = result.best
-    print(f"tune {name}: {result.candidates:,} candidate points, {result.valid:,} valid "
+    print(f"tune {name}{' --wide' if wide else ''}: {result.candidates:,} candidate points, {result.valid:,} valid "
           f"({sum(result.left_out.values()):,} left out); {result.simulated} simulated; "
           f"{wall:.1f} s wall, {used:.1f} CPU s (--jobs {jobs})")
     if best is not None:
@@ -62,9 +64,10 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--only", choices=("gemm", "attention"))
     parser.add_argument("--no-grid", action="store_true", help="skip the 192-point grid's best")
+    parser.add_argument("--wide", action="store_true", help="gemm-h100's wide space")
     args = parser.parse_args()
     if args.only in (None, "gemm"):
-        found = timed_tune("gemm-h100", args.jobs)
+        found = timed_tune("gemm-h100", args.jobs, args.wide)
         if not args.no_grid:
             grid = grid_best(args.jobs)
             tuned = float(found.best["makespan_ns"]) if found.best is not None else float("inf")

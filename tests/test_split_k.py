@@ -164,10 +164,11 @@ def test_split_k_of_one_is_the_plain_run():
         run("gemm-h100", "workload.m=512")["makespan_ps"]
 
 
-def test_lower_bound_of_a_split_run_is_its_own():
+def test_lower_bound_of_a_split_run_is_its_own_or_its_slot_chain():
     scenario = load("gemm-h100", ["workload.m=128", "workload.n=1024", "workload.k=4096", "workload.split_k=4",
                                   "run.records=false"])
-    assert lower_bound_ns(scenario) == pytest.approx(simulate(scenario).stats["bound_ns"])
+    stats = simulate(scenario).stats
+    assert stats["bound_ns"] <= lower_bound_ns(scenario) <= stats["makespan_ns"]
 
 
 def test_summary_and_explain_say_what_the_split_cost(capsys):  # type: ignore[no-untyped-def]

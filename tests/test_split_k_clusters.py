@@ -156,8 +156,8 @@ def test_split_k_with_clusters_reduces_every_cta_tile(name, cluster, multicast):
     cx, cy = load(name, [f"pipeline.cluster={cluster}"]).pipeline.cluster
     assert stats["ctas"] == tiles * splits and stats["cluster_slots_used"] == tiles * splits // (cx * cy)
     assert stats["bound_ns"] * 1000 < stats["makespan_ps"] < plain["makespan_ps"]
-    assert lower_bound_ns(load(name, [*SHAPE, f"pipeline.cluster={cluster}", f"workload.split_k={splits}"])) == \
-        pytest.approx(stats["bound_ns"])
+    bound = lower_bound_ns(load(name, [*SHAPE, f"pipeline.cluster={cluster}", f"workload.split_k={splits}"]))
+    assert stats["bound_ns"] <= bound <= stats["makespan_ns"]  # the run's, or the slot chain's (a search's)
 
 
 def test_stream_k_with_2x1_clusters_uses_the_idle_sms():

@@ -13,7 +13,7 @@ import pytest
 import tmasim
 from tmasim import load_scenario
 from tmasim.errors import TmasimError
-from tmasim.simulation import lower_bound_ns, quick_lower_bound_ns, simulate
+from tmasim.simulation import lower_bound_ns, quick_lower_bound_ns, same_run, simulate
 from tmasim.sweep import answer, run_sweep
 from tmasim.tuning import space as spaces
 
@@ -130,7 +130,7 @@ def small_space():
 
 def test_the_search_gives_the_answer_of_every_valid_point_simulated(small_space, monkeypatch, tmp_path):
     space, tuning = small_space
-    monkeypatch.setattr(tuning, "design_space", lambda base: space)
+    monkeypatch.setattr(tuning, "design_space", lambda base, **_: space)
     found = tmasim.tune("gemm-h100", SMALL, out=tmp_path / "tune.csv")
     ok = found.frame[found.frame["status"] != "pruned"]
     vary = {f: [list(v) if hasattr(v, "__len__") and not isinstance(v, str) else v for v in found.frame[f]]
@@ -153,7 +153,7 @@ def test_the_search_gives_the_answer_of_every_valid_point_simulated(small_space,
 
 def test_the_out_table_holds_every_valid_point_and_resumes(small_space, monkeypatch, tmp_path):
     space, tuning = small_space
-    monkeypatch.setattr(tuning, "design_space", lambda base: space)
+    monkeypatch.setattr(tuning, "design_space", lambda base, **_: space)
     out = tmp_path / "tune.csv"
     first = tmasim.tune("gemm-h100", SMALL, out=out)
     table = pd.read_csv(out)
@@ -209,9 +209,67 @@ def test_a_long_tune_says_so_as_a_tune(small_space, monkeypatch):
     from tmasim.sweep import estimate
 
     space, tuning = small_space
-    monkeypatch.setattr(tuning, "design_space", lambda base: space)
+    monkeypatch.setattr(tuning, "design_space", lambda base, **_: space)
     monkeypatch.setattr(estimate, "NOTE_SECONDS", 0.0)
     notes: list[str] = []
     tmasim.tune("gemm-h100", SMALL, notify=notes.append)
     assert len(notes) == 1 and notes[0].startswith("tmasim: note: a long tune: ")
     assert "points expected to be simulated (by their bounds)" in notes[0] and "sweep" not in notes[0]
+
+
+def test_the_wide_gemm_space_adds_clusters_to_the_gpus_limit_the_launch_and_the_schedulers():
+    space = spaces.design_space(load_scenario("gemm-h100"), wide=True)
+    assert space.fields[-3:] == ("workload.launch", "workload.scheduler", "workload.split_k")
+    shapes = {tuple(p[2]) for p in space.points}
+    assert shapes == {(cx, cy) for cx in (1, 2, 4, 8, 16) for cy in (1, 2, 4, 8, 16) if cx * cy <= 16}
+    ways = {p[6:] for p in space.points}
+    # stream-K is persistent; 8192^3 has 2,048 tiles of 128 x 256 for 132 SMs: no split-K
+    assert ways == {("persistent", "data-parallel", 1), ("persistent", "stream-k", 1), ("grid", "data-parallel", 1)}
+    # 80 tile and stage pairs; 41 clusters with their multicasts; 3 rasters; 3 ways
+    assert len(space) == 80 * 41 * 3 * 3 == 29520
+    decode = spaces.design_space(load_scenario("gemm-h100", ["workload.m=256", "workload.n=1024"]), wide=True)
+    splits = {(tuple(p[0]), p[8]) for p in decode.points}
+    # split-K while tiles x splits <= 2 x 132: 16 tiles of 128 x 128 by 8; 64 tiles of 64 x 64 by 4, not 8
+    assert ((128, 128, 64), 8) in splits and ((64, 64, 64), 4) in splits and ((64, 64, 64), 8) not in splits
+
+
+def test_fields_given_with_set_stay_as_given():
+    base = load_scenario("gemm-h100", ["pipeline.cluster=[2,1]", "workload.raster=row"])
+    space = spaces.design_space(base, kept={"pipeline.cluster", "workload.raster"})
+    assert "pipeline.cluster" not in space.fields and "workload.raster" not in space.fields
+    multicast = space.fields.index("workload.multicast")
+    assert {p[multicast] for p in space.points} == {"none", "b"}  # what a 2x1 cluster allows
+    found = tmasim.tune("gemm-h100", [*SMALL, "workload.tile=[128,128,64]", "pipeline.stages=3"], jobs=1)
+    assert "workload.tile" not in answer.varied_fields(found.frame)
+    assert found.candidates == 9 * 3  # the clusters with their multicasts, and the rasters
+
+
+def test_stream_k_that_splits_no_tile_is_the_data_parallel_run():
+    whole = load_scenario("gemm-h100", ["workload.m=4096", "workload.n=4096", "workload.k=4096",
+                                        "workload.scheduler=stream-k", "pipeline.cluster=[2,2]"])
+    assert "the same run as \"data-parallel\"" in same_run(whole)  # 512 tiles: 4 waves of 128 CTAs
+    ragged = load_scenario("gemm-h100", ["workload.m=4096", "workload.n=4096", "workload.k=4096",
+                                         "workload.scheduler=stream-k", "pipeline.cluster=[2,1]"])
+    assert same_run(ragged) is None  # 132 CTAs: a partial wave to spread
+    plain = load_scenario("gemm-h100", ["workload.m=4096", "workload.n=4096", "workload.k=4096"])
+    assert same_run(plain) is None
+
+
+def test_a_wide_search_gives_the_answer_of_every_valid_point_simulated(monkeypatch):
+    """A slice of the wide space (one tile, two stage counts, clusters of up to two CTAs, one
+    raster, every launch and scheduler) searched, and simulated point by point."""
+    from tmasim.tuning import run as tuning
+
+    problem = ["workload.m=256", "workload.n=256", "workload.k=2048"]
+    space = spaces.design_space(load_scenario("gemm-h100", problem), wide=True)
+    keep = tuple(p for p in space.points if p[0] == [128, 128, 64] and p[1] in (2, 3) and p[2][0] * p[2][1] <= 2
+                 and p[5] == "row")
+    monkeypatch.setattr(tuning, "design_space", lambda base, **_: spaces.Space(space.kind, space.fields, keep))
+    found = tmasim.tune("gemm-h100", problem, jobs=2)
+    assert {p[6:] for p in keep} >= {("persistent", "stream-k", 1), ("grid", "data-parallel", 8)}
+    vary = {f: [list(v) if hasattr(v, "__len__") and not isinstance(v, str) else v for v in found.frame[f]]
+            for f in answer.varied_fields(found.frame)}
+    full = run_sweep("gemm-h100", [*problem, "workload.tile=[128,128,64]", "workload.raster=row"], vary, zip_=True,
+                     progress=False)
+    assert answer.answer_lines(found.frame) == answer.answer_lines(full)
+    assert 0 < found.simulated < len(full)

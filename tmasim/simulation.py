@@ -179,6 +179,13 @@ def quick_lower_bound_ns(scenario: Scenario) -> float | None:
     return float(quick(scenario.workload, scenario))
 
 
+def same_run(scenario: Scenario) -> str | None:
+    """Why the scenario runs exactly as a simpler setting of its design does (the workload's
+    optional ``same_run``, tmasim.workloads.base), else None."""
+    check = getattr(workload_of(scenario.workload), "same_run", None)
+    return None if check is None else check(scenario.workload, scenario)
+
+
 def _plan_size_estimate(scenario: Scenario) -> budget.Estimate | None:
     size = getattr(workload_of(scenario.workload), "plan_size", None)  # optional for a new workload
     if size is None:

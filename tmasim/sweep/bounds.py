@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from tmasim.errors import ModelError, TmasimError
 from tmasim.inputs.scenario import from_dict
-from tmasim.simulation import lower_bound_ns, quick_lower_bound_ns
+from tmasim.simulation import lower_bound_ns, quick_lower_bound_ns, same_run
 from tmasim.sweep.points import Task
 from tmasim.sweep.spec import Point, point_raw
 
@@ -35,31 +35,36 @@ class Bound:
     invalid: str | None = None
 
 
-def bound_of(task: Task, point: Point, quick: bool = False) -> Bound:
-    """The point's bound: ``quick``, the cheaper one (:func:`tmasim.simulation.quick_lower_bound_ns`)."""
+def bound_of(task: Task, point: Point, quick: bool = False, distinct: bool = False) -> Bound:
+    """The point's bound: ``quick``, the cheaper one (:func:`tmasim.simulation.quick_lower_bound_ns`).
+    ``distinct`` (a tune's space): a point that runs as a simpler setting of it does
+    (:func:`tmasim.simulation.same_run`) is ``invalid`` with that reason."""
     how = quick_lower_bound_ns if quick else lower_bound_ns
     try:
-        return Bound(how(from_dict(point_raw(task.base_raw, point), task.base_dir)))
+        scenario = from_dict(point_raw(task.base_raw, point), task.base_dir)
+        bound = how(scenario)
+        same = same_run(scenario) if distinct else None
+        return Bound(None, same) if same is not None else Bound(bound)
     except TmasimError as err:
         return Bound(None, str(err))
     except (ModelError, ArithmeticError, TypeError, ValueError):
         return Bound(None)
 
 
-def bound_chunk(task: Task, points: Sequence[Point], quick: bool = False) -> list[Bound]:
-    return [bound_of(task, point, quick) for point in points]
+def bound_chunk(task: Task, points: Sequence[Point], quick: bool = False, distinct: bool = False) -> list[Bound]:
+    return [bound_of(task, point, quick, distinct) for point in points]
 
 
 def bounds(task: Task, points: Sequence[Point], *, jobs: int = 1, executor: str = "local",
-           quick: bool = False) -> dict[int, Bound]:
-    """Each point's :class:`Bound` (``quick``: the cheaper one), by point id: in ``jobs`` local
-    processes, else in this one."""
+           quick: bool = False, distinct: bool = False) -> dict[int, Bound]:
+    """Each point's :class:`Bound` (``quick``: the cheaper one; ``distinct``: see :func:`bound_of`),
+    by point id: in ``jobs`` local processes, else in this one."""
     if jobs == 1 or executor != "local" or len(points) <= CHUNK:
-        return {point.id: bound_of(task, point, quick) for point in points}
+        return {point.id: bound_of(task, point, quick, distinct) for point in points}
     from tmasim.sweep.executors import _start_worker
 
     chunks = [list(points[i:i + CHUNK]) for i in range(0, len(points), CHUNK)]
     with ProcessPoolExecutor(max_workers=jobs, initializer=_start_worker, initargs=(os.getpid(),)) as pool:
-        found = pool.map(bound_chunk, [task] * len(chunks), chunks, [quick] * len(chunks))
+        found = pool.map(bound_chunk, [task] * len(chunks), chunks, [quick] * len(chunks), [distinct] * len(chunks))
         return {point.id: bound for chunk, got in zip(chunks, found, strict=True)
                 for point, bound in zip(chunk, got, strict=True)}

@@ -94,27 +94,35 @@ def check_count(todo: Sequence[Point], max_points: int | None) -> None:
 
 def check(plan: SweepPlan, todo: Sequence[Point], jobs: int, *, max_points: int | None, max_seconds: float | None,
           notify: Callable[[str], None] | None, expected: Sequence[Point] | None = None,
-          command: str | None = None) -> float | None:
+          command: str | None = None, certain: Sequence[Point] | None = None) -> float | None:
     """Refuse a sweep over the limits; note a long one; say nothing about a short one. Returns
     the estimated seconds a point (the sample's mean; None with nothing to run), which sizes
     the chunks the workers take (:func:`tmasim.sweep.executors.chunked`).
 
     A search passes the points it ``expected`` to simulate (:func:`tmasim.sweep.search.expected`,
     from their bounds): the estimate is theirs, sampled among them, not the whole grid's; the
-    others cost nothing more (their bounds are already known). ``command``: what the messages call
-    the run (default ``sweep``, or ``sweep --search`` for a search; ``tune`` searches too)."""
+    others cost nothing more (their bounds are already known). With ``certain`` (those of them
+    sure to run: :func:`tmasim.sweep.search.certain`), ``expected`` is the most the search may
+    run: the note gives both, and only what is certain is refused. ``command``: what the messages
+    call the run (default ``sweep``, or ``sweep --search`` for a search; ``tune`` searches too)."""
     if not todo:
         return None
     if expected is not None:
         if not expected:
             return None
         seconds, sampled, slow = _sample(plan, expected, jobs)
-        what = (f"{command or 'sweep --search'}: {len(expected):,} of {len(todo):,} points expected to be "
+        count, most = len(expected), seconds
+        points, about = f"{count:,}", budget.about(seconds)
+        if certain is not None and len(certain) < count:
+            least, _, _ = _sample(plan, certain, jobs) if certain else (0.0, 0, "")
+            points, about = f"{len(certain):,} to {count:,}", f"{budget.about(least)} to {budget.about(seconds)}"
+            seconds, count = least, len(certain)  # what is refused: the points sure to run
+        what = (f"{command or 'sweep --search'}: {points} of {len(todo):,} points expected to be "
                 f"simulated (by their bounds)",
-                f"{budget.about(seconds)} with --jobs {jobs} (from the plans of {sampled} of them{slow})")
-        count = len(expected)
+                f"{about} with --jobs {jobs} (from the plans of {sampled} of them{slow})")
     else:
         seconds, sampled, slow = _sample(plan, todo, jobs)
+        most = seconds
         what = (f"{command or 'sweep'}: {len(todo):,} points to run",
                 f"{budget.about(seconds)} with --jobs {jobs} (from the plans of {sampled} of them{slow})")
         count = len(todo)
@@ -124,6 +132,6 @@ def check(plan: SweepPlan, todo: Sequence[Point], jobs: int, *, max_points: int 
     if max_seconds is not None and seconds >= max_seconds:
         raise ResourceError(f"{what[0]}, {what[1]}, over the limit of {budget.duration(max_seconds)}; add --yes (or "
                             "pass max_seconds=None from Python) to run them (finished points are kept if you stop it)")
-    if seconds >= NOTE_SECONDS and notify is not None:
+    if (seconds >= NOTE_SECONDS or most >= NOTE_SECONDS) and notify is not None:
         notify(f"tmasim: note: a long {what[0]}, {what[1]}")
-    return (seconds - SWEEP_SECONDS) * jobs / count
+    return (seconds - SWEEP_SECONDS) * jobs / max(count, 1)

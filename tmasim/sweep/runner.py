@@ -88,17 +88,29 @@ def execute(plan: SweepPlan, *, jobs: int = 1, out: str | Path | None = None, ex
         journalled = store is not None and store.journal_path.exists()
         todo = [point for point in plan.points if point.id not in finished]
         found = None
+        point_seconds = None
         if search and todo:
             estimate.check_count(todo, max_points)
             found = _search_problems(plan, task, todo, finished, jobs, executor, known_bounds)
-        point_seconds = estimate.check(plan, todo, jobs, max_points=max_points, max_seconds=max_seconds,
-                                       notify=notify, expected=searching.expected(found) if found is not None else None,
-                                       command=command)
+            # Each problem's lowest unit runs first (every search runs it): its time bounds the best,
+            # so the estimate after it counts no more than the points the search can still reach.
+            estimate.check(plan, todo, jobs, max_points=max_points, max_seconds=max_seconds, notify=None,
+                           expected=searching.firsts(found), command=command)
+        else:
+            point_seconds = estimate.check(plan, todo, jobs, max_points=max_points, max_seconds=max_seconds,
+                                           notify=notify, command=command)
+
+        def after_firsts(problems: list[searching.Problem]) -> None:
+            _tighten_expected(task, problems, jobs, executor)
+            estimate.check(plan, todo, jobs, max_points=max_points, max_seconds=max_seconds, notify=notify,
+                           expected=searching.expected(problems), certain=searching.certain(problems),
+                           command=command)
+
         written = False
         try:
             if found is not None:
                 _search_points(plan, task, found, finished, store, jobs=jobs, executor=executor,
-                               scheduler=scheduler, progress=progress)
+                               scheduler=scheduler, progress=progress, after_firsts=after_firsts)
             else:
                 _run_points(plan, task, todo, finished, store, jobs=jobs, executor=executor, scheduler=scheduler,
                             progress=progress, point_seconds=point_seconds)
@@ -139,10 +151,18 @@ def _search_problems(plan: SweepPlan, task: Task, todo: Sequence[Point], finishe
     found = searching.problems(plan, todo, finished, lambda point: quick.get(point.id),
                                tighten=lambda point: bounding.bound_of(task, point).ns)
     searching.tighten_known(found, tight)
-    ahead = [point for point in searching.expected(found) if point.id not in tight]
-    tight.update((i, b.ns) for i, b in bounding.bounds(task, ahead, jobs=jobs, executor=executor).items())
-    searching.tighten_known(found, tight)
     return found
+
+
+def _tighten_expected(task: Task, found: list[searching.Problem], jobs: int, executor: str) -> None:
+    """The tight bounds of the points a search expects to run, on ``jobs`` local workers at once
+    (the search would work them out one by one as it reaches them)."""
+    from tmasim.sweep import bounds as bounding
+
+    loose = searching.loose(found)
+    ahead = [point for point in searching.expected(found) if point.id in loose]
+    tight = {i: b.ns for i, b in bounding.bounds(task, ahead, jobs=jobs, executor=executor).items()}
+    searching.tighten_known(found, tight)
 
 
 def _has_quick_bound(task: Task, point: Point) -> bool:
@@ -221,8 +241,9 @@ def _run_points(plan: SweepPlan, task: Task, todo: Sequence[Point], finished: di
 
 def _search_points(plan: SweepPlan, task: Task, found: list[searching.Problem], finished: dict[int, Outcome],
                    store: SweepStore | None, *, jobs: int, executor: str, scheduler: str | None,
-                   progress: bool) -> None:
-    """As :func:`_run_points`, but lowest bound first, up to where no point can change the answer."""
+                   progress: bool, after_firsts: Callable[[list[searching.Problem]], None]) -> None:
+    """As :func:`_run_points`, but lowest bound first, up to where no point can change the answer:
+    each problem's lowest unit first, then ``after_firsts`` (the estimate), then the rest."""
     with contextlib.ExitStack() as stack:
         journal = stack.enter_context(store.journal()) if store is not None else None
         workers = stack.enter_context(pool(task, jobs=jobs, executor=executor, scheduler=scheduler))
@@ -234,6 +255,8 @@ def _search_points(plan: SweepPlan, task: Task, found: list[searching.Problem], 
             finished.update((outcome.point, outcome) for outcome in outcomes)
             bar.update(len(outcomes))
 
+        searching.run(found, workers, jobs, finished, done, firsts=True)
+        after_firsts(found)
         searching.run(found, workers, jobs, finished, done)
         rest = searching.pruned(found, task)
         if rest:

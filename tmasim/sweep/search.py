@@ -179,6 +179,19 @@ def tighten_known(found: Sequence[Problem], tight: Mapping[int, float | None]) -
         problem.units[problem.next:] = sorted(problem.units[problem.next:], key=lambda u: u.bound_ns)
 
 
+def certain(found: Sequence[Problem]) -> list[Point]:
+    """The points every search of ``found`` simulates: per problem, the units whose bound is within
+    the knee tolerance of the lowest bound (the best time is at least the lowest bound, so their
+    bounds never exceed best x (1 + tolerance))."""
+    points: list[Point] = []
+    for problem in found:
+        bounds = [unit.bound_ns for unit in problem.units[problem.next:]]
+        lowest = min([b for b in bounds if b > -math.inf], default=math.inf)
+        points += [p for unit, b in zip(problem.units[problem.next:], bounds, strict=True)
+                   if b <= lowest * (1 + KNEE_TOLERANCE) for p in unit.todo]
+    return points
+
+
 def expected(found: Sequence[Problem]) -> list[Point]:
     """The points a search expects to simulate, for its estimate (:mod:`tmasim.sweep.estimate`):
     per problem, every unit whose bound is at most the expected best time x (1 + the knee
@@ -197,13 +210,27 @@ def expected(found: Sequence[Problem]) -> list[Point]:
     return points
 
 
+def firsts(found: Sequence[Problem]) -> list[Point]:
+    """The points of each problem's lowest unit where the problem has no best time yet: the
+    units ``run(..., firsts=True)`` runs (every search runs them)."""
+    return [p for problem in found if problem.best_ns == math.inf and (unit := problem.head()) is not None
+            for p in unit.todo]
+
+
+def loose(found: Sequence[Problem]) -> set[int]:
+    """The points whose units are ordered by quick bounds still (their tight ones not worked out)."""
+    return {p.id for problem in found for unit in problem.units[problem.next:] if not unit.exact for p in unit.todo}
+
+
 def run(found: list[Problem], workers: Pool, jobs: int, finished: dict[int, Outcome],
-        done: Callable[[list[Outcome]], None]) -> None:
+        done: Callable[[list[Outcome]], None], *, firsts: bool = False) -> None:
     """Keep ``jobs`` units running, the lowest bound that can still matter next; ``done`` gets
-    each unit's outcomes as it finishes (and has put them in ``finished``)."""
+    each unit's outcomes as it finishes (and has put them in ``finished``). ``firsts``: only the
+    lowest unit of each problem with no best time yet (:func:`firsts`)."""
     flying: dict[int, tuple[Problem, Unit]] = {}
+    waiting = [problem for problem in found if problem.best_ns == math.inf] if firsts else []
     while True:
-        while len(flying) < jobs and (pick := _lowest(found)) is not None:
+        while len(flying) < jobs and (pick := _first(waiting) if firsts else _lowest(found)) is not None:
             workers.submit(pick[1].todo)
             flying[pick[1].todo[0].id] = pick
         if not flying:
@@ -212,6 +239,16 @@ def run(found: list[Problem], workers: Pool, jobs: int, finished: dict[int, Outc
         problem, unit = flying.pop(outcomes[0].point)
         done(outcomes)
         problem.record(unit, finished)
+
+
+def _first(waiting: list[Problem]) -> tuple[Problem, Unit] | None:
+    while waiting:
+        problem = waiting.pop(0)
+        if problem.head() is not None:
+            unit = problem.units[problem.next]
+            problem.next += 1
+            return problem, unit
+    return None
 
 
 def _lowest(found: list[Problem]) -> tuple[Problem, Unit] | None:

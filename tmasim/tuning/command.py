@@ -15,8 +15,9 @@ EPILOG = """examples:
   tmasim tune attention-h100 --set workload.seqlen_q=2048
 
 The space: tiles, stage counts that fit, clusters up to 2x2 with each multicast, 2-SM pairs on
-Blackwell, rasters (GEMM); tiles, stages, consumer warpgroups and their mode, softmax overlap
-(attention). Running the same command again with --out resumes from the file."""
+Blackwell, rasters (GEMM; --wide adds clusters up to the GPU's limit, the launch, stream-K and
+split-K); tiles, stages, consumer warpgroups and their mode, softmax overlap (attention). A field
+given with --set stays as given. Running the same command again with --out resumes from the file."""
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
@@ -29,6 +30,8 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     tune.add_argument("--jobs", type=int, default=1, metavar="N", help="worker processes; default 1")
     tune.add_argument("--out", type=Path, help="write every valid point (.parquet or .csv): simulated rows, and "
                                                "pruned ones with their bound")
+    tune.add_argument("--wide", action="store_true", help="a GEMM's wide space: clusters up to the GPU's limit, "
+                                                           "grid and persistent launches, stream-K and split-K")
     tune.add_argument("--quiet", action="store_true", help="no progress bar")
     tune.add_argument("--yes", action="store_true", help="run a search estimated to take over 15 min, and points "
                                                           "past a run's limits")
@@ -43,7 +46,7 @@ def handle(args: argparse.Namespace) -> int:
 
     result = tune(args.scenario, args.overrides, jobs=args.jobs, out=args.out, progress=not args.quiet,
                   allow_large=args.yes, max_seconds=None if args.yes else estimate.LIMIT_SECONDS,
-                  notify=budget.command_line(args.yes).notify)
+                  notify=budget.command_line(args.yes).notify, wide=args.wide)
     print(result.text())
     if args.out is not None:
         written = result.frame.attrs.get("sweep", {}).get("written")

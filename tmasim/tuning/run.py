@@ -85,14 +85,16 @@ class TuneResult:
 def tune(scenario: str | Path | Mapping[str, Any] | Scenario | None, overrides: Iterable[str] = (), *,
          jobs: int = 1, out: str | Path | None = None, progress: bool = False, allow_large: bool = False,
          max_seconds: float | None = estimate.LIMIT_SECONDS,
-         notify: Callable[[str], None] | None = None) -> TuneResult:
+         notify: Callable[[str], None] | None = None, wide: bool = False) -> TuneResult:
     """Search ``scenario``'s design space (:mod:`tmasim.tuning.space`) for its best design.
 
     ``scenario`` is a bundled scenario's name, a file, raw scenario data or a :class:`Scenario`;
     ``overrides`` are ``--set`` strings applied first (the problem: ``workload.m=4096``...).
     ``jobs`` worker processes bound and simulate the points; ``out`` (.parquet or .csv) receives
     the table of every valid point, and running the same tune again resumes from it. A search
-    estimated past ``max_seconds`` is refused (``None``: no limit), as a sweep's is.
+    estimated past ``max_seconds`` is refused (``None``: no limit), as a sweep's is. ``wide``: a
+    GEMM's wide space (:mod:`tmasim.tuning.space`: clusters to the GPU's limit, the launch,
+    stream-K and split-K).
     """
     from tmasim.estimates.budget import check_jobs
     from tmasim.sweep.runner import execute
@@ -103,10 +105,13 @@ def tune(scenario: str | Path | Mapping[str, Any] | Scenario | None, overrides: 
     raw = scenarios.apply_overrides(raw, overrides)
     scenarios.set_field(raw, "run.records", False)
     base = from_dict(raw, base_dir)
-    space = design_space(base)
+    space = design_space(base, kept=_given(overrides), wide=wide)
     task = Task(raw, base_dir, allow_large=allow_large)
     candidates = _plan(source, raw, base_dir, space.fields, space.points)
-    found = bounds(task, candidates.points, jobs=jobs, quick=True)
+    # A design that runs as another of the space does (stream-K splitting no tile) is left out,
+    # where that other one is in the space (the scheduler varies).
+    distinct = "workload.scheduler" in space.fields
+    found = bounds(task, candidates.points, jobs=jobs, quick=True, distinct=distinct)
     valid = [p for p in candidates.points if found[p.id].invalid is None]
     if not valid:
         first = next(iter(found.values()))
@@ -118,6 +123,11 @@ def tune(scenario: str | Path | Mapping[str, Any] | Scenario | None, overrides: 
                     allow_large=allow_large, notify=notify, search=True, known_bounds=known, command="tune")
     left_out, examples = _left_out(found[p.id].invalid for p in candidates.points)
     return TuneResult(plan.name, _what(base), len(space), left_out, frame, time.perf_counter() - start, examples)
+
+
+def _given(overrides: Iterable[str]) -> set[str]:
+    """The fields an override sets: the space keeps them as given."""
+    return {o.split("=", 1)[0].strip() for o in overrides if "=" in o}
 
 
 def _base(scenario: str | Path | Mapping[str, Any] | Scenario | None) -> tuple[str, dict[str, Any], Path | None]:

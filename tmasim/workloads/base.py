@@ -11,7 +11,10 @@ is optional and so not in the protocol: ``auto_stages(config, gpu, pipeline)``, 
 rule, tmasim.workloads.gemm_stages); a module without it refuses ``"auto"`` with a ScenarioError.
 Another is ``lower_bound_ns(config, scenario)``: a proven lower bound on the run's makespan (ns),
 from the plan alone, never simulating: what ``tmasim sweep --search`` orders and prunes points by
-(tmasim.sweep.search); a module without it has its points all simulated.
+(tmasim.sweep.search); a module without it has its points all simulated. And
+``same_run(config, scenario)``: why this design runs exactly as a simpler setting of it does (a
+one-line reason naming the field), or None: ``tmasim tune`` leaves such a candidate out of its
+space, as the point it duplicates is in it.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ MMA table, tmasim.mma).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,7 @@ from tmasim.machine.hardware import GpuSpec
 from tmasim.machine.operands import k_step_smem_bytes, k_step_smem_hold
 from tmasim.machine.residency import Residency, residency
 from tmasim.workloads import gemm_split
-from tmasim.workloads.gemm_bounds import breakdown
+from tmasim.workloads.gemm_bounds import breakdown, slot_chain_ns
 from tmasim.workloads.gemm_config import FIELDS, KIND, PROBLEM_FIELDS, GemmConfig, parse
 from tmasim.workloads.gemm_l2_merge import merge_factors
 from tmasim.workloads.gemm_layout import (
@@ -46,6 +47,8 @@ from tmasim.workloads.gemm_layout import (
     hbm_fractions,
     in_bounds,
     k_step_smem_traffic,
+    launched_ctas,
+    tile_coord,
     tile_coords,
 )
 from tmasim.workloads.gemm_mma import MmaStep, accumulator, mma_step
@@ -56,7 +59,7 @@ if TYPE_CHECKING:
     from tmasim.settings.parts import ScenarioParts
 
 __all__ = ["FIELDS", "KIND", "PROBLEM_FIELDS", "GemmConfig", "auto_stages", "check", "describe", "explain", "parse",
-           "lower_bound_ns", "plan", "quick_lower_bound_ns", "stats", "summary_rows", "work_units"]
+           "lower_bound_ns", "plan", "quick_lower_bound_ns", "same_run", "stats", "summary_rows", "work_units"]
 
 
 def check(config: GemmConfig, scenario: ScenarioParts) -> None:
@@ -81,11 +84,21 @@ class _Placed:
     step: MmaStep
     res: Residency
     placement: ClusterPlacement
-    coords: tuple[tuple[int, int], ...]
+    config: GemmConfig
+    launched: int    # CTAs the rounded-up cluster grid launches
     slots: int       # clusters resident at once
     concurrent: int  # CTAs resident at once
     b_stage: int     # a CTA's B bytes a stage (half of B in a pair)
     mma_pace: float  # how much longer each MMA takes than alone (gpu.tensor_sustained; 1 within it)
+
+    @property
+    def coords(self) -> tuple[tuple[int, int], ...]:
+        """Each launched CTA's (tile row, tile column), in launch order (a plan's walk of them all)."""
+        return tile_coords(self.config, self.setup.shape)
+
+    def coord(self, index: int) -> tuple[int, int]:
+        """CTA ``index``'s tile alone (the quick bounds look at a few CTAs of a large launch)."""
+        return tile_coord(self.config, self.setup.shape, index)
 
 
 def _place(config: GemmConfig, scenario: ScenarioParts) -> _Placed:
@@ -115,13 +128,13 @@ def _place(config: GemmConfig, scenario: ScenarioParts) -> _Placed:
                              f"the {chosen.rule}, which budgets {chosen.budget}; tmasim's residency check refuses "
                              "it: give a whole number)") from None
     placement = place(gpu, cluster, res.ctas_per_sm, res.limited_by)
-    coords = tile_coords(config, cluster)
-    slots = min(len(coords) // placement.size, placement.clusters)
+    launched = launched_ctas(config, cluster)
+    slots = min(launched // placement.size, placement.clusters)
     concurrent = slots * placement.size
     pace = gpu.mma_pace(config.dtype, _whole_chip(gpu, placement, concurrent, res))
     if pace > 1:  # the tensor cores' sustained rate under whole-chip load (gpu.tensor_sustained)
         step = mma_step(config, gpu, consumers, mode, setup.pair, pace)
-    return _Placed(setup, layout, step, res, placement, coords, slots, concurrent, b_stage, pace)
+    return _Placed(setup, layout, step, res, placement, config, launched, slots, concurrent, b_stage, pace)
 
 
 def _whole_chip(gpu: GpuSpec, placement: ClusterPlacement, concurrent: int, res: Residency) -> bool:
@@ -219,7 +232,7 @@ def _decomposition(config: GemmConfig, placed: _Placed) -> gemm_split.Decomposit
     """The split (tmasim.workloads.gemm_split), in clusters: each cluster's works, its rank 0's
     tiles. None where stream-K leaves every tile data-parallel."""
     placement, persistent = placed.placement, config.launch == "persistent"
-    clusters = len(placed.coords) // placement.size
+    clusters = placed.launched // placement.size
     if config.split_k > 1:
         return gemm_split.split_k(clusters, config.k_steps, config.split_k, placement.clusters if persistent else None)
     gm, gn = cluster_grid(config, placed.setup.shape)  # calculate_groups: clusters along the raster
@@ -244,7 +257,7 @@ def _far_latency(gpu: GpuSpec, layout: GemmLayout) -> int:
 
 def _placement_info(config: GemmConfig, placed: _Placed, slots: int, gpu: GpuSpec) -> dict[str, object]:
     """The clusters' placement, the 2-SM MMA, and the CTA tiles a rounded-up cluster grid adds."""
-    setup, placement, launched = placed.setup, placed.placement, len(placed.coords)
+    setup, placement, launched = placed.setup, placed.placement, placed.launched
     info = _cluster_info(setup, placement, slots, gpu) if placement.size > 1 else {}
     if setup.pair:
         info["mma_cta_group"] = 2
@@ -290,11 +303,23 @@ def describe(config: GemmConfig) -> str:
 
 
 def lower_bound_ns(config: GemmConfig, scenario: ScenarioParts) -> float:
-    """The run's ``bound_ns`` (:func:`breakdown`), from the plan without running it."""
+    """The run's ``bound_ns`` (:func:`breakdown`), from the plan without running it, or the
+    busiest slot's chain of CTAs if that is higher (:func:`slot_chain_ns`)."""
     planned, _ = plan(config, scenario)
     bound = breakdown(config, scenario.gpu, planned, scenario.pipeline.stages, scenario.pipeline.consumers)["bound_ns"]
     assert isinstance(bound, (int, float))
-    return float(bound)
+    return max(float(bound), slot_chain_ns(planned, scenario.gpu))
+
+
+def same_run(config: GemmConfig, scenario: ScenarioParts) -> str | None:
+    """Stream-K that splits no tile (whole waves of tiles, or too few k-tiles to split) runs the
+    data-parallel plan itself: the reason, else None (tmasim.workloads.base)."""
+    if config.scheduler != "stream-k" or config.split_k > 1:
+        return None
+    if _decomposition(config, _place(config, scenario)) is not None:
+        return None
+    return ("workload.scheduler: \"stream-k\" splits no tile here (the tiles make whole waves of the resident "
+            "CTAs, or K has too few k-tiles): the same run as \"data-parallel\"")
 
 
 def quick_lower_bound_ns(config: GemmConfig, scenario: ScenarioParts) -> float:
@@ -313,8 +338,8 @@ def quick_lower_bound_ns(config: GemmConfig, scenario: ScenarioParts) -> float:
         return _quick_grid_bound(config, scenario, placed)
     cache: dict[tuple[object, ...], Unit] = {}
     units = []
-    for index in range(0, len(placed.coords), placed.concurrent):  # the first CTA's tiles
-        last = _drains_tmem(gpu) and index + placed.concurrent >= len(placed.coords)
+    for index in range(0, placed.launched, placed.concurrent):  # the first CTA's tiles
+        last = _drains_tmem(gpu) and index + placed.concurrent >= placed.launched
         units.append(_rank0_unit(cache, config, gpu, placed, index, last))
     alone = Plan([UnitProgram(units)], True, placed.res.ctas_per_sm, 1, flow=True, units=len(units))
     return _bound_of(config, gpu, alone, scenario)
@@ -325,7 +350,13 @@ def _rank0_unit(cache: dict[tuple[object, ...], Unit], config: GemmConfig, gpu: 
     """The unit of CTA ``index`` (rank 0 of its cluster) as the quick bounds see it: copies that all
     hit near in L2; one per kind of tile (inside or at an edge, a pair's partner rows, a last drain,
     a split's k-range)."""
-    row, col = placed.coords[index]
+    row, col = placed.coord(index)
+    return _near_unit(cache, config, gpu, placed, row, col, last, k_range)
+
+
+def _near_unit(cache: dict[tuple[object, ...], Unit], config: GemmConfig, gpu: GpuSpec, placed: _Placed, row: int,
+               col: int, last: bool, k_range: tuple[int, int] | None = None) -> Unit:
+    """:func:`_rank0_unit` of the rank-0 CTA of tile (``row``, ``col``)."""
     key = (_edge(row, config.tiles_m), _edge(col, config.tiles_n), _partner_rows(config, placed.setup, row, 0), last,
            k_range)
     if key not in cache:
@@ -340,24 +371,33 @@ def _quick_grid_bound(config: GemmConfig, scenario: ScenarioParts, placed: _Plac
     each at least the cheapest kind of tile a cluster's rank 0 runs (edge tiles copy less), in its
     resident slots. Its bounds (tensor cores, shared memory, port, TMA requests, each slot's chain
     of CTAs) with copies that all hit near in L2, as the persistent form's."""
-    gpu, coords = scenario.gpu, placed.coords
+    gpu, (cx, cy), (gm, gn) = scenario.gpu, placed.setup.shape, cluster_grid(config, placed.setup.shape)
     last = _drains_tmem(gpu)  # a grid CTA drains its one tile's accumulator before it exits
+    # Each cluster's rank 0 takes tile (row, column) = (cluster row x CX, cluster column x CY), in
+    # every combination (the raster orders them): one row of each kind, one column of each.
+    rows = {(_edge(r, config.tiles_m), _partner_rows(config, placed.setup, r, 0)): r for r in range(0, gm * cx, cx)}
+    cols = {_edge(c, config.tiles_n): c for c in range(0, gn * cy, cy)}
     kinds: dict[tuple[object, ...], Unit] = {}
-    for index in range(0, len(coords), placed.placement.size):  # each cluster's rank 0
-        _rank0_unit(kinds, config, gpu, placed, index, last)
-    return _busiest_sm_bound(config, scenario, placed, list(kinds.values()), len(coords))
+    for row, col in itertools.product(rows.values(), cols.values()):
+        _near_unit(kinds, config, gpu, placed, row, col, last)
+    return _busiest_sm_bound(config, scenario, placed, list(kinds.values()), placed.launched)
 
 
 def _busiest_sm_bound(config: GemmConfig, scenario: ScenarioParts, placed: _Placed, kinds: list[Unit],
                       launched: int) -> float:
     """A grid of ``launched`` one-unit CTAs: some SM runs at least ``ceil(launched / SMs)`` of
-    them, each at least the cheapest of ``kinds``, in its resident slots."""
+    them, each at least the cheapest of ``kinds``, in its resident slots (one after another in
+    each slot: each at least the shortest kind's own time, :func:`slot_chain_ns`)."""
     gpu, ctas_per_sm = scenario.gpu, placed.res.ctas_per_sm
-    cheapest = min(kinds, key=lambda unit: _bound_of(
+    cheapest = min(kinds, key=lambda unit: _breakdown_ns(
         config, gpu, Plan([UnitProgram([unit])], False, ctas_per_sm, 1, flow=True), scenario))
     busiest = -(-launched // max(1, min(gpu.sms, placed.concurrent)))  # CTAs some SM runs, at least
     sm = Plan([UnitProgram([cheapest]) for _ in range(busiest)], False, ctas_per_sm, 1, flow=True, units=busiest)
-    return _bound_of(config, gpu, sm, scenario)
+    # (any CTA of a cluster: a peer's own copies may be only its multicast slices)
+    shortest = min(kinds, key=lambda unit: slot_chain_ns(Plan([UnitProgram([unit])], True, 1, 1, flow=True), gpu,
+                                                         least_fill=True))
+    chain = Plan([UnitProgram([shortest]) for _ in range(busiest)], False, ctas_per_sm, 1, flow=True, units=busiest)
+    return max(_breakdown_ns(config, gpu, sm, scenario), slot_chain_ns(chain, gpu, least_fill=True))
 
 
 def _quick_split_bound(config: GemmConfig, scenario: ScenarioParts, placed: _Placed,
@@ -383,6 +423,10 @@ def _quick_split_bound(config: GemmConfig, scenario: ScenarioParts, placed: _Pla
 
 
 def _bound_of(config: GemmConfig, gpu: GpuSpec, plan: Plan, scenario: ScenarioParts) -> float:
+    return max(_breakdown_ns(config, gpu, plan, scenario), slot_chain_ns(plan, gpu))
+
+
+def _breakdown_ns(config: GemmConfig, gpu: GpuSpec, plan: Plan, scenario: ScenarioParts) -> float:
     bound = breakdown(config, gpu, plan, scenario.pipeline.stages)["bound_ns"]
     assert isinstance(bound, (int, float))
     return float(bound)

@@ -66,6 +66,39 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int, consume
     return bound_figures(bounds, max(serial), config.useful_flops)
 
 
+def _own_time(program: UnitProgram, gpu: GpuSpec, least_fill: bool = False) -> float:
+    """The least time a CTA takes alone: its first step's copies issued and landed and its full
+    barrier's wake-up, then every MMA of its steps one after another on the SM's tensor cores,
+    then its last step's completion (``tail``) and its last epilogue (its consumers' time)."""
+    segments = [seg for unit in program.units for seg in unit.segments if seg.steps]
+    if not segments:
+        return 0.0
+    first, last = segments[0], program.units[-1]
+    timed = [(float(c.latency + gpu.in_flight_latency(c.smem_bytes)), transfer_ps(gpu, c)) for c in first.copies]
+    if least_fill:
+        timed = [(float(min(c.latency for c in first.copies)), 0.0)] if timed else []
+    fill = gpu.tma_issue + _landing(timed) + gpu.barrier_wake if timed else 0.0
+    drain = segments[-1].tail + (last.epilogue.duration if last.epilogue is not None else 0)
+    return fill + sum(seg.steps * seg.compute for seg in segments) + drain
+
+
+def slot_chain_ns(plan: Plan, gpu: GpuSpec, least_fill: bool = False) -> float:
+    """A bound a search prunes with, past :func:`breakdown`'s (which a run's summary reports): the
+    busiest CTA slot's chain of CTAs, each at least its own time alone (:func:`_own_time`: its
+    first fill and last drain, which no other bound counts). Persistent: each CTA holds its slot.
+    A grid's block scheduler fills freed slots in any order, but some slot of the ``sms x
+    ctas_per_sm`` runs at least ``ceil(CTAs / slots)`` CTAs one after another: at least the sum of
+    that many of the shortest. ``least_fill``: each CTA's first fill only its copies' latency (the
+    programs stand for CTAs whose own copies may be smaller: a multicast peer's slice)."""
+    chains = [_own_time(program, gpu, least_fill) for program in plan.programs if isinstance(program, UnitProgram)]
+    if not chains:
+        return 0.0
+    if plan.persistent:
+        return max(chains) / 1000
+    slots = max(1, plan.sms * plan.ctas_per_sm)
+    return sum(sorted(chains)[: -(-len(chains) // slots)]) / 1000
+
+
 def _workspace_moves(fixup: Fixup | None) -> tuple[Copy, ...]:
     """A split tile's partial read and written by one consumer warpgroup (tmasim.workloads.gemm_split)."""
     return () if fixup is None else tuple(c for c in (fixup.read, fixup.write) if c is not None)

@@ -137,6 +137,29 @@ def _coords(tm: int, tn: int, raster: str, group: int, cx: int, cy: int) -> tupl
     return tuple((r * cx + rank % cx, c * cy + rank // cx) for r, c in clusters for rank in range(cx * cy))
 
 
+def tile_coord(config: GemmConfig, cluster: tuple[int, int], index: int) -> tuple[int, int]:
+    """``tile_coords(config, cluster)[index]``, without the walk of every tile."""
+    cx, cy = cluster
+    walked, rank = divmod(index, cx * cy)
+    tm, tn = cluster_grid(config, cluster)
+    if config.raster == "row":
+        r, c = divmod(walked, tn)
+    elif config.raster == "column":
+        c, r = divmod(walked, tm)
+    else:  # grouped: bands of `group` cluster rows (every band before the last one full)
+        group = max(1, config.group // cx)
+        band, local = divmod(walked, group * tn)
+        rows = min(group, tm - band * group)
+        r, c = band * group + local % rows, local // rows
+    return r * cx + rank % cx, c * cy + rank // cx
+
+
+def launched_ctas(config: GemmConfig, cluster: tuple[int, int]) -> int:
+    """``len(tile_coords(config, cluster))``: the CTAs of the rounded-up cluster grid."""
+    gm, gn = cluster_grid(config, cluster)
+    return gm * gn * cluster[0] * cluster[1]
+
+
 def in_bounds(config: GemmConfig, row: int, col: int) -> tuple[int, int]:
     """Rows and columns of tile (row, col) that lie inside C: BM x BN inside, fewer at the
     edge, 0 for a tile wholly outside (a rounded-up cluster's CTA past the edge)."""
