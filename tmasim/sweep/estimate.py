@@ -113,8 +113,8 @@ def check(plan: SweepPlan, todo: Sequence[Point], jobs: int, *, max_points: int 
         seconds, sampled, slow = _sample(plan, expected, jobs)
         count, most = len(expected), seconds
         points, about = f"{count:,}", budget.about(seconds)
-        if certain is not None and len(certain) < count:
-            least, _, _ = _sample(plan, certain, jobs) if certain else (0.0, 0, "")
+        if certain is not None and len(certain) < count:  # (priced as the sample of the others)
+            least = (seconds - SWEEP_SECONDS) * len(certain) / count + SWEEP_SECONDS
             points, about = f"{len(certain):,} to {count:,}", f"{budget.about(least)} to {budget.about(seconds)}"
             seconds, count = least, len(certain)  # what is refused: the points sure to run
         what = (f"{command or 'sweep --search'}: {points} of {len(todo):,} points expected to be "

@@ -243,7 +243,7 @@ def _search_points(plan: SweepPlan, task: Task, found: list[searching.Problem], 
                    store: SweepStore | None, *, jobs: int, executor: str, scheduler: str | None,
                    progress: bool, after_firsts: Callable[[list[searching.Problem]], None]) -> None:
     """As :func:`_run_points`, but lowest bound first, up to where no point can change the answer:
-    each problem's lowest unit first, then ``after_firsts`` (the estimate), then the rest."""
+    each problem's lowest unit first; once each has a unit finished, ``after_firsts`` (the estimate)."""
     with contextlib.ExitStack() as stack:
         journal = stack.enter_context(store.journal()) if store is not None else None
         workers = stack.enter_context(pool(task, jobs=jobs, executor=executor, scheduler=scheduler))
@@ -255,9 +255,7 @@ def _search_points(plan: SweepPlan, task: Task, found: list[searching.Problem], 
             finished.update((outcome.point, outcome) for outcome in outcomes)
             bar.update(len(outcomes))
 
-        searching.run(found, workers, jobs, finished, done, firsts=True)
-        after_firsts(found)
-        searching.run(found, workers, jobs, finished, done)
+        searching.run(found, workers, jobs, finished, done, known=after_firsts)
         rest = searching.pruned(found, task)
         if rest:
             done(rest)

@@ -211,8 +211,8 @@ def expected(found: Sequence[Problem]) -> list[Point]:
 
 
 def firsts(found: Sequence[Problem]) -> list[Point]:
-    """The points of each problem's lowest unit where the problem has no best time yet: the
-    units ``run(..., firsts=True)`` runs (every search runs them)."""
+    """The points of each problem's lowest unit where the problem has no best time yet: those
+    :func:`run` starts first (every search runs them)."""
     return [p for problem in found if problem.best_ns == math.inf and (unit := problem.head()) is not None
             for p in unit.todo]
 
@@ -223,14 +223,17 @@ def loose(found: Sequence[Problem]) -> set[int]:
 
 
 def run(found: list[Problem], workers: Pool, jobs: int, finished: dict[int, Outcome],
-        done: Callable[[list[Outcome]], None], *, firsts: bool = False) -> None:
-    """Keep ``jobs`` units running, the lowest bound that can still matter next; ``done`` gets
-    each unit's outcomes as it finishes (and has put them in ``finished``). ``firsts``: only the
-    lowest unit of each problem with no best time yet (:func:`firsts`)."""
+        done: Callable[[list[Outcome]], None], known: Callable[[list[Problem]], None] | None = None) -> None:
+    """Keep ``jobs`` units running, the lowest bound that can still matter next (first each
+    problem's lowest unit, where it has no best time yet); ``done`` gets each unit's outcomes as it
+    finishes (and has put them in ``finished``). ``known`` is called once, as soon as every problem
+    has a unit finished (the times then bound what the search can still reach: its estimate),
+    before another unit starts; it may raise to stop the search."""
     flying: dict[int, tuple[Problem, Unit]] = {}
-    waiting = [problem for problem in found if problem.best_ns == math.inf] if firsts else []
+    waiting = [problem for problem in found if problem.best_ns == math.inf]
+    unknown = {id(problem) for problem in waiting if problem.next < len(problem.units)}
     while True:
-        while len(flying) < jobs and (pick := _first(waiting) if firsts else _lowest(found)) is not None:
+        while len(flying) < jobs and (pick := _first(waiting) or _lowest(found)) is not None:
             workers.submit(pick[1].todo)
             flying[pick[1].todo[0].id] = pick
         if not flying:
@@ -239,6 +242,10 @@ def run(found: list[Problem], workers: Pool, jobs: int, finished: dict[int, Outc
         problem, unit = flying.pop(outcomes[0].point)
         done(outcomes)
         problem.record(unit, finished)
+        unknown.discard(id(problem))
+        if known is not None and not unknown:
+            known(found)
+            known = None
 
 
 def _first(waiting: list[Problem]) -> tuple[Problem, Unit] | None:
