@@ -42,9 +42,8 @@ def bound_of(task: Task, point: Point, quick: bool = False, distinct: bool = Fal
     how = quick_lower_bound_ns if quick else lower_bound_ns
     try:
         scenario = from_dict(point_raw(task.base_raw, point), task.base_dir)
-        bound = how(scenario)
         same = same_run(scenario) if distinct else None
-        return Bound(None, same) if same is not None else Bound(bound)
+        return Bound(None, same) if same is not None else Bound(how(scenario))
     except TmasimError as err:
         return Bound(None, str(err))
     except (ModelError, ArithmeticError, TypeError, ValueError):

@@ -155,12 +155,12 @@ def _search_problems(plan: SweepPlan, task: Task, todo: Sequence[Point], finishe
 
 
 def _tighten_expected(task: Task, found: list[searching.Problem], jobs: int, executor: str) -> None:
-    """The tight bounds of the points a search expects to run, on ``jobs`` local workers at once
-    (the search would work them out one by one as it reaches them)."""
+    """The tight bounds of the points a search is sure to run, on ``jobs`` local workers at once
+    (the search would work them out one by one as it reaches them; the others it may never reach)."""
     from tmasim.sweep import bounds as bounding
 
     loose = searching.loose(found)
-    ahead = [point for point in searching.expected(found) if point.id in loose]
+    ahead = [point for point in searching.certain(found) if point.id in loose]
     tight = {i: b.ns for i, b in bounding.bounds(task, ahead, jobs=jobs, executor=executor).items()}
     searching.tighten_known(found, tight)
 
