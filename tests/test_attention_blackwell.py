@@ -10,10 +10,10 @@ import pytest
 import simpy
 
 from tmasim import scenario as scenarios
-from tmasim.engine.chip import Chip, Plan
+from tmasim.engine.chip import Chip, Plan, launch_cost
 from tmasim.engine.program import Segment, Unit, UnitProgram
 from tmasim.errors import ScenarioError
-from tmasim.simulation import _sync, launch_cost, plan_scenario, simulate
+from tmasim.simulation import _sync, plan_scenario, simulate
 
 SMALL = ["workload.batch=1", "workload.heads=2", "workload.seqlen_q=2048"]
 

@@ -70,7 +70,9 @@ def test_a_workload_without_a_design_space_is_refused_in_one_line():
     ["workload.tile=[64,128,64]", "pipeline.stages=6", "workload.raster=column"],
     ["workload.scheduler=stream-k"], ["workload.scheduler=stream-k", "pipeline.cluster=[2,1]"],
     ["workload.split_k=2"], ["workload.split_k=3", "workload.launch=grid", "workload.m=1000"],
-    ["workload.split_k=4", "workload.m=512", "workload.n=1024", "pipeline.cluster=[2,2]"]])
+    ["workload.split_k=4", "workload.m=512", "workload.n=1024", "pipeline.cluster=[2,2]"],
+    # a grid of split tiles: a CTA per split, resident at once beyond the plain launch's tiles
+    ["workload.split_k=4", "workload.m=1000", "workload.n=256", "workload.k=2048", "workload.launch=grid"]])
 def test_the_quick_bound_is_never_above_the_tight_one_nor_the_run(overrides):
     """Split runs too: their quick bound takes the busiest cluster's share of k-tiles (or a grid's
     busiest SM), at a tenth of the tight bound's cost, and is never far below it here."""

@@ -12,7 +12,7 @@ from typing import Any
 
 import simpy
 
-from tmasim.engine.chip import Chip, Plan
+from tmasim.engine.chip import Chip, Plan, launch_cost
 from tmasim.engine.event_loop import run_to_end
 from tmasim.engine.fast_forward.jump import FastForward
 from tmasim.engine.fast_forward.record_shift import Unshiftable
@@ -21,7 +21,6 @@ from tmasim.engine.recorder import Recorder
 from tmasim.errors import BarrierError, DeadlockError, ModelError, ScenarioError
 from tmasim.estimates import budget, ranges, skip_forecast
 from tmasim.inputs.scenario import Scenario, require_scenario, require_switches
-from tmasim.machine.hardware import GpuSpec
 from tmasim.machine.residency import Residency
 from tmasim.output.result import Result
 from tmasim.values import format as fmt
@@ -88,12 +87,6 @@ def simulate(scenario: Scenario, *, record_bandwidth: bool = False, allow_large:
     links = chip.fabric.link_stats() if chip.fabric is not None and record_bandwidth else {}
     bandwidth = _bandwidth_table(links) if record_bandwidth else None
     return Result(scenario, stats, races, recorder, bandwidth)
-
-
-def launch_cost(gpu: GpuSpec, plan: Plan) -> int:
-    """Ps a kernel costs outside its CTAs' work: ``gpu.launch_overhead``, and ``launch_per_sm``
-    for each SM it uses after the first."""
-    return gpu.launch_overhead + gpu.launch_per_sm * max(plan.sms - 1, 0)
 
 
 def _unskipped(scenario: Scenario) -> Scenario:

@@ -292,3 +292,9 @@ def _classes(assignment: list[list[tuple[int, CtaProgram]]]) -> list[list[int]]:
 def _signature(program: CtaProgram) -> object:
     signature = getattr(program, "signature", None)
     return signature() if signature is not None else id(program)
+
+
+def launch_cost(gpu: GpuSpec, plan: Plan) -> int:
+    """Ps a kernel costs outside its CTAs' work: ``gpu.launch_overhead``, and ``launch_per_sm``
+    for each SM it uses after the first (added to the makespan: tmasim.simulation)."""
+    return gpu.launch_overhead + gpu.launch_per_sm * max(plan.sms - 1, 0)

@@ -26,7 +26,7 @@ import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tmasim.engine.chip import Plan
+from tmasim.engine.chip import Plan, launch_cost
 from tmasim.engine.program import Copy, Epilogue, Segment, Unit, UnitProgram
 from tmasim.errors import ResidencyError, ScenarioError
 from tmasim.machine import l2
@@ -304,11 +304,12 @@ def describe(config: GemmConfig) -> str:
 
 def lower_bound_ns(config: GemmConfig, scenario: ScenarioParts) -> float:
     """The run's ``bound_ns`` (:func:`breakdown`), from the plan without running it, or the
-    busiest slot's chain of CTAs if that is higher (:func:`slot_chain_ns`)."""
+    busiest slot's chain of CTAs if that is higher (:func:`slot_chain_ns`); then the launch's own
+    cost, which the makespan adds (tmasim.engine.chip.launch_cost)."""
     planned, _ = plan(config, scenario)
     bound = breakdown(config, scenario.gpu, planned, scenario.pipeline.stages, scenario.pipeline.consumers)["bound_ns"]
     assert isinstance(bound, (int, float))
-    return max(float(bound), slot_chain_ns(planned, scenario.gpu))
+    return max(float(bound), slot_chain_ns(planned, scenario.gpu)) + launch_cost(scenario.gpu, planned) / 1000
 
 
 def same_run(config: GemmConfig, scenario: ScenarioParts) -> str | None:
@@ -330,6 +331,12 @@ def quick_lower_bound_ns(config: GemmConfig, scenario: ScenarioParts) -> float:
     A split run's CTAs take parts of tiles: its busiest cluster's rank 0 (persistent), or the
     busiest SM's count of the cheapest work unit (grid), without the fix-ups (which only add)."""
     gpu, placed = scenario.gpu, _place(config, scenario)
+    return _quick_work_bound(config, scenario, placed) + gpu.launch_overhead / 1000  # the launch's cost, at least
+
+
+def _quick_work_bound(config: GemmConfig, scenario: ScenarioParts, placed: _Placed) -> float:
+    """The quick bound of the CTAs' work (the makespan adds the launch's cost)."""
+    gpu = scenario.gpu
     if gemm_split.is_split(config):
         found = _decomposition(config, placed)
         if found is not None:
@@ -384,14 +391,16 @@ def _quick_grid_bound(config: GemmConfig, scenario: ScenarioParts, placed: _Plac
 
 
 def _busiest_sm_bound(config: GemmConfig, scenario: ScenarioParts, placed: _Placed, kinds: list[Unit],
-                      launched: int) -> float:
+                      launched: int, resident: int | None = None) -> float:
     """A grid of ``launched`` one-unit CTAs: some SM runs at least ``ceil(launched / SMs)`` of
     them, each at least the cheapest of ``kinds``, in its resident slots (one after another in
-    each slot: each at least the shortest kind's own time, :func:`slot_chain_ns`)."""
+    each slot: each at least the shortest kind's own time, :func:`slot_chain_ns`). ``resident``:
+    the CTAs resident at once (default: a whole-tile launch's, ``placed.concurrent``)."""
     gpu, ctas_per_sm = scenario.gpu, placed.res.ctas_per_sm
+    resident = placed.concurrent if resident is None else resident
     cheapest = min(kinds, key=lambda unit: _breakdown_ns(
         config, gpu, Plan([UnitProgram([unit])], False, ctas_per_sm, 1, flow=True), scenario))
-    busiest = -(-launched // max(1, min(gpu.sms, placed.concurrent)))  # CTAs some SM runs, at least
+    busiest = -(-launched // max(1, min(gpu.sms, resident)))  # CTAs some SM runs, at least
     sm = Plan([UnitProgram([cheapest]) for _ in range(busiest)], False, ctas_per_sm, 1, flow=True, units=busiest)
     # (any CTA of a cluster: a peer's own copies may be only its multicast slices)
     shortest = min(kinds, key=lambda unit: slot_chain_ns(Plan([UnitProgram([unit])], True, 1, 1, flow=True), gpu,
@@ -418,8 +427,9 @@ def _quick_split_bound(config: GemmConfig, scenario: ScenarioParts, placed: _Pla
     for ws in found.ctas:
         for w in ws:
             _rank0_unit(kinds, config, gpu, placed, w.tile * size, drains, (w.k_first, w.k_count))
-    launched = sum(len(ws) for ws in found.ctas) * size
-    return _busiest_sm_bound(config, scenario, placed, list(kinds.values()), launched)
+    launched = sum(len(ws) for ws in found.ctas) * size  # a CTA per work unit
+    resident = min(placed.placement.clusters, len(found.ctas)) * size
+    return _busiest_sm_bound(config, scenario, placed, list(kinds.values()), launched, resident)
 
 
 def _bound_of(config: GemmConfig, gpu: GpuSpec, plan: Plan, scenario: ScenarioParts) -> float:

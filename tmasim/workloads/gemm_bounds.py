@@ -4,7 +4,7 @@ TMA requests, slot round trip), and the one that binds."""
 from __future__ import annotations
 
 from tmasim.engine.chip import Plan
-from tmasim.engine.program import Copy, Fixup, Segment, UnitProgram
+from tmasim.engine.program import Copy, Epilogue, Fixup, Segment, UnitProgram
 from tmasim.machine.hardware import GpuSpec
 from tmasim.workloads.bound_figures import bound_figures, busiest_sm, transfer_ps
 from tmasim.workloads.gemm_config import GemmConfig
@@ -69,7 +69,7 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int, consume
 def _own_time(program: UnitProgram, gpu: GpuSpec, least_fill: bool = False) -> float:
     """The least time a CTA takes alone: its first step's copies issued and landed and its full
     barrier's wake-up, then every MMA of its steps one after another on the SM's tensor cores,
-    then its last step's completion (``tail``) and its last epilogue (its consumers' time)."""
+    then its last step's completion (``tail``) and its last epilogue (:func:`_last_epilogue`)."""
     segments = [seg for unit in program.units for seg in unit.segments if seg.steps]
     if not segments:
         return 0.0
@@ -78,8 +78,18 @@ def _own_time(program: UnitProgram, gpu: GpuSpec, least_fill: bool = False) -> f
     if least_fill:
         timed = [(float(min(c.latency for c in first.copies)), 0.0)] if timed else []
     fill = gpu.tma_issue + _landing(timed) + gpu.barrier_wake if timed else 0.0
-    drain = segments[-1].tail + (last.epilogue.duration if last.epilogue is not None else 0)
+    drain = segments[-1].tail + (_last_epilogue(last.epilogue) if last.epilogue is not None else 0)
     return fill + sum(seg.steps * seg.compute for seg in segments) + drain
+
+
+def _last_epilogue(epilogue: Epilogue) -> float:
+    """A CTA's last epilogue, until it may exit (its stores landed: a bulk wait): the consumers'
+    time, then the store's latency; C's sub-tiles drained from Tensor Memory go out one
+    ``store_interval`` after another, the last one's latency after that."""
+    if epilogue.store_parts:
+        last = len(epilogue.store_parts) * epilogue.store_interval + min(part.latency for part in epilogue.store_parts)
+        return max(epilogue.duration, last)
+    return epilogue.duration + (epilogue.store.latency if epilogue.store is not None else 0)
 
 
 def slot_chain_ns(plan: Plan, gpu: GpuSpec, least_fill: bool = False) -> float:
