@@ -17,7 +17,7 @@ The problem (shape, dtype, GPU) stays as the scenario has it; the design fields 
   tiles (data-parallel) or CUTLASS's stream-K, a grid launch with whole tiles, and split-K into 2,
   4 or 8 where the problem's tiles times the splits stay within two per SM (more splits than
   that only add partials to reduce: the tiles already fill the chip, and stream-K evens out a
-  partial wave). It is about twelve times the size, and it costs more than that: many of its
+  partial wave). It is about fourteen times the size, and it costs more than that: many of its
   points share the best's bound (a compute bound is the same for every cluster shape that fills
   the same SMs), and each one within the knee's tolerance of the best must be simulated;
   stream-K's CTAs differ, so each of its runs simulates every SM. On the 8192^3 GEMM on an H100
