@@ -3,6 +3,7 @@ simulated, the quick bound under the tight one, the command's output and table, 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -214,9 +215,15 @@ def test_a_long_tune_says_so_as_a_tune(small_space, monkeypatch):
     monkeypatch.setattr(tuning, "design_space", lambda base, **_: space)
     monkeypatch.setattr(estimate, "NOTE_SECONDS", 0.0)
     notes: list[str] = []
-    tmasim.tune("gemm-h100", SMALL, notify=notes.append)
+    found = tmasim.tune("gemm-h100", SMALL, notify=notes.append)
     assert len(notes) == 1 and notes[0].startswith("tmasim: note: a long tune: ")
     assert "points expected to be simulated (by their bounds)" in notes[0] and "sweep" not in notes[0]
+    # Given once each problem's lowest unit ran (and the next one started, a worker each): the
+    # points sure to run, and the most the search can reach from the first time it has.
+    counts = re.search(r"a long tune: ([\d,]+)(?: to ([\d,]+))? of", notes[0])
+    assert counts is not None, notes[0]
+    least, most = (int(c.replace(",", "")) for c in (counts[1], counts[2] or counts[1]))
+    assert least <= found.simulated <= most + 1  # (+ the first unit, finished before the estimate)
 
 
 def test_the_wide_gemm_space_adds_clusters_to_the_gpus_limit_the_launch_and_the_schedulers():

@@ -132,6 +132,7 @@ def check(plan: SweepPlan, todo: Sequence[Point], jobs: int, *, max_points: int 
     if max_seconds is not None and seconds >= max_seconds:
         raise ResourceError(f"{what[0]}, {what[1]}, over the limit of {budget.duration(max_seconds)}; add --yes (or "
                             "pass max_seconds=None from Python) to run them (finished points are kept if you stop it)")
-    if (seconds >= NOTE_SECONDS or most >= NOTE_SECONDS) and notify is not None:
-        notify(f"tmasim: note: a long {what[0]}, {what[1]}")
+    if most >= NOTE_SECONDS and notify is not None:  # (long for sure, or only at its most)
+        long = f"a long {what[0]}" if seconds >= NOTE_SECONDS else f"{what[0].replace(':', ' may be long:', 1)}"
+        notify(f"tmasim: note: {long}, {what[1]}")
     return (seconds - SWEEP_SECONDS) * jobs / max(count, 1)

@@ -194,16 +194,17 @@ def certain(found: Sequence[Problem]) -> list[Point]:
 
 def expected(found: Sequence[Problem]) -> list[Point]:
     """The points a search expects to simulate, for its estimate (:mod:`tmasim.sweep.estimate`):
-    per problem, every unit whose bound is at most the expected best time x (1 + the knee
-    tolerance), the expected best being the problem's lowest bound / :data:`BOUND_EFFICIENCY` (or
-    the best time already known, if lower); and every unit with no bound. The units whose bound
-    is within the tolerance of the lowest bound itself are certain to run; the rule adds the
-    others the typical gap between bound and time lets through."""
+    per problem, every unit whose bound is at most the best time x (1 + the knee tolerance), and
+    every unit with no bound. With a best time known, that is the most the search can still run
+    (the best only falls); before one, the best is guessed as the problem's lowest bound /
+    :data:`BOUND_EFFICIENCY`, the typical gap between bound and time. The units sure to run are
+    :func:`certain`'s."""
     points: list[Point] = []
     for problem in found:
         bounds = [unit.bound_ns for unit in problem.units[problem.next:]]
         finite = [b for b in bounds if b > -math.inf]
-        guess = min(min(finite, default=math.inf) / BOUND_EFFICIENCY, problem.best_ns)
+        best = problem.best_ns  # known: no unit bounded above it by the tolerance can run
+        guess = best if best < math.inf else min(finite, default=math.inf) / BOUND_EFFICIENCY
         limit = guess * (1 + KNEE_TOLERANCE) + SLACK_NS
         points += [p for unit, b in zip(problem.units[problem.next:], bounds, strict=True) if b <= limit
                    for p in unit.todo]
