@@ -1,13 +1,17 @@
 """GEMM operand boxes as CUTLASS builds them: a box is at most the swizzle span wide, so a wider
 k-step is several boxes, several TMA instructions (each with its issue cost), per operand."""
 
+import dataclasses
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tmasim.errors import ScenarioError
 from tmasim.scenario import load
 from tmasim.simulation import simulate
 from tmasim.summary import describe
-from tmasim.workloads.gemm_layout import GemmLayout
+from tmasim.workloads.gemm_layout import GemmLayout, launched_ctas, tile_coord, tile_coords
 
 ONE_CTA = ["workload.m=64", "workload.n=64", "workload.k=8192", "workload.dtype=fp8", "workload.tile=[64,64,512]",
            "pipeline.stages=3", "pipeline.consumers=1"]
@@ -64,3 +68,15 @@ def test_explain_shows_the_boxes_and_what_the_swizzle_buys_where_requests_bind()
             in text)
     slower = text.split("16-byte boxes (no swizzle): ")[1].split(",")[0]
     assert slower.endswith("ms") and float(slower.split()[0]) > 5 * 1.49  # the 128B-swizzled run takes 1.49 ms
+
+
+@settings(max_examples=60, deadline=None)
+@given(m=st.integers(1, 3000), n=st.integers(1, 3000), tile=st.sampled_from([(64, 64), (128, 256), (256, 128)]),
+       raster=st.sampled_from(["row", "column", "grouped"]), group=st.sampled_from([1, 3, 8, 16]),
+       cluster=st.sampled_from([(1, 1), (2, 1), (1, 2), (4, 2), (2, 4)]))
+def test_one_ctas_tile_is_its_place_in_the_walk_of_all(m, n, tile, raster, group, cluster):  # type: ignore[no-untyped-def]
+    """tile_coord (a quick bound's look at a few CTAs) is tile_coords' walk, CTA by CTA."""
+    config = dataclasses.replace(load("gemm-h100").workload, m=m, n=n, tile=(*tile, 64), raster=raster, group=group)
+    walk = tile_coords(config, cluster)
+    assert len(walk) == launched_ctas(config, cluster)
+    assert [tile_coord(config, cluster, i) for i in range(len(walk))] == list(walk)

@@ -101,7 +101,7 @@ def execute(plan: SweepPlan, *, jobs: int = 1, out: str | Path | None = None, ex
                                            notify=notify, command=command)
 
         def after_firsts(problems: list[searching.Problem]) -> None:
-            _tighten_expected(task, problems, jobs, executor)
+            _tighten_certain(task, problems, jobs, executor)
             estimate.check(plan, todo, jobs, max_points=max_points, max_seconds=max_seconds, notify=notify,
                            expected=searching.expected(problems), certain=searching.certain(problems),
                            command=command)
@@ -154,7 +154,7 @@ def _search_problems(plan: SweepPlan, task: Task, todo: Sequence[Point], finishe
     return found
 
 
-def _tighten_expected(task: Task, found: list[searching.Problem], jobs: int, executor: str) -> None:
+def _tighten_certain(task: Task, found: list[searching.Problem], jobs: int, executor: str) -> None:
     """The tight bounds of the points a search is sure to run, on ``jobs`` local workers at once
     (the search would work them out one by one as it reaches them; the others it may never reach)."""
     from tmasim.sweep import bounds as bounding

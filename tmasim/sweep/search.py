@@ -182,14 +182,8 @@ def tighten_known(found: Sequence[Problem], tight: Mapping[int, float | None]) -
 def certain(found: Sequence[Problem]) -> list[Point]:
     """The points every search of ``found`` simulates: per problem, the units whose bound is within
     the knee tolerance of the lowest bound (the best time is at least the lowest bound, so their
-    bounds never exceed best x (1 + tolerance))."""
-    points: list[Point] = []
-    for problem in found:
-        bounds = [unit.bound_ns for unit in problem.units[problem.next:]]
-        lowest = min([b for b in bounds if b > -math.inf], default=math.inf)
-        points += [p for unit, b in zip(problem.units[problem.next:], bounds, strict=True)
-                   if b <= lowest * (1 + KNEE_TOLERANCE) for p in unit.todo]
-    return points
+    bounds never exceed best x (1 + tolerance)), and every unit with no bound."""
+    return _bounded(found, lambda problem, lowest: lowest * (1 + KNEE_TOLERANCE))
 
 
 def expected(found: Sequence[Problem]) -> list[Point]:
@@ -199,15 +193,22 @@ def expected(found: Sequence[Problem]) -> list[Point]:
     (the best only falls); before one, the best is guessed as the problem's lowest bound /
     :data:`BOUND_EFFICIENCY`, the typical gap between bound and time. The units sure to run are
     :func:`certain`'s."""
+    def limit(problem: Problem, lowest: float) -> float:
+        best = problem.best_ns if problem.best_ns < math.inf else lowest / BOUND_EFFICIENCY
+        return best * (1 + KNEE_TOLERANCE) + SLACK_NS
+
+    return _bounded(found, limit)
+
+
+def _bounded(found: Sequence[Problem], limit: Callable[[Problem, float], float]) -> list[Point]:
+    """Per problem, the points of the units left whose bound is at most ``limit(problem, its lowest
+    bound)`` (a unit with no bound: always)."""
     points: list[Point] = []
     for problem in found:
-        bounds = [unit.bound_ns for unit in problem.units[problem.next:]]
-        finite = [b for b in bounds if b > -math.inf]
-        best = problem.best_ns  # known: no unit bounded above it by the tolerance can run
-        guess = best if best < math.inf else min(finite, default=math.inf) / BOUND_EFFICIENCY
-        limit = guess * (1 + KNEE_TOLERANCE) + SLACK_NS
-        points += [p for unit, b in zip(problem.units[problem.next:], bounds, strict=True) if b <= limit
-                   for p in unit.todo]
+        units = problem.units[problem.next:]
+        bounds = [unit.bound_ns for unit in units]
+        cap = limit(problem, min([b for b in bounds if b > -math.inf], default=math.inf))
+        points += [p for unit, b in zip(units, bounds, strict=True) if b <= cap for p in unit.todo]
     return points
 
 
@@ -233,6 +234,9 @@ def run(found: list[Problem], workers: Pool, jobs: int, finished: dict[int, Outc
     flying: dict[int, tuple[Problem, Unit]] = {}
     waiting = [problem for problem in found if problem.best_ns == math.inf]
     unknown = {id(problem) for problem in waiting if problem.next < len(problem.units)}
+    if known is not None and not unknown:  # every problem has its time already (a resumed search)
+        known(found)
+        known = None
     while True:
         while len(flying) < jobs and (pick := _first(waiting) or _lowest(found)) is not None:
             workers.submit(pick[1].todo)

@@ -74,9 +74,10 @@ def _own_time(program: UnitProgram, gpu: GpuSpec, least_fill: bool = False) -> f
     if not segments:
         return 0.0
     first, last = segments[0], program.units[-1]
-    timed = [(float(c.latency + gpu.in_flight_latency(c.smem_bytes)), transfer_ps(gpu, c)) for c in first.copies]
     if least_fill:
-        timed = [(float(min(c.latency for c in first.copies)), 0.0)] if timed else []
+        timed = [(float(min(c.latency for c in first.copies)), 0.0)] if first.copies else []
+    else:
+        timed = [(float(c.latency + gpu.in_flight_latency(c.smem_bytes)), transfer_ps(gpu, c)) for c in first.copies]
     fill = gpu.tma_issue + _landing(timed) + gpu.barrier_wake if timed else 0.0
     drain = segments[-1].tail + (_last_epilogue(last.epilogue) if last.epilogue is not None else 0)
     return fill + sum(seg.steps * seg.compute for seg in segments) + drain
