@@ -143,6 +143,8 @@ def test_the_search_gives_the_answer_of_every_valid_point_simulated(small_space,
     assert answer.answer_lines(found.frame) == answer.answer_lines(full)
     assert found.best["makespan_ns"] == full["makespan_ns"].min()
     assert 0 < len(ok) < len(full)
+    top = found.top()
+    assert list(top["makespan_ns"]) == sorted(full["makespan_ns"])[:len(top)] and len(top) >= 1
     # every pruned point's bound is a true bound, above the best by the tolerance
     def key(frame: pd.DataFrame) -> pd.Series:
         return frame[list(vary)].astype(str).agg("|".join, axis=1)
@@ -167,6 +169,20 @@ def test_the_out_table_holds_every_valid_point_and_resumes(small_space, monkeypa
     again = tmasim.tune("gemm-h100", SMALL, out=out)
     assert again.frame.attrs["sweep"]["computed"] == 0  # read back, nothing simulated twice
     assert answer.answer_lines(again.frame) == answer.answer_lines(first.frame)
+
+
+def test_the_best_listed_are_only_those_no_pruned_point_can_outrank():
+    from tmasim.tuning.run import TuneResult
+
+    times = [100.0, 100.5, 101.0, 103.0, 104.0]
+    frame = pd.DataFrame({"workload.tile": [f"[{i}]" for i in range(6)], "status": ["ok"] * 5 + ["pruned"],
+                          "makespan_ns": times + [None], "bound_ns": [90.0] * 5 + [102.0]})
+    found = TuneResult("x", "a problem", 6, {}, frame, 1.0)
+    assert list(found.top()["makespan_ns"]) == [100.0, 100.5, 101.0]  # 103 and 104: the pruned point may beat them
+    assert "the 3 best (a pruned point, with only its bound, could come next):" in found.text().splitlines()
+    frame.loc[5, "bound_ns"] = 104.0  # at or past every simulated time: all five stand
+    assert list(found.top()["makespan_ns"]) == times
+    assert "the 5 best:" in found.text().splitlines()
 
 
 def _tmasim(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -65,8 +65,15 @@ class TuneResult:
         return found.knee if found is not None else None
 
     def top(self, count: int = TOP) -> pd.DataFrame:
-        """The ``count`` fastest simulated points, fastest first."""
-        return answer.valid_rows(self.frame).sort_values("makespan_ns", kind="stable").head(count)
+        """The ``count`` fastest points of the space, fastest first: simulated points no pruned
+        point can outrank (their time at most the least bound of the pruned ones). A search
+        simulates everything within the knee's tolerance of the best, so fewer than ``count``
+        come back only where the space's next-fastest lie past it and some were pruned."""
+        rows = answer.valid_rows(self.frame).sort_values("makespan_ns", kind="stable")
+        pruned = self.frame[self.frame["status"] == "pruned"] if "status" in self.frame.columns else None
+        if pruned is not None and not pruned.empty and "bound_ns" in pruned.columns:
+            rows = rows[rows["makespan_ns"] <= pruned["bound_ns"].min()]
+        return rows.head(count)
 
     def text(self) -> str:
         """What ``tmasim tune`` prints: the space, what ran, the five best, the answer."""
@@ -76,9 +83,12 @@ class TuneResult:
                  f"  design space: {self.candidates:,} points, {left:,} left out by the rules"
                  + (f" ({why})" if why else "") + f": {self.valid:,} valid",
                  f"  simulated {self.simulated:,} of the {self.valid:,} in {self.seconds:.1f} s; the other "
-                 f"{self.valid - self.simulated:,} pruned by their lower bounds",
-                 f"the {min(TOP, len(self.top()))} best:"]
-        lines += [f"  {line}" for line in answer.table_lines(self.top())]
+                 f"{self.valid - self.simulated:,} pruned by their lower bounds"]
+        top = self.top()
+        cut = len(top) < min(TOP, len(answer.valid_rows(self.frame)))
+        lines.append(f"the {len(top)} best" + (" (a pruned point, with only its bound, could come next):" if cut
+                                               else ":"))
+        lines += [f"  {line}" for line in answer.table_lines(top)]
         return "\n".join(lines + answer.answer_lines(self.frame))
 
 
