@@ -192,3 +192,29 @@ def test_a_search_extended_with_a_replicate_decides_each_unit_whole(tmp_path):
     units = more.groupby(["pipeline.stages", more["workload.tile"].astype(str)])["status"]
     assert all(len(set(statuses)) == 1 for _, statuses in units)  # both replicates ran, or both were pruned
     assert (more["status"] == "pruned").sum() == 2 * (first["status"] == "pruned").sum()
+
+
+def test_the_points_sure_to_run_are_priced_by_their_own_sample(monkeypatch):
+    """A search's estimate gives the least (the points sure to run) and the most: each part from
+    the plans of points of its own, so that cheap sure points and slow doubtful ones do not set
+    each other's price."""
+    from tmasim.sweep import estimate
+
+    plan = type("Plan", (), {"base_raw": {}, "base_dir": None})()
+    todo = [Point(i, (("pipeline.stages", i),)) for i in range(40)]
+    sure = todo[:10]
+    monkeypatch.setattr(estimate, "_point_cost", lambda plan, point: (2.0 if point.id < 10 else 200.0, ""))
+    monkeypatch.setattr(estimate, "NOTE_SECONDS", 0.0)
+    notes: list[str] = []
+    estimate.check(plan, todo, 1, max_points=None, max_seconds=None, notify=notes.append, expected=todo,
+                   certain=sure)
+    per = estimate.POINT_SECONDS
+    least = 10 * (2.0 + per) + estimate.SWEEP_SECONDS
+    most = least + 30 * (200.0 + per)
+    assert "10 to 40 of 40 points" in notes[0]
+    assert f"{estimate.budget.about(least)} to {estimate.budget.about(most)}" in notes[0], notes[0]
+    with pytest.raises(estimate.ResourceError, match="10 to 40 of 40"):  # only what is sure is refused
+        estimate.check(plan, todo, 1, max_points=None, max_seconds=least - 1, notify=None, expected=todo,
+                       certain=sure)
+    assert estimate.check(plan, todo, 1, max_points=None, max_seconds=least + 1, notify=None, expected=todo,
+                          certain=sure) == pytest.approx(2.0 + per)

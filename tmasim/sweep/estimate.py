@@ -46,15 +46,24 @@ def sweep_seconds(plan: SweepPlan, todo: Sequence[Point], jobs: int) -> tuple[fl
 def _sample(plan: SweepPlan, todo: Sequence[Point], jobs: int) -> tuple[float, int, str]:
     """(estimated seconds with ``jobs`` workers, points sampled, why the slowest sampled point
     that fast-forward cannot skip is slow: '' when none is over :data:`SLOW_POINT_SECONDS`)."""
-    count = min(SAMPLES, len(todo))
+    seconds, costs = _priced(plan, todo, SAMPLES)
+    return seconds / jobs + SWEEP_SECONDS, len(costs), _slowest(costs)
+
+
+def _priced(plan: SweepPlan, todo: Sequence[Point], samples: int) -> tuple[float, list[tuple[float, Point, str]]]:
+    """(estimated seconds of all of ``todo`` on one worker, each sampled point's (seconds, point,
+    why fast-forward skips little of it)), from ``samples`` points spread evenly over ``todo``."""
+    if not todo:
+        return 0.0, []
+    count = min(samples, len(todo))
     picks = sorted({round(i * (len(todo) - 1) / max(1, count - 1)) for i in range(count)})
-    costs = [(_point_cost(plan, todo[i]), todo[i]) for i in picks]
-    per_point = [seconds + POINT_SECONDS for (seconds, _), _ in costs]
-    slow = [(seconds, point, why) for (seconds, why), point in costs if why and seconds >= SLOW_POINT_SECONDS]
-    return sum(per_point) / len(per_point) * len(todo) / jobs + SWEEP_SECONDS, len(picks), _slowest(slow)
+    costs = [(*_point_cost(plan, todo[i]), todo[i]) for i in picks]
+    per_point = [seconds + POINT_SECONDS for seconds, _, _ in costs]
+    return sum(per_point) / len(per_point) * len(todo), [(seconds, point, why) for seconds, why, point in costs]
 
 
-def _slowest(slow: list[tuple[float, Point, str]]) -> str:
+def _slowest(costs: list[tuple[float, Point, str]]) -> str:
+    slow = [cost for cost in costs if cost[2] and cost[0] >= SLOW_POINT_SECONDS]
     if not slow:
         return ""
     seconds, point, why = max(slow, key=lambda cost: cost[0])
@@ -110,13 +119,22 @@ def check(plan: SweepPlan, todo: Sequence[Point], jobs: int, *, max_points: int 
     if expected is not None:
         if not expected:
             return None
-        seconds, sampled, slow = _sample(plan, expected, jobs)
-        count, most = len(expected), seconds
-        points, about = f"{count:,}", budget.about(seconds)
-        if certain is not None and len(certain) < count:  # (priced as the sample of the others)
-            least = (seconds - SWEEP_SECONDS) * len(certain) / count + SWEEP_SECONDS
+        count = len(expected)
+        if certain is not None and len(certain) < count:
+            # Each part priced by a sample of its own: the points sure to run are the lowest bounds,
+            # often the cheapest designs to simulate too (in step, fast-forward skipping most of
+            # them), where the rest may hold the slowest.
+            sure = {p.id for p in certain}
+            least, costs = _priced(plan, certain, SAMPLES // 2)
+            rest, more = _priced(plan, [p for p in expected if p.id not in sure], SAMPLES - len(costs))
+            costs += more
+            least, seconds = least / jobs + SWEEP_SECONDS, (least + rest) / jobs + SWEEP_SECONDS
             points, about = f"{len(certain):,} to {count:,}", f"{budget.about(least)} to {budget.about(seconds)}"
+            sampled, slow, most = len(costs), _slowest(costs), seconds
             seconds, count = least, len(certain)  # what is refused: the points sure to run
+        else:
+            seconds, sampled, slow = _sample(plan, expected, jobs)
+            points, about, most = f"{count:,}", budget.about(seconds), seconds
         what = (f"{command or 'sweep --search'}: {points} of {len(todo):,} points expected to be "
                 f"simulated (by their bounds)",
                 f"{about} with --jobs {jobs} (from the plans of {sampled} of them{slow})")
