@@ -51,6 +51,20 @@ def test_the_sweep_answer_ends_with_the_knee_points_trust_once() -> None:
     assert sum(line.startswith("validated:") for line in text) == 1
 
 
+def test_a_whole_chip_b200_sweeps_answer_names_the_knees_nearest_cases() -> None:
+    """A sweep's or tune's answer quotes the line the knee's run wrote: for a whole-chip B200 GEMM,
+    the table's cases nearest its shape class, tile and cluster, not the whole table's error."""
+    from tmasim.sweep import run_sweep
+
+    sets = ["workload.m=2048", "workload.n=2048", "workload.k=1024", "workload.tile=[128,256,64]",
+            "pipeline.cluster=[2,2]", "pipeline.mma_cta_group=2", "workload.multicast=a"]
+    frame = run_sweep("gemm-b200", sets, ["pipeline.stages=3,4"], progress=False)
+    knee = simulate(load("gemm-b200", [*sets, f"pipeline.stages={answer.find(frame).knee['stages']}"]))
+    line = answer.answer_lines(frame)[-1]
+    assert line == f"validated: {knee.validated}"
+    assert "nearest cases (large shapes, 128x256 tiles, cluster (2,2))" in line
+
+
 def test_without_the_committed_results_the_line_says_they_are_missing(monkeypatch, tmp_path) -> None:
     """An installed package has no validation/ folder: say so, never "not validated"."""
     from tmasim.validation import trust

@@ -87,8 +87,12 @@ def wholechip_line(shape: tuple[int, int, int], tile: tuple[int, int], cluster: 
 
 
 def trust_for_row(row: Mapping[str, Any]) -> str | None:
-    """:func:`trust_for` from a run's stats or a sweep's row (workload, gpu, work units); None for
-    a row that does not say which workload on which preset."""
+    """:func:`trust_for` from a run's stats or a sweep's row: the line its run wrote (``validated``,
+    from the whole scenario: a whole-chip B200 GEMM's nearest cases by shape, tile and cluster),
+    else from its workload, gpu and work units; None for a row that says neither."""
+    written = row.get("validated")
+    if isinstance(written, str) and written:
+        return written
     if not row.get("gpu") or not row.get("workload"):
         return None
     units = row.get("tiles")
