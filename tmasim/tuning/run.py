@@ -70,9 +70,10 @@ class TuneResult:
         simulates everything within the knee's tolerance of the best, so fewer than ``count``
         come back only where the space's next-fastest lie past it and some were pruned."""
         rows = answer.valid_rows(self.frame).sort_values("makespan_ns", kind="stable")
-        pruned = self.frame[self.frame["status"] == "pruned"] if "status" in self.frame.columns else None
-        if pruned is not None and not pruned.empty and "bound_ns" in pruned.columns:
-            rows = rows[rows["makespan_ns"] <= pruned["bound_ns"].min()]
+        if {"status", "bound_ns"} <= set(self.frame.columns):
+            bounds = self.frame.loc[self.frame["status"] == "pruned", "bound_ns"]
+            if len(bounds):  # (a pruned point always has its bound; one without could be anywhere)
+                rows = rows[rows["makespan_ns"] <= bounds.min(skipna=False)]
         return rows.head(count)
 
     def text(self) -> str:
