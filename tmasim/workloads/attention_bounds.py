@@ -17,10 +17,10 @@ FIFO of tensor cores and the last one's completion, the empty barrier's wake-up)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tmasim import names
-from tmasim.engine.attention.program import AttentionProgram
+from tmasim.engine.attention.program import AttentionProgram, AttentionSchedule, AttentionUnit
 from tmasim.workloads.attention_config import ELEMENT_BYTES, AttentionConfig
 from tmasim.workloads.bound_figures import bound_figures, busiest_sm, transfer_ps
 
@@ -47,41 +47,45 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
     halves = plan.info.get("mma_cta_group", 1)  # a 2-SM pair: each SM's shared memory holds half of K and V
     assert isinstance(readers, int) and isinstance(halves, int)  # placement facts are objects to the summary
     operands = (bm * config.head_dim + readers * bn * (config.head_dim + config.d_v) // halves) * e
+    # Units share their Q copy, runs and epilogue (the plan builds each kind once): each kind's
+    # figures are worked out once, and each kind's slot round trips once per ring position.
+    loads: dict[tuple[int, Any, Any, int], _UnitLoad] = {}
+    rings: dict[tuple[int, Any, Any, int, int], tuple[float, ...]] = {}
+    chains: dict[tuple[int, int], float] = {}  # consumer_chain's per-unit figure
     for g, program in enumerate(plan.programs):
         assert isinstance(program, AttentionProgram)
         sm, procs = g % sms, program.schedule.consumers
         trips = [0.0] * stages
         step = 0
         for unit in program.units:
-            q = unit.q
-            port[g] += q.memory_bytes / gpu.sm_port_bandwidth
-            requests[g] += q.requests * gpu.tma_request_time / gpu.tma_transfer_lanes
-            l2 += q.memory_bytes
-            hbm += q.memory_bytes * q.hbm_fraction
-            serial[sm] += procs * unit.epilogue.duration
-            if unit.epilogue.store is not None:
-                hbm += unit.epilogue.store.memory_bytes
-                l2 += unit.epilogue.store.memory_bytes
-            for block, count in unit.runs:
-                nbytes = block.k.memory_bytes + block.v.memory_bytes
-                tensor[g] += count * procs * (block.qk.occupancy + block.pv.occupancy)
-                work = block.softmax + block.correction
-                for pipe, busy in zip(pipes, work.pipes, strict=True):
-                    pipe[g] += count * procs * busy
-                smem[g] += count * operands
-                port[g] += count * nbytes / gpu.sm_port_bandwidth
-                requests[g] += (count * (block.k.requests + block.v.requests) * gpu.tma_request_time
-                                / gpu.tma_transfer_lanes)
-                l2 += count * nbytes
-                hbm += count * (block.k.memory_bytes * block.k.hbm_fraction + block.v.memory_bytes *
-                                block.v.hbm_fraction)
-                trip = round_trip(gpu, block, procs)
-                serial[sm] += count * no_overlap(gpu, block, procs)
-                for _ in range(count):
-                    trips[step % stages] += trip
-                    step += 1
+            key = (id(unit.runs), unit.q, unit.epilogue, procs)
+            load = loads.get(key)
+            if load is None:
+                load = loads[key] = _unit_load(gpu, unit, procs, operands)
+            tensor[g] += load.tensor
+            for pipe, busy in zip(pipes, load.pipes, strict=True):
+                pipe[g] += busy
+            smem[g] += load.smem
+            port[g] += load.port
+            requests[g] += load.requests
+            l2 += load.l2
+            hbm += load.hbm
+            serial[sm] += load.serial
+            if load.steps:
+                at = (*key, step % stages)
+                ring = rings.get(at)
+                if ring is None:
+                    slots = [0.0] * stages
+                    for count, trip in load.trips:
+                        _ring_add(slots, step, count, trip)
+                        step += count
+                    step -= load.steps
+                    ring = rings[at] = tuple(slots)
+                for slot, trip in enumerate(ring):
+                    trips[slot] += trip
+                step += load.steps
         latency = max(latency, max(trips) - gpu.barrier_wake if step else 0.0)
-        chain = max(chain, consumer_chain(program))
+        chain = max(chain, consumer_chain(program, chains))
     bounds = {
         "compute": busiest_sm(tensor, plan),
         "exponentials": max(busiest_sm(pipe, plan) for pipe in pipes),
@@ -96,7 +100,54 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
     return bound_figures(bounds, max(serial), config.useful_flops)
 
 
-def consumer_chain(program: AttentionProgram) -> float:
+class _UnitLoad(NamedTuple):
+    """One unit's part of each of :func:`breakdown`'s sums (``trips``: per run of blocks, its
+    count and one slot use's least round trip)."""
+
+    tensor: float
+    pipes: tuple[float, float, float, float]
+    smem: float
+    port: float
+    requests: float
+    l2: float
+    hbm: float
+    serial: float
+    steps: int
+    trips: tuple[tuple[int, float], ...]
+
+
+def _unit_load(gpu: GpuSpec, unit: AttentionUnit, procs: int, operands: int) -> _UnitLoad:
+    q = unit.q
+    port = q.memory_bytes / gpu.sm_port_bandwidth
+    requests = q.requests * gpu.tma_request_time / gpu.tma_transfer_lanes
+    l2 = float(q.memory_bytes)
+    hbm = q.memory_bytes * q.hbm_fraction
+    serial = float(procs * unit.epilogue.duration)
+    if unit.epilogue.store is not None:
+        hbm += unit.epilogue.store.memory_bytes
+        l2 += unit.epilogue.store.memory_bytes
+    tensor = smem = 0.0
+    pipes = [0.0] * 4
+    steps = 0
+    trips = []
+    for block, count in unit.runs:
+        nbytes = block.k.memory_bytes + block.v.memory_bytes
+        tensor += count * procs * (block.qk.occupancy + block.pv.occupancy)
+        for i, busy in enumerate((block.softmax + block.correction).pipes):
+            pipes[i] += count * procs * busy
+        smem += count * operands
+        port += count * nbytes / gpu.sm_port_bandwidth
+        requests += count * (block.k.requests + block.v.requests) * gpu.tma_request_time / gpu.tma_transfer_lanes
+        l2 += count * nbytes
+        hbm += count * (block.k.memory_bytes * block.k.hbm_fraction + block.v.memory_bytes * block.v.hbm_fraction)
+        serial += count * no_overlap(gpu, block, procs)
+        trips.append((count, round_trip(gpu, block, procs)))
+        steps += count
+    return _UnitLoad(tensor, (pipes[0], pipes[1], pipes[2], pipes[3]), smem, port, requests, l2, hbm, serial, steps,
+                     tuple(trips))
+
+
+def consumer_chain(program: AttentionProgram, memo: dict[tuple[int, int], float] | None = None) -> float:
     """The least time one consumer process of ``program`` takes, its steps one after another
     (:mod:`tmasim.engine.attention.cta`): each GEMM it waits for at least its occupancy and its
     completion tail from its issue, each softmax or rescale at least its lead and its slowest pipe
@@ -105,34 +156,57 @@ def consumer_chain(program: AttentionProgram) -> float:
     ``overlap``: per block S, the softmax and the rescale, then P·V; with it, per unit S_0 and
     its softmax, then per later block S_j (after P·V_{j-1} where ``pv_first``), its softmax,
     P·V_{j-1}'s completion and the conversion and rescale, and the last P·V. A 2-SM pair's
-    consumers wait on the peer besides: 0 there (no chain is claimed)."""
+    consumers wait on the peer besides: 0 there (no chain is claimed). ``memo`` keeps each unit's
+    figure by its runs (units share them), for the programs of one plan (one schedule)."""
     schedule = program.schedule
     if schedule.pair:
         return 0.0
-    apart = schedule.correction_apart
     total = 0.0
     for unit in program.units:
-        total += unit.epilogue.duration
-        blocks = [(block, count) for block, count in unit.runs if count]
-        if not blocks:
+        if memo is None:
+            total += _unit_chain(unit, schedule)
             continue
-        if not schedule.overlap:
-            for block, count in blocks:
-                vector = (max(block.softmax.time, max(block.correction.pipes)) if apart
-                          else (block.softmax + block.correction).time)
-                total += count * (block.qk.occupancy + block.qk.tail + vector + block.pv.occupancy + block.pv.tail)
-            continue
-        first, _ = blocks[0]
-        total += first.qk.occupancy + first.qk.tail + first.softmax.time
-        previous = first
-        later = [(first, blocks[0][1] - 1), *blocks[1:]]
-        for block, count in later:  # a run's first block follows another; the rest repeat it
-            if count:
-                total += (_overlapped_step(block, previous, schedule.pv_first, apart)
-                          + (count - 1) * _overlapped_step(block, block, schedule.pv_first, apart))
-                previous = block
-        total += previous.pv.occupancy + previous.pv.tail
+        key = (id(unit.runs), unit.epilogue.duration)
+        figure = memo.get(key)
+        if figure is None:
+            figure = memo[key] = _unit_chain(unit, schedule)
+        total += figure
     return total
+
+
+def _unit_chain(unit: AttentionUnit, schedule: AttentionSchedule) -> float:
+    """One unit's part of :func:`consumer_chain` (whole ps: every figure in it is, so the sums are exact)."""
+    apart = schedule.correction_apart
+    total = float(unit.epilogue.duration)
+    blocks = [(block, count) for block, count in unit.runs if count]
+    if not blocks:
+        return total
+    if not schedule.overlap:
+        for block, count in blocks:
+            vector = (max(block.softmax.time, max(block.correction.pipes)) if apart
+                      else (block.softmax + block.correction).time)
+            total += count * (block.qk.occupancy + block.qk.tail + vector + block.pv.occupancy + block.pv.tail)
+        return total
+    first, _ = blocks[0]
+    total += first.qk.occupancy + first.qk.tail + first.softmax.time
+    previous = first
+    later = [(first, blocks[0][1] - 1), *blocks[1:]]
+    for block, count in later:  # a run's first block follows another; the rest repeat it
+        if count:
+            total += (_overlapped_step(block, previous, schedule.pv_first, apart)
+                      + (count - 1) * _overlapped_step(block, block, schedule.pv_first, apart))
+            previous = block
+    return total + previous.pv.occupancy + previous.pv.tail
+
+
+def _ring_add(trips: list[float], step: int, count: int, trip: float) -> None:
+    """Add ``trip`` to the ``count`` ring slots from ``step`` on (slot = step mod len(trips)):
+    each slot as often as the steps land on it, in one addition."""
+    stages = len(trips)
+    laps, rest = divmod(count, stages)
+    first = step % stages
+    for offset in range(min(count, stages)):
+        trips[(first + offset) % stages] += (laps + (offset < rest)) * trip
 
 
 def _overlapped_step(block: Any, previous: Any, pv_first: bool, apart: bool) -> float:

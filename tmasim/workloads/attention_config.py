@@ -3,6 +3,7 @@ K/V blocks a causal query block computes (see :mod:`tmasim.workloads.attention`)
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -145,13 +146,20 @@ class AttentionConfig:
     def blocks_of(self, m_block: int) -> tuple[int, int]:
         """(K/V blocks the query block computes, of which the first ``full`` are unmasked):
         returns (blocks, full)."""
+        return self._blocks_per_query_block[m_block]
+
+    @functools.cached_property
+    def _blocks_per_query_block(self) -> tuple[tuple[int, int], ...]:
+        """:meth:`blocks_of` for every query block, worked out once (a plan asks per unit)."""
         bm, bn = self.tile
         if not self.causal:
-            return self.n_blocks, self.n_blocks
-        first_row, last_row = m_block * bm, min(self.seqlen_q, (m_block + 1) * bm) - 1
-        blocks = -(-self.visible_keys(last_row) // bn)
-        full = min(blocks, self.visible_keys(first_row) // bn)
-        return blocks, full
+            return ((self.n_blocks, self.n_blocks),) * self.m_blocks
+        table = []
+        for m_block in range(self.m_blocks):
+            first_row, last_row = m_block * bm, min(self.seqlen_q, (m_block + 1) * bm) - 1
+            blocks = -(-self.visible_keys(last_row) // bn)
+            table.append((blocks, min(blocks, self.visible_keys(first_row) // bn)))
+        return tuple(table)
 
 
 def _check_tile(tile: Any) -> None:

@@ -309,6 +309,7 @@ def _units(config: AttentionConfig, gpu: GpuSpec, shape: Shape, order: Sequence[
 
     epilogue_time = epilogue_ps(config, gpu, shape.rows)
     runs_cache: dict[tuple[float, int, int], tuple[tuple[KvBlock, int], ...]] = {}
+    edges_cache: dict[int, tuple[Copy, Epilogue]] = {}
     last = config.n_blocks - 1
     units = []
     for index, ((_, _, m), fraction) in enumerate(zip(order, fractions, strict=True)):
@@ -321,9 +322,11 @@ def _units(config: AttentionConfig, gpu: GpuSpec, shape: Shape, order: Sequence[
             runs = [(kv(fraction, lo >= full, tail_rows if lo == last else bn), hi - lo)
                     for lo, hi in zip(cuts, cuts[1:], strict=False) if hi > lo]
             runs_cache[key] = tuple(runs)
-        q = tma_copy(gpu, bm * d * e, rows_in, d * e, 1.0)
-        store = Copy(bm * dv * OUT_BYTES, rows_in * dv * OUT_BYTES, 1.0, 0)
-        units.append(AttentionUnit(index, q, runs_cache[key], Epilogue(epilogue_time, store)))
+        if rows_in not in edges_cache:  # (Q's copy, the epilogue: whole tiles share theirs)
+            store = Copy(bm * dv * OUT_BYTES, rows_in * dv * OUT_BYTES, 1.0, 0)
+            edges_cache[rows_in] = tma_copy(gpu, bm * d * e, rows_in, d * e, 1.0), Epilogue(epilogue_time, store)
+        q, epilogue = edges_cache[rows_in]
+        units.append(AttentionUnit(index, q, runs_cache[key], epilogue))
     return units
 
 

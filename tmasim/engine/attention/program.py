@@ -144,7 +144,8 @@ class AttentionProgram:
         for unit in self.units:
             self._first.append(len(self._blocks))
             self._count.append(unit.blocks)
-            self._blocks.extend(unit.expanded())
+            for block, count in unit.runs:
+                self._blocks += [block] * count
         self.steps = len(self._blocks)
         self._starts = self._unit_starts()
 
