@@ -60,6 +60,28 @@ def test_unequal_gpcs_leave_sms_idle_for_larger_clusters():
     assert two_per_sm.clusters == 16 and two_per_sm.idle_sms == 4
 
 
+def test_the_drivers_count_caps_what_b200s_gpcs_would_place():
+    b200 = load_gpu("b200")
+    assert b200.max_active_clusters == {4: 33}
+    assert sum(g // 4 for g in b200.gpcs) == 34  # what the layout alone places
+    four = place(b200, (2, 2), ctas_per_sm=1)  # the driver's 33: one GPC of 20 SMs holds 4
+    assert (four.clusters, four.idle_sms) == (33, 16) and four.per_gpc == (4, 5, 4, 4, 4, 4, 4, 4)
+    assert place(b200, (2, 1), ctas_per_sm=1).clusters == 74  # pairs: no count stated, every SM
+    assert place(b200, (2, 4), ctas_per_sm=1).clusters == 16  # clusters of 8: the layout's
+    assert place(b200, (2, 2), ctas_per_sm=2).clusters == 74  # the count is at one CTA an SM only
+    assert place(load_gpu({"preset": "b200", "max_active_clusters": {}}), (2, 2), ctas_per_sm=1).clusters == 34
+
+
+@pytest.mark.parametrize("counts, message", [
+    ({"four": 33}, r"gpu.max_active_clusters.four: 'four' must be a cluster size: a whole number of CTAs, from 2"),
+    ({"1": 33}, r"gpu.max_active_clusters.1: '1' must be a cluster size"),
+    ({"4": 0}, r"gpu.max_active_clusters.4: 0 must be"),
+])
+def test_a_bad_driver_count_is_an_error_naming_it(counts, message):
+    with pytest.raises(ScenarioError, match=message):
+        load_gpu({"preset": "b200", "max_active_clusters": counts})
+
+
 def test_a_cluster_over_the_opt_in_limit_is_an_error_naming_it():
     with pytest.raises(ScenarioError, match=r"pipeline.cluster: \[32, 1\] has 32 CTAs, over the 16 a cluster may "
                                             r"hold on h100-sxm \(8 portable, 16 with the non-portable opt-in\)"):

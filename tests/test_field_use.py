@@ -69,6 +69,8 @@ def gpu_values(key: str, gpu: hardware.GpuSpec) -> list[str]:
         return ['{bf16 = "123 TFLOP/s"}']
     if kind == "shares":
         return ["{bf16 = 0.5}"]
+    if kind == "cluster_counts":
+        return ["{4 = 30}"]
     table = hardware.raw_preset("b200" if gpu.mma is None or gpu.mma.instruction == "wgmma" else "h100-sxm")
     return [_toml(table["mma"])]
 

@@ -34,6 +34,7 @@ POOL: list[Any] = [
     "64 KiB", "128 KiB", "1 TB/s", "2 TB/s", "1 GHz", "2 GHz", "1 MiB", "4 MiB", "x", "y", [2, 1], [1, 1], [1, 2],
     [128, 128, 64], [128, 256, 64], [256, 256], [64, 64], [66, 66], [132], {"start": "100 ns"}, {"start": "200 ns"},
     {"producer": 40}, {"producer": 48}, {"bf16": "100 TFLOP/s"}, {"bf16": "200 TFLOP/s"}, {"fp8": 0.9}, {"fp8": 0.8},
+    {"4": 32}, {"4": 30},
     {"dist": "normal", "mean": "3 us", "std": "1 us"}, ["3 us", "4 us", "3 us", "6 us"], *preset_names(),
 ]
 SECTIONS = ("", "workload", "pipeline", "run", "gpu")

@@ -41,8 +41,8 @@ _FLOW = frozenset({"sms", "hbm_bandwidth", "l2_bandwidth", "sm_port_bandwidth", 
                    "tma_transfer_lanes", "l2_size"})
 _L2_MODEL = frozenset({"l2_fit_size", "l2_miss_scale", "l2_far_fit_size", "l2_far_latency"})
 _MMA = frozenset({"tensor_flops", "mma", "smem_bandwidth"})
-_CLUSTERS = frozenset({"gpc_sms", "max_cluster_size", "max_cluster_size_opt_in", "cluster_arrive_latency",
-                       "max_mma_cta_group"})
+_CLUSTERS = frozenset({"gpc_sms", "max_cluster_size", "max_cluster_size_opt_in", "max_active_clusters",
+                       "cluster_arrive_latency", "max_mma_cta_group"})
 _GEMM_ONLY = frozenset({"cluster_l2_coalescing", "l2_merge_bytes", "cluster_l2_merge_bytes",
                         "smem_write_bandwidth", "pair_writes_overlap", "epilogue_subtile_time",
                         "tensor_sustained"})

@@ -2,7 +2,9 @@
 
 A cluster of CX x CY CTAs (CX along M, CY along N) is scheduled whole onto one GPC (CUDA
 guide, compute capability 9.0), so a GPC of g SMs holding k CTAs each runs floor(g·k / C)
-clusters of C CTAs; the rest of its CTA slots stay empty. GPCs of unequal size (H100 SXM's
+clusters of C CTAs; the rest of its CTA slots stay empty. Where the preset states the driver's
+count for a size at one CTA an SM (``gpu.max_active_clusters``: B200 places 33 clusters of 4,
+fewer than its GPCs' SMs would hold), that count caps the layout's. GPCs of unequal size (H100 SXM's
 132 SMs sit in 8 of them) can leave SMs idle for a given cluster size: that is reported.
 The size is limited to ``max_cluster_size`` CTAs (8, portable) or, with the kernel's
 non-portable opt-in, ``max_cluster_size_opt_in`` (16 on Hopper); a larger one is an error,
@@ -51,8 +53,21 @@ def place(gpu: GpuSpec, shape: tuple[int, int], ctas_per_sm: int, limited_by: st
                              f"needs {size} CTAs in one GPC, but the largest GPC of {gpu.name} holds "
                              f"{largest * ctas_per_sm}: {largest} SMs x {fmt.plural(ctas_per_sm, 'CTA')} per SM{why}")
     per_gpc = tuple(g * ctas_per_sm // size for g in gpu.gpcs)
+    driver = gpu.max_active_clusters.get(size) if ctas_per_sm == 1 else None
+    if driver is not None and sum(per_gpc) > driver:
+        per_gpc = _capped(per_gpc, driver)
     used = sum(-(-n * size // ctas_per_sm) for n in per_gpc)
     return ClusterPlacement(shape, per_gpc, gpu.sms - used, size <= gpu.max_cluster_size)
+
+
+def _capped(per_gpc: tuple[int, ...], count: int) -> tuple[int, ...]:
+    """``per_gpc`` with ``count`` clusters in all: one fewer from the GPC holding the most (the
+    first of equals) until the count is met. Which GPCs give them up no source says; the largest
+    keep as many as the others then."""
+    per = list(per_gpc)
+    while sum(per) > count:
+        per[per.index(max(per))] -= 1
+    return tuple(per)
 
 
 def default_multicast(shape: tuple[int, int]) -> str:

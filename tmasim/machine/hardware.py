@@ -64,6 +64,7 @@ class GpuSpec:
     gpc_sms: tuple[int, ...] = ()  # SMs in each GPC; () = one GPC of all SMs
     max_cluster_size: int = 8
     max_cluster_size_opt_in: int = 8
+    max_active_clusters: Mapping[int, int] = field(default_factory=dict)  # cluster size -> the driver's count
     cluster_arrive_latency: int = 0
     max_mma_cta_group: int = 1
     cluster_l2_coalescing: bool = False  # same-address TMA loads of one cluster's CTAs merge before L2
@@ -168,7 +169,8 @@ class GpuSpec:
 
 
 
-# field -> (kind, description). Kinds: int, text, time, size, bandwidth, frequency, flop_rates, shares.
+# field -> (kind, description). Kinds: int, text, time, size, bandwidth, frequency, flop_rates, shares,
+# cluster_counts.
 _FIELDS: dict[str, tuple[str, str]] = {
     "name": ("text", "preset name"),
     "description": ("text", "what the preset describes"),
@@ -219,6 +221,10 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "gpc_sms": ("int_list", "SMs in each GPC (a thread-block cluster runs inside one GPC)"),
     "max_cluster_size": ("int", "CTAs per cluster, portable limit"),
     "max_cluster_size_opt_in": ("int", "CTAs per cluster with the kernel's non-portable opt-in"),
+    "max_active_clusters": ("cluster_counts", "per cluster size (CTAs), the clusters resident at once with one CTA "
+                                              "an SM, as the driver reports them (cudaOccupancyMaxActiveClusters, "
+                                              "what a persistent kernel sizes its grid by): caps what gpc_sms "
+                                              "places; not stated: gpc_sms alone"),
     "cluster_arrive_latency": ("time", "a remote mbarrier arrival across the cluster (DSMEM)"),
     "max_mma_cta_group": ("int", "SMs one MMA instruction can span (2: Blackwell's cta_group::2)"),
     "cluster_l2_coalescing": ("bool", "same-address TMA loads by the CTAs of one cluster merge in the GPC before "
@@ -268,6 +274,7 @@ MMA = "mma"  # optional section: the MMA instruction table (tmasim.mma)
 _OPTIONAL: dict[str, Any] = {"tma_request_time": "0 ns", "hbm_request_overhead": "0 B", "boost_clock": None,
                              "power_limited_clock": None, "tma_transfer_lanes": 1,
                              "gpc_sms": None, "max_cluster_size": 8, "max_cluster_size_opt_in": None,
+                             "max_active_clusters": {},
                              "cluster_arrive_latency": "0 ns", "max_mma_cta_group": 1, "cluster_l2_coalescing": False,
                              "l2_merge_bytes": "0 B", "cluster_l2_merge_bytes": "0 B",
                              "exp_per_clock": None, "fp32_per_clock": None, "smem_write_bandwidth": None,
@@ -448,6 +455,8 @@ def _check(name: str, kind: str, value: Any) -> None:
         read.reject_unknown(name, read.table(name, value), DTYPES)
         for dtype, share in value.items():
             _share(f"{name}.{dtype}", share)
+    elif kind == "cluster_counts":
+        _cluster_counts(name, value)
 
 
 def _check_gpcs(where: str, parsed: Mapping[str, Any]) -> None:
@@ -493,7 +502,26 @@ def _parse(name: str, kind: str, value: Any, clock_hz: float) -> Any:
         shares = read.table(name, value)
         read.reject_unknown(name, shares, DTYPES)
         return {d: _share(f"{name}.{d}", v) for d, v in shares.items()}
+    if kind == "cluster_counts":
+        return _cluster_counts(name, value)
     raise AssertionError(kind)
+
+
+def _cluster_counts(name: str, value: Any) -> dict[int, int]:
+    """Cluster size (CTAs, a table key) -> clusters resident at once: whole numbers from 1."""
+    counts = {}
+    for size, count in read.table(name, value).items():
+        where = f"{name}.{size}"
+        if isinstance(size, int) and not isinstance(size, bool):
+            cluster = size
+        elif isinstance(size, str) and size.isdigit():
+            cluster = int(size)
+        else:
+            raise ScenarioError(where, size, "must be a cluster size: a whole number of CTAs, from 2")
+        if not 2 <= cluster <= _INT_LIMITS["sms"][1]:
+            raise ScenarioError(where, size, "must be a cluster size: a whole number of CTAs, from 2")
+        counts[cluster] = read.integer(where, count, minimum=1, maximum=_INT_LIMITS["sms"][1])
+    return counts
 
 
 def _share(name: str, value: Any) -> float:
