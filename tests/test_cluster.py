@@ -288,6 +288,15 @@ def test_cli_cluster_multicast_reports_the_l2_saving_and_the_placement():
     assert "multicast b (default: what the shape allows" in text
 
 
+def test_cli_says_when_the_drivers_count_set_the_placement():
+    small = ["--set", "workload.m=8192", "--set", "workload.n=4096", "--set", "workload.k=128"]
+    text = tmasim("run", "gemm-b200", *small, "--set", "pipeline.cluster=[2,2]").stdout
+    assert ("33 clusters resident at once (4+5+4+4+4+4+4+4 per GPC), 16 SMs idle: the driver's count for clusters "
+            "of 4 (gpu.max_active_clusters), where the GPCs would hold 34") in text
+    assert "74 clusters resident at once (10+10+9+9+9+9+9+9 per GPC), 0 SMs idle\n" in \
+        tmasim("run", "gemm-b200", *small, "--set", "pipeline.cluster=[2,1]").stdout
+
+
 @pytest.mark.parametrize(("setting", "expected"), [
     ("pipeline.cluster=[32,1]", "tmasim: error: pipeline.cluster: [32, 1] has 32 CTAs, over the 16"),
     ("pipeline.mma_cta_group=2", "tmasim: error: pipeline.mma_cta_group: 2 is not available on h100-sxm"),

@@ -287,7 +287,7 @@ def summary_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tupl
         ("no-overlap time", f"{t(stats['serial_ns'])} on the busiest SM"),
         *chip_rows(stats, scenario),
         *(cluster_rows(stats, "a 2-SM MMA pair: each CTA loads its own Q rows and half of every K and V block, "
-                              "the leader's MMA reads both halves") if stats.get("cluster") else []),
+                              "the leader's MMA reads both halves", scenario.gpu) if stats.get("cluster") else []),
     ]
     at = [name for name, _ in rows].index("residency") + 1 if "residency" in [n for n, _ in rows] else len(rows)
     rows[at:at] = _storage_rows(stats, scenario)

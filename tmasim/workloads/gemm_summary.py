@@ -157,7 +157,8 @@ def _cluster_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tup
     coalesced = ""
     if scenario.gpu.cluster_l2_coalescing and stats["multicast"] != "both":
         coalesced = "; the cluster's same-address loads of what is not multicast merge before L2 (implicit sharing)"
-    rows = cluster_rows(stats, f"multicast {stats['multicast']} ({chosen}; {shares[stats['multicast']]}{coalesced})")
+    rows = cluster_rows(stats, f"multicast {stats['multicast']} ({chosen}; {shares[stats['multicast']]}{coalesced})",
+                        scenario.gpu)
     if stats.get("tiles_past_edge"):
         rows.insert(1, ("tile grid", f"{stats['tile_grid']} tiles, launched as {stats['launched_tile_grid']}: the "
                                      f"cluster grid rounds up, so {plural(stats['tiles_past_edge'], 'CTA tile')} "

@@ -4,6 +4,7 @@ with them) and :mod:`tmasim.summary` (which prints them), so data flows one way.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +12,7 @@ from tmasim.values import format as fmt
 from tmasim.values.format import plural  # noqa: F401 (re-exported: the workloads' sentences use it from here)
 
 if TYPE_CHECKING:
+    from tmasim.machine.hardware import GpuSpec
     from tmasim.settings.parts import ScenarioParts
 
 
@@ -79,13 +81,26 @@ def share_of_peak(flops_per_s: float, scenario: ScenarioParts, dtype: str, sms_u
     return f"{fmt.percent(flops_per_s / peak)} of the {fmt.flop_rate(peak)} {dtype} peak of {which}"
 
 
-def cluster_rows(stats: Mapping[str, Any], shares: str) -> list[tuple[str, str]]:
+def _driver_cap(stats: Mapping[str, Any], gpu: GpuSpec | None) -> str:
+    """Where the driver's count (``gpu.max_active_clusters``), not the GPCs, set the placement: says so."""
+    if gpu is None or stats.get("ctas_per_sm") != 1:
+        return ""
+    size = math.prod(int(n) for n in str(stats["cluster"]).split("x"))
+    driver, layout = gpu.max_active_clusters.get(size), sum(g // size for g in gpu.gpcs)
+    if driver is None or driver >= layout or stats["clusters_resident"] != driver:
+        return ""
+    return (f": the driver's count for clusters of {size} (gpu.max_active_clusters), where the GPCs would hold "
+            f"{layout}")
+
+
+def cluster_rows(stats: Mapping[str, Any], shares: str, gpu: GpuSpec | None = None) -> list[tuple[str, str]]:
     """A clustered run's rows: the cluster and what its CTAs share (``shares``, the workload's
-    words), where the clusters went, and whether aggregation stayed exact."""
+    words), where the clusters went (with ``gpu``: whether the driver's count capped the GPCs'),
+    and whether aggregation stayed exact."""
     portable = "" if stats["cluster_portable"] else " (non-portable size: needs the opt-in)"
     return [
         ("cluster", f"{stats['cluster']} CTAs{portable}; {shares}; remote arrival {t(stats['remote_arrive_ns'])}"),
         ("placement", f"{stats['clusters_resident']} clusters resident at once ({stats['clusters_per_gpc']} per "
-                      f"GPC), {plural(stats['idle_sms'], 'SM')} idle"),
+                      f"GPC), {plural(stats['idle_sms'], 'SM')} idle{_driver_cap(stats, gpu)}"),
         ("aggregation", f"{stats['aggregation']}; {plural(stats['cluster_classes'], 'cluster slot')} simulated"),
     ]
