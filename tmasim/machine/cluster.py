@@ -53,11 +53,18 @@ def place(gpu: GpuSpec, shape: tuple[int, int], ctas_per_sm: int, limited_by: st
                              f"needs {size} CTAs in one GPC, but the largest GPC of {gpu.name} holds "
                              f"{largest * ctas_per_sm}: {largest} SMs x {fmt.plural(ctas_per_sm, 'CTA')} per SM{why}")
     per_gpc = tuple(g * ctas_per_sm // size for g in gpu.gpcs)
-    driver = gpu.max_active_clusters.get(size) if ctas_per_sm == 1 else None
-    if driver is not None and sum(per_gpc) > driver:
-        per_gpc = _capped(per_gpc, driver)
+    if driver_cap(gpu, size, ctas_per_sm) is not None:
+        per_gpc = _capped(per_gpc, gpu.max_active_clusters[size])
     used = sum(-(-n * size // ctas_per_sm) for n in per_gpc)
     return ClusterPlacement(shape, per_gpc, gpu.sms - used, size <= gpu.max_cluster_size)
+
+
+def driver_cap(gpu: GpuSpec, size: int, ctas_per_sm: int) -> tuple[int, int] | None:
+    """(the driver's count, what the GPCs would hold) for clusters of ``size`` CTAs where the
+    driver's count (``gpu.max_active_clusters``, stated at one CTA an SM) is the lower; else None."""
+    driver = gpu.max_active_clusters.get(size) if ctas_per_sm == 1 else None
+    layout = sum(g * ctas_per_sm // size for g in gpu.gpcs)
+    return (driver, layout) if driver is not None and driver < layout else None
 
 
 def _capped(per_gpc: tuple[int, ...], count: int) -> tuple[int, ...]:

@@ -512,13 +512,8 @@ def _cluster_counts(name: str, value: Any) -> dict[int, int]:
     counts = {}
     for size, count in read.table(name, value).items():
         where = f"{name}.{size}"
-        if isinstance(size, int) and not isinstance(size, bool):
-            cluster = size
-        elif isinstance(size, str) and size.isdigit():
-            cluster = int(size)
-        else:
-            raise ScenarioError(where, size, "must be a cluster size: a whole number of CTAs, from 2")
-        if not 2 <= cluster <= _INT_LIMITS["sms"][1]:
+        cluster = int(size) if isinstance(size, str) and size.isdigit() else size  # (a TOML key is a string)
+        if isinstance(cluster, bool) or not isinstance(cluster, int) or not 2 <= cluster <= _INT_LIMITS["sms"][1]:
             raise ScenarioError(where, size, "must be a cluster size: a whole number of CTAs, from 2")
         counts[cluster] = read.integer(where, count, minimum=1, maximum=_INT_LIMITS["sms"][1])
     return counts

@@ -75,11 +75,10 @@ def breakdown(config: AttentionConfig, gpu: GpuSpec, plan: Plan, stages: int) ->
                 at = (*key, step % stages)
                 ring = rings.get(at)
                 if ring is None:
-                    slots = [0.0] * stages
+                    slots, at_step = [0.0] * stages, step
                     for count, trip in load.trips:
-                        _ring_add(slots, step, count, trip)
-                        step += count
-                    step -= load.steps
+                        _ring_add(slots, at_step, count, trip)
+                        at_step += count
                     ring = rings[at] = tuple(slots)
                 for slot, trip in enumerate(ring):
                     trips[slot] += trip

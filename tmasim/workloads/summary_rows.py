@@ -8,6 +8,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from tmasim.machine.cluster import driver_cap
 from tmasim.values import format as fmt
 from tmasim.values.format import plural  # noqa: F401 (re-exported: the workloads' sentences use it from here)
 
@@ -83,14 +84,14 @@ def share_of_peak(flops_per_s: float, scenario: ScenarioParts, dtype: str, sms_u
 
 def _driver_cap(stats: Mapping[str, Any], gpu: GpuSpec | None) -> str:
     """Where the driver's count (``gpu.max_active_clusters``), not the GPCs, set the placement: says so."""
-    if gpu is None or stats.get("ctas_per_sm") != 1:
+    if gpu is None:
         return ""
     size = math.prod(int(n) for n in str(stats["cluster"]).split("x"))
-    driver, layout = gpu.max_active_clusters.get(size), sum(g // size for g in gpu.gpcs)
-    if driver is None or driver >= layout or stats["clusters_resident"] != driver:
+    cap = driver_cap(gpu, size, int(stats.get("ctas_per_sm") or 0))
+    if cap is None:
         return ""
     return (f": the driver's count for clusters of {size} (gpu.max_active_clusters), where the GPCs would hold "
-            f"{layout}")
+            f"{cap[1]}")
 
 
 def cluster_rows(stats: Mapping[str, Any], shares: str, gpu: GpuSpec | None = None) -> list[tuple[str, str]]:

@@ -89,7 +89,10 @@ class AttentionUnit:
         return sum(count for _, count in self.runs)
 
     def expanded(self) -> list[KvBlock]:
-        return [block for block, count in self.runs for _ in range(count)]
+        expanded: list[KvBlock] = []
+        for block, count in self.runs:
+            expanded += [block] * count
+        return expanded
 
 
 @dataclass(frozen=True)
@@ -144,8 +147,7 @@ class AttentionProgram:
         for unit in self.units:
             self._first.append(len(self._blocks))
             self._count.append(unit.blocks)
-            for block, count in unit.runs:
-                self._blocks += [block] * count
+            self._blocks.extend(unit.expanded())
         self.steps = len(self._blocks)
         self._starts = self._unit_starts()
 
