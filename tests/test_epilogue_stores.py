@@ -46,3 +46,25 @@ def test_without_a_drain_time_the_tile_goes_out_in_one_store():
     built, _ = plan(scenario.workload, scenario)
     epilogue = built.programs[0].units[0].epilogue
     assert epilogue.store_parts == () and epilogue.store is not None
+
+
+def test_a_tiles_own_epilogue_cost_comes_before_its_first_sub_tile():
+    scenario = scenarios.load("gemm-b200", [*SETS, "gpu.epilogue_tile_time=200 ns", "gpu.epilogue_subtile_time=100 ns"])
+    built, _ = plan(scenario.workload, scenario)
+    epilogue = built.programs[0].units[-1].epilogue
+    assert epilogue.store_lead == 200_000 and epilogue.store_interval == 100_000
+    # the CTA's last tile: all of its drain holds the CTA, its own cost and then the eight sub-tiles
+    assert epilogue.duration >= 200_000 + 8 * 100_000
+
+
+def test_a_tiles_own_epilogue_cost_delays_a_one_tile_kernel_by_itself():
+    one_tile = ["workload.m=256", "workload.n=256", "gpu.epilogue_subtile_time=100 ns"]
+    without = simulate(scenarios.load("gemm-b200", [*SETS, *one_tile, "gpu.epilogue_tile_time=0 ns"]))
+    with_it = simulate(scenarios.load("gemm-b200", [*SETS, *one_tile, "gpu.epilogue_tile_time=250 ns"]))
+    assert with_it.makespan_ps - without.makespan_ps == 250_000
+
+
+def test_a_tiles_own_epilogue_cost_needs_a_drain_in_sub_tiles():
+    scenario = scenarios.load("gemm-b200", [*SETS, "gpu.epilogue_subtile_time=0 ns", "gpu.epilogue_tile_time=300 ns"])
+    plain = scenarios.load("gemm-b200", [*SETS, "gpu.epilogue_subtile_time=0 ns", "gpu.epilogue_tile_time=0 ns"])
+    assert simulate(scenario).makespan_ps == simulate(plain).makespan_ps

@@ -57,13 +57,14 @@ class Epilogue(NamedTuple):
     """After a unit's last step: the fix-up of a split tile (if any), ``duration`` ps of
     consumer work, then an optional store. With ``store_parts`` (a Tensor Memory accumulator
     drained in C sub-tiles), ``store`` goes out as those parts instead, part ``n`` issued
-    ``(n + 1) * store_interval`` ps after the epilogue starts, as each sub-tile is drained."""
+    ``store_lead + (n + 1) * store_interval`` ps after the epilogue starts, as each sub-tile is drained."""
 
     duration: int
     store: Copy | None
     fixup: Fixup | None = None
     store_parts: tuple[Copy, ...] = ()
     store_interval: int = 0
+    store_lead: int = 0
 
 
 class Program(Protocol):

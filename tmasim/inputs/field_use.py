@@ -44,7 +44,7 @@ _MMA = frozenset({"tensor_flops", "mma", "smem_bandwidth"})
 _CLUSTERS = frozenset({"gpc_sms", "max_cluster_size", "max_cluster_size_opt_in", "max_active_clusters",
                        "cluster_arrive_latency", "max_mma_cta_group"})
 _GEMM_ONLY = frozenset({"cluster_l2_coalescing", "l2_merge_bytes", "cluster_l2_merge_bytes",
-                        "smem_write_bandwidth", "pair_writes_overlap", "epilogue_subtile_time",
+                        "smem_write_bandwidth", "pair_writes_overlap", "epilogue_subtile_time", "epilogue_tile_time",
                         "tensor_sustained"})
 _SOFTMAX = frozenset({"exp_per_clock", "fp32_per_clock", "minmax_per_clock", "convert_per_clock", "convert_pipe",
                       "shuffle_per_clock", "issue_per_clock", "fp32_latency", "minmax_latency", "exp_latency",

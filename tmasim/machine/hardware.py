@@ -93,6 +93,7 @@ class GpuSpec:
     launch_overhead: int = 0  # ps a kernel costs outside its CTAs' work: launch, prologue, end
     launch_per_sm: int = 0  # ps more the launch costs for each SM it uses after the first
     epilogue_subtile_time: int = 0  # ps per C sub-tile of a TMEM accumulator's epilogue; 0: SMEM staging only
+    epilogue_tile_time: int = 0  # ps per tile of that epilogue, before its first sub-tile is stored
     tensor_sustained: Mapping[str, float] = field(default_factory=dict)  # dtype -> share of the MMA rate, whole chip
     mma: MmaSpec | None = None  # instruction table; None: a flat tensor_flops rate (ideal machine)
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
@@ -241,6 +242,10 @@ _FIELDS: dict[str, tuple[str, str]] = {
                                       "load, convert, SMEM write, TMA store issue); the epilogue warps overlap the "
                                       "next tile's mainloop (two accumulators), so only what exceeds it delays the "
                                       "MMAs; 0: the SMEM staging of C only"),
+    "epilogue_tile_time": ("time", "per tile of an epilogue that drains a Tensor Memory accumulator in C sub-tiles "
+                                   "(epilogue_subtile_time), before its first sub-tile is stored: the wait for the "
+                                   "accumulator, the first TMEM load's latency, the accumulator's release; read only "
+                                   "where epilogue_subtile_time is set"),
     "launch_overhead": ("time", "what a kernel costs outside its CTAs' simulated work: the launch, the prologue "
                                 "(barrier init, TMEM allocation, descriptor fetch) and the kernel's end; added to "
                                 "the makespan"),
@@ -281,7 +286,7 @@ _OPTIONAL: dict[str, Any] = {"tma_request_time": "0 ns", "hbm_request_overhead":
                              "l2_far_fit_size": "0 B", "l2_far_latency": "0 ns",
                              "copy_latency_per_kib_in_flight": "0 ns", "pair_writes_overlap": False,
                              "launch_overhead": "0 ns", "launch_per_sm": "0 ns",
-                             "epilogue_subtile_time": "0 ns", "tensor_sustained": {},
+                             "epilogue_subtile_time": "0 ns", "epilogue_tile_time": "0 ns", "tensor_sustained": {},
                              "minmax_per_clock": None, "convert_per_clock": None, "convert_pipe": "alu",
                              "shuffle_per_clock": None, "issue_per_clock": None, "fp32_latency": "0 ns",
                              "minmax_latency": "0 ns", "exp_latency": "0 ns", "shuffle_latency": "0 ns"}

@@ -533,14 +533,16 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, r
     parts, interval = _store_parts(config, gpu, setup.pair, store)
     return Unit(-1, tuple(segments), Epilogue(_epilogue_time(config, gpu, setup.pair, staging,
                                                              steps * (step.occupancy + hold), last), store,
-                                              store_parts=parts, store_interval=interval))
+                                              store_parts=parts, store_interval=interval,
+                                              store_lead=gpu.epilogue_tile_time if parts else 0))
 
 
 def _store_parts(config: GemmConfig, gpu: GpuSpec, pair: bool, store: Copy) -> tuple[tuple[Copy, ...], int]:
     """A Tensor Memory accumulator's store, one TMA store per C sub-tile as the epilogue warps
     drain it (CuTeDSL ``dense_gemm_persistent``: each sub-tile goes TMEM -> registers -> a C
     buffer in shared memory -> ``cp.async.bulk.tensor`` store, the next sub-tile's drain beside it),
-    ``gpu.epilogue_subtile_time`` apart; () where the tile is stored in one piece."""
+    ``gpu.epilogue_subtile_time`` apart after the tile's own ``gpu.epilogue_tile_time``; () where
+    the tile is stored in one piece."""
     count = _subtiles(config, pair) if _drains_tmem(gpu) else 1
     if count <= 1:
         return (), 0
@@ -563,12 +565,13 @@ def _drains_tmem(gpu: GpuSpec) -> bool:
 def _epilogue_time(config: GemmConfig, gpu: GpuSpec, pair: bool, staging: int, mainloop: int, last: bool) -> int:
     """How long a tile's epilogue holds up its CTA's MMAs. With an accumulator in Tensor Memory
     (tcgen05) and ``gpu.epilogue_subtile_time``, the epilogue warps drain it in C sub-tiles
-    (CuTeDSL's ``compute_epilogue_tile_size``) while the MMA warp runs the next tile into the
-    second accumulator: only the part longer than that tile's mainloop (its MMAs' time) delays
-    the MMAs, all of it after a CTA's last tile. Otherwise: C's staging through shared memory."""
+    (CuTeDSL's ``compute_epilogue_tile_size``) after a cost of the tile's own
+    (``gpu.epilogue_tile_time``), while the MMA warp runs the next tile into the second
+    accumulator: only the part longer than that tile's mainloop (its MMAs' time) delays the MMAs,
+    all of it after a CTA's last tile. Otherwise: C's staging through shared memory."""
     if not _drains_tmem(gpu):
         return staging
-    work = _subtiles(config, pair) * gpu.epilogue_subtile_time
+    work = gpu.epilogue_tile_time + _subtiles(config, pair) * gpu.epilogue_subtile_time
     return max(staging, work if last else work - mainloop)
 
 

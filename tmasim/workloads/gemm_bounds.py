@@ -86,9 +86,10 @@ def _own_time(program: UnitProgram, gpu: GpuSpec, least_fill: bool = False) -> f
 def _last_epilogue(epilogue: Epilogue) -> float:
     """A CTA's last epilogue, until it may exit (its stores landed: a bulk wait): the consumers'
     time, then the store's latency; C's sub-tiles drained from Tensor Memory go out one
-    ``store_interval`` after another, the last one's latency after that."""
+    ``store_interval`` after another from ``store_lead``, the last one's latency after that."""
     if epilogue.store_parts:
-        last = len(epilogue.store_parts) * epilogue.store_interval + min(part.latency for part in epilogue.store_parts)
+        drained = epilogue.store_lead + len(epilogue.store_parts) * epilogue.store_interval
+        last = drained + min(part.latency for part in epilogue.store_parts)
         return max(epilogue.duration, last)
     return epilogue.duration + (epilogue.store.latency if epilogue.store is not None else 0)
 

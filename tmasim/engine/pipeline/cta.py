@@ -428,7 +428,8 @@ class Cta:
         if stores and epilogue.store_parts:  # each sub-tile goes out as it is drained, from now on
             self._stores_left += len(epilogue.store_parts)
             for n, part in enumerate(epilogue.store_parts):
-                self.env.timeout((n + 1) * epilogue.store_interval).callbacks.append(self._store_later(part, unit))
+                drained = epilogue.store_lead + (n + 1) * epilogue.store_interval
+                self.env.timeout(drained).callbacks.append(self._store_later(part, unit))
         if duration:
             yield self.env.timeout(duration)
         if self.recorder is not None:
