@@ -68,3 +68,25 @@ def test_a_tiles_own_epilogue_cost_needs_a_drain_in_sub_tiles():
     scenario = scenarios.load("gemm-b200", [*SETS, "gpu.epilogue_subtile_time=0 ns", "gpu.epilogue_tile_time=300 ns"])
     plain = scenarios.load("gemm-b200", [*SETS, "gpu.epilogue_subtile_time=0 ns", "gpu.epilogue_tile_time=0 ns"])
     assert simulate(scenario).makespan_ps == simulate(plain).makespan_ps
+
+
+def _summary_row(name: str, sets: list[str]) -> str:
+    from tmasim.output.summary import describe
+
+    scenario = scenarios.load(name, sets)
+    text = describe(simulate(scenario).stats, scenario)
+    return next((line for line in text.splitlines() if line.strip().startswith("epilogue ")), "")
+
+
+def test_the_summary_says_what_a_tiles_drain_costs_and_whether_the_mmas_hide_it():
+    costs = ["gpu.epilogue_tile_time=200 ns", "gpu.epilogue_subtile_time=100 ns"]
+    long_k = _summary_row("gemm-b200", [*SETS, *costs, "workload.k=4096"])
+    assert "8 C sub-tiles of 128x32 a tile" in long_k and "1 µs a tile" in long_k  # 200 + 8 x 100 ns
+    assert "under the next tile's" in long_k and "binds" not in long_k
+    short_k = _summary_row("gemm-b200", [*SETS, *costs, "workload.k=64"])  # one k-step: the drain is longer
+    assert "more than the next tile's" in short_k and "(the epilogue binds)" in short_k
+
+
+def test_no_epilogue_row_without_a_tensor_memory_drain():
+    assert _summary_row("gemm-h100", []) == ""
+    assert _summary_row("gemm-b200", [*SETS, "gpu.epilogue_subtile_time=0 ns"]) == ""

@@ -462,6 +462,7 @@ def stats(config: GemmConfig, scenario: ScenarioParts, plan: Plan, res: Residenc
                  mma_smem_bound=step.smem_bound,
                  smem_write_bytes_per_s=None if scenario.gpu.smem_write_bandwidth is None
                  else scenario.gpu.smem_write_bandwidth * 1e12)
+    extra.update(_epilogue_stats(config, scenario, step, writes, a_once))
     far = _far_latency(scenario.gpu, layout)
     extra.update(l2_far_latency_ns=far / 1000 if far else None,
                  l2_operand_bytes=layout.a.tensor_bytes + layout.b.tensor_bytes)
@@ -473,6 +474,21 @@ def stats(config: GemmConfig, scenario: ScenarioParts, plan: Plan, res: Residenc
         extra.update(stages_auto_rule=chosen.rule, stages_auto_detail=chosen.detail,
                      epilogue_smem_bytes=chosen.epilogue_smem if config.epilogue_smem is None else config.epilogue_smem)
     return extra
+
+
+def _epilogue_stats(config: GemmConfig, scenario: ScenarioParts, step: MmaStep, writes: int,
+                    a_once: int) -> dict[str, Any]:
+    """A Tensor Memory accumulator's drain, per tile (:func:`_epilogue_time`), beside the MMA
+    time of one tile's k-loop (its k-steps at their issue pace, memory waits aside)."""
+    gpu, pair = scenario.gpu, scenario.pipeline.mma_cta_group == 2
+    if not _drains_tmem(gpu) or not step.instruction:
+        return {}
+    hold = k_step_smem_hold(step.smem_reads, writes, a_once, step.occupancy, gpu.smem_bandwidth,
+                            gpu.smem_write_bandwidth, pair and gpu.pair_writes_overlap)
+    count = _subtiles(config, pair)
+    return {"epilogue_subtiles": count, "epilogue_subtile": "x".join(map(str, blackwell_epilogue_tile(config, pair))),
+            "epilogue_drain_ns": (gpu.epilogue_tile_time + count * gpu.epilogue_subtile_time) / 1000,
+            "epilogue_mainloop_ns": config.k_steps * (step.occupancy + hold) / 1000}
 
 
 def _edge(index: int, count: int) -> bool | None:

@@ -110,8 +110,23 @@ def _with_mma_rows(rows: list[tuple[str, str]], stats: Mapping[str, Any],
         columns, lanes = stats["tmem_columns_per_cta"], mma.tmem_lanes
         mma_rows.append(("TMEM", f"{columns} columns ({fmt.size(columns * lanes * 4)}) per CTA for the accumulator, "
                                  f"of {mma.tmem_columns} ({fmt.size(mma.tmem_columns * lanes * 4)}) per SM"))
+    if stats.get("epilogue_subtiles"):
+        mma_rows.append(("epilogue", _epilogue_row(stats)))
     at = [name for name, _ in rows].index("residency") + 1
     return rows[:at] + mma_rows + rows[at:]
+
+
+def _epilogue_row(stats: Mapping[str, Any]) -> str:
+    """How a tile's Tensor Memory accumulator is drained and stored, and whether the next tile's
+    MMAs hide it (tmasim.workloads.gemm: the tile's own cost, then one per C sub-tile)."""
+    count, drain, mainloop = stats["epilogue_subtiles"], stats["epilogue_drain_ns"], stats["epilogue_mainloop_ns"]
+    each = "each " if count > 1 else ""
+    head = (f"{plural(count, 'C sub-tile')} of {stats['epilogue_subtile']} a tile, {each}TMA-stored as it is drained "
+            f"from TMEM: {t(drain)} a tile (gpu.epilogue_tile_time + {count} x gpu.epilogue_subtile_time)")
+    if drain <= mainloop:
+        return f"{head}, under the next tile's {t(mainloop)} of MMAs; a CTA's last tile waits for all of it"
+    return (f"{head}, {t(drain - mainloop)} more than the next tile's {t(mainloop)} of MMAs: "
+            "each tile's MMAs wait for the difference (the epilogue binds)")
 
 
 _SOURCE_WORDS = {"SS": "A and B from shared memory", "TS": "A from Tensor Memory, B from shared memory",
