@@ -90,3 +90,8 @@ def test_the_summary_says_what_a_tiles_drain_costs_and_whether_the_mmas_hide_it(
 def test_no_epilogue_row_without_a_tensor_memory_drain():
     assert _summary_row("gemm-h100", []) == ""
     assert _summary_row("gemm-b200", [*SETS, "gpu.epilogue_subtile_time=0 ns"]) == ""
+
+
+def test_a_split_tiles_epilogue_row_makes_no_claim_on_its_k_loop():
+    row = _summary_row("gemm-b200", [*SETS, "workload.k=4096", "workload.split_k=2"])
+    assert row.endswith("after the last share of each tile's k-loop") and "MMAs" not in row

@@ -462,7 +462,7 @@ def stats(config: GemmConfig, scenario: ScenarioParts, plan: Plan, res: Residenc
                  mma_smem_bound=step.smem_bound,
                  smem_write_bytes_per_s=None if scenario.gpu.smem_write_bandwidth is None
                  else scenario.gpu.smem_write_bandwidth * 1e12)
-    extra.update(_epilogue_stats(config, scenario, step, writes, a_once))
+    extra.update(_epilogue_stats(config, scenario, step, writes, a_once, whole_tiles="decomposition" not in plan.info))
     far = _far_latency(scenario.gpu, layout)
     extra.update(l2_far_latency_ns=far / 1000 if far else None,
                  l2_operand_bytes=layout.a.tensor_bytes + layout.b.tensor_bytes)
@@ -477,9 +477,10 @@ def stats(config: GemmConfig, scenario: ScenarioParts, plan: Plan, res: Residenc
 
 
 def _epilogue_stats(config: GemmConfig, scenario: ScenarioParts, step: MmaStep, writes: int,
-                    a_once: int) -> dict[str, Any]:
+                    a_once: int, whole_tiles: bool) -> dict[str, Any]:
     """A Tensor Memory accumulator's drain, per tile (:func:`_epilogue_time`), beside the MMA
-    time of one tile's k-loop (its k-steps at their issue pace, memory waits aside)."""
+    time of one tile's k-loop (its k-steps at their issue pace, memory waits aside); without it
+    where the tiles' k-loops are split among CTAs (split-K, stream-K: a unit's share varies)."""
     gpu, pair = scenario.gpu, scenario.pipeline.mma_cta_group == 2
     if not _drains_tmem(gpu) or not step.instruction:
         return {}
@@ -488,7 +489,7 @@ def _epilogue_stats(config: GemmConfig, scenario: ScenarioParts, step: MmaStep, 
     count = _subtiles(config, pair)
     return {"epilogue_subtiles": count, "epilogue_subtile": "x".join(map(str, blackwell_epilogue_tile(config, pair))),
             "epilogue_drain_ns": (gpu.epilogue_tile_time + count * gpu.epilogue_subtile_time) / 1000,
-            "epilogue_mainloop_ns": config.k_steps * (step.occupancy + hold) / 1000}
+            "epilogue_mainloop_ns": config.k_steps * (step.occupancy + hold) / 1000 if whole_tiles else None}
 
 
 def _edge(index: int, count: int) -> bool | None:

@@ -123,6 +123,8 @@ def _epilogue_row(stats: Mapping[str, Any]) -> str:
     each = "each " if count > 1 else ""
     head = (f"{plural(count, 'C sub-tile')} of {stats['epilogue_subtile']} a tile, {each}TMA-stored as it is drained "
             f"from TMEM: {t(drain)} a tile (gpu.epilogue_tile_time + {count} x gpu.epilogue_subtile_time)")
+    if mainloop is None:  # split-K, stream-K: the drain follows a tile's last share
+        return f"{head}, after the last share of each tile's k-loop"
     if drain <= mainloop:
         return f"{head}, under the next tile's {t(mainloop)} of MMAs; a CTA's last tile waits for all of it"
     return (f"{head}, {t(drain - mainloop)} more than the next tile's {t(mainloop)} of MMAs: "
