@@ -484,12 +484,17 @@ def _epilogue_stats(config: GemmConfig, scenario: ScenarioParts, step: MmaStep, 
     gpu, pair = scenario.gpu, scenario.pipeline.mma_cta_group == 2
     if not _drains_tmem(gpu) or not step.instruction:
         return {}
-    hold = k_step_smem_hold(step.smem_reads, writes, a_once, step.occupancy, gpu.smem_bandwidth,
-                            gpu.smem_write_bandwidth, pair and gpu.pair_writes_overlap)
+    hold = _k_step_hold(gpu, step, writes, a_once, pair)
     count = _subtiles(config, pair)
     return {"epilogue_subtiles": count, "epilogue_subtile": "x".join(map(str, blackwell_epilogue_tile(config, pair))),
             "epilogue_drain_ns": (gpu.epilogue_tile_time + count * gpu.epilogue_subtile_time) / 1000,
             "epilogue_mainloop_ns": config.k_steps * (step.occupancy + hold) / 1000 if whole_tiles else None}
+
+
+def _k_step_hold(gpu: GpuSpec, step: MmaStep, writes: int, a_once: int, pair: bool) -> int:
+    """How long shared memory stays busy after a k-step's MMAs (:func:`k_step_smem_hold` on this GPU)."""
+    return k_step_smem_hold(step.smem_reads, writes, a_once, step.occupancy, gpu.smem_bandwidth,
+                            gpu.smem_write_bandwidth, pair and gpu.pair_writes_overlap)
 
 
 def _edge(index: int, count: int) -> bool | None:
@@ -526,8 +531,7 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, r
         expect = 2 * layout.a.stage_bytes + layout.b.stage_bytes if rank % 2 == 0 else 0
         rows_in += max(0, _partner_rows(config, setup, row, rank))  # the leader's MMA covers the pair's rows
     writes, a_once = k_step_smem_traffic(config, layout, setup.pair)
-    hold = k_step_smem_hold(step.smem_reads, writes, a_once, step.occupancy, gpu.smem_bandwidth,
-                            gpu.smem_write_bandwidth, setup.pair and gpu.pair_writes_overlap)
+    hold = _k_step_hold(gpu, step, writes, a_once, setup.pair)
     # With smem_write_bandwidth (B200) the writes' time belongs to the k-step: its MMAs complete
     # that much later, so the slot's release waits for it as the next step's MMAs do (tmasim.operands).
     tail = step.tail + hold if gpu.smem_write_bandwidth is not None else step.tail
