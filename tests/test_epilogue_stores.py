@@ -70,12 +70,12 @@ def test_a_tiles_own_epilogue_cost_needs_a_drain_in_sub_tiles():
     assert simulate(scenario).makespan_ps == simulate(plain).makespan_ps
 
 
-def _summary_row(name: str, sets: list[str]) -> str:
+def _summary_row(name: str, sets: list[str], row: str = "epilogue") -> str:
     from tmasim.output.summary import describe
 
     scenario = scenarios.load(name, sets)
     text = describe(simulate(scenario).stats, scenario)
-    return next((line for line in text.splitlines() if line.strip().startswith("epilogue ")), "")
+    return next((line for line in text.splitlines() if line.strip().startswith(f"{row} ")), "")
 
 
 def test_the_summary_says_what_a_tiles_drain_costs_and_whether_the_mmas_hide_it():
@@ -95,3 +95,10 @@ def test_no_epilogue_row_without_a_tensor_memory_drain():
 def test_a_split_tiles_epilogue_row_makes_no_claim_on_its_k_loop():
     row = _summary_row("gemm-b200", [*SETS, "workload.k=4096", "workload.split_k=2"])
     assert row.endswith("after the last share of each tile's k-loop") and "MMAs" not in row
+
+
+def test_the_bound_row_says_when_the_epilogue_holds_the_mmas_up():
+    costs = ["gpu.epilogue_tile_time=200 ns", "gpu.epilogue_subtile_time=100 ns"]
+    note = "each tile's epilogue outlasts the next tile's MMAs, which no bound counts"
+    assert note in _summary_row("gemm-b200", [*SETS, *costs, "workload.k=64"], "bound")
+    assert note not in _summary_row("gemm-b200", [*SETS, *costs, "workload.k=4096"], "bound")

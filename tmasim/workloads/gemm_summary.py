@@ -30,7 +30,7 @@ def summary_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tupl
         ("predicted time", f"{t(stats['makespan_ns'])}   ({fmt.flop_rate(rate)}, "
                            f"{share_of_peak(rate, scenario, config.dtype, stats['sms_used'])})"),
         ("bound", f"{t(stats['bound_ns'])}, binding: {binding}   (the run reaches {fmt.percent(stats['efficiency'])} "
-                  "of it)"),
+                  f"of it){_epilogue_note(stats)}"),
         ("bounds", bounds),
         ("no-overlap time", f"{t(stats['serial_ns'])} on the busiest SM"),
         *([("stages", f"{stats['stages']} (auto: {stats['stages_auto_rule']}; {stats['stages_auto_detail']})")]
@@ -116,6 +116,18 @@ def _with_mma_rows(rows: list[tuple[str, str]], stats: Mapping[str, Any],
     return rows[:at] + mma_rows + rows[at:]
 
 
+def _epilogue_binds(stats: Mapping[str, Any]) -> bool:
+    """Whether a tile's Tensor Memory drain outlasts the next tile's MMAs (whole tiles only)."""
+    mainloop = stats.get("epilogue_mainloop_ns")
+    return mainloop is not None and stats["epilogue_drain_ns"] > mainloop
+
+
+def _epilogue_note(stats: Mapping[str, Any]) -> str:
+    """The bounds count no epilogue: say so where the epilogue holds the MMAs up."""
+    return "; each tile's epilogue outlasts the next tile's MMAs, which no bound counts (the epilogue row)" \
+        if _epilogue_binds(stats) else ""
+
+
 def _epilogue_row(stats: Mapping[str, Any]) -> str:
     """How a tile's Tensor Memory accumulator is drained and stored, and whether the next tile's
     MMAs hide it (tmasim.workloads.gemm: the tile's own cost, then one per C sub-tile)."""
@@ -125,7 +137,7 @@ def _epilogue_row(stats: Mapping[str, Any]) -> str:
             f"from TMEM: {t(drain)} a tile (gpu.epilogue_tile_time + {count} x gpu.epilogue_subtile_time)")
     if mainloop is None:  # split-K, stream-K: the drain follows a tile's last share
         return f"{head}, after the last share of each tile's k-loop"
-    if drain <= mainloop:
+    if not _epilogue_binds(stats):
         return f"{head}, under the next tile's {t(mainloop)} of MMAs; a CTA's last tile waits for all of it"
     return (f"{head}, {t(drain - mainloop)} more than the next tile's {t(mainloop)} of MMAs: "
             "each tile's MMAs wait for the difference (the epilogue binds)")
