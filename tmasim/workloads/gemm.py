@@ -487,7 +487,7 @@ def _epilogue_stats(config: GemmConfig, scenario: ScenarioParts, step: MmaStep, 
     hold = _k_step_hold(gpu, step, writes, a_once, pair)
     count = _subtiles(config, pair)
     return {"epilogue_subtiles": count, "epilogue_subtile": "x".join(map(str, blackwell_epilogue_tile(config, pair))),
-            "epilogue_drain_ns": (gpu.epilogue_tile_time + count * gpu.epilogue_subtile_time) / 1000,
+            "epilogue_drain_ns": _drain_time(config, gpu, pair) / 1000,
             "epilogue_mainloop_ns": config.k_steps * (step.occupancy + hold) / 1000 if whole_tiles else None}
 
 
@@ -592,8 +592,14 @@ def _epilogue_time(config: GemmConfig, gpu: GpuSpec, pair: bool, staging: int, m
     all of it after a CTA's last tile. Otherwise: C's staging through shared memory."""
     if not _drains_tmem(gpu):
         return staging
-    work = gpu.epilogue_tile_time + _subtiles(config, pair) * gpu.epilogue_subtile_time
+    work = _drain_time(config, gpu, pair)
     return max(staging, work if last else work - mainloop)
+
+
+def _drain_time(config: GemmConfig, gpu: GpuSpec, pair: bool) -> int:
+    """The epilogue warps' time for one tile's Tensor Memory accumulator: the tile's own cost,
+    then each C sub-tile's."""
+    return gpu.epilogue_tile_time + _subtiles(config, pair) * gpu.epilogue_subtile_time
 
 
 def _k_segments(config: GemmConfig, first: int = 0, count: int | None = None) -> list[tuple[int, int]]:
