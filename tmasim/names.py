@@ -44,9 +44,10 @@ BOUNDS: dict[str, Name] = {
                                   "over its shared-memory bandwidth"),
     "latency": Name("round trip", "a slot's round trip (issue, copy latency, transfer, compute, two barrier "
                                   "wake-ups) shared by the S stages: too few bytes in flight (Little's law)"),
-    "chain": Name("consumer chain", "one consumer warpgroup's own steps one after another (attention): each GEMM "
-                                    "it waits for, its softmax and rescale, its epilogue, where nothing overlaps "
-                                    "them"),
+    "chain": Name("consumer chain", "one consumer warpgroup's own steps one after another, where nothing overlaps "
+                                    "them: a GEMM's MMAs, the shared-memory time each leaves and each tile's "
+                                    "epilogue hold-up; attention's GEMMs it waits for, its softmax and rescale, its "
+                                    "epilogue"),
 }
 
 # Resources a run uses, as the summary, explain and figures call them.

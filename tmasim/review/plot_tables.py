@@ -271,6 +271,7 @@ PARTS = {  # part -> (legend text, colour)
     "smem": (f"{names.bound('smem')} bound (MMA operand reads + TMA writes)", "#937860"),
     "latency": (f"{names.bound('latency')} bound (too few bytes in flight)", COLORS["wait_empty"]),
     "issue": (f"{names.bound('issue')} bound", COLORS["epilogue"]),
+    "chain": (f"{names.bound('chain')} bound (MMAs and epilogues in turn)", "#CCB974"),
     "waits": ("not overlapped: fill, drain, barrier waits", COLORS["wait_full"]),
 }
 
@@ -283,7 +284,8 @@ def decompose(row: pd.Series) -> dict[str, float]:
     ``tail`` = up to the busiest SM's compute (``compute_bound_ns``: work that does not divide
     evenly into waves); the binding term's layer = up to the run's lower bound (``bound_ns``;
     tiles: ``interval_bound_ns × tiles``; stream: bytes / Little's-law bandwidth), named by
-    ``binding`` (copy, L2, HBM, SM port, TMA requests, round trip, TMA issue: :data:`tmasim.names.BOUNDS`);
+    ``binding`` (copy, L2, HBM, SM port, TMA requests, round trip, TMA issue, consumer chain:
+    :data:`tmasim.names.BOUNDS`);
     ``waits`` = the rest of T, time no bound explains: filling and draining the pipeline and
     stalls on barriers. Each cut is clipped to [previous cut, T], so the parts are never negative and always sum to T.
     """

@@ -437,7 +437,7 @@ def _bound_of(config: GemmConfig, gpu: GpuSpec, plan: Plan, scenario: ScenarioPa
 
 
 def _breakdown_ns(config: GemmConfig, gpu: GpuSpec, plan: Plan, scenario: ScenarioParts) -> float:
-    bound = breakdown(config, gpu, plan, scenario.pipeline.stages)["bound_ns"]
+    bound = breakdown(config, gpu, plan, scenario.pipeline.stages, scenario.pipeline.consumers)["bound_ns"]
     assert isinstance(bound, (int, float))
     return float(bound)
 

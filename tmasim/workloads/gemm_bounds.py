@@ -1,16 +1,16 @@
 """The bounds a GEMM cannot beat, computed from its plan alone (compute, L2, HBM, SM port,
-TMA requests, slot round trip), and the one that binds."""
+TMA requests, slot round trip, consumer chain), and the one that binds."""
 
 from __future__ import annotations
 
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Copy, Epilogue, Fixup, Segment, UnitProgram
 from tmasim.machine.hardware import GpuSpec
-from tmasim.workloads.bound_figures import bound_figures, busiest_sm, transfer_ps
+from tmasim.workloads.bound_figures import any_placement_bound, bound_figures, busiest_sm, transfer_ps
 from tmasim.workloads.gemm_config import GemmConfig
 
 
-def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int, consumers: int = 1) -> dict[str, object]:
+def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int, consumers: int) -> dict[str, object]:
     """The bounds a GEMM cannot beat, from the plan alone, and the one that binds.
 
     compute: the busiest SM's tensor-core time (wave quantization included; a grid's CTAs as any
@@ -22,8 +22,11 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int, consume
     a split tile's partials (split-K, stream-K) count on L2, on HBM where they go through it, and
     their reads on the reading SM's port, each consumer warpgroup its share;
     latency: the busiest slot of any CTA, whose uses follow one another, each at least one
-    round trip (see :func:`slot_round_trip`). ``serial_ns`` is the no-overlap time of the
-    busiest SM: every step's copy, then its compute, one after another.
+    round trip (see :func:`slot_round_trip`); chain: with one consumer warpgroup, the busiest CTA
+    slot's consumer, which runs its MMAs and its tiles' epilogues one after another (see
+    :func:`consumer_chain`; none with more warpgroups, whose epilogues overlap each other's MMAs).
+    ``serial_ns`` is the no-overlap time of the busiest SM: every step's copy, then its compute,
+    one after another.
     """
     sms, ctas = plan.sms, len(plan.programs)
     compute, smem, ingest, requests = ([0.0] * ctas for _ in range(4))  # per CTA, see busiest_sm
@@ -62,8 +65,55 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int, consume
         "port": busiest_sm(ingest, plan),
         "tma": busiest_sm(requests, plan),
         "latency": latency,
+        "chain": _busiest_chain([consumer_chain(p, gpu) for p in plan.programs], plan) if consumers == 1 else 0.0,
     }
     return bound_figures(bounds, max(serial), config.useful_flops)
+
+
+def consumer_chain(program: UnitProgram | object, gpu: GpuSpec) -> float:
+    """The least time a CTA's one consumer warpgroup takes (tmasim.engine.pipeline.cta): per work
+    unit, its MMAs one after another, each next one at least the shared-memory time the last
+    leaves later (``hold``), then the tile's epilogue, which the warpgroup runs itself before the
+    next unit's MMAs. The epilogue's ``duration`` is what it holds the MMAs up (tmasim.workloads.gemm:
+    a Tensor Memory drain beyond the next tile's mainloop, or at least C's staging through shared
+    memory). Two parts are left out, though the warpgroup waits for them too, so that the chain
+    exceeds the MMAs' own bounds only where the epilogues outlast the MMAs (and is named the
+    binding bound only then): each epilogue's C staging, which every tile pays, and the last
+    unit's epilogue. Leaving out what only adds keeps the chain a lower bound."""
+    if not isinstance(program, UnitProgram):
+        return 0.0
+    total, final = 0.0, program.units[-1] if program.units else None
+    for unit in program.units:
+        hold = last = 0
+        for seg in unit.segments:
+            if seg.steps:
+                total += seg.steps * seg.compute
+                hold += seg.steps * seg.hold
+                last = seg.hold
+        total += hold
+        epilogue = unit.epilogue
+        if unit is not final and epilogue is not None:
+            total += max(0, epilogue.duration - max(last, _staging(epilogue, gpu)))
+    return total
+
+
+def _staging(epilogue: Epilogue, gpu: GpuSpec) -> float:
+    """C's staging through shared memory before its store (tmasim.workloads.gemm), at most."""
+    if epilogue.store is None or gpu.smem_bandwidth == float("inf"):
+        return 0.0
+    return epilogue.store.smem_bytes / gpu.smem_bandwidth + 1  # the plan rounds it to a ps
+
+
+def _busiest_chain(chains: list[float], plan: Plan) -> float:
+    """The busiest CTA slot's consumer chains: a persistent CTA holds its slot (CTAs that share an
+    SM run side by side, so their chains do not add); a grid's block scheduler fills ``sms x
+    ctas_per_sm`` slots in some order, and some slot runs ``ceil(CTAs / slots)`` CTAs one after
+    another (:func:`any_placement_bound`)."""
+    if not chains:
+        return 0.0
+    if plan.persistent:
+        return max(chains)
+    return any_placement_bound(chains, max(1, plan.sms * plan.ctas_per_sm))
 
 
 def _own_time(program: UnitProgram, gpu: GpuSpec, least_fill: bool = False) -> float:

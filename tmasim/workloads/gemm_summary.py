@@ -17,20 +17,21 @@ if TYPE_CHECKING:
     from tmasim.settings.parts import ScenarioParts
 
 BOUND_NAMES = tuple((key, names.bound(key)) for key in ("compute", "smem", "l2", "hbm", "port", "tma",
-                                                                      "latency"))
+                                                                      "latency", "chain"))
 
 
 def summary_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tuple[str, str]]:
     config = scenario.workload
     assert isinstance(config, GemmConfig)
     rate = stats["achieved_flops_per_s"]
-    bounds = ", ".join(f"{name} {t(stats[f'{key}_bound_ns'], zero='none')}" for key, name in BOUND_NAMES)
+    bounds = ", ".join(f"{name} {t(stats[f'{key}_bound_ns'], zero='none')}" for key, name in BOUND_NAMES
+                       if key != "chain" or stats.get("chain_bound_ns"))  # the chain: one consumer warpgroup only
     binding = names.bound(stats["binding"])
     return [
         ("predicted time", f"{t(stats['makespan_ns'])}   ({fmt.flop_rate(rate)}, "
                            f"{share_of_peak(rate, scenario, config.dtype, stats['sms_used'])})"),
         ("bound", f"{t(stats['bound_ns'])}, binding: {binding}   (the run reaches {fmt.percent(stats['efficiency'])} "
-                  f"of it){_epilogue_note(stats)}"),
+                  "of it)"),
         ("bounds", bounds),
         ("no-overlap time", f"{t(stats['serial_ns'])} on the busiest SM"),
         *([("stages", f"{stats['stages']} (auto: {stats['stages_auto_rule']}; {stats['stages_auto_detail']})")]
@@ -122,12 +123,6 @@ def _epilogue_binds(stats: Mapping[str, Any]) -> bool:
     return mainloop is not None and stats["epilogue_drain_ns"] > mainloop
 
 
-def _epilogue_note(stats: Mapping[str, Any]) -> str:
-    """The bounds count no epilogue: say so where the epilogue holds the MMAs up."""
-    return "; each tile's epilogue outlasts the next tile's MMAs, which no bound counts (the epilogue row)" \
-        if _epilogue_binds(stats) else ""
-
-
 def _epilogue_row(stats: Mapping[str, Any]) -> str:
     """How a tile's Tensor Memory accumulator is drained and stored, and whether the next tile's
     MMAs hide it (tmasim.workloads.gemm: the tile's own cost, then one per C sub-tile)."""
@@ -140,7 +135,12 @@ def _epilogue_row(stats: Mapping[str, Any]) -> str:
     if not _epilogue_binds(stats):
         return f"{head}, under the next tile's {t(mainloop)} of MMAs; a CTA's last tile waits for all of it"
     return (f"{head}, {t(drain - mainloop)} more than the next tile's {t(mainloop)} of MMAs: "
-            "each tile's MMAs wait for the difference (the epilogue binds)")
+            "each tile's MMAs wait for the difference" + _chain_counts(stats))
+
+
+def _chain_counts(stats: Mapping[str, Any]) -> str:
+    """Which bound counts an epilogue's hold-up: the consumer chain, with one consumer warpgroup."""
+    return f" ({names.bound('chain')} bound)" if stats.get("chain_bound_ns") else ""
 
 
 _SOURCE_WORDS = {"SS": "A and B from shared memory", "TS": "A from Tensor Memory, B from shared memory",
@@ -202,7 +202,8 @@ def explain(stats: Mapping[str, Any]) -> str:
     s = stats
     binding, compute = names.bound_key(s["binding"]), t(s["compute_bound_ns"])
     if binding == "compute":
-        others = ", ".join(f"{name} {t(s[f'{key}_bound_ns'], zero='none')}" for key, name in BOUND_NAMES[1:])
+        others = ", ".join(f"{name} {t(s[f'{key}_bound_ns'], zero='none')}" for key, name in BOUND_NAMES[1:]
+                           if key != "chain")  # the memory paths: the chain is the MMAs and the epilogues
         return (f"Compute binds: the busiest SM needs {compute} of tensor-core time, more than any memory path "
                 f"needs ({others}).")
     if binding in ("l2", "hbm"):
@@ -218,6 +219,12 @@ def explain(stats: Mapping[str, Any]) -> str:
                 f"operands' row requests (one per row of at most 128 B), more than its {compute} of tensor-core "
                 "time; fewer rows per k-step (multicast slices in a cluster) or more reuse per row (bigger tiles) "
                 "would help.")
+    if binding == "chain":
+        return (f"The {names.bound('chain')} binds: the busiest CTA's one consumer warpgroup runs its MMAs, the "
+                "shared-memory time each leaves and each tile's epilogue one after another, at least "
+                f"{t(s['chain_bound_ns'])}, more than its {compute} of tensor-core time; the epilogues hold its MMAs "
+                "up (the epilogue row): longer k-loops per tile, or epilogues beside the next tile's MMAs (a second "
+                "consumer warpgroup; on Blackwell, a cheaper Tensor Memory drain), would hide them.")
     return (f"The round trip binds: with {plural(s['stages'], 'stage')} x {plural(s['ctas_per_sm'], 'CTA')} per SM "
             "in flight, "
             f"the round trips of the busiest SM's busiest slot add up to at least {t(s['latency_bound_ns'])}, "
