@@ -70,3 +70,19 @@ def test_coinciding_ctas_per_sm_lines_are_dodged_so_none_hides_another() -> None
     assert [list(line.get_ydata()) for line in triangles][0] == [list(line.get_ydata()) for line in triangles][1]
     assert all(a < b for a, b in zip(first, second, strict=True))  # same heights, side by side
     plt.close(fig)
+
+
+def test_a_tables_lines_say_a_clause_they_share_once() -> None:
+    import pandas as pd
+
+    from tmasim.review.plot_cli import table_trust
+
+    short = "B200 whole-chip GEMMs, nearest cases (short shapes): mean error 5% over 12 runs; all 576 runs 6%"
+    large = "B200 whole-chip GEMMs, nearest cases (large shapes): mean error 5% over 24 runs; all 576 runs 6%"
+    table = pd.DataFrame({"status": ["ok", "ok", "ok"], "validated": [short, large, short]})
+    assert table_trust(table) == ("B200 whole-chip GEMMs, nearest cases (short shapes): mean error 5% over 12 runs; "
+                                  "B200 whole-chip GEMMs, nearest cases (large shapes): mean error 5% over 24 runs; "
+                                  "all 576 runs 6%")
+    other = "h100-sxm whole-chip GEMM: not validated"
+    assert table_trust(pd.DataFrame({"validated": [short, other]})) == f"{short}; {other}"  # nothing shared
+    assert table_trust(pd.DataFrame({"validated": [short]})) == short

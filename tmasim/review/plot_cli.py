@@ -323,7 +323,16 @@ def table_trust(table: pd.DataFrame) -> str | None:
         lines = [str(v) for v in rows["validated"].dropna().unique()]
     else:
         lines = list(dict.fromkeys(line for line in (trust_for_row(r) for r in rows.to_dict("records")) if line))
-    return "; ".join(lines) or None
+    return _joined(lines) or None
+
+
+def _joined(lines: list[str]) -> str:
+    """Distinct trust lines joined; a last clause they all end with (the table's error over all its
+    runs, say) said once, at the end."""
+    tails = {line.rpartition("; ")[2] for line in lines}
+    if len(lines) < 2 or len(tails) != 1 or not all("; " in line for line in lines):
+        return "; ".join(lines)
+    return "; ".join(line.rpartition("; ")[0] for line in lines) + "; " + tails.pop()
 
 
 def build_figure(args: argparse.Namespace, result: LoadedResult) -> Figure:

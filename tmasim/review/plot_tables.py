@@ -273,6 +273,7 @@ PARTS = {  # part -> (legend text, colour)
     "issue": (f"{names.bound('issue')} bound", COLORS["epilogue"]),
     "chain": (f"{names.bound('chain')} bound (MMAs and epilogues in turn)", "#CCB974"),
     "waits": ("not overlapped: fill, drain, barrier waits", COLORS["wait_full"]),
+    "launch": ("launch, prologue and end (gpu.launch_overhead)", "#404040"),
 }
 
 
@@ -287,7 +288,9 @@ def decompose(row: pd.Series) -> dict[str, float]:
     ``binding`` (copy, L2, HBM, SM port, TMA requests, round trip, TMA issue, consumer chain:
     :data:`tmasim.names.BOUNDS`);
     ``waits`` = the rest of T, time no bound explains: filling and draining the pipeline and
-    stalls on barriers. Each cut is clipped to [previous cut, T], so the parts are never negative and always sum to T.
+    stalls on barriers; of it, ``launch`` where the row has a launch cost (``launch_overhead_ns``:
+    the launch, prologue and end the makespan adds to the CTAs' work, B200's preset). Each cut is
+    clipped to [previous cut, T], so the parts are never negative and always sum to T.
     """
     total = float(row["makespan_ns"])
     sms = float(row.get("sms_used") or 1)
@@ -307,6 +310,10 @@ def decompose(row: pd.Series) -> dict[str, float]:
              "waits": cuts[4] - cuts[3]}
     if binding == "compute":  # the bound is the compute floor: nothing between them
         parts = {"compute": cuts[1], "tail": cuts[2] - cuts[1] + cuts[3] - cuts[2], "waits": cuts[4] - cuts[3]}
+    launch = row.get("launch_overhead_ns")
+    if not _missing(launch) and launch:  # the launch's own cost: no bound counts it, the makespan does
+        parts["launch"] = min(float(launch), parts["waits"])
+        parts["waits"] -= parts["launch"]
     return parts
 
 
