@@ -117,3 +117,15 @@ def test_the_summary_says_what_the_launch_adds_where_the_preset_has_a_cost():
     assert "  launch           6.81 µs of the predicted time is the kernel's launch, prologue and end" in text
     h100 = simulate(scenarios.load("gemm-h100", ["workload.m=1024", "workload.n=1024", "workload.k=1024"]))
     assert "  launch " not in describe(h100.stats, h100.scenario)
+
+
+def test_the_bound_row_says_how_close_the_work_comes_without_the_launch():
+    b200 = simulate(scenarios.load("gemm-b200", ["workload.m=1024", "workload.n=1024", "workload.k=1024"]))
+    s = b200.stats
+    bound = next(line for line in describe(s, b200.scenario).splitlines() if line.startswith("  bound "))
+    work = s["bound_ns"] / (s["makespan_ns"] - s["launch_overhead_ns"])
+    assert work > s["efficiency"]  # the launch is time no bound counts
+    assert bound.endswith(f"of it; {round(100 * work)}% without the launch's 6.81 µs)")
+    h100 = simulate(scenarios.load("gemm-h100", ["workload.m=1024", "workload.n=1024", "workload.k=1024"]))
+    h100_bound = next(line for line in describe(h100.stats, h100.scenario).splitlines() if line.startswith("  bound "))
+    assert h100_bound.endswith("of it)")  # no launch cost on the H100 preset

@@ -262,7 +262,7 @@ def stats(config: AttentionConfig, scenario: ScenarioParts, plan: Plan, res: Res
 
 def summary_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tuple[str, str]]:
     from tmasim.values import format as fmt
-    from tmasim.workloads.summary_rows import chip_rows, cluster_rows, share_of_peak, t
+    from tmasim.workloads.summary_rows import chip_rows, cluster_rows, reach_without_launch, share_of_peak, t
 
     config = scenario.workload
     assert isinstance(config, AttentionConfig)
@@ -278,7 +278,7 @@ def summary_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tupl
                            f"{share_of_peak(rate, scenario, config.dtype, used)}; FLOPs 4·Sq·Skv·d·h·b"
                            + (" over the unmasked pairs, bottom-right causal mask)" if config.causal else ")")),
         ("bound", f"{t(stats['bound_ns'])}, binding: {binding}   (the run reaches "
-                  f"{fmt.percent(stats['efficiency'])} of it)"),
+                  f"{fmt.percent(stats['efficiency'])} of it{reach_without_launch(stats)})"),
         ("bounds", bounds),
         ("pipeline", f"consumers {mode}, softmax overlap {'on' if config.softmax_overlap else 'off'}, "
                      f"{'warp-specialized' if p.warp_specialized else 'no producer warpgroup'}, "

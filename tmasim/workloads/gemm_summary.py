@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from tmasim import names
 from tmasim.values import format as fmt
 from tmasim.workloads.gemm_config import GemmConfig
-from tmasim.workloads.summary_rows import chip_rows, cluster_rows, plural, share_of_peak, t
+from tmasim.workloads.summary_rows import chip_rows, cluster_rows, plural, reach_without_launch, share_of_peak, t
 
 if TYPE_CHECKING:
     from tmasim.machine.hardware import GpuSpec
@@ -31,7 +31,7 @@ def summary_rows(stats: Mapping[str, Any], scenario: ScenarioParts) -> list[tupl
         ("predicted time", f"{t(stats['makespan_ns'])}   ({fmt.flop_rate(rate)}, "
                            f"{share_of_peak(rate, scenario, config.dtype, stats['sms_used'])})"),
         ("bound", f"{t(stats['bound_ns'])}, binding: {binding}   (the run reaches {fmt.percent(stats['efficiency'])} "
-                  "of it)"),
+                  f"of it{reach_without_launch(stats)})"),
         ("bounds", bounds),
         ("no-overlap time", f"{t(stats['serial_ns'])} on the busiest SM"),
         *([("stages", f"{stats['stages']} (auto: {stats['stages_auto_rule']}; {stats['stages_auto_detail']})")]

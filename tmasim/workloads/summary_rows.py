@@ -71,6 +71,15 @@ def _busy(utilization: float | None, more: str = "") -> str:
     return f" ({fmt.percent(utilization)} busy{more})"
 
 
+def reach_without_launch(stats: Mapping[str, Any]) -> str:
+    """The bounds are the CTAs' work; the makespan adds the launch's own cost (gpu.launch_overhead):
+    where it does, how close the work alone comes."""
+    launch, makespan = stats.get("launch_overhead_ns"), stats["makespan_ns"]
+    if not launch or makespan <= launch or not stats["bound_ns"]:
+        return ""
+    return f"; {fmt.percent(stats['bound_ns'] / (makespan - launch))} without the launch's {t(launch)}"
+
+
 def share_of_peak(flops_per_s: float, scenario: ScenarioParts, dtype: str, sms_used: int) -> str:
     """``81% of the 989.4 TFLOP/s bf16 peak of all 132 SMs``: against the peak of the SMs the run
     uses (a one-CTA run against one SM's peak), and saying which."""
