@@ -32,10 +32,13 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int, consume
     compute, smem, ingest, requests = ([0.0] * ctas for _ in range(4))  # per CTA, see busiest_sm
     serial = [0.0] * sms
     latency = hbm = l2 = 0.0
+    chains: list[float] = []  # each CTA's consumer chain (one consumer warpgroup)
     figures = _SegmentFigures(gpu)
     for g, program in enumerate(plan.programs):
         sm = g % sms
         assert isinstance(program, UnitProgram)
+        if consumers == 1:
+            chains.append(consumer_chain(program, gpu))
         latency = max(latency, _busiest_slot(program, gpu, stages, figures))
         for unit in program.units:
             for seg in unit.segments:
@@ -65,12 +68,12 @@ def breakdown(config: GemmConfig, gpu: GpuSpec, plan: Plan, stages: int, consume
         "port": busiest_sm(ingest, plan),
         "tma": busiest_sm(requests, plan),
         "latency": latency,
-        "chain": _busiest_chain([consumer_chain(p, gpu) for p in plan.programs], plan) if consumers == 1 else 0.0,
+        "chain": _busiest_chain(chains, plan) if consumers == 1 else 0.0,
     }
     return bound_figures(bounds, max(serial), config.useful_flops)
 
 
-def consumer_chain(program: UnitProgram | object, gpu: GpuSpec) -> float:
+def consumer_chain(program: UnitProgram, gpu: GpuSpec) -> float:
     """The least time a CTA's one consumer warpgroup takes (tmasim.engine.pipeline.cta): per work
     unit, its MMAs one after another, each next one at least the shared-memory time the last
     leaves later (``hold``), then the tile's epilogue, which the warpgroup runs itself before the
@@ -80,8 +83,6 @@ def consumer_chain(program: UnitProgram | object, gpu: GpuSpec) -> float:
     exceeds the MMAs' own bounds only where the epilogues outlast the MMAs (and is named the
     binding bound only then): each epilogue's C staging, which every tile pays, and the last
     unit's epilogue. Leaving out what only adds keeps the chain a lower bound."""
-    if not isinstance(program, UnitProgram):
-        return 0.0
     total, final = 0.0, program.units[-1] if program.units else None
     for unit in program.units:
         hold = last = 0
