@@ -223,8 +223,8 @@ def explain(stats: Mapping[str, Any]) -> str:
         return (f"The {names.bound('chain')} binds: the busiest CTA's one consumer warpgroup runs its MMAs, the "
                 "shared-memory time each leaves and each tile's epilogue one after another, at least "
                 f"{t(s['chain_bound_ns'])}, more than its {compute} of tensor-core time; the epilogues hold its MMAs "
-                "up (the epilogue row): longer k-loops per tile, or epilogues beside the next tile's MMAs (a second "
-                "consumer warpgroup; on Blackwell, a cheaper Tensor Memory drain), would hide them.")
+                "up (the epilogue row): longer k-loops per tile, or a cheaper drain of each tile's accumulator "
+                "(fewer C sub-tiles), would hide them.")
     return (f"The round trip binds: with {plural(s['stages'], 'stage')} x {plural(s['ctas_per_sm'], 'CTA')} per SM "
             "in flight, "
             f"the round trips of the busiest SM's busiest slot add up to at least {t(s['latency_bound_ns'])}, "
