@@ -1,6 +1,6 @@
 """The B200 whole-chip table, every row: how long the model takes on it, and where.
 
-    python benchmarks/bench_wholechip.py [--jobs 2] [--every 1]
+    python benchmarks/bench_wholechip.py [--jobs 2] [--every 1]   (--every N: every N-th problem)
     python benchmarks/bench_wholechip.py --shape 4096x128000x7168 [--dtype fp16]
 
 Simulates each of the 576 runs of ``validation/public/b200/wholechip_train.csv`` as
@@ -66,7 +66,8 @@ def shape_points(shape: tuple[int, int, int], dtype: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--every", type=int, default=1, help="every N-th row only")
+    parser.add_argument("--every", type=int, default=1,
+                        help="every N-th problem (shape and dtype) only, each with all its runs")
     parser.add_argument("--shape", help="M×N×K: time every configuration of this shape instead")
     parser.add_argument("--dtype", default="fp16", choices=sorted(wholechip.ELEMENT_BYTES))
     args = parser.parse_args()
@@ -74,7 +75,9 @@ def main() -> None:
         m, n, k = (int(d) for d in args.shape.replace("×", "x").split("x"))
         shape_points((m, n, k), args.dtype)
         return
-    rows = wholechip.rows()[:: args.every]
+    every = wholechip.rows()
+    problems = sorted({r.problem for r in every})[:: args.every]  # whole problems: their best and cluster pairs
+    rows = [r for r in every if r.problem in problems]
     wall = time.perf_counter()
     with ProcessPoolExecutor(args.jobs) as pool:
         results = list(pool.map(timed, rows, chunksize=2))
