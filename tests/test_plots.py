@@ -484,3 +484,20 @@ def test_gantt_draws_a_split_tiles_reduction():
         one = split.spans if layout == "chip" else split.spans[split.spans["cta"] == 8]  # a final peer: it waits
         ax = plots.gantt(one, split.events, layout=layout).axes[0]
         assert wanted <= {t.get_text() for t in ax.get_legend().get_texts()}, layout
+
+
+def test_a_line_along_a_problem_field_has_no_knee(tmp_path):
+    """K changes the work: its points are other problems, none a costlier way to do one, so the
+    figure rings no knee and its legend names none (the sweep's answer says the same)."""
+    import matplotlib.pyplot as plt
+
+    from tmasim.sweep import run_sweep
+
+    table = run_sweep("gemm-h100", ["workload.m=512", "workload.n=512"], ["workload.k=256,512,1024"], progress=False)
+    assert knee_x(table, x="workload.k") == {"": None}
+    fig = plots.stage_sweep(table, x="workload.k")
+    labels = fig.axes[0].get_legend_handles_labels()[1] + [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert not any("knee" in label for label in labels)
+    plt.close(fig)
+    stages = run_sweep("gemm-h100", ["workload.m=512", "workload.n=512"], ["pipeline.stages=2,3"], progress=False)
+    assert knee_x(stages) != {"": None}  # a design field keeps its knee

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+LOG_X_SPAN, LOG_X_MAX_POINTS = 16, 16  # a stage sweep's x on a log scale: values spanning 16x, each labelled
 FLAT_SPREAD = 1e-3  # a heat map whose points all lie within 0.1% says so instead of colouring noise
 
 # -------------------------------------------------------------------------------- stage sweep
@@ -62,23 +63,37 @@ def stage_sweep(table: pd.DataFrame, x: str = "pipeline.stages", y: str = "makes
                                           layout="constrained")
         divisor, ylabel = measure(y, table.loc[table["status"] == "ok", y])
         colors = dict(zip([label for label, _ in groups], SERIES, strict=False))
+        knees = _knee_applies(table, x)
         for k, (label, rows) in enumerate(groups):
             # earlier lines wider, so where lines meet (a plateau) each still shows under the next
             _sweep_line(top, rows, x, y, xmap, divisor, colors[label], label, annotate=len(groups) == 1,
-                        under=len(groups) - 1 - k)
+                        under=len(groups) - 1 - k, knee_on=knees)
         _mark_failures(top, table, x, xmap, groups, colors)
         if len(groups) == 1:
             _binding_background(top, groups[0][1], x, xmap)
         top.set_ylabel(ylabel)
         top.set_ylim(0, top.get_ylim()[1] * 1.12)
         top.grid(alpha=0.3)
-        top.legend(handles=_sweep_legend(top, table, y), fontsize=9, loc="best", framealpha=0.95)
+        top.legend(handles=_sweep_legend(top, table, y, knees), fontsize=9, loc="best", framealpha=0.95)
         _residency_panel(bottom, groups, x, xmap, colors)
         _x_axis(bottom, table[x], x, xmap)
         scenario = f"{table['scenario'].dropna().iloc[0]}: " if "scenario" in table and table[
             "scenario"].notna().any() else ""
         top.set_title(title or f"{scenario}{ylabel.split(' (')[0]} against {field_label(x)}")
     return fig
+
+
+def _knee_applies(table: pd.DataFrame, x: str) -> bool:
+    """Whether a line along ``x`` has a knee: not where ``x`` changes the work itself (a problem
+    field, tmasim.inputs.field_roles: K, the tile count), whose points are other problems, not
+    costlier ways to do one."""
+    from tmasim.inputs.field_roles import PROBLEM, role
+
+    kinds = table["workload"].dropna() if "workload" in table.columns else pd.Series(dtype=object)
+    try:
+        return role(x, str(kinds.iloc[0]) if not kinds.empty else None) != PROBLEM
+    except KeyError:  # a column that is no scenario field: nothing says it is a problem
+        return True
 
 
 def _series(table: pd.DataFrame, x: str) -> list[tuple[str, pd.DataFrame]]:
@@ -90,8 +105,13 @@ def _series(table: pd.DataFrame, x: str) -> list[tuple[str, pd.DataFrame]]:
 
 
 def _x_positions(values: pd.Series) -> dict[Any, float]:
-    """Numbers stay where they are; anything else (tile shapes) gets evenly spaced slots."""
+    """Numbers stay where they are, on a log scale where a few of them span 16x or more (K of
+    64 to 4096: the small ones would sit on top of each other); anything else (tile shapes) gets
+    evenly spaced slots."""
     if numeric(values):
+        unique = [v for v in values.unique() if not _missing(v)]
+        if 2 <= len(unique) <= LOG_X_MAX_POINTS and min(unique) > 0 and max(unique) >= LOG_X_SPAN * min(unique):
+            return {v: math.log2(float(v)) for v in unique}
         return {v: float(v) for v in values.unique()}
     return {v: float(i) for i, v in enumerate(dict.fromkeys(values))}
 
@@ -108,19 +128,21 @@ def _x_axis(ax: Axes, values: pd.Series, x: str, xmap: dict[Any, float]) -> None
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     pad = (positions[-1] - positions[0]) / max(len(positions) - 1, 1) / 2 if len(positions) > 1 else 0.5
     ax.set_xlim(positions[0] - pad, positions[-1] + pad)
-    ax.set_xlabel(field_label(x))
+    log = numeric(values) and any(position != float(v) for v, position in xmap.items())  # _x_positions
+    ax.set_xlabel(field_label(x) + (" (log scale)" if log else ""))
 
 
 def _sweep_line(ax: Axes, rows: pd.DataFrame, x: str, y: str, xmap: dict[Any, float], divisor: float, color: str,
-                label: str, *, annotate: bool, under: int = 0) -> None:
+                label: str, *, annotate: bool, under: int = 0, knee_on: bool = True) -> None:
     """The simulated line, its closed form and bound, and a ring on its knee (named in the
-    legend, or next to the ring when it is the only line); ``under``: how many lines are drawn
-    over it, each making it wider so that it shows around them where they coincide."""
+    legend, or next to the ring when it is the only line; none with ``knee_on`` False); ``under``:
+    how many lines are drawn over it, each making it wider so that it shows around them where
+    they coincide."""
     ok = rows[rows["status"] == "ok"]
     ok = ok.assign(_x=ok[x].map(xmap)).sort_values("_x")
     if ok.empty:
         return
-    i = knee(ok["_x"].tolist(), ok[y].tolist(), higher_is_better=is_rate(y))
+    i = knee(ok["_x"].tolist(), ok[y].tolist(), higher_is_better=is_rate(y)) if knee_on else None
     at = None if i is None else f"{value_text(ok[x].iloc[i])} {field_label(x).split(' (')[0]}"
     name = label or "simulated"
     if at is not None and not annotate:
@@ -145,11 +167,14 @@ def _sweep_line(ax: Axes, rows: pd.DataFrame, x: str, y: str, xmap: dict[Any, fl
 
 
 def knee_x(table: pd.DataFrame, x: str = "pipeline.stages", y: str = "makespan_ns") -> dict[str, Any]:
-    """Per line of :func:`stage_sweep`, the x it rings: its knee (along x: the first within 1% of its best)."""
+    """Per line of :func:`stage_sweep`, the x it rings: its knee (along x: the first within 1% of its
+    best); None along a problem field (:func:`_knee_applies`)."""
     out = {}
+    table = with_status(table)
+    knees = _knee_applies(table, x)
     for label, rows in _series(table, x):
         ok = rows[rows["status"] == "ok"].sort_values(x)
-        i = knee(ok[x].tolist(), ok[y].tolist(), higher_is_better=is_rate(y))
+        i = knee(ok[x].tolist(), ok[y].tolist(), higher_is_better=is_rate(y)) if knees else None
         out[label] = None if i is None else ok[x].iloc[i]
     return out
 
@@ -207,7 +232,7 @@ def _binding_background(ax: Axes, rows: pd.DataFrame, x: str, xmap: dict[Any, fl
             start = i
 
 
-def _sweep_legend(ax: Axes, table: pd.DataFrame, y: str) -> list[Any]:
+def _sweep_legend(ax: Axes, table: pd.DataFrame, y: str, knees: bool = True) -> list[Any]:
     """The lines, then what the marks mean (only the marks drawn)."""
     from matplotlib.lines import Line2D
 
@@ -220,8 +245,9 @@ def _sweep_legend(ax: Axes, table: pd.DataFrame, y: str) -> list[Any]:
     if "closed form" in curves:
         handles.append(Line2D([], [], color=ink, linestyle="none", marker="D", markerfacecolor="none",
                               label="closed form"))
-    handles.append(Line2D([], [], color=ink, linestyle="none", marker="o", markersize=13, markerfacecolor="none",
-                          markeredgewidth=2, label=f"{names.term('knee')[:-1]} of its line)"))
+    if knees:
+        handles.append(Line2D([], [], color=ink, linestyle="none", marker="o", markersize=13, markerfacecolor="none",
+                              markeredgewidth=2, label=f"{names.term('knee')[:-1]} of its line)"))
     if (table["status"] != "ok").any():
         handles.append(Line2D([], [], color=ink, linestyle="none", marker="X", markersize=9, label="did not run"))
     return handles
