@@ -90,6 +90,12 @@ def operand_timing(latency: float, ii: float, m: int, n: int, sms: int, source: 
     return OperandTiming(max(latency + a_arrival, pace), pace, read, stream > ii)
 
 
+def staging_ps(nbytes: int, smem_bandwidth: float) -> int:
+    """Picoseconds ``nbytes`` of an epilogue's C take through one SM's shared memory (staged on
+    the way to their TMA store); 0 where shared memory is unlimited."""
+    return 0 if math.isinf(smem_bandwidth) else round(nbytes / smem_bandwidth)
+
+
 def k_step_smem_bytes(mma_reads: float, tma_writes: int, a_once: int) -> float:
     """All SMEM traffic of one k-step on one SM: the MMAs' reads, the TMA's writes, and (TS/RS)
     the one read of the A box into TMEM or registers."""

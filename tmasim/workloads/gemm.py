@@ -33,7 +33,7 @@ from tmasim.machine import l2
 from tmasim.machine.cluster import ClusterPlacement, place
 from tmasim.machine.descriptor import TensorDescriptor
 from tmasim.machine.hardware import GpuSpec
-from tmasim.machine.operands import k_step_smem_bytes, k_step_smem_hold
+from tmasim.machine.operands import k_step_smem_bytes, k_step_smem_hold, staging_ps
 from tmasim.machine.residency import Residency, residency
 from tmasim.workloads import gemm_split
 from tmasim.workloads.gemm_bounds import breakdown, slot_chain_ns
@@ -546,7 +546,7 @@ def _unit(config: GemmConfig, layout: GemmLayout, gpu: GpuSpec, step: MmaStep, r
         flops = 0.0 if setup.pair and rank % 2 else 2.0 * rows_in * cols_in * k_in
         segments.append(Segment(count, a + b, step.occupancy, flops, tail, expect, hold))
     c_bytes = layout.c.box_bytes
-    staging = round(c_bytes / gpu.smem_bandwidth) if gpu.smem_bandwidth != float("inf") else 0
+    staging = staging_ps(c_bytes, gpu.smem_bandwidth)
     store = Copy(c_bytes, layout.c.bytes_from_memory((col * bn, row * bm)), 1.0, 0)
     if first + steps < config.k_steps:  # a split tile's share before its last: its partial goes to the workspace
         return Unit(-1, tuple(segments), Epilogue(_epilogue_time(config, gpu, setup.pair, 0,

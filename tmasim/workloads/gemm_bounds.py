@@ -6,6 +6,7 @@ from __future__ import annotations
 from tmasim.engine.chip import Plan
 from tmasim.engine.program import Copy, Epilogue, Fixup, Segment, UnitProgram
 from tmasim.machine.hardware import GpuSpec
+from tmasim.machine.operands import staging_ps
 from tmasim.workloads.bound_figures import any_placement_bound, bound_figures, busiest_sm, transfer_ps
 from tmasim.workloads.gemm_config import GemmConfig
 
@@ -94,15 +95,9 @@ def consumer_chain(program: UnitProgram, gpu: GpuSpec) -> float:
         total += hold
         epilogue = unit.epilogue
         if unit is not final and epilogue is not None:
-            total += max(0, epilogue.duration - max(last, _staging(epilogue, gpu)))
+            staging = staging_ps(epilogue.store.smem_bytes, gpu.smem_bandwidth) if epilogue.store is not None else 0
+            total += max(0, epilogue.duration - max(last, staging))
     return total
-
-
-def _staging(epilogue: Epilogue, gpu: GpuSpec) -> float:
-    """C's staging through shared memory before its store (tmasim.workloads.gemm), at most."""
-    if epilogue.store is None or gpu.smem_bandwidth == float("inf"):
-        return 0.0
-    return epilogue.store.smem_bytes / gpu.smem_bandwidth + 1  # the plan rounds it to a ps
 
 
 def _busiest_chain(chains: list[float], plan: Plan) -> float:
@@ -148,18 +143,11 @@ def _last_epilogue(epilogue: Epilogue) -> float:
 def slot_chain_ns(plan: Plan, gpu: GpuSpec, least_fill: bool = False) -> float:
     """A bound a search prunes with, past :func:`breakdown`'s (which a run's summary reports): the
     busiest CTA slot's chain of CTAs, each at least its own time alone (:func:`_own_time`: its
-    first fill and last drain, which no other bound counts). Persistent: each CTA holds its slot.
-    A grid's block scheduler fills freed slots in any order, but some slot of the ``sms x
-    ctas_per_sm`` runs at least ``ceil(CTAs / slots)`` CTAs one after another: at least the sum of
-    that many of the shortest. ``least_fill``: each CTA's first fill only its copies' latency (the
+    first fill and last drain, which no other bound counts), over the slots as
+    :func:`_busiest_chain` takes them. ``least_fill``: each CTA's first fill only its copies' latency (the
     programs stand for CTAs whose own copies may be smaller: a multicast peer's slice)."""
     chains = [_own_time(program, gpu, least_fill) for program in plan.programs if isinstance(program, UnitProgram)]
-    if not chains:
-        return 0.0
-    if plan.persistent:
-        return max(chains) / 1000
-    slots = max(1, plan.sms * plan.ctas_per_sm)
-    return sum(sorted(chains)[: -(-len(chains) // slots)]) / 1000
+    return _busiest_chain(chains, plan) / 1000
 
 
 def _workspace_moves(fixup: Fixup | None) -> tuple[Copy, ...]:
